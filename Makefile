@@ -1,0 +1,45 @@
+# Everything a newcomer needs goes through these targets; each installs what it uses.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+PORT   ?= 8501
+
+.PHONY: install demo test lint typecheck unit browser-deps bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## The main job: demo scenarios -> OTLP -> embedded store, receiver and dashboard up.
+demo: install
+	$(BIN)/janux serve --demo --ui-port $(PORT)
+
+## Debian's Chromium drives the real-browser test; installed here so a fresh machine needs nothing by hand.
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
+
+lint: install
+	$(BIN)/ruff check runtime tracing dashboard cli tests bench
+
+typecheck: install
+	$(BIN)/mypy
+
+## All tests: lint, type check, unit, property, end-to-end, AppTest and real-browser.
+test: install browser-deps lint typecheck
+	@$(BIN)/pytest -q -p no:cacheprovider; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: treating as failure"; exit 1; fi; \
+	exit $$rc
+
+## Benchmarks print tables; see README "Benchmarks".
+bench: install
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""The `janux` command line: the edge where SDK, exporters, receiver and dashboard are wired together."""

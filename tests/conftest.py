@@ -1,0 +1,18 @@
+"""Suite-wide settings: in CI a skipped test is a failure, since it proves nothing."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run in CI when any test was skipped (missing set-up must not pass silently)."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or not os.environ.get("CI"):
+        return
+    skipped = reporter.stats.get("skipped", [])
+    if skipped and exitstatus == 0:
+        reporter.write_line(f"CI: {len(skipped)} test(s) skipped; failing the run", red=True)
+        session.exitstatus = 1

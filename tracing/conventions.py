@@ -1,0 +1,348 @@
+"""The trace contract (v1): every span name, attribute name and enumerated value, in one place.
+
+The runtime (writer) and the dashboard (reader) both import these names, so the two sides
+cannot drift apart. Names follow the OpenTelemetry GenAI semantic conventions where one exists
+(`gen_ai.*`, `error.type`); everything the conventions do not cover lives under `janux.*`.
+See docs/trace-contract.md for the prose version.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --------------------------------------------------------------------------------------------
+# Operations and span names
+# --------------------------------------------------------------------------------------------
+
+OP_INVOKE_AGENT: Final = "invoke_agent"
+"""`gen_ai.operation.name` of an agent loop: the turn root and each delegation attempt."""
+
+OP_CHAT: Final = "chat"
+"""`gen_ai.operation.name` of one model round."""
+
+OP_EXECUTE_TOOL: Final = "execute_tool"
+"""`gen_ai.operation.name` of one tool call, including delegation and handoff tools."""
+
+INFERENCE_OPERATIONS: Final = frozenset({"chat", "text_completion", "generate_content"})
+"""Operations that are model inference: the only spans whose `gen_ai.usage.*` a reader sums."""
+
+
+def invoke_agent_span_name(agent: str) -> str:
+    """Span name of an agent loop: `invoke_agent {agent}`."""
+    return f"{OP_INVOKE_AGENT} {agent}"
+
+
+def chat_span_name(model: str) -> str:
+    """Span name of a model round: `chat {model}`."""
+    return f"{OP_CHAT} {model}"
+
+
+def execute_tool_span_name(tool: str) -> str:
+    """Span name of a tool call: `execute_tool {tool}`."""
+    return f"{OP_EXECUTE_TOOL} {tool}"
+
+
+# --------------------------------------------------------------------------------------------
+# OpenTelemetry GenAI semantic-convention attributes
+# --------------------------------------------------------------------------------------------
+
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+"""What the span does: `invoke_agent`, `chat` or `execute_tool`."""
+
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+"""Model provider (`openai`, ...); the deprecated `gen_ai.system` is never written."""
+
+GEN_AI_SYSTEM_DEPRECATED: Final = "gen_ai.system"
+"""Deprecated provider attribute; read (never written) for traces from older libraries."""
+
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+"""Model name the round asked for."""
+
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+"""Model name the provider reports it used."""
+
+GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+"""Finish reasons of the round, a string array (`stop`, `tool_calls`, ...)."""
+
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+"""Input tokens of one inference round. Only ever set on `chat` spans (contract invariant 3)."""
+
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+"""Output tokens of one inference round. Only ever set on `chat` spans (contract invariant 3)."""
+
+GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
+"""Name of the agent whose loop the span belongs to."""
+
+GEN_AI_AGENT_ID: Final = "gen_ai.agent.id"
+"""Optional stable agent identifier (read from other runtimes)."""
+
+GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+"""Thread id of the conversation a turn belongs to."""
+
+GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
+"""Name of the tool called (`search`, `delegate.researcher`, `handoff.billing`)."""
+
+GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+"""The model's id for the tool call."""
+
+GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
+"""`function`, `delegate` or `handoff` (see TOOL_TYPE_*)."""
+
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+"""Chat history sent to the model (JSON). Only with content capture on."""
+
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+"""Messages the model returned (JSON). Only with content capture on."""
+
+GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
+"""System prompt of the round. Only with content capture on."""
+
+GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
+"""Arguments of a tool call (for delegations: the task). Only with content capture on."""
+
+GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
+"""Result of a tool call. Only with content capture on."""
+
+ERROR_TYPE: Final = "error.type"
+"""Class of error that ended a span with status ERROR (`timeout`, `model_error`, ...)."""
+
+TOOL_TYPE_FUNCTION: Final = "function"
+"""`gen_ai.tool.type` of a plain function tool."""
+
+TOOL_TYPE_DELEGATE: Final = "delegate"
+"""`gen_ai.tool.type` of a `delegate.*` tool (a subagent run as a tool call)."""
+
+TOOL_TYPE_HANDOFF: Final = "handoff"
+"""`gen_ai.tool.type` of a `handoff.*` tool (a transfer of the conversation)."""
+
+# --------------------------------------------------------------------------------------------
+# Accounting: the one rule (each token and cent recorded once per aggregation key)
+# --------------------------------------------------------------------------------------------
+
+JANUX_ROUND_COST: Final = "janux.round.cost"
+"""USD cost of one `chat` round; absent when the agent has no price."""
+
+JANUX_TURN_INPUT_TOKENS: Final = "janux.turn.input_tokens"
+"""Input tokens of this agent loop's OWN rounds (never its delegations)."""
+
+JANUX_TURN_OUTPUT_TOKENS: Final = "janux.turn.output_tokens"
+"""Output tokens of this agent loop's OWN rounds (never its delegations)."""
+
+JANUX_TURN_COST: Final = "janux.turn.cost"
+"""USD cost of this loop's own priced rounds; absent when no round of the loop was priced."""
+
+JANUX_TURN_UNPRICED_TOKENS: Final = "janux.turn.unpriced_tokens"
+"""Tokens of this loop's own rounds that had no price (unknown is never zero)."""
+
+JANUX_TURN_ROUNDS: Final = "janux.turn.rounds"
+"""Number of model rounds this loop made."""
+
+JANUX_BILL_INPUT_TOKENS: Final = "janux.bill.input_tokens"
+"""Root span only: input tokens of the whole turn (parent rounds plus every delegation)."""
+
+JANUX_BILL_OUTPUT_TOKENS: Final = "janux.bill.output_tokens"
+"""Root span only: output tokens of the whole turn."""
+
+JANUX_BILL_COST: Final = "janux.bill.cost"
+"""Root span only: USD cost of the whole turn, each round priced by its own agent's cost."""
+
+JANUX_BILL_UNPRICED_TOKENS: Final = "janux.bill.unpriced_tokens"
+"""Root span only: tokens of the whole turn that had no price."""
+
+TURN_USAGE_KEYS: Final = (
+    JANUX_TURN_INPUT_TOKENS,
+    JANUX_TURN_OUTPUT_TOKENS,
+    JANUX_TURN_COST,
+    JANUX_TURN_UNPRICED_TOKENS,
+)
+"""The per-loop accounting attributes, in input/output/cost/unpriced order."""
+
+BILL_KEYS: Final = (
+    JANUX_BILL_INPUT_TOKENS,
+    JANUX_BILL_OUTPUT_TOKENS,
+    JANUX_BILL_COST,
+    JANUX_BILL_UNPRICED_TOKENS,
+)
+"""The whole-turn accounting attributes, in the same order as TURN_USAGE_KEYS."""
+
+# --------------------------------------------------------------------------------------------
+# Agent loops, delegation attempts and transfers
+# --------------------------------------------------------------------------------------------
+
+JANUX_AGENT_DEPTH: Final = "janux.agent.depth"
+"""Delegation depth of an agent loop: 0 for the turn, n for a subagent n levels down."""
+
+JANUX_HANDOFF_ATTEMPT: Final = "janux.handoff.attempt"
+"""On a delegation attempt span: the attempt number, 1..n."""
+
+JANUX_STOP_REASON: Final = "janux.stop_reason"
+"""On an agent span: the budget line that cut the loop (see STOP_*)."""
+
+JANUX_HANDOFF_TO: Final = "janux.handoff.to"
+"""On the turn span after a transfer: the agent that took the conversation over."""
+
+JANUX_HANDOFF_FROM: Final = "janux.handoff.from"
+"""On the turn span after a transfer: the agent that handed the conversation off."""
+
+JANUX_BUDGET_MAX_TURNS: Final = "janux.budget.max_turns"
+"""On a delegation attempt span: the subagent's turn limit (for the budget-burn view)."""
+
+JANUX_BUDGET_MAX_TOKENS: Final = "janux.budget.max_tokens"
+"""On a delegation attempt span: the subagent's token limit, when it has one."""
+
+JANUX_BUDGET_MAX_MS: Final = "janux.budget.max_ms"
+"""On a delegation attempt span: the delegation's wall-clock limit in ms, when it has one."""
+
+# --------------------------------------------------------------------------------------------
+# HANDOFF_START / HANDOFF_END events (on the execute_tool span of delegate.* / handoff.* tools)
+# --------------------------------------------------------------------------------------------
+
+EVENT_HANDOFF_START: Final = "HANDOFF_START"
+"""Span event opening a delegation or transfer; always followed by EVENT_HANDOFF_END."""
+
+EVENT_HANDOFF_END: Final = "HANDOFF_END"
+"""Span event closing a delegation or transfer, on every outcome."""
+
+JANUX_HANDOFF_ID: Final = "janux.handoff.id"
+"""Unique id of one delegation (shared by its events and its attempt spans)."""
+
+JANUX_HANDOFF_CALL_ID: Final = "janux.handoff.call_id"
+"""The model's tool-call id that started the delegation."""
+
+JANUX_HANDOFF_KIND: Final = "janux.handoff.kind"
+"""`delegate` or `transfer` (see KIND_*)."""
+
+JANUX_HANDOFF_TOOL: Final = "janux.handoff.tool"
+"""Tool name of the delegation (`delegate.researcher`)."""
+
+JANUX_HANDOFF_TARGET: Final = "janux.handoff.target"
+"""Subagent or transfer target name. Also set on the execute_tool span."""
+
+JANUX_HANDOFF_STATUS: Final = "janux.handoff.status"
+"""START: `starting`; END: a final status (see STATUS_*). The final one is also a tool-span attribute."""
+
+JANUX_HANDOFF_DEPTH: Final = "janux.handoff.depth"
+"""Depth the delegated agent runs at (caller depth + 1)."""
+
+JANUX_HANDOFF_SESSION_MODE: Final = "janux.handoff.session_mode"
+"""`new_session` or `reuse_session` (see SESSION_*)."""
+
+JANUX_HANDOFF_ATTEMPTS: Final = "janux.handoff.attempts"
+"""END: how many attempts ran. Also set on the execute_tool span."""
+
+JANUX_HANDOFF_DURATION_MS: Final = "janux.handoff.duration_ms"
+"""END: wall-clock duration of the whole delegation in ms."""
+
+JANUX_HANDOFF_ERROR: Final = "janux.handoff.error"
+"""END: human-readable error when the delegation failed or was denied. Also on the tool span."""
+
+JANUX_HANDOFF_DENY_REASON: Final = "janux.handoff.deny_reason"
+"""END: the rule that denied the delegation (see DENY_*). Also on the tool span."""
+
+JANUX_HANDOFF_STOP_REASON: Final = "janux.handoff.stop_reason"
+"""END: the budget line that cut the delegation (see STOP_*). Also on the tool span."""
+
+JANUX_HANDOFF_OUTPUT: Final = "janux.handoff.output"
+"""END: the delegation's output text, only with content capture on, truncated."""
+
+KIND_DELEGATE: Final = "delegate"
+"""`janux.handoff.kind` of a subagent run as a tool call."""
+
+KIND_TRANSFER: Final = "transfer"
+"""`janux.handoff.kind` of a conversation handed over to a specialist."""
+
+STATUS_STARTING: Final = "starting"
+"""`janux.handoff.status` on HANDOFF_START."""
+
+STATUS_COMPLETED: Final = "completed"
+"""Final status: the delegation answered."""
+
+STATUS_FAILED: Final = "failed"
+"""Final status: every attempt failed and no fallback served it."""
+
+STATUS_FALLBACK: Final = "fallback"
+"""Final status: denied or failed, then served by the primary executor."""
+
+STATUS_DENIED: Final = "denied"
+"""Final status: a policy rule refused it; no attempt ran."""
+
+STATUS_CUT: Final = "cut"
+"""Final status: a budget line stopped the subagent."""
+
+FINAL_STATUSES: Final = frozenset(
+    {STATUS_COMPLETED, STATUS_FAILED, STATUS_FALLBACK, STATUS_DENIED, STATUS_CUT}
+)
+"""Every status a HANDOFF_END may carry."""
+
+FAILING_STATUSES: Final = frozenset({STATUS_FAILED, STATUS_FALLBACK, STATUS_DENIED, STATUS_CUT})
+"""Final statuses the Failures view lists."""
+
+SESSION_NEW: Final = "new_session"
+"""Session mode: fresh history for every delegation."""
+
+SESSION_REUSE: Final = "reuse_session"
+"""Session mode: memory accumulates per delegation tool."""
+
+DENY_ALLOWED_TOOLS: Final = "allowed_tools"
+"""Denied: the tool is not on the policy's allow-list."""
+
+DENY_DENIED_TOOLS: Final = "denied_tools"
+"""Denied: the tool is on the policy's deny-list."""
+
+DENY_MAX_DEPTH: Final = "max_depth"
+"""Denied: the delegation would run deeper than the policy's max_depth."""
+
+DENY_TOOL_FORBIDDEN: Final = "tool_forbidden"
+"""Denied: the tool is outside the caller's tool surface."""
+
+DENY_RATE_LIMITED: Final = "rate_limited"
+"""Denied: the caller's delegation rate limit is exhausted."""
+
+DENY_GUARDRAIL: Final = "guardrail"
+"""Denied: an input guardrail refused the delegated task."""
+
+DENY_REASONS: Final = frozenset(
+    {
+        DENY_ALLOWED_TOOLS,
+        DENY_DENIED_TOOLS,
+        DENY_MAX_DEPTH,
+        DENY_TOOL_FORBIDDEN,
+        DENY_RATE_LIMITED,
+        DENY_GUARDRAIL,
+    }
+)
+"""Every value `janux.handoff.deny_reason` may take."""
+
+STOP_MAX_TURNS: Final = "max_turns"
+"""Budget cut: the subagent used all its model rounds."""
+
+STOP_MAX_TOKENS: Final = "max_tokens"
+"""Budget cut: the subagent's input + output tokens reached its limit."""
+
+STOP_MAX_TIME: Final = "max_time"
+"""Budget cut: the delegation's wall clock reached its limit."""
+
+STOP_REASONS: Final = frozenset({STOP_MAX_TURNS, STOP_MAX_TOKENS, STOP_MAX_TIME})
+"""Every value `janux.stop_reason` / `janux.handoff.stop_reason` may take."""
+
+ERROR_TIMEOUT: Final = "timeout"
+"""`error.type` of an attempt cancelled by the per-attempt timeout."""
+
+ERROR_MODEL: Final = "model_error"
+"""`error.type` of a round (and its loop) that failed in the model client."""
+
+ERROR_TOOL: Final = "tool_error"
+"""`error.type` of a tool call that raised."""
+
+# --------------------------------------------------------------------------------------------
+# Content capture (the GenAI instrumentation convention)
+# --------------------------------------------------------------------------------------------
+
+CAPTURE_CONTENT_ENV: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+"""Environment variable that switches content capture on (`true`)."""
+
+CAPTURE_MAX_LENGTH_ENV: Final = "JANUX_CAPTURE_MAX_LENGTH"
+"""Environment variable that sets the truncation length of captured values (characters)."""
+
+INSTRUMENTATION_SCOPE: Final = "janux"
+"""Name of the tracer and meter the runtime uses."""
