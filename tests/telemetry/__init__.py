@@ -1,0 +1,1 @@
+"""Tests of the telemetry setup at the edge (tracing/setup*.py)."""

@@ -1,0 +1,122 @@
+"""Building the raw span and metric exporters named by resolved `TelemetrySettings`.
+
+Every value is passed explicitly, so the OTLP exporters do not go back to the environment for
+anything `resolve_settings` already decided (explicit arguments must win over variables).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, MetricExporter
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter
+
+from tracing.setup_config import TelemetrySettings
+from tracing.setup_env import TelemetryConfigError
+
+
+def build_span_exporter(settings: TelemetrySettings) -> SpanExporter | None:
+    """The span exporter for `settings.traces_exporter`, or None for `none`."""
+    kind = settings.traces_exporter
+    if kind == "none":
+        return None
+    if kind == "console":
+        return ConsoleSpanExporter()
+    if kind == "otlp_json_file":
+        return _file_span_exporter(settings.traces_file, "JANUX_TRACES_FILE / file_path")
+    if settings.protocol == "grpc":
+        return _grpc_span_exporter(settings)
+    return _http_span_exporter(settings)
+
+
+def build_metric_exporter(settings: TelemetrySettings) -> MetricExporter | None:
+    """The metric exporter for `settings.metrics_exporter`, or None when metrics are off.
+
+    A JSON-lines destination gets metrics only when JANUX_METRICS_FILE names their own file, so
+    a trace file stays a file of spans that every OTLP-JSON trace reader accepts.
+    """
+    kind = settings.metrics_exporter
+    if kind == "none":
+        return None
+    if kind == "console":
+        return ConsoleMetricExporter()
+    if kind == "otlp_json_file":
+        if settings.metrics_file is None:
+            return None
+        return _file_metric_exporter(settings.metrics_file)
+    if settings.protocol == "grpc":
+        return _grpc_metric_exporter(settings)
+    return _http_metric_exporter(settings)
+
+
+def _open_parent(path: str, field_name: str) -> str:
+    target = Path(path).expanduser()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise TelemetryConfigError(f"{field_name}: cannot create the folder of {path!r}: {error}") from error
+    return os.fspath(target)
+
+
+def _file_span_exporter(path: str, field_name: str) -> SpanExporter:
+    from opentelemetry.exporter.otlp.json.file import FileSpanExporter
+
+    target = _open_parent(path, field_name)
+    try:
+        return FileSpanExporter(target)
+    except OSError as error:
+        raise TelemetryConfigError(f"{field_name}: cannot open {path!r} for appending: {error}") from error
+
+
+def _file_metric_exporter(path: str) -> MetricExporter:
+    from opentelemetry.exporter.otlp.json.file import FileMetricExporter
+
+    target = _open_parent(path, "JANUX_METRICS_FILE")
+    try:
+        return FileMetricExporter(target)
+    except OSError as error:
+        message = f"JANUX_METRICS_FILE: cannot open {path!r} for appending: {error}"
+        raise TelemetryConfigError(message) from error
+
+
+def _grpc_span_exporter(settings: TelemetrySettings) -> SpanExporter:
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+    return OTLPSpanExporter(
+        endpoint=settings.traces_endpoint,
+        insecure=settings.traces_endpoint.startswith("http://"),
+        headers=dict(settings.headers),
+        timeout=settings.otlp_timeout_ms / 1000,
+    )
+
+
+def _http_span_exporter(settings: TelemetrySettings) -> SpanExporter:
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    return OTLPSpanExporter(
+        endpoint=settings.traces_endpoint,
+        headers=dict(settings.headers),
+        timeout=settings.otlp_timeout_ms / 1000,
+    )
+
+
+def _grpc_metric_exporter(settings: TelemetrySettings) -> MetricExporter:
+    from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
+
+    return OTLPMetricExporter(
+        endpoint=settings.metrics_endpoint,
+        insecure=settings.metrics_endpoint.startswith("http://"),
+        headers=dict(settings.headers),
+        timeout=settings.otlp_timeout_ms / 1000,
+    )
+
+
+def _http_metric_exporter(settings: TelemetrySettings) -> MetricExporter:
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+
+    return OTLPMetricExporter(
+        endpoint=settings.metrics_endpoint,
+        headers=dict(settings.headers),
+        timeout=settings.otlp_timeout_ms / 1000,
+    )
