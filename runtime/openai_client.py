@@ -1,0 +1,635 @@
+"""An OpenAI-compatible chat-completions client: OpenAI, vLLM, Ollama, LM Studio and the like.
+
+`OpenAIChatModel` implements `runtime.model.Model` over `POST {base_url}/chat/completions`. It
+retries 429, 5xx and connection failures with exponential backoff and jitter (honouring
+`Retry-After`), raises `ModelError` at once on any other 4xx, and turns a malformed body into a
+`ModelError` naming what was missing. Tool names that a provider would refuse (`delegate.researcher`:
+dots, or more than 64 chars) are encoded reversibly on the way out and decoded on the way back.
+
+Real model clients fail loudly inside tests: under pytest (`PYTEST_CURRENT_TEST` set) a request to
+anything but a loopback address raises `RealModelInTestError` before any byte leaves the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import ipaddress
+import json
+import logging
+import os
+import random
+import string
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+
+from runtime.model import Message, ModelError, ModelResponse, ModelSettings, ModelUsage, ToolCall, ToolSpec
+
+logger = logging.getLogger("janux.openai")
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+"""Where requests go when neither `base_url` nor `OPENAI_BASE_URL` says otherwise."""
+ENV_BASE_URL = "OPENAI_BASE_URL"
+"""Environment variable with the server's base URL (the part before `/chat/completions`)."""
+ENV_API_KEY = "OPENAI_API_KEY"
+"""Environment variable with the API key (optional for local servers)."""
+ENV_MODEL = "JANUX_MODEL"
+"""Environment variable with the default model name."""
+
+ERR_RATE_LIMITED = "rate_limited"
+"""`ModelError.error_type` of HTTP 429 (after retries ran out, or a `Retry-After` too long to wait)."""
+ERR_SERVER = "server_error"
+"""`ModelError.error_type` of HTTP 5xx after retries ran out."""
+ERR_CONNECTION = "connection_error"
+"""`ModelError.error_type` of a request that never got an HTTP answer (refused, reset, timed out)."""
+ERR_BAD_REQUEST = "bad_request"
+"""`ModelError.error_type` of a 4xx other than 429, or of messages that cannot be encoded."""
+ERR_BAD_RESPONSE = "bad_response"
+"""`ModelError.error_type` of a 2xx answer whose body is not a valid chat completion."""
+
+
+class RealModelInTestError(RuntimeError):
+    """A test tried to reach a real (non-loopback) model server.
+
+    Deliberately not a `ModelError`: the runtime turns model errors into tool results, and this
+    must fail the test instead.
+    """
+
+
+# --- Tool-name codec ---------------------------------------------------------------------------------
+#
+# Providers accept tool names matching ^[a-zA-Z0-9_-]{1,64}$. A name that already fits and holds no
+# "__" goes out unchanged. Any other name is escaped: each char outside [a-zA-Z0-9-] becomes
+# "__<hex code point>__", and so does each "_" next to another "_" or an escaped char, so that in
+# escaped form "__" only ever opens or closes an escape. Plain names never contain "__" and escaped
+# names always do, so the two never collide; escaping is injective because decoding is deterministic.
+# An escaped form longer than 64 chars keeps a prefix of whole tokens plus "__h" and a hash of the
+# name; "h" is not a hex digit, so such a name is never a valid escaped form either.
+
+MAX_TOOL_NAME_LENGTH = 64
+"""Longest tool name OpenAI-compatible providers accept."""
+_WORD = frozenset(string.ascii_letters + string.digits + "-")
+_HEX = frozenset("0123456789abcdef")
+_HASH_MARK = "__h"
+_HASH_CHARS = 16
+
+
+def _is_plain(name: str) -> bool:
+    return (
+        0 < len(name) <= MAX_TOOL_NAME_LENGTH
+        and "__" not in name
+        and all(c in _WORD or c == "_" for c in name)
+    )
+
+
+def _escape_tokens(name: str) -> list[str]:
+    tokens: list[str] = []
+    for i, char in enumerate(name):
+        neighbours = name[max(i - 1, 0) : i] + name[i + 1 : i + 2]
+        if char in _WORD or (char == "_" and all(n in _WORD for n in neighbours)):
+            tokens.append(char)
+        else:
+            tokens.append(f"__{ord(char):x}__")
+    return tokens
+
+
+def encode_tool_name(name: str) -> str:
+    """The wire form of tool `name`: unchanged when a provider accepts it, else escaped reversibly."""
+    if not name:
+        raise ValueError("tool name: must not be empty")
+    if _is_plain(name):
+        return name
+    tokens = _escape_tokens(name)
+    escaped = "".join(tokens)
+    if len(escaped) <= MAX_TOOL_NAME_LENGTH:
+        return escaped
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_CHARS]
+    room = MAX_TOOL_NAME_LENGTH - len(_HASH_MARK) - _HASH_CHARS
+    head = ""
+    for token in tokens:
+        if len(head) + len(token) > room:
+            break
+        head += token
+    return head + _HASH_MARK + digest
+
+
+def decode_tool_name(wire: str) -> str | None:
+    """The tool name whose wire form is `wire`, or `None` when `wire` is no canonical wire form.
+
+    Hashed forms (names too long to escape) cannot be decoded alone; `ToolNameCodec` remembers them.
+    """
+    if _is_plain(wire):
+        return wire
+    out: list[str] = []
+    i = 0
+    while i < len(wire):
+        if wire.startswith("__", i):
+            end = wire.find("__", i + 2)
+            digits = wire[i + 2 : end]
+            if end < 0 or not digits or not set(digits) <= _HEX or int(digits, 16) > 0x10FFFF:
+                return None
+            out.append(chr(int(digits, 16)))
+            i = end + 2
+        elif wire[i] in _WORD or wire[i] == "_":
+            out.append(wire[i])
+            i += 1
+        else:
+            return None
+    name = "".join(out)
+    # Only the canonical form decodes, so decode(encode(n)) == n and nothing else maps to n.
+    return name if name and encode_tool_name(name) == wire else None
+
+
+class ToolNameCodec:
+    """Encodes the tool names of one request and decodes the names the model answers with."""
+
+    def __init__(self) -> None:
+        self._to_wire: dict[str, str] = {}
+        self._from_wire: dict[str, str] = {}
+
+    def encode(self, name: str) -> str:
+        """Wire form of `name`; raises `ModelError` if two names of the request would share one."""
+        wire = self._to_wire.get(name)
+        if wire is not None:
+            return wire
+        try:
+            wire = encode_tool_name(name)
+        except ValueError as exc:
+            raise ModelError(str(exc), error_type=ERR_BAD_REQUEST) from exc
+        other = self._from_wire.setdefault(wire, name)
+        if other != name:
+            raise ModelError(
+                f"tool names {other!r} and {name!r} share the wire name {wire!r}", error_type=ERR_BAD_REQUEST
+            )
+        self._to_wire[name] = wire
+        return wire
+
+    def decode(self, wire: str) -> str:
+        """The runtime's name for `wire`; an unknown, undecodable name is returned as it came."""
+        known = self._from_wire.get(wire)
+        if known is not None:
+            return known
+        return decode_tool_name(wire) or wire
+
+
+# --- Retry policy ------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True, frozen=True, kw_only=True)
+class RetryPolicy:
+    """How 429, 5xx and connection failures are retried."""
+
+    max_attempts: int = 4
+    """Attempts in all (1 = no retry)."""
+    initial_delay: float = 0.5
+    """Seconds before the first retry (before jitter)."""
+    multiplier: float = 2.0
+    """Growth of the delay per attempt."""
+    max_delay: float = 20.0
+    """Cap on one backoff delay (before jitter)."""
+    jitter: float = 0.25
+    """Each delay is scaled by a random factor in [1 - jitter, 1 + jitter]."""
+    max_retry_after: float = 60.0
+    """A `Retry-After` longer than this is not waited for: the error is raised at once."""
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError(f"max_attempts: must be >= 1, got {self.max_attempts}")
+        for name in ("initial_delay", "max_delay", "max_retry_after"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}: must be >= 0, got {getattr(self, name)}")
+        if self.multiplier < 1:
+            raise ValueError(f"multiplier: must be >= 1, got {self.multiplier}")
+        if not 0 <= self.jitter <= 1:
+            raise ValueError(f"jitter: must be within [0, 1], got {self.jitter}")
+
+    def backoff(self, failed_attempts: int, rng: random.Random) -> float:
+        """Seconds to wait after `failed_attempts` failures when the server named no delay."""
+        base = min(self.max_delay, self.initial_delay * self.multiplier ** (failed_attempts - 1))
+        return base * rng.uniform(1 - self.jitter, 1 + self.jitter)
+
+
+def retry_after_seconds(headers: httpx.Headers) -> float | None:
+    """The delay a server asked for (`retry-after-ms`, or `Retry-After` in seconds or as a date)."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(float(millis) / 1000, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max((when - datetime.now(UTC)).total_seconds(), 0.0)
+
+
+@dataclass(slots=True, frozen=True)
+class _Retryable:
+    """A failed attempt worth retrying, and the delay the server asked for (if any)."""
+
+    error: ModelError
+    delay: float | None = None
+
+
+def _is_retryable(status: int) -> bool:
+    return status == 429 or status >= 500
+
+
+def _error_type(status: int) -> str:
+    if status == 429:
+        return ERR_RATE_LIMITED
+    return ERR_SERVER if status >= 500 else ERR_BAD_REQUEST
+
+
+def provider_error_message(response: httpx.Response) -> str:
+    """The provider's own words about a failed request (OpenAI, Ollama and plain-text shapes)."""
+    try:
+        data = response.json()
+    except ValueError:
+        text = response.text.strip()
+        return text[:500] if text else response.reason_phrase or "no error message"
+    if isinstance(data, dict):
+        error = data.get("error", data)
+        if isinstance(error, str):
+            return error
+        if isinstance(error, dict):
+            for key in ("message", "detail", "msg"):
+                if isinstance(error.get(key), str):
+                    return str(error[key])
+    return json.dumps(data)[:500]
+
+
+# --- Request encoding --------------------------------------------------------------------------------
+
+
+def _encode_tool_call(call: ToolCall, codec: ToolNameCodec) -> dict[str, Any]:
+    function = {"name": codec.encode(call.name), "arguments": call.arguments}
+    return {"id": call.id, "type": "function", "function": function}
+
+
+def encode_message(message: Message, index: int, codec: ToolNameCodec) -> dict[str, Any]:
+    """One message in chat-completions form; `ModelError` names the field when it cannot be sent."""
+    if message.role == "tool":
+        if not message.tool_call_id:
+            raise ModelError(
+                f"messages[{index}].tool_call_id: required on a tool message", error_type=ERR_BAD_REQUEST
+            )
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    if message.role == "assistant" and message.tool_calls:
+        return {
+            "role": "assistant",
+            # Null rather than "" next to tool calls: what OpenAI itself returns and accepts.
+            "content": message.content or None,
+            "tool_calls": [_encode_tool_call(c, codec) for c in message.tool_calls],
+        }
+    return {"role": message.role, "content": message.content}
+
+
+def encode_tool(tool: ToolSpec, codec: ToolNameCodec) -> dict[str, Any]:
+    """One tool in chat-completions form (a function tool)."""
+    function = {
+        "name": codec.encode(tool.name),
+        "description": tool.description,
+        "parameters": tool.parameters,
+    }
+    return {"type": "function", "function": function}
+
+
+def build_request_body(
+    model: str,
+    messages: list[Message],
+    tools: list[ToolSpec],
+    settings: ModelSettings,
+    codec: ToolNameCodec,
+    max_tokens_field: str = "max_tokens",
+) -> dict[str, Any]:
+    """The JSON body of one chat-completions request."""
+    body: dict[str, Any] = {"model": model, "stream": False}
+    if tools:
+        # Tools first, so that names in the history resolve to the same wire names.
+        body["tools"] = [encode_tool(t, codec) for t in tools]
+        if settings.parallel_tool_calls is not None:
+            # Only with tools: OpenAI rejects parallel_tool_calls on a request without any.
+            body["parallel_tool_calls"] = settings.parallel_tool_calls
+    body["messages"] = [encode_message(m, i, codec) for i, m in enumerate(messages)]
+    if settings.temperature is not None:
+        body["temperature"] = settings.temperature
+    if settings.max_output_tokens is not None:
+        body[max_tokens_field] = settings.max_output_tokens
+    return body
+
+
+# --- Response decoding -------------------------------------------------------------------------------
+
+
+def _bad(what: str) -> ModelError:
+    return ModelError(f"malformed chat completion: {what}", error_type=ERR_BAD_RESPONSE)
+
+
+def _text_of(content: Any, where: str) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts, as some servers send them
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    raise _bad(f"{where}: expected a string, got {type(content).__name__}")
+
+
+def _decode_tool_call(raw: Any, index: int, codec: ToolNameCodec) -> ToolCall:
+    where = f"choices[0].message.tool_calls[{index}]"
+    if not isinstance(raw, dict):
+        raise _bad(f"{where}: expected an object")
+    function = raw.get("function")
+    if not isinstance(function, dict):
+        raise _bad(f"{where}.function is missing")
+    name = function.get("name")
+    if not isinstance(name, str) or not name:
+        raise _bad(f"{where}.function.name is missing")
+    arguments = function.get("arguments")
+    if isinstance(arguments, dict):  # some local servers send the object instead of its JSON text
+        arguments = json.dumps(arguments)
+    if not isinstance(arguments, str):
+        raise _bad(f"{where}.function.arguments is missing")
+    call_id = raw.get("id")
+    # A few local servers omit ids; the loop needs one to pair the result with the call.
+    return ToolCall(
+        id=call_id if isinstance(call_id, str) and call_id else f"call_{index}",
+        name=codec.decode(name),
+        arguments=arguments,
+    )
+
+
+def _count(usage: dict[str, Any], key: str) -> int:
+    value = usage.get(key, 0)
+    if value is None:
+        return 0
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise _bad(f"usage.{key}: expected a non-negative integer, got {value!r}")
+    return value
+
+
+def decode_usage(raw: Any) -> ModelUsage:
+    """Token usage; a response without `usage` counts zero tokens."""
+    if raw is None:
+        return ModelUsage()
+    if not isinstance(raw, dict):
+        raise _bad("usage: expected an object")
+    return ModelUsage(
+        input_tokens=_count(raw, "prompt_tokens"), output_tokens=_count(raw, "completion_tokens")
+    )
+
+
+def _first_choice(data: Any) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise _bad(f"body: expected a JSON object, got {type(data).__name__}")
+    if data.get("error"):
+        # Some servers answer 200 with an error object instead of a completion.
+        raise ModelError(f"provider error: {json.dumps(data['error'])[:500]}", error_type=ERR_BAD_RESPONSE)
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise _bad("choices[0] is missing")
+    choice = choices[0]
+    if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
+        raise _bad("choices[0].message is missing")
+    return choice
+
+
+def decode_response(data: Any, codec: ToolNameCodec) -> ModelResponse:
+    """A `ModelResponse` from a chat-completions body; `ModelError` names what was missing."""
+    choice = _first_choice(data)
+    message: dict[str, Any] = choice["message"]
+    text = _text_of(message.get("content"), "choices[0].message.content")
+    if not text and isinstance(message.get("refusal"), str):
+        text = message["refusal"]
+    raw_calls = message.get("tool_calls") or []
+    if not isinstance(raw_calls, list):
+        raise _bad("choices[0].message.tool_calls: expected a list")
+    calls = tuple(_decode_tool_call(c, i, codec) for i, c in enumerate(raw_calls))
+    finish = choice.get("finish_reason")
+    if not isinstance(finish, str) or not finish:
+        finish = "tool_calls" if calls else "stop"
+    model = data.get("model")
+    return ModelResponse(
+        text=text,
+        tool_calls=calls,
+        usage=decode_usage(data.get("usage")),
+        model_name=model if isinstance(model, str) and model else None,
+        finish_reason=finish,
+    )
+
+
+# --- The client --------------------------------------------------------------------------------------
+
+
+def is_loopback_url(url: str) -> bool:
+    """Whether `url` points at this machine (localhost, 127.0.0.0/8, ::1)."""
+    host = httpx.URL(url).host
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+async def _close_when_loop_ends(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
+    """Keeps `client` open until its event loop finalizes async generators, then closes it.
+
+    `asyncio.run` (and so every sync wrapper) finalizes a loop's suspended async generators on
+    exit; parking the client's close here releases its sockets with the loop that owns them.
+    """
+    try:
+        yield
+    finally:
+        if not client.is_closed:
+            await client.aclose()
+
+
+def _resolve(value: str | None, env: str, default: str | None = None) -> str | None:
+    if value is not None:
+        return value
+    return os.environ.get(env) or default
+
+
+class OpenAIChatModel:
+    """A `Model` speaking the OpenAI chat-completions API (OpenAI, vLLM, Ollama, LM Studio, ...).
+
+    Settings left as `None` come from the environment: `OPENAI_BASE_URL` (default OpenAI's),
+    `OPENAI_API_KEY` (optional: local servers need none) and `JANUX_MODEL` for the model name.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        provider_name: str = "openai",
+        retry: RetryPolicy | None = None,
+        timeout: float = 120.0,
+        max_tokens_field: str = "max_tokens",
+        extra_headers: Mapping[str, str] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        """Configure the client; raises `ValueError` naming the missing setting."""
+        resolved_model = _resolve(model, ENV_MODEL)
+        if not resolved_model:
+            raise ValueError(f"model: pass model=... or set {ENV_MODEL}")
+        self._model = resolved_model
+        self.base_url = (_resolve(base_url, ENV_BASE_URL, DEFAULT_BASE_URL) or DEFAULT_BASE_URL).rstrip("/")
+        """Server base URL; requests go to `{base_url}/chat/completions`."""
+        self._api_key = _resolve(api_key, ENV_API_KEY)
+        if not self._api_key and httpx.URL(self.base_url).host == "api.openai.com":
+            raise ValueError(f"api_key: OpenAI needs one; pass api_key=... or set {ENV_API_KEY}")
+        self._provider = provider_name
+        self.retry = retry or RetryPolicy()
+        """Retry policy for 429, 5xx and connection failures."""
+        self.timeout = timeout
+        """Seconds one HTTP attempt may take."""
+        self.max_tokens_field = max_tokens_field
+        """Body field for `max_output_tokens` (`max_completion_tokens` for OpenAI reasoning models)."""
+        self._headers = dict(extra_headers or {})
+        self._extra_body = dict(extra_body or {})
+        self._given_client = http_client
+        self._own_client: httpx.AsyncClient | None = None
+        self._own_client_loop: asyncio.AbstractEventLoop | None = None
+        self._closer: AsyncGenerator[None, None] | None = None
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+
+    @property
+    def model_name(self) -> str:
+        """Model name requested (`gen_ai.request.model`)."""
+        return self._model
+
+    @property
+    def provider_name(self) -> str:
+        """Provider (`gen_ai.provider.name`), `openai` unless configured."""
+        return self._provider
+
+    @property
+    def endpoint(self) -> str:
+        """The chat-completions URL."""
+        return f"{self.base_url}/chat/completions"
+
+    def __repr__(self) -> str:
+        return f"OpenAIChatModel(model={self._model!r}, base_url={self.base_url!r})"
+
+    async def request(
+        self, messages: list[Message], tools: list[ToolSpec], settings: ModelSettings
+    ) -> ModelResponse:
+        """Run one round; raises `ModelError` on failure."""
+        self._refuse_real_server_in_tests()
+        codec = ToolNameCodec()
+        body = build_request_body(self._model, messages, tools, settings, codec, self.max_tokens_field)
+        body.update(self._extra_body)
+        data = await self._post_with_retries(body)
+        return decode_response(data, codec)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client this model created (a client passed in is the caller's to close)."""
+        client, self._own_client, self._closer = self._own_client, None, None
+        if client is not None and not client.is_closed:
+            await client.aclose()
+
+    def _refuse_real_server_in_tests(self) -> None:
+        if os.environ.get("PYTEST_CURRENT_TEST") and not is_loopback_url(self.base_url):
+            raise RealModelInTestError(
+                f"a test tried to call the real model server {self.base_url}; tests must use "
+                "runtime.testing.ScriptedModel/FunctionModel or a server on 127.0.0.1"
+            )
+
+    async def _client(self) -> httpx.AsyncClient:
+        if self._given_client is not None:
+            return self._given_client
+        loop = asyncio.get_running_loop()
+        # An AsyncClient's pool belongs to the loop that made it; `asyncio.run` per call needs a new one.
+        if self._own_client is None or self._own_client_loop is not loop:
+            client = httpx.AsyncClient(timeout=self.timeout)
+            self._closer = _close_when_loop_ends(client)
+            await anext(self._closer)
+            self._own_client, self._own_client_loop = client, loop
+        return self._own_client
+
+    def _request_headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json", "accept": "application/json", **self._headers}
+        if self._api_key:
+            headers["authorization"] = f"Bearer {self._api_key}"
+        return headers
+
+    async def _post_with_retries(self, body: dict[str, Any]) -> Any:
+        attempts = self.retry.max_attempts
+        for attempt in range(1, attempts + 1):
+            outcome = await self._attempt(body)
+            if not isinstance(outcome, _Retryable):
+                return outcome
+            failure = outcome.error
+            if attempt == attempts:
+                raise ModelError(
+                    f"{failure} (gave up after {attempts} attempt{'s' if attempts > 1 else ''})",
+                    error_type=failure.error_type,
+                    status_code=failure.status_code,
+                ) from failure
+            wait = outcome.delay if outcome.delay is not None else self.retry.backoff(attempt, self._rng)
+            logger.warning(
+                "model request failed (%s); retry %d/%d in %.2fs", failure, attempt, attempts - 1, wait
+            )
+            await self._sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _attempt(self, body: dict[str, Any]) -> Any:
+        """One HTTP attempt: the decoded body, or `_Retryable`; raises when retrying is pointless."""
+        try:
+            client = await self._client()
+            response = await client.post(self.endpoint, json=body, headers=self._request_headers())
+        except httpx.TransportError as exc:
+            detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            return _Retryable(
+                ModelError(f"cannot reach {self.endpoint}: {detail}", error_type=ERR_CONNECTION)
+            )
+        status = response.status_code
+        if 200 <= status < 300:
+            return self._json_body(response)
+        error = ModelError(
+            f"{self._provider} returned HTTP {status}: {provider_error_message(response)}",
+            error_type=_error_type(status),
+            status_code=status,
+        )
+        if not _is_retryable(status):
+            raise error
+        delay = retry_after_seconds(response.headers)
+        if delay is not None and delay > self.retry.max_retry_after:
+            raise ModelError(
+                f"{error} (server asks to retry after {delay:.0f}s, more than max_retry_after)",
+                error_type=error.error_type,
+                status_code=status,
+            )
+        return _Retryable(error, delay)
+
+    def _json_body(self, response: httpx.Response) -> Any:
+        try:
+            return response.json()
+        except ValueError as exc:
+            snippet = response.text[:200]
+            raise ModelError(
+                f"malformed chat completion: body is not JSON (HTTP {response.status_code}): {snippet!r}",
+                error_type=ERR_BAD_RESPONSE,
+                status_code=response.status_code,
+            ) from exc
