@@ -1,0 +1,179 @@
+"""Reconciliation checks of the trace contract, each failure named.
+
+1. `turn_vs_rounds`: per janux loop, `janux.turn.*` equals the sum over that loop's chat spans.
+2. `bill_vs_turns`: per billed turn, `janux.bill.*` equals the sum of `janux.turn.*` below it.
+3. `usage_on_agent_span`: `gen_ai.usage.*` never on `invoke_agent` (info for other runtimes,
+   whose aggregated agent usage is ignored rather than double counted).
+4. `attempts_recorded` (warning): `janux.handoff.attempts` equals the attempt spans seen.
+"""
+
+from __future__ import annotations
+
+import math
+
+from dashboard.reconstruct import spanread as sr
+from dashboard.reconstruct.costs import rounds_usage
+from dashboard.reconstruct.model import Check, Usage
+from dashboard.reconstruct.spanindex import NO_PARENT, SpanIndex
+from dashboard.reconstruct.tree import HandoffTree
+from tracing import conventions as c
+from tracing.records import attr_int
+
+
+def _cost_equal(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def _usage_diff(expected: Usage, actual: Usage) -> list[str]:
+    """Names of the fields that differ."""
+    diff = []
+    if expected.input_tokens != actual.input_tokens:
+        diff.append("input_tokens")
+    if expected.output_tokens != actual.output_tokens:
+        diff.append("output_tokens")
+    if not _cost_equal(expected.cost, actual.cost):
+        diff.append("cost")
+    if expected.unpriced_tokens != actual.unpriced_tokens:
+        diff.append("unpriced_tokens")
+    return diff
+
+
+def format_usage(usage: Usage) -> str:
+    """Compact one-line form used in check messages."""
+    cost = "unpriced" if usage.cost is None else f"${usage.cost:.6f}"
+    return f"in {usage.input_tokens} / out {usage.output_tokens} / {cost} / unpriced {usage.unpriced_tokens}"
+
+
+def turn_checks(index: SpanIndex, tree: HandoffTree) -> list[Check]:
+    """Invariant 1 for every janux loop that recorded `janux.turn.*`."""
+    checks = []
+    for node, pos in zip(tree.nodes, tree.node_span, strict=True):
+        if pos == NO_PARENT or node.own_source != "recorded":
+            continue
+        rounds = rounds_usage(index, node.chat_spans, estimate=False)
+        diff = _usage_diff(rounds, node.own)
+        recorded_rounds = attr_int(index.spans[pos].attributes, c.JANUX_TURN_ROUNDS)
+        if recorded_rounds is not None and recorded_rounds != rounds.rounds:
+            diff.append("rounds")
+        subject = f"{node.agent} ({node.span_id})"
+        message = (
+            f"janux.turn.* matches its {rounds.rounds} chat span(s)"
+            if not diff
+            else f"janux.turn.* differs from its chat spans in {', '.join(diff)}"
+        )
+        checks.append(
+            Check(
+                name="turn_vs_rounds",
+                ok=not diff,
+                subject=subject,
+                message=message,
+                span_id=node.span_id,
+                expected=format_usage(rounds) + f" / rounds {rounds.rounds}",
+                actual=format_usage(node.own) + f" / rounds {recorded_rounds}",
+            )
+        )
+    return checks
+
+
+def bill_checks(index: SpanIndex, billed: list[int]) -> list[Check]:
+    """Invariant 2: each outermost billed span against the sum of the turns below it."""
+    if not billed:
+        return []
+    owner = [NO_PARENT] * len(index.spans)
+    # With one bill (the normal case) every loop of the trace counts, orphans included: the
+    # contract sums over all invoke_agent spans of the trace.
+    lone = billed[0] if len(billed) == 1 else NO_PARENT
+    sums = {pos: Usage() for pos in billed}
+    for pos in index.order:
+        parent = index.parent[pos]
+        owner[pos] = pos if pos in sums else (owner[parent] if parent != NO_PARENT else lone)
+        span = index.spans[pos]
+        if owner[pos] != NO_PARENT and sr.operation(span) == c.OP_INVOKE_AGENT and sr.is_janux_loop(span):
+            sums[owner[pos]].add(sr.turn_usage(span))
+    checks = []
+    for pos in billed:
+        span = index.spans[pos]
+        bill, turns = sr.bill_usage(span), sums[pos]
+        diff = _usage_diff(turns, bill)
+        hint = " (spans are missing: the trace is incomplete)" if diff and index.issues.incomplete else ""
+        checks.append(
+            Check(
+                name="bill_vs_turns",
+                ok=not diff,
+                subject=f"{sr.agent_name(span)} ({span.span_id})",
+                message=(
+                    "janux.bill.* equals the sum of janux.turn.* over every loop"
+                    if not diff
+                    else f"janux.bill.* differs from the sum of janux.turn.* in {', '.join(diff)}{hint}"
+                ),
+                span_id=span.span_id,
+                expected=format_usage(turns),
+                actual=format_usage(bill),
+            )
+        )
+    return checks
+
+
+def agent_usage_checks(index: SpanIndex, tree: HandoffTree) -> list[Check]:
+    """Invariant 3: flag `gen_ai.usage.*` on agent spans (an error on janux loops)."""
+    checks = []
+    for node, pos in zip(tree.nodes, tree.node_span, strict=True):
+        if pos == NO_PARENT or not sr.has_agent_usage(index.spans[pos]):
+            continue
+        tokens_in, tokens_out = sr.round_tokens(index.spans[pos])
+        checks.append(
+            Check(
+                name="usage_on_agent_span",
+                ok=False,
+                severity="error" if node.janux else "info",
+                subject=f"{node.agent} ({node.span_id})",
+                message=(
+                    "gen_ai.usage.* set on an invoke_agent span (backends that sum it double count)"
+                    if node.janux
+                    else "aggregated gen_ai.usage.* on an agent span ignored: usage is taken from "
+                    "inference spans only"
+                ),
+                span_id=node.span_id,
+                expected="no gen_ai.usage.* on invoke_agent",
+                actual=f"in {tokens_in} / out {tokens_out}",
+            )
+        )
+    return checks
+
+
+def attempt_checks(tree: HandoffTree) -> list[Check]:
+    """Recorded attempt counts against the attempt spans seen (a warning: spans may be missing)."""
+    checks = []
+    for delegation in tree.delegations:
+        recorded = delegation.recorded_attempts
+        if recorded is None or recorded == len(delegation.attempts):
+            continue
+        checks.append(
+            Check(
+                name="attempts_recorded",
+                ok=False,
+                severity="warning",
+                subject=f"{delegation.tool} ({delegation.tool_span_id})",
+                message=(
+                    f"janux.handoff.attempts says {recorded}, {len(delegation.attempts)} attempt span(s) seen"
+                ),
+                span_id=delegation.tool_span_id,
+                expected=str(recorded),
+                actual=str(len(delegation.attempts)),
+            )
+        )
+    return checks
+
+
+def run_checks(index: SpanIndex, tree: HandoffTree, billed: list[int]) -> list[Check]:
+    """Every reconciliation check of one trace, failures first."""
+    checks = (
+        turn_checks(index, tree)
+        + bill_checks(index, billed)
+        + agent_usage_checks(index, tree)
+        + attempt_checks(tree)
+    )
+    checks.sort(key=lambda chk: (chk.ok, chk.severity != "error"))
+    return checks

@@ -1,0 +1,359 @@
+"""Plain dataclasses of a rebuilt trace: agent loops, delegations, attempts, costs, checks, failures.
+
+Everything the pages show is one of these; they carry indexes into each other (not object
+references) so a rebuilt trace is cheap to build, copy and compare.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+UsageSource = Literal["recorded", "derived", "estimated", "none"]
+"""Where a node's own usage came from: `janux.turn.*` (recorded), summed from its inference spans
+(derived, cost only where the rounds carry `janux.round.cost`), priced from the price table
+(estimated), or nothing at all."""
+
+Severity = Literal["error", "warning", "info"]
+"""How bad a failed check is: `error` breaks the contract, `warning` is suspicious data, `info` is
+a note about another runtime's conventions."""
+
+
+@dataclass(slots=True)
+class Usage:
+    """Tokens and cost of some set of model rounds. Unknown cost is None, never 0."""
+
+    input_tokens: int = 0
+    """Input tokens."""
+    output_tokens: int = 0
+    """Output tokens."""
+    cost: float | None = None
+    """USD recorded by the runtime (`janux.*`); None when nothing was priced."""
+    estimated_cost: float | None = None
+    """USD estimated from the price table for rounds with no recorded cost; None when none."""
+    unpriced_tokens: int = 0
+    """Tokens with neither a recorded nor an estimated price."""
+    rounds: int = 0
+    """Model rounds counted."""
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def total_cost(self) -> float | None:
+        """Recorded plus estimated USD; None when neither is known."""
+        if self.cost is None:
+            return self.estimated_cost
+        if self.estimated_cost is None:
+            return self.cost
+        return self.cost + self.estimated_cost
+
+    @property
+    def is_estimated(self) -> bool:
+        """True when any part of the cost comes from the price table."""
+        return self.estimated_cost is not None
+
+    def add(self, other: Usage) -> None:
+        """Add `other` into this usage in place (None + x = x, None + None = None)."""
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.unpriced_tokens += other.unpriced_tokens
+        self.rounds += other.rounds
+        if other.cost is not None:
+            self.cost = other.cost if self.cost is None else self.cost + other.cost
+        if other.estimated_cost is not None:
+            self.estimated_cost = (
+                other.estimated_cost
+                if self.estimated_cost is None
+                else self.estimated_cost + other.estimated_cost
+            )
+
+    def copy(self) -> Usage:
+        """An independent copy."""
+        return Usage(
+            self.input_tokens,
+            self.output_tokens,
+            self.cost,
+            self.estimated_cost,
+            self.unpriced_tokens,
+            self.rounds,
+        )
+
+
+@dataclass(slots=True)
+class Attempt:
+    """One run of a delegated agent loop (one `invoke_agent` span under a delegation)."""
+
+    number: int
+    """1..n: `janux.handoff.attempt`, else the order among siblings."""
+    node: int
+    """Index of the attempt's agent loop in `TraceView.nodes`."""
+    span_id: str
+    """Span id of the attempt's `invoke_agent` span."""
+    duration_ms: float | None
+    """Wall clock of the attempt; None while the span is still open."""
+    status: Literal["ok", "error", "open"]
+    """`error` when the span ended with status ERROR, `open` when it has no end yet."""
+    error_type: str | None = None
+    """`error.type` of a failed attempt (`timeout`, `model_error`, ...)."""
+    stop_reason: str | None = None
+    """`janux.stop_reason` when a budget line cut the loop."""
+
+
+@dataclass(slots=True)
+class Delegation:
+    """One delegation or transfer: an edge of the handoff tree from a caller loop to its attempts."""
+
+    index: int
+    """Position in `TraceView.delegations`."""
+    key: str
+    """Stable id: the tool span id, or `direct:<agent span id>` for agent-under-agent nesting."""
+    tool_span_id: str | None
+    """The `execute_tool` span carrying the delegation, None for direct nesting."""
+    parent_node: int | None
+    """Calling loop (index in `TraceView.nodes`); None when the caller's spans are missing."""
+    tool: str
+    """Tool name (`delegate.researcher`), or the target agent for direct nesting."""
+    kind: Literal["delegate", "transfer"]
+    """Delegation to a subagent, or a transfer of the conversation."""
+    target: str
+    """Subagent or transfer target name."""
+    status: str
+    """Final status (`completed`, `failed`, `fallback`, `denied`, `cut`), `open` when no
+    HANDOFF_END was seen, or `completed`/`failed` inferred for other runtimes."""
+    attempts: list[Attempt] = field(default_factory=list)
+    """Attempts in order."""
+    recorded_attempts: int | None = None
+    """`janux.handoff.attempts` as recorded, None for other runtimes."""
+    duration_ms: float | None = None
+    """Wall clock of the whole delegation (`janux.handoff.duration_ms`, else the tool span)."""
+    start_ns: int = 0
+    """Start of the tool span (or of the first attempt)."""
+    deny_reason: str | None = None
+    """Policy rule that denied it."""
+    stop_reason: str | None = None
+    """Budget line that cut it."""
+    error: str | None = None
+    """Human-readable error (`janux.handoff.error`, else the status message)."""
+    error_type: str | None = None
+    """`error.type` of the tool span, else of the last failed attempt."""
+    handoff_id: str | None = None
+    """`janux.handoff.id`."""
+    session_mode: str | None = None
+    """`new_session` or `reuse_session`."""
+    depth: int | None = None
+    """`janux.handoff.depth`: depth the delegated agent runs at."""
+    task: str | None = None
+    """The task text, only when content capture was on."""
+    output: str | None = None
+    """The delegation's output, only when content capture was on."""
+    has_start: bool = False
+    """A HANDOFF_START event was seen."""
+    has_end: bool = False
+    """A HANDOFF_END event was seen."""
+    cost: Usage = field(default_factory=Usage)
+    """Inclusive usage of every attempt (and everything they delegated)."""
+    recorded: bool = False
+    """True for janux delegations (events or `janux.handoff.*` attributes present)."""
+
+    @property
+    def attempt_count(self) -> int:
+        """Attempts seen as spans (the recorded count when no span was seen)."""
+        if self.attempts:
+            return len(self.attempts)
+        return self.recorded_attempts or 0
+
+
+@dataclass(slots=True)
+class AgentNode:
+    """One agent loop: a node of the handoff tree."""
+
+    index: int
+    """Position in `TraceView.nodes`."""
+    span_id: str
+    """Its `invoke_agent` span id ("" for the synthetic node holding loose inference spans)."""
+    agent: str
+    """`gen_ai.agent.name` (else the span name)."""
+    start_ns: int
+    """Start of the loop span."""
+    duration_ns: int
+    """Duration of the loop span (negative when still open)."""
+    parent: int | None = None
+    """Calling loop, None at a root."""
+    via: int | None = None
+    """Delegation that started this loop, None at a root."""
+    delegations: list[int] = field(default_factory=list)
+    """Delegations this loop made, in start order."""
+    depth: int = 0
+    """Depth in the handoff tree (0 at a root)."""
+    own: Usage = field(default_factory=Usage)
+    """This loop's own rounds only."""
+    inclusive: Usage = field(default_factory=Usage)
+    """Own plus everything delegated below."""
+    own_source: UsageSource = "none"
+    """Where `own` came from."""
+    chat_spans: list[int] = field(default_factory=list)
+    """Indexes (in the span index) of this loop's inference spans."""
+    attempt: int | None = None
+    """`janux.handoff.attempt` when this loop is a delegation attempt."""
+    status: Literal["ok", "error", "open"] = "ok"
+    """Span status of the loop."""
+    error_type: str | None = None
+    """`error.type` of a failed loop."""
+    stop_reason: str | None = None
+    """`janux.stop_reason` when a budget line cut it."""
+    conversation_id: str | None = None
+    """`gen_ai.conversation.id`."""
+    transferred_from: str | None = None
+    """`janux.handoff.from` on a turn that a transfer handed over."""
+    transferred_to: str | None = None
+    """`janux.handoff.to` on a turn that a transfer handed over."""
+    incomplete: bool = False
+    """True when the loop hangs below a missing parent (shown under "incomplete trace")."""
+    synthetic: bool = False
+    """True for the stand-in node holding inference spans outside any agent loop."""
+    janux: bool = False
+    """True when the loop carries `janux.*` accounting."""
+
+
+@dataclass(slots=True)
+class Check:
+    """One reconciliation check of the trace contract."""
+
+    name: str
+    """Which rule: `turn_vs_rounds`, `bill_vs_turns`, `usage_on_agent_span`, `attempts_recorded`."""
+    ok: bool
+    """True when the rule holds."""
+    subject: str
+    """What was checked (agent name and span id, or the trace)."""
+    message: str
+    """One line a person can read."""
+    severity: Severity = "error"
+    """How bad a failure is."""
+    span_id: str | None = None
+    """Span the check is about."""
+    expected: str = ""
+    """The reference value (for example the chat-span sum)."""
+    actual: str = ""
+    """The value found (for example `janux.turn.*`)."""
+
+
+FailureKind = Literal["denied", "failed", "fallback", "cut", "timeout", "open", "error"]
+"""Why a handoff shows in the Failures view: its final status, a timed-out attempt, a missing
+HANDOFF_END, or an ERROR agent span of another runtime."""
+
+
+@dataclass(slots=True)
+class Failure:
+    """One failed, denied, cut, timed-out or unfinished handoff."""
+
+    kind: FailureKind
+    """What went wrong."""
+    reason: str
+    """Deny rule, budget line, error type or `missing HANDOFF_END`: what the view groups by."""
+    trace_id: str
+    """Trace it belongs to."""
+    span_id: str
+    """Tool span (or agent span) to inspect."""
+    caller: str | None
+    """Agent that delegated."""
+    target: str
+    """Subagent or transfer target."""
+    tool: str
+    """Delegation tool."""
+    attempts: int
+    """Attempts that ran."""
+    timeouts: int = 0
+    """Attempts that timed out."""
+    error: str | None = None
+    """Error text."""
+    duration_ms: float | None = None
+    """Wall clock of the delegation."""
+    task: str | None = None
+    """Task text, only when content capture was on."""
+    start_ns: int = 0
+    """When it started."""
+    delegation: int | None = None
+    """Index in `TraceView.delegations`."""
+
+
+@dataclass(slots=True)
+class BudgetBurn:
+    """How much of its budget a delegated loop used."""
+
+    node: int
+    """Index of the loop in `TraceView.nodes`."""
+    agent: str
+    """Agent name."""
+    attempt: int | None
+    """Attempt number."""
+    turns_used: int
+    """Model rounds made."""
+    max_turns: int | None
+    """`janux.budget.max_turns`."""
+    tokens_used: int
+    """Input plus output tokens of its own rounds."""
+    max_tokens: int | None
+    """`janux.budget.max_tokens`."""
+    ms_used: float | None
+    """Wall clock of the delegation (else the attempt); None while open."""
+    max_ms: float | None
+    """`janux.budget.max_ms`."""
+    stop_reason: str | None
+    """The budget line that cut it, if any."""
+
+    def fraction(self, what: Literal["turns", "tokens", "ms"]) -> float | None:
+        """Used / limit for one budget line, None when there is no limit."""
+        used: float | None
+        limit: float | None
+        if what == "turns":
+            used, limit = self.turns_used, self.max_turns
+        elif what == "tokens":
+            used, limit = self.tokens_used, self.max_tokens
+        else:
+            used, limit = self.ms_used, self.max_ms
+        if used is None or not limit:
+            return None
+        return used / limit
+
+
+@dataclass(slots=True)
+class TraceIssues:
+    """Damage found in the raw spans; each is counted and shown, never silently fixed."""
+
+    duplicates: int = 0
+    """Spans received more than once (kept once)."""
+    orphans: list[str] = field(default_factory=list)
+    """Span ids whose parent is missing (shown under the "incomplete trace" marker)."""
+    cycles: list[str] = field(default_factory=list)
+    """Span ids whose parent link was cut to break a cycle."""
+    clock_skew: list[str] = field(default_factory=list)
+    """Span ids that start before their parent (timestamps left as recorded)."""
+    open_spans: list[str] = field(default_factory=list)
+    """Span ids with no end yet (negative duration)."""
+    open_handoffs: list[str] = field(default_factory=list)
+    """Tool span ids with HANDOFF_START but no HANDOFF_END."""
+    unpaired_ends: list[str] = field(default_factory=list)
+    """Tool span ids with HANDOFF_END but no HANDOFF_START."""
+    foreign_trace_ids: int = 0
+    """Spans whose trace id differs from the trace's (kept, counted)."""
+
+    @property
+    def incomplete(self) -> bool:
+        """True when spans are missing (orphans, cycles, or unfinished spans)."""
+        return bool(self.orphans or self.cycles or self.open_spans or self.open_handoffs)
+
+    def count(self) -> int:
+        """Total number of problems found."""
+        return (
+            self.duplicates
+            + len(self.orphans)
+            + len(self.cycles)
+            + len(self.clock_skew)
+            + len(self.open_spans)
+            + len(self.open_handoffs)
+            + len(self.unpaired_ends)
+            + self.foreign_trace_ids
+        )

@@ -1,0 +1,137 @@
+"""Read contract fields off single spans: operation, names, usage. No tree logic here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dashboard.reconstruct.model import Usage
+from tracing import conventions as c
+from tracing.records import STATUS_ERROR, SpanRecord, attr_float, attr_int, attr_str
+
+_KNOWN_OPS = frozenset({c.OP_INVOKE_AGENT, c.OP_CHAT, c.OP_EXECUTE_TOOL}) | c.INFERENCE_OPERATIONS
+_DELEGATING_TOOL_TYPES = frozenset({c.TOOL_TYPE_DELEGATE, c.TOOL_TYPE_HANDOFF})
+_HANDOFF_EVENTS = frozenset({c.EVENT_HANDOFF_START, c.EVENT_HANDOFF_END})
+_TOOL_PREFIXES = ("delegate.", "handoff.", "transfer_to_")
+
+
+def operation(span: SpanRecord) -> str:
+    """`gen_ai.operation.name`, else the first word of the span name when it is a GenAI operation."""
+    op = span.attributes.get(c.GEN_AI_OPERATION_NAME)
+    if isinstance(op, str) and op:
+        return op
+    head = span.name.split(" ", 1)[0]
+    return head if head in _KNOWN_OPS else ""
+
+
+def is_inference(op: str) -> bool:
+    """True for model-inference operations (the only spans whose usage is summed)."""
+    return op in c.INFERENCE_OPERATIONS
+
+
+def agent_name(span: SpanRecord) -> str:
+    """`gen_ai.agent.name`, else the span name without its operation word."""
+    name = attr_str(span.attributes, c.GEN_AI_AGENT_NAME)
+    if name:
+        return name
+    parts = span.name.split(" ", 1)
+    return parts[1] if len(parts) == 2 else span.name
+
+
+def tool_name(span: SpanRecord) -> str:
+    """`gen_ai.tool.name`, else the span name without its operation word."""
+    name = attr_str(span.attributes, c.GEN_AI_TOOL_NAME)
+    if name:
+        return name
+    parts = span.name.split(" ", 1)
+    return parts[1] if len(parts) == 2 else span.name
+
+
+def target_from_tool(tool: str) -> str:
+    """Best guess of a target name from a tool name (`delegate.researcher` -> `researcher`)."""
+    for prefix in _TOOL_PREFIXES:
+        if tool.startswith(prefix) and len(tool) > len(prefix):
+            return tool[len(prefix) :]
+    return tool
+
+
+def is_delegation_tool(span: SpanRecord) -> bool:
+    """True for `delegate`/`handoff` tool spans, or tool spans carrying HANDOFF events."""
+    if attr_str(span.attributes, c.GEN_AI_TOOL_TYPE) in _DELEGATING_TOOL_TYPES:
+        return True
+    return any(event.name in _HANDOFF_EVENTS for event in span.events)
+
+
+def is_janux_loop(span: SpanRecord) -> bool:
+    """True when an agent span carries janux accounting or depth."""
+    attrs = span.attributes
+    return c.JANUX_AGENT_DEPTH in attrs or any(key in attrs for key in c.TURN_USAGE_KEYS)
+
+
+def has_bill(span: SpanRecord) -> bool:
+    """True when the span carries `janux.bill.*`."""
+    return any(key in span.attributes for key in c.BILL_KEYS)
+
+
+def is_error(span: SpanRecord) -> bool:
+    """True when the span ended with status ERROR."""
+    return span.status_code == STATUS_ERROR
+
+
+def span_status(span: SpanRecord) -> str:
+    """`open` (no end yet), `error` or `ok`."""
+    if span.duration_ns < 0:
+        return "open"
+    return "error" if is_error(span) else "ok"
+
+
+def duration_ms(span: SpanRecord) -> float | None:
+    """Duration in ms, None while the span has no end."""
+    return None if span.duration_ns < 0 else span.duration_ns / 1e6
+
+
+def _usage_from(attrs: dict[str, Any], keys: tuple[str, str, str, str]) -> Usage:
+    """Usage from four attributes in input/output/cost/unpriced order."""
+    return Usage(
+        input_tokens=attr_int(attrs, keys[0]) or 0,
+        output_tokens=attr_int(attrs, keys[1]) or 0,
+        cost=attr_float(attrs, keys[2]),
+        unpriced_tokens=attr_int(attrs, keys[3]) or 0,
+    )
+
+
+def turn_usage(span: SpanRecord) -> Usage:
+    """The loop's own usage as recorded in `janux.turn.*`."""
+    usage = _usage_from(span.attributes, c.TURN_USAGE_KEYS)
+    usage.rounds = attr_int(span.attributes, c.JANUX_TURN_ROUNDS) or 0
+    return usage
+
+
+def bill_usage(span: SpanRecord) -> Usage:
+    """The whole turn's usage as recorded in `janux.bill.*`."""
+    return _usage_from(span.attributes, c.BILL_KEYS)
+
+
+def round_tokens(span: SpanRecord) -> tuple[int, int]:
+    """Input and output tokens of one inference span."""
+    attrs = span.attributes
+    return attr_int(attrs, c.GEN_AI_USAGE_INPUT_TOKENS) or 0, attr_int(
+        attrs, c.GEN_AI_USAGE_OUTPUT_TOKENS
+    ) or 0
+
+
+def round_model(span: SpanRecord) -> str:
+    """Response model, else request model, else ""."""
+    attrs = span.attributes
+    return attr_str(attrs, c.GEN_AI_RESPONSE_MODEL) or attr_str(attrs, c.GEN_AI_REQUEST_MODEL) or ""
+
+
+def round_provider(span: SpanRecord) -> str:
+    """`gen_ai.provider.name`, else the deprecated `gen_ai.system`, else ""."""
+    attrs = span.attributes
+    return attr_str(attrs, c.GEN_AI_PROVIDER_NAME) or attr_str(attrs, c.GEN_AI_SYSTEM_DEPRECATED) or ""
+
+
+def has_agent_usage(span: SpanRecord) -> bool:
+    """True when an agent span carries `gen_ai.usage.*` (contract invariant 3 forbids it)."""
+    attrs = span.attributes
+    return c.GEN_AI_USAGE_INPUT_TOKENS in attrs or c.GEN_AI_USAGE_OUTPUT_TOKENS in attrs
