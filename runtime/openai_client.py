@@ -17,6 +17,7 @@ import hashlib
 import ipaddress
 import json
 import logging
+import math
 import os
 import random
 import string
@@ -216,24 +217,31 @@ class RetryPolicy:
 
 def retry_after_seconds(headers: httpx.Headers) -> float | None:
     """The delay a server asked for (`retry-after-ms`, or `Retry-After` in seconds or as a date)."""
-    millis = headers.get("retry-after-ms")
+    millis = _seconds(headers.get("retry-after-ms"))
     if millis is not None:
-        try:
-            return max(float(millis) / 1000, 0.0)
-        except ValueError:
-            pass
+        return millis / 1000
     value = headers.get("retry-after")
     if value is None:
         return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
+    seconds = _seconds(value)
+    if seconds is not None:
+        return seconds
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
     return max((when - datetime.now(UTC)).total_seconds(), 0.0)
+
+
+def _seconds(value: str | None) -> float | None:
+    """A finite, non-negative number from a header, or `None` (servers send odd things)."""
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return max(number, 0.0) if math.isfinite(number) else None
 
 
 @dataclass(slots=True, frozen=True)
@@ -459,6 +467,16 @@ async def _close_when_loop_ends(client: httpx.AsyncClient) -> AsyncGenerator[Non
             await client.aclose()
 
 
+def _checked_base_url(url: str) -> str:
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise ValueError(f"base_url: {url!r} is not a URL ({exc})") from exc
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ValueError(f"base_url: expected http(s)://host[:port]/path, got {url!r}")
+    return url.rstrip("/")
+
+
 def _resolve(value: str | None, env: str, default: str | None = None) -> str | None:
     if value is not None:
         return value
@@ -493,8 +511,12 @@ class OpenAIChatModel:
         if not resolved_model:
             raise ValueError(f"model: pass model=... or set {ENV_MODEL}")
         self._model = resolved_model
-        self.base_url = (_resolve(base_url, ENV_BASE_URL, DEFAULT_BASE_URL) or DEFAULT_BASE_URL).rstrip("/")
+        self.base_url = _checked_base_url(
+            _resolve(base_url, ENV_BASE_URL, DEFAULT_BASE_URL) or DEFAULT_BASE_URL
+        )
         """Server base URL; requests go to `{base_url}/chat/completions`."""
+        if timeout <= 0:
+            raise ValueError(f"timeout: must be > 0 seconds, got {timeout}")
         self._api_key = _resolve(api_key, ENV_API_KEY)
         if not self._api_key and httpx.URL(self.base_url).host == "api.openai.com":
             raise ValueError(f"api_key: OpenAI needs one; pass api_key=... or set {ENV_API_KEY}")
@@ -563,9 +585,9 @@ class OpenAIChatModel:
         # An AsyncClient's pool belongs to the loop that made it; `asyncio.run` per call needs a new one.
         if self._own_client is None or self._own_client_loop is not loop:
             client = httpx.AsyncClient(timeout=self.timeout)
+            self._own_client, self._own_client_loop = client, loop
             self._closer = _close_when_loop_ends(client)
             await anext(self._closer)
-            self._own_client, self._own_client_loop = client, loop
         return self._own_client
 
     def _request_headers(self) -> dict[str, str]:

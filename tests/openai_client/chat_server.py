@@ -31,6 +31,8 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: Any
+    client_port: int
+    """Source port of the connection: equal ports mean a reused (pooled) connection."""
 
 
 def completion(
@@ -118,7 +120,7 @@ class ChatServer:
                 except ValueError:
                     body = raw
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                reply = server._next(Recorded("POST", self.path, headers, body))
+                reply = server._next(Recorded("POST", self.path, headers, body, self.client_address[1]))
                 self.send_response(reply.status)
                 for key, value in {"content-type": "application/json", **reply.headers}.items():
                     self.send_header(key, value)

@@ -204,3 +204,24 @@ def test_bad_retry_policy_names_the_field(field: str, value: float) -> None:
     with pytest.raises(ValueError, match=field):
         options: dict[str, Any] = {field: value}
         RetryPolicy(**options)
+
+
+@pytest.mark.parametrize("url", ["localhost:11434/v1", "ftp://example.com/v1", "http://"])
+def test_bad_base_url_is_named(url: str) -> None:
+    with pytest.raises(ValueError, match="base_url"):
+        OpenAIChatModel("m", base_url=url)
+
+
+def test_bad_timeout_is_named() -> None:
+    with pytest.raises(ValueError, match="timeout"):
+        OpenAIChatModel("m", base_url="http://127.0.0.1:1/v1", timeout=0)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "soon", "-5"])
+async def test_odd_retry_after_values_fall_back_to_backoff(
+    server: ChatServer, make_model: ModelFactory, sleeps: SleepRecorder, value: str
+) -> None:
+    server.queue(rate_limited({"retry-after": value}), completion("ok"))
+    assert (await make_model().request(HI, [], NO_SETTINGS)).text == "ok"
+    [delay] = sleeps.delays
+    assert delay == 0.0 if value == "-5" else 0.375 <= delay <= 0.625

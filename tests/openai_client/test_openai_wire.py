@@ -241,3 +241,28 @@ def test_one_model_serves_successive_event_loops(server: ChatServer, make_model:
         response = asyncio.run(model.request([Message(role="user", content="Hi")], [], NO_SETTINGS))
         assert response.text == expected
     assert len(server.requests) == 2
+
+
+async def test_one_pooled_connection_serves_successive_rounds(
+    server: ChatServer, make_model: ModelFactory
+) -> None:
+    server.queue(completion("one"), completion("two"), completion("three"))
+    model = make_model()
+    texts = [
+        (await model.request([Message(role="user", content="Hi")], [], NO_SETTINGS)).text for _ in range(3)
+    ]
+    assert texts == ["one", "two", "three"]
+    ports = {request.client_port for request in server.requests}
+    assert len(server.requests) == 3 and len(ports) == 1
+    await model.aclose()
+
+
+async def test_concurrent_rounds_share_one_model(server: ChatServer, make_model: ModelFactory) -> None:
+    # Parallel subagents may share a model: the first calls must not race to build two clients.
+    server.queue(*(completion(f"r{n}") for n in range(6)))
+    model = make_model()
+    replies = await asyncio.gather(
+        *(model.request([Message(role="user", content=str(n))], [], NO_SETTINGS) for n in range(6))
+    )
+    assert sorted(r.text for r in replies) == [f"r{n}" for n in range(6)]
+    assert sorted(r.body["messages"][0]["content"] for r in server.requests) == [str(n) for n in range(6)]
