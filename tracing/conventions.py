@@ -346,3 +346,54 @@ CAPTURE_MAX_LENGTH_ENV: Final = "JANUX_CAPTURE_MAX_LENGTH"
 
 INSTRUMENTATION_SCOPE: Final = "janux"
 """Name of the tracer and meter the runtime uses."""
+
+# --------------------------------------------------------------------------------------------
+# OpenTelemetry resource attributes read by the trace store
+# --------------------------------------------------------------------------------------------
+
+SERVICE_NAME: Final = "service.name"
+"""Resource attribute naming the service; the store's `ServiceName` column."""
+
+# --------------------------------------------------------------------------------------------
+# Metrics (GenAI client metrics of the semantic conventions, plus the handoff counter)
+# --------------------------------------------------------------------------------------------
+
+METRIC_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
+"""Histogram of tokens per model round, split by `gen_ai.token.type` (unit `{token}`)."""
+
+METRIC_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
+"""Histogram of model-round durations in seconds (unit `s`)."""
+
+METRIC_HANDOFFS: Final = "janux.handoffs"
+"""Counter of delegations and transfers, by final `janux.handoff.status` and `janux.handoff.kind`."""
+
+GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
+"""Metric attribute: `input` or `output` (see TOKEN_TYPE_*)."""
+
+TOKEN_TYPE_INPUT: Final = "input"
+"""`gen_ai.token.type` of prompt tokens."""
+
+TOKEN_TYPE_OUTPUT: Final = "output"
+"""`gen_ai.token.type` of completion tokens."""
+
+TOKEN_USAGE_BUCKETS: Final = (
+    1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
+)
+"""Explicit bucket boundaries the semantic conventions advise for `gen_ai.client.token.usage`."""
+
+OPERATION_DURATION_BUCKETS: Final = (
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+)
+"""Explicit bucket boundaries the semantic conventions advise for `gen_ai.client.operation.duration`."""
+
+ERROR_CANCELLED: Final = "cancelled"
+"""`error.type` of a span whose work was cancelled from outside for no recorded reason."""
+
+ERROR_INVALID_ARGUMENTS: Final = "invalid_arguments"
+"""`error.type` of a tool call whose arguments were malformed (the model reads the error)."""
+
+ERROR_TOOL_FORBIDDEN: Final = "tool_forbidden"
+"""`error.type` of a tool call outside the caller's tool surface (never executed)."""
+
+ERROR_UNKNOWN_TOOL: Final = "unknown_tool"
+"""`error.type` of a call to a tool name the agent does not have."""

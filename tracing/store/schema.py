@@ -1,0 +1,151 @@
+"""SQLite schema of the embedded store and the connection settings every process uses.
+
+`otel_traces` keeps the logical columns of the OTel Collector ClickHouse exporter's table
+(attribute maps, events and links as JSON, values typed) plus two derived columns (`Op`,
+`HandoffStatus`) that let the write path maintain `trace_summary` with plain SQL joins.
+`trace_summary` is one row per trace, maintained at write time, so the trace list never scans
+spans. `store_counters` and `ingest_errors` say what was refused or seen twice.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from tracing.conventions import OP_INVOKE_AGENT
+
+SCHEMA_VERSION = 1
+"""`PRAGMA user_version` of a store created by this code."""
+
+BUSY_TIMEOUT_MS = 30_000
+"""How long a connection waits for another process's write lock before giving up."""
+
+DB_FILE_NAME = "traces.sqlite3"
+"""File name of the database inside the data directory."""
+
+RECENT_ERRORS_KEPT = 100
+"""How many rejection messages `ingest_errors` keeps."""
+
+_TABLES = f"""
+CREATE TABLE IF NOT EXISTS otel_traces (
+    Timestamp INTEGER NOT NULL,
+    TraceId TEXT NOT NULL,
+    SpanId TEXT NOT NULL,
+    ParentSpanId TEXT NOT NULL,
+    TraceState TEXT NOT NULL,
+    SpanName TEXT NOT NULL,
+    SpanKind TEXT NOT NULL,
+    ServiceName TEXT NOT NULL,
+    ResourceAttributes TEXT NOT NULL,
+    ScopeName TEXT NOT NULL,
+    ScopeVersion TEXT NOT NULL,
+    SpanAttributes TEXT NOT NULL,
+    Duration INTEGER NOT NULL,
+    StatusCode TEXT NOT NULL,
+    StatusMessage TEXT NOT NULL,
+    Events TEXT NOT NULL,
+    Links TEXT NOT NULL,
+    Op TEXT NOT NULL,
+    HandoffStatus TEXT NOT NULL,
+    PRIMARY KEY (TraceId, SpanId)
+);
+CREATE INDEX IF NOT EXISTS otel_traces_agent_children
+    ON otel_traces (TraceId, ParentSpanId) WHERE Op = '{OP_INVOKE_AGENT}';
+CREATE TABLE IF NOT EXISTS trace_summary (
+    TraceId TEXT PRIMARY KEY,
+    StartNs INTEGER NOT NULL,
+    EndNs INTEGER NOT NULL,
+    SpanCount INTEGER NOT NULL,
+    Delegations INTEGER NOT NULL,
+    Attempts INTEGER NOT NULL,
+    FailedHandoffs INTEGER NOT NULL,
+    ForeignFailed INTEGER NOT NULL,
+    ErrorSpans INTEGER NOT NULL,
+    FirstService TEXT NOT NULL,
+    RootStartNs INTEGER,
+    RootName TEXT,
+    RootService TEXT,
+    RootAgent TEXT,
+    ConversationId TEXT,
+    RootHasBill INTEGER NOT NULL DEFAULT 0,
+    BillCost REAL,
+    BillInput INTEGER,
+    BillOutput INTEGER,
+    BillUnpriced INTEGER,
+    InferenceInput INTEGER,
+    InferenceOutput INTEGER
+);
+CREATE INDEX IF NOT EXISTS trace_summary_start ON trace_summary (StartNs);
+CREATE INDEX IF NOT EXISTS trace_summary_end ON trace_summary (EndNs);
+CREATE TABLE IF NOT EXISTS store_counters (
+    Name TEXT PRIMARY KEY,
+    Value INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO store_counters (Name, Value)
+    VALUES ('spans', 0), ('duplicates', 0), ('rejected', 0);
+CREATE TABLE IF NOT EXISTS ingest_errors (
+    Id INTEGER PRIMARY KEY AUTOINCREMENT,
+    Message TEXT NOT NULL
+);
+"""
+
+BATCH_COLUMNS = (
+    "Timestamp", "TraceId", "SpanId", "ParentSpanId", "TraceState", "SpanName", "SpanKind",
+    "ServiceName", "ResourceAttributes", "ScopeName", "ScopeVersion", "SpanAttributes", "Duration",
+    "StatusCode", "StatusMessage", "Events", "Links", "Op", "HandoffStatus",
+    "IsDelegation", "IsFailing", "Agent", "Conversation", "HasBill", "BillCost", "BillInput",
+    "BillOutput", "BillUnpriced", "InferenceInput", "InferenceOutput",
+)  # fmt: skip
+"""Columns of one staged span: the 19 stored columns, then the summary inputs."""
+
+SPAN_COLUMNS = BATCH_COLUMNS[:19]
+"""Columns of `otel_traces`, in table order."""
+
+_BATCH_TABLE = (
+    "CREATE TEMP TABLE IF NOT EXISTS batch ("
+    + ", ".join(BATCH_COLUMNS)
+    + ", PRIMARY KEY (TraceId, SpanId)) WITHOUT ROWID"
+)
+
+
+def database_path(data_dir: Path) -> Path:
+    """Where the database lives inside `data_dir`."""
+    return data_dir / DB_FILE_NAME
+
+
+def connect(path: Path, *, writer: bool) -> sqlite3.Connection:
+    """Open a connection with the store's settings (WAL, busy timeout, durable commits).
+
+    Connections are in autocommit mode; callers open explicit `BEGIN IMMEDIATE` transactions so a
+    batch is one atomic commit and a reader's statement always sees whole batches.
+    """
+    conn = sqlite3.connect(
+        str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+    )
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    # FULL: with WAL every commit fsyncs the log, so an acknowledged batch survives kill -9 / power loss.
+    conn.execute("PRAGMA synchronous = FULL")
+    conn.execute("PRAGMA cache_size = -65536")
+    conn.execute("PRAGMA temp_store = MEMORY")
+    if writer:
+        conn.execute(_BATCH_TABLE)
+    return conn
+
+
+def ensure_schema(conn: sqlite3.Connection) -> None:
+    """Switch to WAL and create the tables once; cheap no-op on an existing store."""
+    if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+        return
+    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    if str(mode).lower() != "wal":
+        raise sqlite3.OperationalError(f"could not switch the store to WAL mode (got {mode})")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _TABLES.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

@@ -1,0 +1,172 @@
+"""Group commit: one thread owns the write connection and commits queued batches together.
+
+Callers hand a batch to `submit` and get a future; the writer thread takes every batch waiting
+in the queue (up to a span budget), stores them in ONE transaction (one fsync), and resolves each
+future only after COMMIT returned, so an acknowledgement always means "durably stored".
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracing.store.ingest import apply_batch
+from tracing.store.schema import RECENT_ERRORS_KEPT
+
+logger = logging.getLogger(__name__)
+
+MAX_GROUP_SPANS = 20_000
+"""Most spans committed in one transaction (bounds commit latency and the WAL's growth)."""
+
+
+@dataclass(slots=True)
+class WriteResult:
+    """What one submitted batch did to the store."""
+
+    stored: int = 0
+    """Spans newly stored."""
+    duplicates: int = 0
+    """Spans already stored (same trace id and span id), skipped and counted."""
+    rejected: int = 0
+    """Malformed spans reported with the batch, counted in the ingest statistics."""
+
+
+@dataclass(slots=True)
+class _Job:
+    rows: Sequence[tuple[Any, ...]]
+    rejected: int
+    errors: Sequence[str]
+    future: Future[WriteResult] = field(default_factory=Future)
+
+
+class GroupCommitWriter:
+    """A daemon thread committing queued batches; `connect` opens its private connection."""
+
+    def __init__(self, connect: Callable[[], sqlite3.Connection], name: str = "janux-store-writer") -> None:
+        self._connect = connect
+        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._started = threading.Event()
+        self._start_error: BaseException | None = None
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def submit(
+        self, rows: Sequence[tuple[Any, ...]], rejected: int = 0, errors: Sequence[str] = ()
+    ) -> Future[WriteResult]:
+        """Queue staged rows (and rejection counts) for the next commit; the future resolves after it."""
+        job = _Job(rows, rejected, errors)
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the store is closed")
+            if not self._thread.is_alive():
+                self._thread.start()
+                self._started.wait()
+                if self._start_error is not None:
+                    raise RuntimeError(f"cannot open the store for writing: {self._start_error}")
+            self._queue.put(job)
+        return job.future
+
+    def close(self) -> None:
+        """Commit what is queued, then stop the thread."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            alive = self._thread.is_alive()
+            if alive:
+                self._queue.put(None)
+        if alive:
+            self._thread.join()
+
+    def _run(self) -> None:
+        try:
+            conn = self._connect()
+        except BaseException as err:  # reported to the first submitter
+            self._start_error = err
+            self._started.set()
+            return
+        self._started.set()
+        try:
+            running = True
+            while running:
+                jobs, running = self._take()
+                if jobs:
+                    self._commit(conn, jobs)
+        finally:
+            conn.close()
+
+    def _take(self) -> tuple[list[_Job], bool]:
+        """Block for one job, then drain whatever else is waiting (up to the span budget)."""
+        first = self._queue.get()
+        if first is None:
+            return [], False
+        jobs = [first]
+        spans = len(first.rows)
+        while spans < MAX_GROUP_SPANS:
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if job is None:
+                return jobs, False
+            jobs.append(job)
+            spans += len(job.rows)
+        return jobs, True
+
+    def _commit(self, conn: sqlite3.Connection, jobs: list[_Job]) -> None:
+        try:
+            results = commit_jobs(conn, [(j.rows, j.rejected, j.errors) for j in jobs])
+        except BaseException as err:
+            logger.exception("store commit failed for %d batch(es)", len(jobs))
+            for job in jobs:
+                job.future.set_exception(err)
+            return
+        for job, result in zip(jobs, results, strict=True):
+            job.future.set_result(result)
+
+
+def commit_jobs(
+    conn: sqlite3.Connection, jobs: Sequence[tuple[Sequence[tuple[Any, ...]], int, Sequence[str]]]
+) -> list[WriteResult]:
+    """Store several batches in one transaction and update the counters; rolls back on failure."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        results = []
+        for rows, rejected, errors in jobs:
+            stored, duplicates = apply_batch(conn, rows)
+            results.append(WriteResult(stored, duplicates, rejected))
+            _record_errors(conn, errors)
+        _bump_counters(conn, results)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return results
+
+
+def _bump_counters(conn: sqlite3.Connection, results: list[WriteResult]) -> None:
+    totals = {
+        "spans": sum(r.stored for r in results),
+        "duplicates": sum(r.duplicates for r in results),
+        "rejected": sum(r.rejected for r in results),
+    }
+    for name, value in totals.items():
+        if value:
+            conn.execute("UPDATE store_counters SET Value = Value + ? WHERE Name = ?", (value, name))
+
+
+def _record_errors(conn: sqlite3.Connection, errors: Sequence[str]) -> None:
+    if not errors:
+        return
+    conn.executemany("INSERT INTO ingest_errors (Message) VALUES (?)", [(e[:2000],) for e in errors])
+    conn.execute(
+        "DELETE FROM ingest_errors WHERE Id <= (SELECT max(Id) FROM ingest_errors) - ?", (RECENT_ERRORS_KEPT,)
+    )
