@@ -1,23 +1,32 @@
 """Estimated prices for traces from other runtimes, from the maintained `genai-prices` table.
 
 Used only where the trace records no cost (`janux.round.cost`); every figure it yields is shown
-as an estimate. An unknown model yields None (unpriced), never 0. Results are cached per
-(model, provider, tokens) because the table lookup costs ~50 µs and rounds repeat.
+as an estimate. An unknown model yields None (unpriced), never 0.
+
+A table lookup costs ~50 µs, too slow to run per round on a 10,000-span trace. So each
+(model, provider) is probed once: when its price is linear in input and output tokens
+(checked at two further points, large enough to cross the usual long-context tiers), rounds
+are priced by the fitted rates; otherwise every round is looked up (cached).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from functools import lru_cache
 
 _log = logging.getLogger(__name__)
 
+_MTOK = 1_000_000
+_CHECK_POINTS = ((300_000, 70_000), (2_000_000, 500_000))
+"""Extra (input, output) points where a linear fit must hold, past common tier thresholds."""
 
-@lru_cache(maxsize=65536)
-def estimate_round_cost(model: str, provider: str, input_tokens: int, output_tokens: int) -> float | None:
-    """USD estimate of one inference round at current list prices, None when the model is unknown."""
-    if not model:
-        return None
+Rates = tuple[float, float, float]
+"""(USD per request, USD per input token, USD per output token)."""
+
+
+def _lookup(model: str, provider: str, input_tokens: int, output_tokens: int) -> float | None:
+    """One price-table lookup; None when the model is unknown."""
     try:
         from genai_prices import Usage as PriceUsage
         from genai_prices import calc_price
@@ -33,11 +42,55 @@ def estimate_round_cost(model: str, provider: str, input_tokens: int, output_tok
             if provider_id is None:
                 return None
             continue
-        except Exception:  # the table is third-party data: never let it break a page
+        except Exception:  # third-party data: never let it break a page
             _log.exception("price lookup failed for model %r", model)
             return None
         return float(result.total_price)
     return None
+
+
+@lru_cache(maxsize=4096)
+def _plan(model: str, provider: str) -> Rates | bool:
+    """Linear rates for the model, True when it must be looked up per round, False when unknown."""
+    base = _lookup(model, provider, 0, 0)
+    per_in = _lookup(model, provider, _MTOK, 0)
+    per_out = _lookup(model, provider, 0, _MTOK)
+    if base is None or per_in is None or per_out is None:
+        return False
+    rates = (base, (per_in - base) / _MTOK, (per_out - base) / _MTOK)
+    for tokens_in, tokens_out in _CHECK_POINTS:
+        actual = _lookup(model, provider, tokens_in, tokens_out)
+        if actual is None or not math.isclose(actual, _linear(rates, tokens_in, tokens_out), rel_tol=1e-9):
+            return True
+    return rates
+
+
+def _linear(rates: Rates, input_tokens: int, output_tokens: int) -> float:
+    return rates[0] + rates[1] * input_tokens + rates[2] * output_tokens
+
+
+@lru_cache(maxsize=65536)
+def _exact(model: str, provider: str, input_tokens: int, output_tokens: int) -> float | None:
+    return _lookup(model, provider, input_tokens, output_tokens)
+
+
+def estimate_round_cost(model: str, provider: str, input_tokens: int, output_tokens: int) -> float | None:
+    """USD estimate of one inference round at current list prices, None when the model is unknown."""
+    if not model:
+        return None
+    plan = _plan(model, provider)
+    if plan is False:
+        return None
+    if plan is True:
+        return _exact(model, provider, input_tokens, output_tokens)
+    assert not isinstance(plan, bool)
+    return _linear(plan, input_tokens, output_tokens)
+
+
+def clear_price_cache() -> None:
+    """Forget every cached lookup (benchmarks measure the cold path with it)."""
+    _plan.cache_clear()
+    _exact.cache_clear()
 
 
 def price_source() -> str:

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from dashboard.reconstruct.model import TraceIssues
 from tracing.records import SpanRecord
 
 NO_PARENT = -1
 """Parent index of a root, an orphan or a span whose parent link was cut."""
+
+_START_ORDER = attrgetter("start_ns", "span_id")
 
 
 @dataclass(slots=True)
@@ -118,7 +121,7 @@ def build_index(spans: Iterable[SpanRecord]) -> SpanIndex:
     """Index one trace's spans (any order, duplicates allowed)."""
     issues = TraceIssues()
     unique = _dedupe(spans, issues)
-    unique.sort(key=lambda s: (s.start_ns, s.span_id))
+    unique.sort(key=_START_ORDER)
     by_id = {span.span_id: i for i, span in enumerate(unique)}
     parent = _link_parents(unique, by_id, issues)
     _break_cycles(unique, parent, issues)

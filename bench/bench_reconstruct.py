@@ -1,0 +1,114 @@
+"""Reconstruction time for 1k/10k/100k-span traces, against same-run baselines.
+
+Run: `.venv/bin/python -m bench.bench_reconstruct [--quick]`. Prints a markdown table: per
+trace size, the time to copy and to sort the span list (baselines), each stage of the rebuild
+(index, tree + attempts, costs, checks + failures + budgets) and the whole `reconstruct`, with
+the whole as a ratio of the sort baseline. Target: 10k spans under 0.3 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from operator import attrgetter
+
+from dashboard.reconstruct.checks import run_checks
+from dashboard.reconstruct.costs import assign_costs, billed_spans
+from dashboard.reconstruct.failures import budget_burn, delegation_failures, loop_failures
+from dashboard.reconstruct.pricing import clear_price_cache
+from dashboard.reconstruct.rebuild import reconstruct
+from dashboard.reconstruct.spanindex import build_index
+from dashboard.reconstruct.tree import build_tree
+from dashboard.synthetic import synthetic_trace
+from tracing.records import SpanRecord
+
+TARGET_10K_S = 0.3
+"""The design target for a 10,000-span trace."""
+
+
+def _median_s(fn: Callable[[], object], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _stages(spans: list[SpanRecord], repeats: int) -> dict[str, float]:
+    """Median seconds of each stage, measured in sequence on the same input."""
+    samples: dict[str, list[float]] = {"index": [], "tree": [], "costs": [], "checks": []}
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        index = build_index(spans)
+        t1 = time.perf_counter()
+        tree = build_tree(index)
+        t2 = time.perf_counter()
+        assign_costs(index, tree)
+        t3 = time.perf_counter()
+        billed = billed_spans(index)
+        run_checks(index, tree, billed)
+        delegation_failures(index.trace_id, tree)
+        loop_failures(index.trace_id, tree)
+        budget_burn(index, tree)
+        t4 = time.perf_counter()
+        for key, value in zip(samples, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+            samples[key].append(value)
+    return {key: statistics.median(values) for key, values in samples.items()}
+
+
+def _row(label: str, spans: list[SpanRecord], repeats: int) -> str:
+    by_start = attrgetter("start_ns", "span_id")
+    copy_s = _median_s(lambda: list(spans), repeats)
+    sort_s = _median_s(lambda: sorted(spans, key=by_start), repeats)
+    stages = _stages(spans, repeats)
+    whole_s = _median_s(lambda: reconstruct(spans), repeats)
+    ms = [copy_s, sort_s, stages["index"], stages["tree"], stages["costs"], stages["checks"], whole_s]
+    cells = " | ".join(f"{value * 1e3:.1f}" for value in ms)
+    return (
+        f"| {label} | {len(spans):,} | {cells} | {whole_s / sort_s:.0f}x | {whole_s / len(spans) * 1e6:.1f} |"
+    )
+
+
+def _cold(spans: list[SpanRecord]) -> None:
+    """Rebuild with an empty price cache (every round looked up in the price table)."""
+    clear_price_cache()
+    reconstruct(spans)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the benchmark table; exit 1 when the 10k-span target is missed."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="1k and 10k only, fewer repeats")
+    args = parser.parse_args(argv)
+    sizes = (1_000, 10_000) if args.quick else (1_000, 10_000, 100_000)
+    print(
+        "| trace | spans | copy ms | sort ms | index ms | tree ms | costs ms | checks ms | "
+        "reconstruct ms | vs sort | µs/span |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    result_10k = None
+    for size in sizes:
+        repeats = 3 if size >= 100_000 or args.quick else 7
+        spans = synthetic_trace(size, seed=size)
+        print(_row("janux", spans, repeats), flush=True)
+        if size == 10_000:
+            result_10k = _median_s(lambda spans=spans: reconstruct(spans), repeats)  # type: ignore[misc]
+            plain = synthetic_trace(size, seed=size, janux=False)
+            print(_row("plain GenAI, estimated prices", plain, repeats), flush=True)
+            cold_s = _median_s(lambda plain=plain: _cold(plain), repeats)  # type: ignore[misc]
+            print(f"| plain GenAI, cold price cache | {len(plain):,} | | | | | | | {cold_s * 1e3:.1f} | | |")
+    if result_10k is not None:
+        verdict = "met" if result_10k < TARGET_10K_S else "MISSED"
+        print(
+            f"\n10k-span janux trace: {result_10k * 1e3:.0f} ms "
+            f"(target {TARGET_10K_S * 1e3:.0f} ms: {verdict})"
+        )
+        return 0 if result_10k < TARGET_10K_S else 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
