@@ -1,0 +1,98 @@
+"""OTLP/gRPC `opentelemetry.proto.collector.trace.v1.TraceService/Export` on grpcio.
+
+The request is taken as raw bytes (no deserializer) so a malformed message gets
+INVALID_ARGUMENT naming the problem instead of grpc's generic INTERNAL. grpcio itself enforces
+the size limit (RESOURCE_EXHAUSTED) and handles gzip.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from concurrent import futures
+
+import grpc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from tracing.otlp.errors import DecodeError
+from tracing.otlp.proto_decode import decode_proto_request
+from tracing.receiver.export import response_message, submit
+from tracing.store import TraceStore
+
+logger = logging.getLogger(__name__)
+
+SERVICE_NAME = "opentelemetry.proto.collector.trace.v1.TraceService"
+"""Fully qualified gRPC service name of OTLP traces."""
+
+GRPC_WORKERS = 8
+"""Threads serving concurrent Export calls (each mostly waits for its commit)."""
+
+
+class _TraceService:
+    """The Export handler: decode, store, answer after commit."""
+
+    def __init__(self, store: TraceStore, token: str | None) -> None:
+        self._store = store
+        self._expected = f"Bearer {token}".encode() if token is not None else None
+
+    def export(self, request: bytes, context: grpc.ServicerContext) -> ExportTraceServiceResponse:
+        if self._expected is not None and not self._authorized(context):
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+        try:
+            result = decode_proto_request(request)
+        except DecodeError as err:
+            self._count_refused(str(err))
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
+        outcome, future = submit(self._store, result)
+        try:
+            future.result()
+        except Exception as err:
+            logger.exception("storing an export request failed")
+            context.abort(grpc.StatusCode.UNAVAILABLE, f"store unavailable: {err}")
+        if not outcome.ok:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, outcome.message)
+        return response_message(outcome)
+
+    def _authorized(self, context: grpc.ServicerContext) -> bool:
+        for key, value in context.invocation_metadata():
+            if key.lower() == "authorization":
+                given = value.encode() if isinstance(value, str) else bytes(value)
+                return self._expected is not None and hmac.compare_digest(given, self._expected)
+        return False
+
+    def _count_refused(self, message: str) -> None:
+        try:
+            self._store.write([], 1, [f"OTLP/gRPC request: {message}"])
+        except Exception:  # counting is best effort; the client still gets its error
+            logger.exception("could not record a refused request")
+
+
+def start_grpc_server(
+    store: TraceStore, host: str, port: int, token: str | None, max_body_bytes: int
+) -> tuple[grpc.Server, int]:
+    """Start the gRPC server; returns it and the port it actually bound (for port 0)."""
+    service = _TraceService(store, token)
+    handler = grpc.method_handlers_generic_handler(
+        SERVICE_NAME,
+        {
+            "Export": grpc.unary_unary_rpc_method_handler(
+                service.export,
+                request_deserializer=None,
+                response_serializer=ExportTraceServiceResponse.SerializeToString,
+            )
+        },
+    )
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=GRPC_WORKERS, thread_name_prefix="janux-otlp-grpc"),
+        handlers=[handler],
+        options=[
+            ("grpc.max_receive_message_length", max_body_bytes),
+            ("grpc.so_reuseport", 0),
+        ],
+    )
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    bound = server.add_insecure_port(address)
+    if bound == 0:
+        raise OSError(f"cannot bind OTLP/gRPC on {address}")
+    server.start()
+    return server, bound

@@ -1,0 +1,146 @@
+"""Start and stop both OTLP endpoints in-process (`start_receiver` -> `RunningReceiver`)."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+
+import grpc
+import uvicorn
+
+from tracing.receiver.grpc_server import start_grpc_server
+from tracing.receiver.http_app import HttpSettings, build_http_app
+from tracing.store import TraceStore
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_HOST = "127.0.0.1"
+"""Loopback only unless told otherwise."""
+DEFAULT_HTTP_PORT = 4318
+"""OTLP/HTTP's registered port."""
+DEFAULT_GRPC_PORT = 4317
+"""OTLP/gRPC's registered port."""
+DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+"""Largest request accepted (after decompression): 413 / RESOURCE_EXHAUSTED beyond it."""
+_STARTUP_TIMEOUT_S = 15.0
+
+
+class RunningReceiver:
+    """Both endpoints, running in background threads until `stop()`."""
+
+    def __init__(
+        self,
+        http_server: uvicorn.Server | None,
+        http_thread: threading.Thread | None,
+        http_port: int | None,
+        grpc_server: grpc.Server | None,
+        grpc_port: int | None,
+    ) -> None:
+        self._http_server = http_server
+        self._http_thread = http_thread
+        self._grpc_server = grpc_server
+        self.http_port = http_port
+        """Port OTLP/HTTP listens on (the real one when 0 was asked), or None if disabled."""
+        self.grpc_port = grpc_port
+        """Port OTLP/gRPC listens on (the real one when 0 was asked), or None if disabled."""
+
+    def stop(self, grace_s: float = 5.0) -> None:
+        """Stop accepting, let in-flight exports finish (up to `grace_s`), then return."""
+        if self._grpc_server is not None:
+            self._grpc_server.stop(grace_s).wait(grace_s + 1)
+            self._grpc_server = None
+        if self._http_server is not None and self._http_thread is not None:
+            self._http_server.should_exit = True
+            self._http_thread.join(grace_s + 5)
+            self._http_server = None
+
+    def __enter__(self) -> RunningReceiver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.listen(1024)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _start_http(
+    store: TraceStore, host: str, port: int, settings: HttpSettings
+) -> tuple[uvicorn.Server, threading.Thread, int]:
+    sock = _bind(host, port)
+    actual = int(sock.getsockname()[1])
+    config = uvicorn.Config(
+        build_http_app(store, settings),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=5,
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name="janux-otlp-http", daemon=True
+    )
+    thread.start()
+    deadline = time.monotonic() + _STARTUP_TIMEOUT_S
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            sock.close()
+            raise OSError(f"OTLP/HTTP server did not start on {host}:{actual}")
+        time.sleep(0.01)
+    return server, thread, actual
+
+
+def start_receiver(
+    store: TraceStore,
+    host: str = DEFAULT_HOST,
+    http_port: int | None = DEFAULT_HTTP_PORT,
+    grpc_port: int | None = DEFAULT_GRPC_PORT,
+    token: str | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+) -> RunningReceiver:
+    """Serve OTLP/HTTP and OTLP/gRPC into `store` from background threads.
+
+    A port of 0 picks a free one (read it back from the result); None disables that endpoint.
+    With `token`, every request must carry `Authorization: Bearer <token>`.
+    """
+    settings = HttpSettings(token=token, max_body_bytes=max_body_bytes)
+    http: tuple[uvicorn.Server, threading.Thread, int] | None = None
+    if http_port is not None:
+        http = _start_http(store, host, http_port, settings)
+    grpc_result: tuple[grpc.Server, int] | None = None
+    try:
+        if grpc_port is not None:
+            grpc_result = start_grpc_server(store, host, grpc_port, token, max_body_bytes)
+    except BaseException:
+        if http is not None:
+            http[0].should_exit = True
+            http[1].join(10)
+        raise
+    receiver = RunningReceiver(
+        http[0] if http else None,
+        http[1] if http else None,
+        http[2] if http else None,
+        grpc_result[0] if grpc_result else None,
+        grpc_result[1] if grpc_result else None,
+    )
+    logger.info(
+        "OTLP receiver listening: http=%s grpc=%s (token %s)",
+        f"{host}:{receiver.http_port}" if receiver.http_port else "off",
+        f"{host}:{receiver.grpc_port}" if receiver.grpc_port else "off",
+        "required" if token else "not required",
+    )
+    return receiver
