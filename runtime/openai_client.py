@@ -21,6 +21,7 @@ import math
 import os
 import random
 import string
+import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -454,17 +455,46 @@ def is_loopback_url(url: str) -> bool:
         return False
 
 
-async def _close_when_loop_ends(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
-    """Keeps `client` open until its event loop finalizes async generators, then closes it.
+# One pooled HTTP client per event loop, shared by every model on that loop. A pool belongs to the
+# loop that made it, so `asyncio.run` per call (every sync wrapper) needs a fresh one; and tying the
+# pool to the loop rather than to a model means models can come and go without leaking sockets.
+_POOLS: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, tuple[httpx.AsyncClient, AsyncGenerator[None, None]]
+]
+_POOLS = weakref.WeakKeyDictionary()
 
-    `asyncio.run` (and so every sync wrapper) finalizes a loop's suspended async generators on
-    exit; parking the client's close here releases its sockets with the loop that owns them.
-    """
+
+async def _close_when_loop_ends(
+    loop: asyncio.AbstractEventLoop, client: httpx.AsyncClient
+) -> AsyncGenerator[None, None]:
+    """Parks until `loop` finalizes its async generators (`asyncio.run` does on exit); closes `client`."""
     try:
         yield
     finally:
+        if _POOLS.get(loop, (None,))[0] is client:
+            del _POOLS[loop]
         if not client.is_closed:
             await client.aclose()
+
+
+async def shared_http_client() -> httpx.AsyncClient:
+    """The pooled client of the running loop, created on first use and closed when the loop ends."""
+    loop = asyncio.get_running_loop()
+    entry = _POOLS.get(loop)
+    if entry is not None and not entry[0].is_closed:
+        return entry[0]
+    client = httpx.AsyncClient()
+    closer = _close_when_loop_ends(loop, client)
+    _POOLS[loop] = (client, closer)  # the strong reference that keeps `closer` registered with the loop
+    await anext(closer)
+    return client
+
+
+async def close_shared_http_client() -> None:
+    """Close the running loop's pooled client now (the next request opens a new one)."""
+    entry = _POOLS.pop(asyncio.get_running_loop(), None)
+    if entry is not None:
+        await entry[1].aclose()
 
 
 def _checked_base_url(url: str) -> str:
@@ -530,9 +560,6 @@ class OpenAIChatModel:
         self._headers = dict(extra_headers or {})
         self._extra_body = dict(extra_body or {})
         self._given_client = http_client
-        self._own_client: httpx.AsyncClient | None = None
-        self._own_client_loop: asyncio.AbstractEventLoop | None = None
-        self._closer: AsyncGenerator[None, None] | None = None
         self._sleep = sleep
         self._rng = rng or random.Random()
 
@@ -566,10 +593,13 @@ class OpenAIChatModel:
         return decode_response(data, codec)
 
     async def aclose(self) -> None:
-        """Close the HTTP client this model created (a client passed in is the caller's to close)."""
-        client, self._own_client, self._closer = self._own_client, None, None
-        if client is not None and not client.is_closed:
-            await client.aclose()
+        """Close the running loop's shared connection pool now, for a tidy shutdown.
+
+        Optional: the pool closes by itself when its event loop ends. A client passed in as
+        `http_client` is the caller's to close.
+        """
+        if self._given_client is None:
+            await close_shared_http_client()
 
     def _refuse_real_server_in_tests(self) -> None:
         if os.environ.get("PYTEST_CURRENT_TEST") and not is_loopback_url(self.base_url):
@@ -581,14 +611,7 @@ class OpenAIChatModel:
     async def _client(self) -> httpx.AsyncClient:
         if self._given_client is not None:
             return self._given_client
-        loop = asyncio.get_running_loop()
-        # An AsyncClient's pool belongs to the loop that made it; `asyncio.run` per call needs a new one.
-        if self._own_client is None or self._own_client_loop is not loop:
-            client = httpx.AsyncClient(timeout=self.timeout)
-            self._own_client, self._own_client_loop = client, loop
-            self._closer = _close_when_loop_ends(client)
-            await anext(self._closer)
-        return self._own_client
+        return await shared_http_client()
 
     def _request_headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json", "accept": "application/json", **self._headers}
@@ -620,7 +643,9 @@ class OpenAIChatModel:
         """One HTTP attempt: the decoded body, or `_Retryable`; raises when retrying is pointless."""
         try:
             client = await self._client()
-            response = await client.post(self.endpoint, json=body, headers=self._request_headers())
+            response = await client.post(
+                self.endpoint, json=body, headers=self._request_headers(), timeout=self.timeout
+            )
         except httpx.TransportError as exc:
             detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             return _Retryable(

@@ -6,10 +6,11 @@ import asyncio
 import json
 from collections.abc import Callable
 
+import httpx
 import pytest
 
 from runtime.model import Message, Model, ModelError, ModelSettings, ModelUsage, ToolCall, ToolSpec
-from runtime.openai_client import OpenAIChatModel
+from runtime.openai_client import OpenAIChatModel, shared_http_client
 
 from .chat_server import ChatServer, completion, json_reply, wire_call
 
@@ -266,3 +267,14 @@ async def test_concurrent_rounds_share_one_model(server: ChatServer, make_model:
     )
     assert sorted(r.text for r in replies) == [f"r{n}" for n in range(6)]
     assert sorted(r.body["messages"][0]["content"] for r in server.requests) == [str(n) for n in range(6)]
+
+
+def test_the_pool_closes_with_its_event_loop(server: ChatServer, make_model: ModelFactory) -> None:
+    server.queue(completion("ok"))
+
+    async def one_round() -> httpx.AsyncClient:
+        await make_model().request([Message(role="user", content="Hi")], [], NO_SETTINGS)
+        return await shared_http_client()  # the model is garbage by now; its pool must not leak
+
+    pool = asyncio.run(one_round())
+    assert pool.is_closed
