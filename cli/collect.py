@@ -1,17 +1,99 @@
-"""`janux collect`: placeholder until its component lands (replaced by the real command)."""
+"""`janux collect`: run the OTLP receiver (HTTP and gRPC) into the embedded store until stopped."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
+import threading
 from typing import Any
+
+from tracing.receiver import (
+    DEFAULT_GRPC_PORT,
+    DEFAULT_HOST,
+    DEFAULT_HTTP_PORT,
+    DEFAULT_MAX_BODY_BYTES,
+    start_receiver,
+)
+from tracing.store import DATA_DIR_ENV, open_store
+
+TOKEN_ENV = "JANUX_RECEIVER_TOKEN"
+"""Environment variable read for the bearer token when --token is not given."""
 
 
 def register(subparsers: Any) -> None:
     """Add the `collect` subcommand."""
-    parser = subparsers.add_parser("collect", help="(not built yet)")
+    parser = subparsers.add_parser(
+        "collect",
+        help="receive OTLP traces (HTTP and gRPC) into the embedded store",
+        description=(
+            "Receive OpenTelemetry traces over OTLP/HTTP (POST /v1/traces, protobuf or JSON, gzip) "
+            "and OTLP/gRPC, and store them in the embedded store. Any OpenTelemetry SDK or Collector "
+            "pointed at it works unchanged. Each request is acknowledged only after its spans are "
+            "durably committed. Runs in the foreground until SIGINT or SIGTERM."
+        ),
+    )
+    parser.add_argument(
+        "--host",
+        default=DEFAULT_HOST,
+        help="address to bind (default: %(default)s; 0.0.0.0 accepts remote senders)",
+    )
+    parser.add_argument(
+        "--http-port",
+        type=int,
+        default=DEFAULT_HTTP_PORT,
+        help="OTLP/HTTP port, 0 picks a free one (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--grpc-port",
+        type=int,
+        default=DEFAULT_GRPC_PORT,
+        help="OTLP/gRPC port, 0 picks a free one (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get(TOKEN_ENV),
+        help=f"require 'Authorization: Bearer TOKEN' on every request (default: ${TOKEN_ENV}, else none)",
+    )
+    parser.add_argument(
+        "--data-dir", default=None, help=f"store directory (default: ${DATA_DIR_ENV} or ~/.janux/data)"
+    )
+    parser.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=DEFAULT_MAX_BODY_BYTES,
+        help="largest request after decompression; larger get 413/RESOURCE_EXHAUSTED (default: %(default)s)",
+    )
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    del args
-    raise SystemExit("janux collect: not built yet")
+    store = open_store(args.data_dir)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    try:
+        receiver = start_receiver(
+            store,
+            host=args.host,
+            http_port=args.http_port,
+            grpc_port=args.grpc_port,
+            token=args.token or None,
+            max_body_bytes=args.max_body_bytes,
+        )
+    except OSError as err:
+        store.close()
+        raise SystemExit(f"janux collect: {err}") from None
+    print(
+        f"janux collect: OTLP/HTTP on http://{args.host}:{receiver.http_port}/v1/traces, "
+        f"OTLP/gRPC on {args.host}:{receiver.grpc_port}, store {store.path}",
+        flush=True,
+    )
+    try:
+        while not stop.wait(1.0):
+            pass
+    finally:
+        receiver.stop()
+        store.close()
+    print("janux collect: stopped", flush=True)
+    return 0
