@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runtime.model import ModelError
-from runtime.openai_client import ToolNameCodec, decode_tool_name, encode_tool_name
+from runtime.tool_names import ToolNameCodec, decode_tool_name, encode_tool_name
 
 WIRE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 names = st.text(min_size=1, max_size=90)
