@@ -1,0 +1,69 @@
+"""Janux delegation runtime: agents, subagents under budgets, handoffs and a governance policy.
+
+See docs/runtime.md for the API and a runnable example.
+"""
+
+from runtime.agent import Agent
+from runtime.definitions import (
+    Cost,
+    DelegationRequest,
+    Handoff,
+    HandoffPolicy,
+    OnFailure,
+    RateLimit,
+    SessionMode,
+    Subagent,
+    ToolFilter,
+)
+from runtime.dispatch import dispatch_and_synthesize
+from runtime.errors import (
+    DefinitionError,
+    GuardrailRefused,
+    JanuxError,
+    ModelUnavailableError,
+    UnknownAgentError,
+)
+from runtime.model import (
+    Message,
+    Model,
+    ModelError,
+    ModelResponse,
+    ModelSettings,
+    ModelUsage,
+    ToolCall,
+    ToolSpec,
+)
+from runtime.result import RunResult
+from runtime.tools import Tool, function_tool
+from runtime.usage import Usage
+
+__all__ = [
+    "Agent",
+    "Cost",
+    "DefinitionError",
+    "DelegationRequest",
+    "GuardrailRefused",
+    "Handoff",
+    "HandoffPolicy",
+    "JanuxError",
+    "Message",
+    "Model",
+    "ModelError",
+    "ModelResponse",
+    "ModelSettings",
+    "ModelUnavailableError",
+    "ModelUsage",
+    "OnFailure",
+    "RateLimit",
+    "RunResult",
+    "SessionMode",
+    "Subagent",
+    "Tool",
+    "ToolCall",
+    "ToolFilter",
+    "ToolSpec",
+    "UnknownAgentError",
+    "Usage",
+    "dispatch_and_synthesize",
+    "function_tool",
+]

@@ -1,0 +1,157 @@
+"""Delegation attempts: each one an `invoke_agent` span under the tool span, with retries and deadlines.
+
+An attempt runs the subagent's loop from a fresh history (or its REUSE_SESSION memory) at depth
+caller + 1. A per-attempt timeout and the delegation's `max_ms` budget both cancel the attempt for
+real (`runtime.deadline`); the first is a failure (`timeout`, retried when retries are left), the
+second a budget cut (`max_time`). A `max_turns` / `max_tokens` cut ends the delegation, not retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from dataclasses import dataclass, field
+
+from opentelemetry.trace import Span
+
+import runtime.loop as loop_module
+from runtime.context import ActiveAgent, LoopContext, enter_depth, leave_depth
+from runtime.deadline import cancel_reason, run_with_deadline
+from runtime.definitions import HandoffPolicy, Subagent
+from runtime.errors import CODE_TIMEOUT, DeadlineExceeded, error_type_of
+from runtime.events import HandoffEvent
+from runtime.messages import system, user
+from runtime.model import Message, ToolCall
+from tracing.conventions import ERROR_TIMEOUT, STOP_MAX_TIME
+
+
+@dataclass(slots=True, eq=False)
+class Delegation:
+    """One delegate tool call on its way through governance and attempts."""
+
+    caller: LoopContext
+    """The calling loop."""
+    call: ToolCall
+    """The model's tool call."""
+    subagent: Subagent
+    """The subagent definition (budget, session mode)."""
+    event: HandoffEvent
+    """Its HANDOFF events (depth, id, outcome)."""
+    span: Span
+    """The `execute_tool` span, parent of every attempt span."""
+    attempts: int = 0
+    """Attempts started so far."""
+    started: float = field(default_factory=time.perf_counter)
+    """Monotonic start, for the `max_ms` budget."""
+
+    @property
+    def policy(self) -> HandoffPolicy:
+        """The caller's HandoffPolicy."""
+        return self.caller.active.agent.policy
+
+    def remaining_ms(self) -> float | None:
+        """What is left of `max_ms`, or `None` when the delegation has no wall-clock budget."""
+        if self.subagent.max_ms is None:
+            return None
+        return self.subagent.max_ms - (time.perf_counter() - self.started) * 1000
+
+
+@dataclass(slots=True, frozen=True)
+class AttemptEnd:
+    """A finished attempt: the answer, or the budget line that cut it."""
+
+    text: str
+    """Final text of the subagent."""
+    stop_reason: str | None
+    """`max_turns` / `max_tokens` when cut."""
+    rounds: int
+    """Model rounds the attempt made."""
+
+
+@dataclass(slots=True, frozen=True)
+class AttemptsResult:
+    """How the attempts of one delegation ended."""
+
+    end: AttemptEnd | None = None
+    """The attempt that answered or was cut by `max_turns` / `max_tokens`."""
+    stop_reason: str | None = None
+    """A budget cut (`max_time` included)."""
+    error_code: str | None = None
+    """When every attempt failed: `error.type` of the last failure."""
+    errors: tuple[str, ...] = ()
+    """One line per failed attempt."""
+
+
+def attempt_deadline(policy_timeout_ms: float, remaining_ms: float | None) -> tuple[float | None, str]:
+    """(deadline in ms or None, reason) for the next attempt: the sooner of timeout and budget."""
+    timeout = policy_timeout_ms if policy_timeout_ms > 0 else None
+    if remaining_ms is not None and (timeout is None or remaining_ms <= timeout):
+        return remaining_ms, STOP_MAX_TIME
+    return timeout, ERROR_TIMEOUT
+
+
+async def run_attempts(
+    d: Delegation, active: ActiveAgent, history: list[Message], task: str
+) -> AttemptsResult:
+    """Run attempts until one answers or is cut, or retries run out (retries only when enabled)."""
+    policy = d.policy
+    total = policy.max_retries + 1 if policy.enabled else 1
+    errors: list[str] = []
+    code = CODE_TIMEOUT
+    for number in range(1, total + 1):
+        deadline_ms, reason = attempt_deadline(policy.timeout_ms, d.remaining_ms())
+        if reason == STOP_MAX_TIME and deadline_ms is not None and deadline_ms <= 0:
+            return AttemptsResult(stop_reason=STOP_MAX_TIME)
+        d.attempts = number
+        try:
+            outcome = await run_with_deadline(
+                functools.partial(run_attempt, d, active, history, task, number), deadline_ms, reason
+            )
+        except DeadlineExceeded as exc:
+            if exc.error_type == STOP_MAX_TIME:
+                return AttemptsResult(stop_reason=STOP_MAX_TIME)
+            errors.append(f"attempt {number}: timeout after {exc.after_ms:g} ms")
+            code = CODE_TIMEOUT
+            continue
+        if isinstance(outcome, AttemptEnd):
+            return AttemptsResult(end=outcome, stop_reason=outcome.stop_reason)
+        code = error_type_of(outcome)
+        errors.append(f"attempt {number}: {code}: {outcome}")
+    return AttemptsResult(error_code=code, errors=tuple(errors))
+
+
+async def run_attempt(
+    d: Delegation, active: ActiveAgent, history: list[Message], task: str, number: int
+) -> AttemptEnd | Exception:
+    """One attempt in its own `invoke_agent` span; a failure is returned, cancellation re-raised."""
+    obs = d.caller.turn.obs
+    sub = d.subagent
+    depth = d.event.depth
+    span = obs.start_attempt(
+        d.span,
+        agent=active.agent.name,
+        depth=depth,
+        attempt=number,
+        handoff_id=d.event.id,
+        budget=(sub.max_turns, sub.max_tokens, int(sub.max_ms) if sub.max_ms is not None else None),
+    )
+    messages = [system(active.system), *history, user(task)]
+    loop = LoopContext(turn=d.caller.turn, active=active, messages=messages, span=span, depth=depth)
+    token = enter_depth(depth)
+    try:
+        end = await loop_module.run_loop(loop)
+    except asyncio.CancelledError:
+        reason = cancel_reason()
+        if reason == STOP_MAX_TIME:  # a budget cut, not a failure of the attempt itself
+            obs.end_agent(span, loop.usage, stop_reason=STOP_MAX_TIME)
+        else:
+            obs.end_agent(span, loop.usage, error_type=reason, error_message=f"attempt cancelled: {reason}")
+        raise
+    except Exception as exc:
+        obs.end_agent(span, loop.usage, error_type=error_type_of(exc), error_message=str(exc))
+        return exc
+    finally:
+        leave_depth(token)
+    obs.end_agent(span, loop.usage, stop_reason=end.stop_reason)
+    return AttemptEnd(end.text, end.stop_reason, loop.usage.rounds)

@@ -1,0 +1,125 @@
+"""Every tool an agent has (function, delegate, handoff), and the surface a loop may show the model.
+
+An agent's catalog is fixed at definition time. The surface of one loop is the part of the
+catalog its role allows (the entry agent: everything; a subagent: no handoffs; a transfer target:
+function tools only) that passes every filter of the chain (for a subagent: the filters of all its
+callers plus its own). Surfaces are cached per (role, filter chain).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from runtime.definitions import Handoff, Subagent, ToolFilter
+from runtime.model import ToolSpec
+from runtime.names import allowed_by
+from runtime.tools import Tool
+from tracing.conventions import TOOL_TYPE_DELEGATE, TOOL_TYPE_FUNCTION, TOOL_TYPE_HANDOFF
+
+
+class Role(Enum):
+    """Which part of its catalog an agent's loop may use."""
+
+    ENTRY = "entry"
+    """The agent a turn starts with: functions, delegations and handoffs."""
+    SUBAGENT = "subagent"
+    """A delegated agent: functions and its own delegations, never transfers."""
+    TARGET = "target"
+    """A transfer target: neither chains handoffs nor delegates."""
+
+
+_KINDS_BY_ROLE = {
+    Role.ENTRY: frozenset({TOOL_TYPE_FUNCTION, TOOL_TYPE_DELEGATE, TOOL_TYPE_HANDOFF}),
+    Role.SUBAGENT: frozenset({TOOL_TYPE_FUNCTION, TOOL_TYPE_DELEGATE}),
+    Role.TARGET: frozenset({TOOL_TYPE_FUNCTION}),
+}
+
+DELEGATE_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "task": {"type": "string", "description": "What the subagent should do."},
+        "context": {"type": "string", "description": "Background the subagent needs (optional)."},
+    },
+    "required": ["task"],
+}
+"""JSON Schema of every delegate tool."""
+
+HANDOFF_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {"reason": {"type": "string", "description": "Why the conversation is transferred."}},
+}
+"""JSON Schema of every handoff tool."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolEntry:
+    """One tool of an agent's catalog."""
+
+    name: str
+    """Tool name."""
+    kind: str
+    """`function`, `delegate` or `handoff` (the `gen_ai.tool.type`)."""
+    spec: ToolSpec
+    """What the model sees."""
+    tool: Tool | None = None
+    """The function, for `function` entries."""
+    subagent: Subagent | None = None
+    """The subagent, for `delegate` entries."""
+    handoff: Handoff | None = None
+    """The transfer target, for `handoff` entries."""
+
+
+@dataclass(frozen=True, slots=True)
+class Surface:
+    """The tools one loop shows its model, and may execute."""
+
+    names: frozenset[str]
+    """Names on the surface; a call to any other name is refused."""
+    specs: list[ToolSpec] = field(default_factory=list)
+    """Specs in catalog order."""
+
+
+def function_entry(tool: Tool) -> ToolEntry:
+    """Catalog entry of a function tool."""
+    return ToolEntry(tool.name, TOOL_TYPE_FUNCTION, tool.spec, tool=tool)
+
+
+def delegate_entry(name: str, subagent: Subagent) -> ToolEntry:
+    """Catalog entry of a subagent's delegate tool."""
+    agent = subagent.agent
+    description = (
+        subagent.description or agent.description or f"Delegate a task to the {agent.name} subagent."
+    )
+    return ToolEntry(
+        name, TOOL_TYPE_DELEGATE, ToolSpec(name, description, DELEGATE_PARAMETERS), subagent=subagent
+    )
+
+
+def handoff_entry(name: str, handoff: Handoff) -> ToolEntry:
+    """Catalog entry of a transfer target's handoff tool."""
+    agent = handoff.agent
+    description = (
+        handoff.description or f"Transfer the conversation to {agent.name}. {agent.description or ''}".strip()
+    )
+    return ToolEntry(
+        name, TOOL_TYPE_HANDOFF, ToolSpec(name, description, HANDOFF_PARAMETERS), handoff=handoff
+    )
+
+
+def build_surface(catalog: dict[str, ToolEntry], role: Role, filters: tuple[ToolFilter, ...]) -> Surface:
+    """The surface of `catalog` for `role` under every filter of `filters`."""
+    kinds = _KINDS_BY_ROLE[role]
+    kept = [
+        entry
+        for entry in catalog.values()
+        if entry.kind in kinds and all(allowed_by(entry.name, f.include, f.exclude) for f in filters)
+    ]
+    return Surface(frozenset(entry.name for entry in kept), [entry.spec for entry in kept])
+
+
+def tool_error(tool: str, code: str, detail: str) -> str:
+    """Tool result (JSON) of a refused or failed function-tool call, for the model to read."""
+    return json.dumps({"tool": tool, "error": code, "detail": detail}, ensure_ascii=False)

@@ -1,0 +1,120 @@
+"""Run state: what one user turn shares, what one agent loop owns, and the delegation depth.
+
+Depth lives in a contextvar: every tool call of a parallel fan-out runs in a task with its own
+copy of the context, so a depth-1 subagent that fans out two delegations at once sees depth 1 in
+both and each delegated loop runs at depth 2, whatever the interleaving.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry.trace import Span
+
+from runtime.catalog import Role, Surface
+from runtime.model import Message, Model, ModelSettings
+from runtime.usage import Price, Usage, UsageLimits
+from tracing.instrument import RunInstrumentation
+
+if TYPE_CHECKING:
+    from runtime.agent import Agent
+
+_DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("janux_depth", default=0)
+
+
+def current_depth() -> int:
+    """Delegation depth of the agent loop running in this context (0 = the turn's agent)."""
+    return _DEPTH.get()
+
+
+def enter_depth(depth: int) -> contextvars.Token[int]:
+    """Set the depth for the loop about to run here; undo with `leave_depth`."""
+    return _DEPTH.set(depth)
+
+
+def leave_depth(token: contextvars.Token[int]) -> None:
+    """Restore the depth `enter_depth` replaced."""
+    _DEPTH.reset(token)
+
+
+@dataclass(slots=True, eq=False)
+class TurnContext:
+    """Shared by every loop of one user turn (root loop and all delegations)."""
+
+    obs: RunInstrumentation
+    """This run's instrumentation."""
+    entry: Agent
+    """The agent `run` was called on (owns sessions and the thread store)."""
+    thread_id: str
+    """Conversation id of the turn."""
+    models: Mapping[str, Model]
+    """Registry resolving agents whose `model` is a name."""
+    bill: Usage = field(default_factory=Usage)
+    """The whole turn: every round of every loop, each priced by its own agent."""
+    events: list[dict[str, Any]] = field(default_factory=list)
+    """HANDOFF_START / HANDOFF_END dicts in emission order."""
+    transfer_taken: bool = False
+    """Set by the first handoff call of the turn; later ones are ignored."""
+
+
+@dataclass(slots=True, eq=False)
+class ActiveAgent:
+    """An agent as one loop runs it: resolved model, prompt, surface, price and budget."""
+
+    agent: Agent
+    """The agent definition."""
+    model: Model
+    """The resolved model."""
+    system: str
+    """System prompt of the loop."""
+    role: Role
+    """Which part of the catalog the loop may use."""
+    filters: tuple[Any, ...]
+    """Tool filters in force (callers' and own)."""
+    surface: Surface
+    """Tools shown and allowed."""
+    price: Price | None
+    """Price of the agent's rounds; `None` = unpriced."""
+    limits: UsageLimits
+    """Budget lines of the loop."""
+    settings: ModelSettings
+    """Per-request model settings."""
+
+
+@dataclass(slots=True, eq=False)
+class Transfer:
+    """A transfer accepted by a handoff call, applied after the round's tool calls finish."""
+
+    target: Agent
+    """The agent taking over."""
+    model: Model
+    """The model it answers with."""
+    reason: str
+    """Why (from the handoff call), for the transfer note."""
+
+
+@dataclass(slots=True, eq=False)
+class LoopContext:
+    """One agent loop: its messages, span, depth and own usage."""
+
+    turn: TurnContext
+    """The turn it belongs to."""
+    active: ActiveAgent
+    """The agent running the loop (changes once on a transfer)."""
+    messages: list[Message]
+    """History sent to the model (system prompt first)."""
+    span: Span
+    """The loop's `invoke_agent` span."""
+    depth: int
+    """Delegation depth of the loop."""
+    usage: Usage = field(default_factory=Usage)
+    """This loop's OWN rounds (its `janux.turn.*`), never its delegations."""
+    agent_rounds: int = 0
+    """Rounds made by the current agent (reset by a transfer), checked against `max_turns`."""
+    pending_transfer: Transfer | None = None
+    """A transfer accepted this round."""
+    transferred_from: str | None = None
+    """After a transfer: the agent that handed the conversation off."""

@@ -1,0 +1,86 @@
+"""Deadlines that really cancel, and remember why.
+
+`run_with_deadline` runs a coroutine as a child task and cancels that task when the deadline
+passes. Before cancelling it records the reason (`timeout` for a per-attempt timeout, `max_time`
+for a delegation's wall-clock budget) on a `CancelScope` held in a contextvar, so every span that
+closes while the cancellation unwinds can say why it ended. Cancellation from outside propagates
+into the child task as usual, so nothing keeps running in the background.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from runtime.errors import DeadlineExceeded
+from tracing.conventions import ERROR_CANCELLED
+
+T = TypeVar("T")
+
+
+class CancelScope:
+    """One deadline's record of why it cancelled its task (`None` while it has not fired)."""
+
+    __slots__ = ("parent", "reason")
+
+    def __init__(self, parent: CancelScope | None) -> None:
+        self.parent = parent
+        """The enclosing scope, consulted when this one did not fire."""
+        self.reason: str | None = None
+        """Why this scope cancelled its task."""
+
+    def effective_reason(self) -> str | None:
+        """The reason of the innermost scope (this one or an enclosing one) that fired."""
+        scope: CancelScope | None = self
+        while scope is not None:
+            if scope.reason is not None:
+                return scope.reason
+            scope = scope.parent
+        return None
+
+
+_SCOPE: contextvars.ContextVar[CancelScope | None] = contextvars.ContextVar(
+    "janux_cancel_scope", default=None
+)
+
+
+def cancel_reason() -> str:
+    """Why the current work is being cancelled: a deadline's reason, or `cancelled`."""
+    scope = _SCOPE.get()
+    reason = scope.effective_reason() if scope is not None else None
+    return reason or ERROR_CANCELLED
+
+
+def _expire(scope: CancelScope, task: asyncio.Task[object], reason: str) -> None:
+    if not task.done():
+        scope.reason = reason
+        task.cancel()
+
+
+async def run_with_deadline(factory: Callable[[], Awaitable[T]], timeout_ms: float | None, reason: str) -> T:
+    """Await `factory()`; after `timeout_ms` cancel it and raise `DeadlineExceeded(reason)`.
+
+    With no timeout the coroutine runs in the current task at no extra cost.
+    """
+    if timeout_ms is None:
+        return await factory()
+    scope = CancelScope(_SCOPE.get())
+    context = contextvars.copy_context()
+    context.run(_SCOPE.set, scope)
+    task: asyncio.Task[T] = asyncio.create_task(_call(factory), context=context)
+    handle = asyncio.get_running_loop().call_later(max(timeout_ms, 0) / 1000, _expire, scope, task, reason)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if scope.reason is not None and (current is None or current.cancelling() == 0):
+            raise DeadlineExceeded(scope.reason, timeout_ms) from None
+        raise
+    finally:
+        handle.cancel()
+
+
+async def _call(factory: Callable[[], Awaitable[T]]) -> T:
+    return await factory()

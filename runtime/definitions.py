@@ -1,0 +1,181 @@
+"""Definitions users write (subagents, handoffs, policy, prices, filters), validated at the edge.
+
+These are pydantic models: a bad definition raises `DefinitionError` at definition time with a
+message naming the field (`Subagent 'researcher': max_turns: Field required`). Inside the run
+they are read-only; the loop's own state lives in dataclasses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, InstanceOf, ValidationError
+
+from runtime.errors import DefinitionError
+from runtime.usage import Price
+from tracing.conventions import SESSION_NEW, SESSION_REUSE
+
+if TYPE_CHECKING:
+    from runtime.agent import Agent
+
+
+class SessionMode(StrEnum):
+    """How a subagent's history carries over between delegations."""
+
+    NEW_SESSION = SESSION_NEW
+    """Fresh history for every delegation (the default)."""
+    REUSE_SESSION = SESSION_REUSE
+    """History accumulates per tool name within a thread; concurrent calls are serialized."""
+
+
+class OnFailure(StrEnum):
+    """What the policy does when a delegation is denied or fails."""
+
+    FAIL = "fail"
+    """Return an error result to the calling model."""
+    FALLBACK_TO_PRIMARY = "fallback_to_primary"
+    """Hand the same call to the primary (function-tool) executor."""
+
+
+@dataclass(frozen=True, slots=True)
+class DelegationRequest:
+    """What an input filter sees: the delegation about to run."""
+
+    tool: str
+    """Tool name (`delegate.researcher`)."""
+    target: str
+    """Subagent name."""
+    task: str
+    """The folded task text (task plus context)."""
+    depth: int
+    """Depth the subagent would run at."""
+
+
+InputFilter = Callable[[DelegationRequest], "str | None"]
+"""Rewrites a delegation's task once; returning `None` keeps the original."""
+
+Guardrail = Callable[[str], "str | Awaitable[str | None] | None"]
+"""An input guardrail: returns a refusal reason, or `None` to let the text through."""
+
+HandoffListener = Callable[[dict[str, Any]], Any]
+"""Receives HANDOFF_START / HANDOFF_END event dicts (sync; exceptions are logged and ignored)."""
+
+
+def describe_definition_error(exc: ValidationError) -> str:
+    """`field.path: message; ...`, without pydantic's `Value error, ` prefix."""
+    parts = []
+    for error in exc.errors():
+        message = str(error["msg"]).removeprefix("Value error, ")
+        where = ".".join(str(part) for part in error["loc"])
+        parts.append(f"{where}: {message}" if where else message)
+    return "; ".join(parts)
+
+
+class Definition(BaseModel):
+    """Base of user-facing definitions: frozen, no unknown fields, errors name the field."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise DefinitionError(f"{self._label(data)}: {describe_definition_error(exc)}") from None
+
+    @classmethod
+    def _label(cls, data: dict[str, Any]) -> str:
+        agent = data.get("agent")
+        name = getattr(agent, "name", None) or data.get("name")
+        return f"{cls.__name__} {name!r}" if isinstance(name, str) else cls.__name__
+
+
+class Cost(Definition):
+    """An agent's price: USD per million tokens. Leave an agent's `cost` unset when unknown."""
+
+    input: float = Field(ge=0)
+    """USD per million input tokens."""
+    output: float = Field(ge=0)
+    """USD per million output tokens."""
+
+    def price(self) -> Price:
+        """The internal price form."""
+        return Price(input_per_million=self.input, output_per_million=self.output)
+
+
+class ToolFilter(Definition):
+    """Glob patterns over tool names: kept when included (no list = all) and not excluded."""
+
+    include: list[str] | None = None
+    """Patterns a tool name must match one of; `None` keeps every tool."""
+    exclude: list[str] | None = None
+    """Patterns that remove a tool."""
+
+
+class RateLimit(Definition):
+    """A caller's delegation rate: at most `max_calls` delegations per `per_seconds` (sliding window)."""
+
+    max_calls: int = Field(ge=1)
+    """Delegations allowed per window."""
+    per_seconds: float = Field(default=60.0, gt=0)
+    """Window length in seconds."""
+
+
+class HandoffPolicy(Definition):
+    """Governance of delegation tools (plain tools are never touched).
+
+    Order: depth = current + 1 -> HANDOFF_START -> deny checks (allowed, denied, depth) -> input
+    filter -> attempts with per-attempt timeout -> HANDOFF_END. `enabled=False` skips deny checks,
+    filter and retries but still emits events and applies the timeout.
+    """
+
+    enabled: bool = True
+    """Apply deny checks, the input filter and retries."""
+    max_depth: int = Field(default=1, ge=0)
+    """Deepest depth a delegated agent may run at (the entry agent is depth 0)."""
+    max_retries: int = Field(default=0, ge=0)
+    """Extra attempts after a failed one (attempts = retries + 1)."""
+    timeout_ms: float = Field(default=0, ge=0)
+    """Per-attempt timeout in ms; 0 = none. A timed-out attempt is cancelled."""
+    allowed_tools: list[str] | None = None
+    """Delegation tool names (globs) allowed; `None` allows all."""
+    denied_tools: list[str] | None = None
+    """Delegation tool names (globs) denied."""
+    on_denied: OnFailure = OnFailure.FAIL
+    """On denial: an error naming the rule, or the primary executor."""
+    on_error: OnFailure = OnFailure.FAIL
+    """When every attempt failed: an error, or the primary executor."""
+    input_filter: InstanceOf[Callable[..., Any]] | None = None
+    """Rewrites the task once (`InputFilter`); returning `None` keeps the original."""
+
+
+class Subagent(Definition):
+    """A subagent run as a tool call (`delegate.<name>`), under a mandatory budget."""
+
+    agent: InstanceOf[Agent]
+    """The agent that runs the delegated task (fresh history, its own instructions)."""
+    max_turns: int = Field(ge=1)
+    """Most model rounds per delegation (required)."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Most input + output tokens across the delegation's rounds."""
+    max_ms: float | None = Field(default=None, gt=0)
+    """Wall clock of the whole delegation (all attempts), in ms."""
+    session: SessionMode = SessionMode.NEW_SESSION
+    """NEW_SESSION (default) or REUSE_SESSION."""
+    tool_name: str | None = Field(default=None, min_length=1)
+    """Overrides the default `delegate.<normalized name>`."""
+    description: str | None = None
+    """Tool description for the caller's model (default: from the agent)."""
+
+
+class Handoff(Definition):
+    """A transfer target (`handoff.<name>`): takes the conversation over for the rest of the turn."""
+
+    agent: InstanceOf[Agent]
+    """The specialist that takes over."""
+    tool_name: str | None = Field(default=None, min_length=1)
+    """Overrides the default `handoff.<normalized name>`."""
+    description: str | None = None
+    """Tool description for the front desk's model."""

@@ -1,0 +1,103 @@
+"""HANDOFF_START / HANDOFF_END: one event pair per delegation or transfer, always paired.
+
+The same `HandoffEvent` feeds three places: the span events of the tool span (through
+`tracing.instrument`), the turn's event list (`RunResult.handoff_events`) and the listeners
+registered on the calling agent (and on the turn's entry agent, which hears every delegation of
+the turn, nested ones included). Listener exceptions are logged and never reach the run.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry.trace import Span
+
+from runtime.context import LoopContext
+from tracing.conventions import EVENT_HANDOFF_END, EVENT_HANDOFF_START, STATUS_STARTING
+
+_log = logging.getLogger("janux.runtime")
+
+
+@dataclass(slots=True, eq=False)
+class HandoffEvent:
+    """What is known about one delegation or transfer; completed in place at the end."""
+
+    call_id: str
+    """The model's tool-call id."""
+    kind: str
+    """`delegate` or `transfer`."""
+    tool: str
+    """Tool name."""
+    target: str
+    """Subagent or transfer target name."""
+    depth: int
+    """Depth the delegated agent runs at."""
+    session_mode: str
+    """`new_session` or `reuse_session`."""
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    """Unique id shared by the events and the attempt spans."""
+    status: str = STATUS_STARTING
+    """`starting`, then the final status."""
+    attempts: int = 0
+    """Attempts run."""
+    duration_ms: float = 0.0
+    """Wall clock of the whole delegation."""
+    error: str | None = None
+    """Human-readable error when failed or denied."""
+    deny_reason: str | None = None
+    """Rule that denied it."""
+    stop_reason: str | None = None
+    """Budget line that cut it."""
+    output: str | None = None
+    """Output text (spans record it only with content capture on)."""
+    started: float = field(default_factory=time.perf_counter)
+    """Monotonic start, for `duration_ms`."""
+
+    def as_dict(self, event: str) -> dict[str, Any]:
+        """The listener form (camelCase keys, as the events are documented)."""
+        return {
+            "event": event,
+            "handoffId": self.id,
+            "callId": self.call_id,
+            "kind": self.kind,
+            "tool": self.tool,
+            "subagent": self.target,
+            "status": self.status,
+            "depth": self.depth,
+            "sessionMode": self.session_mode,
+            "attempts": self.attempts,
+            "durationMillis": self.duration_ms,
+            "output": self.output,
+            "error": self.error,
+            "denyReason": self.deny_reason,
+            "stopReason": self.stop_reason,
+        }
+
+
+def emit_start(loop: LoopContext, span: Span, event: HandoffEvent) -> None:
+    """HANDOFF_START on the tool span, in the turn's list and to the caller's listeners."""
+    loop.turn.obs.handoff_start(span, event)
+    _deliver(loop, event.as_dict(EVENT_HANDOFF_START))
+
+
+def emit_end(loop: LoopContext, span: Span, event: HandoffEvent) -> None:
+    """HANDOFF_END (duration filled in here) everywhere HANDOFF_START went."""
+    event.duration_ms = round((time.perf_counter() - event.started) * 1000, 3)
+    loop.turn.obs.handoff_end(span, event)
+    _deliver(loop, event.as_dict(EVENT_HANDOFF_END))
+
+
+def _deliver(loop: LoopContext, payload: dict[str, Any]) -> None:
+    loop.turn.events.append(payload)
+    caller = loop.active.agent
+    entry = loop.turn.entry
+    listeners = caller.listeners if entry is caller else (*caller.listeners, *entry.listeners)
+    for listener in listeners:
+        try:
+            listener(payload)
+        except Exception as exc:  # a listener must never break the run
+            _log.warning("handoff listener %r raised %r; ignored", listener, exc)

@@ -1,0 +1,92 @@
+"""Tool execution: the fork-join over one round's tool calls, and the primary (function) executor.
+
+Every call gets an `execute_tool` span. Delegate and handoff calls go to the governance wrapper
+(`runtime.delegation`, `runtime.handoff`); plain function tools pass straight through here and are
+never touched by the policy. A call outside the loop's surface is refused with `tool_forbidden`
+and never executed; malformed arguments and tool exceptions become tool results the model reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from runtime.catalog import ToolEntry, tool_error
+from runtime.context import LoopContext
+from runtime.deadline import cancel_reason
+from runtime.delegation import run_delegation
+from runtime.errors import CODE_TOOL_FORBIDDEN, CODE_UNKNOWN_TOOL
+from runtime.handoff import run_transfer
+from runtime.model import Message, ToolCall
+from runtime.primary import invoke_tool
+from tracing.conventions import TOOL_TYPE_DELEGATE, TOOL_TYPE_FUNCTION, TOOL_TYPE_HANDOFF
+
+
+async def execute_calls(loop: LoopContext, calls: Sequence[ToolCall]) -> list[Message]:
+    """Run one round's tool calls (in parallel when allowed) and return results in call order."""
+    first_handoff = _first_handoff_index(loop, calls)
+    if len(calls) > 1 and loop.active.agent.parallel_tool_calls:
+        results = await asyncio.gather(
+            *(execute_call(loop, call, index == first_handoff) for index, call in enumerate(calls))
+        )
+    else:
+        results = [await execute_call(loop, call, index == first_handoff) for index, call in enumerate(calls)]
+    return [
+        Message("tool", result, tool_call_id=call.id, name=call.name)
+        for call, result in zip(calls, results, strict=True)
+    ]
+
+
+def _first_handoff_index(loop: LoopContext, calls: Sequence[ToolCall]) -> int:
+    """Index of the call that may transfer (the turn's first handoff call), or -1."""
+    if loop.turn.transfer_taken:
+        return -1
+    catalog = loop.active.agent.catalog
+    for index, call in enumerate(calls):
+        entry = catalog.get(call.name)
+        if entry is not None and entry.kind == TOOL_TYPE_HANDOFF:
+            return index
+    return -1
+
+
+async def execute_call(loop: LoopContext, call: ToolCall, may_transfer: bool) -> str:
+    """Run one tool call and return the text the model reads."""
+    entry = loop.active.agent.catalog.get(call.name)
+    if entry is None:
+        return _refuse(loop, call, CODE_UNKNOWN_TOOL, f"no tool named {call.name!r}")
+    if entry.kind == TOOL_TYPE_DELEGATE:
+        return await run_delegation(loop, call, entry)
+    if entry.kind == TOOL_TYPE_HANDOFF:
+        return await run_transfer(loop, call, entry, may_transfer)
+    if call.name not in loop.active.surface.names:
+        return _refuse(loop, call, CODE_TOOL_FORBIDDEN, f"{call.name!r} is outside this agent's tool surface")
+    return await run_function(loop, call, entry)
+
+
+def _refuse(loop: LoopContext, call: ToolCall, code: str, detail: str) -> str:
+    obs = loop.turn.obs
+    span = obs.start_tool(
+        loop.span, tool=call.name, call_id=call.id, tool_type=TOOL_TYPE_FUNCTION, arguments=call.arguments
+    )
+    result = tool_error(call.name, code, detail)
+    obs.end_tool(span, result=result, error_type=code, error_message=detail)
+    return result
+
+
+async def run_function(loop: LoopContext, call: ToolCall, entry: ToolEntry) -> str:
+    """Run a function tool inside its `execute_tool` span."""
+    obs = loop.turn.obs
+    span = obs.start_tool(
+        loop.span, tool=call.name, call_id=call.id, tool_type=TOOL_TYPE_FUNCTION, arguments=call.arguments
+    )
+    assert entry.tool is not None
+    token = obs.activate(span)
+    try:
+        result, error_type, message = await invoke_tool(entry.tool, call)
+    except asyncio.CancelledError:
+        obs.end_tool(span, error_type=cancel_reason())
+        raise
+    finally:
+        obs.deactivate(token)
+    obs.end_tool(span, result=result, error_type=error_type, error_message=message)
+    return result

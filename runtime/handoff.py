@@ -1,0 +1,152 @@
+"""Handoffs: transferring the conversation to a specialist for the rest of the turn.
+
+A `handoff.<name>` call is accepted (only the turn's first one), checked against the surface and
+the policy's allow/deny lists, and its model resolved (`handoff_model_unavailable` otherwise).
+After the round's tool calls finish, `apply_transfer` keeps user and assistant text, drops tool
+results and tool-call scaffolding, and swaps the system prompt (target instructions plus a
+transfer note), the tool surface (the target's own filter) and the model.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from runtime.catalog import Role, ToolEntry
+from runtime.context import ActiveAgent, LoopContext, Transfer, current_depth
+from runtime.errors import (
+    CODE_HANDOFF_DENIED,
+    CODE_HANDOFF_IGNORED,
+    CODE_HANDOFF_MODEL_UNAVAILABLE,
+    CODE_TOOL_FORBIDDEN,
+)
+from runtime.events import HandoffEvent, emit_end, emit_start
+from runtime.messages import system, text_only, transfer_note
+from runtime.model import Model, ToolCall
+from runtime.models import resolve_model
+from runtime.policy import HandoffDenied, check_policy
+from runtime.usage import UsageLimits
+from tracing.conventions import (
+    DENY_TOOL_FORBIDDEN,
+    KIND_TRANSFER,
+    SESSION_REUSE,
+    STATUS_COMPLETED,
+    STATUS_DENIED,
+    STATUS_FAILED,
+    TOOL_TYPE_HANDOFF,
+)
+
+if TYPE_CHECKING:
+    from runtime.agent import Agent
+
+
+def _reason(arguments: str) -> str:
+    """The `reason` argument; malformed arguments never fail a transfer, they become the reason."""
+    try:
+        data = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        return arguments.strip()
+    if isinstance(data, dict):
+        reason = data.get("reason")
+        return reason if isinstance(reason, str) else ""
+    return arguments.strip()
+
+
+@dataclass(slots=True, frozen=True)
+class _Decision:
+    status: str
+    error: str | None = None
+    code: str | None = None
+    deny_reason: str | None = None
+
+
+async def run_transfer(loop: LoopContext, call: ToolCall, entry: ToolEntry, may_transfer: bool) -> str:
+    """Run one handoff call inside its `execute_tool` span, HANDOFF events always paired."""
+    assert entry.handoff is not None
+    target = entry.handoff.agent
+    obs = loop.turn.obs
+    span = obs.start_tool(
+        loop.span, tool=call.name, call_id=call.id, tool_type=TOOL_TYPE_HANDOFF, arguments=call.arguments
+    )
+    # The target takes over this same loop, so it runs at the caller's depth.
+    event = HandoffEvent(
+        call_id=call.id,
+        kind=KIND_TRANSFER,
+        tool=call.name,
+        target=target.name,
+        depth=current_depth(),
+        session_mode=SESSION_REUSE,
+    )
+    emit_start(loop, span, event)
+    decision = _decide(loop, call, entry, event.depth, may_transfer)
+    event.status = decision.status
+    event.attempts = 1 if decision.status == STATUS_COMPLETED else 0
+    event.error = decision.error
+    event.deny_reason = decision.deny_reason
+    emit_end(loop, span, event)
+    if decision.code is None:
+        result = json.dumps({"handoff": target.name, "status": "transferred"})
+    else:
+        result = json.dumps(
+            {"handoff": target.name, "tool": call.name, "error": decision.code, "detail": decision.error}
+        )
+    obs.end_tool(span, result=result, error_type=decision.code, error_message=decision.error, handoff=event)
+    return result
+
+
+def _decide(loop: LoopContext, call: ToolCall, entry: ToolEntry, depth: int, may_transfer: bool) -> _Decision:
+    """Whether this handoff call transfers; on success the transfer is queued on the loop."""
+    assert entry.handoff is not None
+    target = entry.handoff.agent
+    if not may_transfer:
+        detail = "only the first handoff of a turn is taken; this one was ignored"
+        return _Decision(STATUS_FAILED, detail, CODE_HANDOFF_IGNORED)
+    loop.turn.transfer_taken = True
+    try:
+        if call.name not in loop.active.surface.names:
+            detail = f"{call.name!r} is outside this agent's tool surface"
+            raise HandoffDenied(DENY_TOOL_FORBIDDEN, detail, policy_rule=False)
+        policy = loop.active.agent.policy
+        if policy.enabled:
+            check_policy(policy, call.name, depth)
+    except HandoffDenied as denial:
+        code = CODE_HANDOFF_DENIED if denial.policy_rule else CODE_TOOL_FORBIDDEN
+        return _Decision(STATUS_DENIED, denial.detail, code, denial.rule)
+    model = resolve_model(target.model, loop.turn.models, loop.active.model)
+    if model is None:
+        detail = f"model {target.model!r} of {target.name!r} does not resolve"
+        return _Decision(STATUS_FAILED, detail, CODE_HANDOFF_MODEL_UNAVAILABLE)
+    loop.pending_transfer = Transfer(target, model, _reason(call.arguments))
+    return _Decision(STATUS_COMPLETED)
+
+
+def target_active(target: Agent, model: Model, system_prompt: str) -> ActiveAgent:
+    """A transfer target as its loop runs it: own filter only, own price and turn limit."""
+    filters = (target.tool_filter,) if target.tool_filter is not None else ()
+    return ActiveAgent(
+        agent=target,
+        model=model,
+        system=system_prompt,
+        role=Role.TARGET,
+        filters=filters,
+        surface=target.surface(Role.TARGET, filters),
+        price=target.price,
+        limits=UsageLimits(max_turns=target.max_turns),
+        settings=target.settings,
+    )
+
+
+def apply_transfer(loop: LoopContext) -> None:
+    """Swap prompt, surface and model; keep user/assistant text; drop tool scaffolding."""
+    transfer = loop.pending_transfer
+    assert transfer is not None
+    loop.pending_transfer = None
+    source = loop.active.agent.name
+    target = transfer.target
+    prompt = f"{target.instructions}\n\n{transfer_note(source, transfer.reason)}".strip()
+    loop.active = target_active(target, transfer.model, prompt)
+    loop.messages = [system(prompt), *text_only(loop.messages)]
+    loop.agent_rounds = 0
+    loop.transferred_from = source
+    loop.turn.obs.set_transfer(loop.span, from_agent=source, to_agent=target.name)

@@ -1,0 +1,121 @@
+"""The agent loop as a closed set of small steps.
+
+    ModelRequest -> HandleResponse -> (ModelRequest | End)
+
+`ModelRequest` makes one model round inside a `chat` span and books its usage (the loop's own and
+the turn's bill, priced by the agent whose loop made it). `HandleResponse` ends the loop on a final
+answer, cuts it when another round would break a budget line, or runs the requested tools
+(fork-join) and applies a transfer before the next round. `run_loop` is the whole orchestrator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from runtime.context import LoopContext
+from runtime.deadline import cancel_reason
+from runtime.errors import error_type_of
+from runtime.executor import execute_calls
+from runtime.handoff import apply_transfer
+from runtime.messages import messages_json
+from runtime.model import Message, ModelResponse
+
+
+@dataclass(slots=True, frozen=True)
+class End:
+    """The loop is over: the final text, or the budget line that cut it."""
+
+    text: str
+    """Final answer (or the last text seen when cut)."""
+    stop_reason: str | None = None
+    """`max_turns` / `max_tokens` when a budget line cut the loop."""
+
+
+@dataclass(slots=True, frozen=True)
+class ModelRequest:
+    """Make one model round."""
+
+    async def run(self, loop: LoopContext) -> HandleResponse:
+        """Call the model with the loop's messages and surface; book usage; next: handle the response."""
+        active = loop.active
+        obs = loop.turn.obs
+        model = active.model
+        op = obs.start_chat(
+            loop.span,
+            agent=active.agent.name,
+            request_model=model.model_name,
+            provider=model.provider_name,
+            system=active.system,
+            messages=lambda: messages_json(loop.messages),
+        )
+        token = obs.activate(op.span)
+        try:
+            response = await model.request(loop.messages, active.surface.specs, active.settings)
+        except asyncio.CancelledError:
+            obs.fail_chat(op, cancel_reason())
+            raise
+        except Exception as exc:
+            obs.fail_chat(op, error_type_of(exc), str(exc))
+            raise
+        finally:
+            obs.deactivate(token)
+        cost = active.price.of(response.usage) if active.price is not None else None
+        loop.usage.add_round(response.usage, cost)
+        loop.turn.bill.add_round(response.usage, cost)
+        loop.agent_rounds += 1
+        obs.end_chat(
+            op,
+            response_model=response.model_name or model.model_name,
+            finish_reason=response.finish_reason,
+            input_tokens=response.usage.input_tokens,
+            output_tokens=response.usage.output_tokens,
+            cost=cost,
+            output=lambda: _response_json(response),
+        )
+        return HandleResponse(response)
+
+
+@dataclass(slots=True, frozen=True)
+class HandleResponse:
+    """Act on a model response: answer, cut, or run tools and go round again."""
+
+    response: ModelResponse
+    """What the round returned."""
+
+    async def run(self, loop: LoopContext) -> ModelRequest | End:
+        """End on a final answer; cut when over budget; else run the tool calls (and any transfer)."""
+        response = self.response
+        name = loop.active.agent.name
+        if not response.tool_calls:
+            loop.messages.append(Message("assistant", response.text, name=name))
+            return End(response.text)
+        stop = loop.active.limits.check_next_round(loop.agent_rounds, loop.usage)
+        if stop is not None:
+            return End(response.text, stop_reason=stop)
+        loop.messages.append(
+            Message("assistant", response.text, tool_calls=list(response.tool_calls), name=name)
+        )
+        loop.messages.extend(await execute_calls(loop, response.tool_calls))
+        if loop.pending_transfer is not None:
+            apply_transfer(loop)
+        return ModelRequest()
+
+
+Step = ModelRequest | HandleResponse
+"""Every non-final step."""
+
+
+async def run_loop(loop: LoopContext, first: Step | None = None) -> End:
+    """Run steps until one returns `End`."""
+    step: Step = first if first is not None else ModelRequest()
+    while True:
+        following = await step.run(loop)
+        if isinstance(following, End):
+            return following
+        step = following
+
+
+def _response_json(response: ModelResponse) -> str:
+    message = Message("assistant", response.text, tool_calls=list(response.tool_calls))
+    return messages_json([message])

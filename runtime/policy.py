@@ -1,0 +1,130 @@
+"""The governance checks of delegation tools: deny rules, input folding, input filter, guardrails.
+
+Pure functions over the definitions; `runtime.delegation` applies them in the order the
+`HandoffPolicy` documents. A denial is raised as `HandoffDenied`, which names the rule.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from runtime.definitions import DelegationRequest, Guardrail, HandoffPolicy, RateLimit
+from runtime.errors import JanuxError
+from runtime.names import matches_any
+from tracing.conventions import DENY_ALLOWED_TOOLS, DENY_DENIED_TOOLS, DENY_MAX_DEPTH
+
+_log = logging.getLogger("janux.runtime")
+
+
+class HandoffDenied(JanuxError):
+    """A rule refused a delegation; `rule` is the `janux.handoff.deny_reason`."""
+
+    error_type = "handoff_denied"
+
+    def __init__(self, rule: str, detail: str, *, policy_rule: bool) -> None:
+        super().__init__(detail)
+        self.rule = rule
+        """`allowed_tools`, `denied_tools`, `max_depth`, `tool_forbidden`, `rate_limited` or `guardrail`."""
+        self.detail = detail
+        """Human-readable: which rule, and why."""
+        self.policy_rule = policy_rule
+        """Whether a HandoffPolicy rule denied it (only those honour `on_denied`)."""
+
+
+def check_policy(policy: HandoffPolicy, tool: str, depth: int) -> None:
+    """Raise `HandoffDenied` for the first policy rule (allowed, denied, depth) that refuses `tool`."""
+    if policy.allowed_tools is not None and not matches_any(tool, policy.allowed_tools):
+        raise HandoffDenied(
+            DENY_ALLOWED_TOOLS,
+            f"denied by allowed_tools: {tool!r} is not on the allow-list",
+            policy_rule=True,
+        )
+    if policy.denied_tools and matches_any(tool, policy.denied_tools):
+        raise HandoffDenied(
+            DENY_DENIED_TOOLS, f"denied by denied_tools: {tool!r} is on the deny-list", policy_rule=True
+        )
+    if depth > policy.max_depth:
+        raise HandoffDenied(
+            DENY_MAX_DEPTH, f"denied by max_depth: {depth} exceeds {policy.max_depth}", policy_rule=True
+        )
+
+
+def fold_input(arguments: str) -> str:
+    """The delegated task from raw tool arguments.
+
+    Blank -> ""; a JSON object with `task` (or `input`) -> that, plus `"\\n\\nContext:\\n" + context`
+    when a context is given; anything else (other JSON, malformed JSON) -> the raw argument string.
+    """
+    if not arguments.strip():
+        return ""
+    try:
+        data = json.loads(arguments)
+    except ValueError:
+        return arguments
+    if not isinstance(data, dict):
+        return arguments
+    task = data.get("task", data.get("input"))
+    if not isinstance(task, str):
+        return arguments
+    context = data.get("context")
+    if isinstance(context, str) and context.strip():
+        return f"{task}\n\nContext:\n{context}"
+    return task
+
+
+def apply_input_filter(policy: HandoffPolicy, request: DelegationRequest) -> str:
+    """The task after the policy's input filter (runs once; `None` keeps the original)."""
+    if policy.input_filter is None:
+        return request.task
+    rewritten = policy.input_filter(request)
+    return request.task if rewritten is None else str(rewritten)
+
+
+async def first_refusal(guardrails: Sequence[Guardrail], text: str) -> str | None:
+    """The first guardrail's refusal reason for `text`, or `None` when all let it through.
+
+    A guardrail that raises refuses (fail closed): a broken check must not wave input through.
+    """
+    for guardrail in guardrails:
+        try:
+            verdict = guardrail(text)
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+        except Exception as exc:
+            _log.warning("guardrail %r raised %r; treated as a refusal", guardrail, exc)
+            return f"guardrail error: {type(exc).__name__}"
+        if verdict:
+            return str(verdict)
+    return None
+
+
+@dataclass(slots=True, eq=False)
+class SlidingWindow:
+    """A caller's delegation rate limit: at most `max_calls` slots per `per_seconds`."""
+
+    limit: RateLimit
+    """The limit definition."""
+    spent: deque[float]
+    """Monotonic times of the slots spent in the current window."""
+
+    @classmethod
+    def of(cls, limit: RateLimit) -> SlidingWindow:
+        """A fresh window for `limit`."""
+        return cls(limit, deque())
+
+    def try_spend(self) -> bool:
+        """Spend one slot; `False` when the window is full (nothing spent)."""
+        now = time.monotonic()
+        horizon = now - self.limit.per_seconds
+        while self.spent and self.spent[0] <= horizon:
+            self.spent.popleft()
+        if len(self.spent) >= self.limit.max_calls:
+            return False
+        self.spent.append(now)
+        return True

@@ -1,0 +1,120 @@
+"""One user turn: load the thread, run the holder's loop under the turn span, bill it, save the thread.
+
+The turn span is the root `invoke_agent {agent}` span: `janux.turn.*` for its own loop (the entry
+agent's rounds, and the transfer target's after a handoff), `janux.bill.*` for the whole turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from opentelemetry.trace import Span
+
+from runtime.catalog import Role
+from runtime.context import ActiveAgent, LoopContext, TurnContext, enter_depth, leave_depth
+from runtime.deadline import cancel_reason
+from runtime.errors import GuardrailRefused, ModelUnavailableError, error_type_of
+from runtime.loop import End, Step, run_loop
+from runtime.messages import system, text_only, user
+from runtime.model import Model
+from runtime.models import resolve_model
+from runtime.policy import first_refusal
+from runtime.result import RunResult
+from runtime.threads import ThreadState
+from runtime.usage import Usage, UsageLimits
+from tracing.instrument import RunInstrumentation, trace_id_hex
+
+if TYPE_CHECKING:
+    from runtime.agent import Agent
+
+
+async def run_turn(
+    entry: Agent,
+    input: str,
+    *,
+    thread_id: str | None,
+    start_as: str | None,
+    models: Mapping[str, Model],
+    obs: RunInstrumentation,
+    first_step: Step | None = None,
+) -> RunResult:
+    """Run one turn entered through `entry`; `first_step` lets helpers start with prepared tool calls."""
+    thread = thread_id or uuid.uuid4().hex
+    state = await entry.threads.load(thread)
+    holder_name = start_as or (state.agent if state is not None else None) or entry.name
+    span = obs.start_turn(holder_name, thread)
+    turn = TurnContext(obs=obs, entry=entry, thread_id=thread, models=models)
+    depth_token = enter_depth(0)
+    loop: LoopContext | None = None
+    try:
+        loop = await _open_loop(turn, holder_name, state, input, span)
+        end = await run_loop(loop, first_step)
+        await entry.threads.save(thread, ThreadState(loop.active.agent.name, text_only(loop.messages)))
+    except BaseException as exc:
+        _close_failed(turn, span, loop, exc)
+        raise
+    finally:
+        leave_depth(depth_token)
+    obs.set_bill(span, turn.bill)
+    obs.end_agent(span, loop.usage, stop_reason=end.stop_reason)
+    return _result(turn, loop, end, span)
+
+
+async def _open_loop(
+    turn: TurnContext, holder_name: str, state: ThreadState | None, input: str, span: Span
+) -> LoopContext:
+    holder = turn.entry.resolve_holder(holder_name)
+    refusal = await first_refusal(holder.input_guardrails, input)
+    if refusal is not None:
+        raise GuardrailRefused(f"input refused by guardrail: {refusal}")
+    active = holder_active(turn, holder)
+    history = state.messages if state is not None else []
+    messages = [system(active.system), *history, user(input)]
+    return LoopContext(turn=turn, active=active, messages=messages, span=span, depth=0)
+
+
+def holder_active(turn: TurnContext, holder: Agent) -> ActiveAgent:
+    """The agent that starts the turn: the entry agent, or (on a later turn) a transfer target."""
+    entry = turn.entry
+    entry_model = resolve_model(entry.model, turn.models, None)
+    model = entry_model if holder is entry else resolve_model(holder.model, turn.models, entry_model)
+    if model is None:
+        declared = holder.model if holder.model is not None else entry.model
+        raise ModelUnavailableError(f"agent {holder.name!r}: model {declared!r} does not resolve")
+    role = Role.ENTRY if holder is entry else Role.TARGET
+    filters = (holder.tool_filter,) if holder.tool_filter is not None else ()
+    return ActiveAgent(
+        agent=holder,
+        model=model,
+        system=holder.instructions,
+        role=role,
+        filters=filters,
+        surface=holder.surface(role, filters),
+        price=holder.price,
+        limits=UsageLimits(max_turns=holder.max_turns),
+        settings=holder.settings,
+    )
+
+
+def _close_failed(turn: TurnContext, span: Span, loop: LoopContext | None, exc: BaseException) -> None:
+    obs = turn.obs
+    obs.set_bill(span, turn.bill)
+    usage = loop.usage if loop is not None else Usage()
+    error_type = cancel_reason() if isinstance(exc, asyncio.CancelledError) else error_type_of(exc)
+    obs.end_agent(span, usage, error_type=error_type, error_message=str(exc) or error_type)
+
+
+def _result(turn: TurnContext, loop: LoopContext, end: End, span: Span) -> RunResult:
+    return RunResult(
+        text=end.text,
+        agent=loop.active.agent.name,
+        thread_id=turn.thread_id,
+        bill=turn.bill.snapshot(),
+        handoff_events=turn.events,
+        stop_reason=end.stop_reason,
+        trace_id=trace_id_hex(span),
+        rounds=loop.usage.rounds,
+    )
