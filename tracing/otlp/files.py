@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, Any
 
 import zstandard
 
@@ -80,12 +80,18 @@ class TraceFile:
 
     def records(self) -> Iterator[FileRecord]:
         """Each record of the file, in order; never raises on bad content."""
+        try:
+            yield from self._records()
+        except (zstandard.ZstdError, OSError, EOFError, ValueError) as err:
+            # Corrupt or truncated compression: what was read so far stands, the rest is reported.
+            yield FileRecord(str(self.path), error=f"unreadable data after byte {self.position()}: {err}")
+
+    def _records(self) -> Iterator[FileRecord]:
         stream = _decompressed(self._raw)
         head = stream.peek(64)[:64]
-        stripped = head.lstrip()
         if not head:
             return
-        if stripped[:1] in (b"{", b"["):
+        if head.lstrip()[:1] in (b"{", b"["):
             yield from self._json_records(stream)
         elif head[0] == _PROTO_FIRST_TAG:
             yield self._whole_proto(stream)
@@ -185,11 +191,48 @@ def _decompressed(raw: IO[bytes]) -> io.BufferedReader:
     buffered = io.BufferedReader(raw, _READ_CHUNK)  # type: ignore[arg-type,type-var]
     head = buffered.peek(4)[:4]
     if head.startswith(ZSTD_MAGIC):
-        reader = zstandard.ZstdDecompressor().stream_reader(buffered, read_across_frames=True)
-        return io.BufferedReader(reader, _READ_CHUNK)  # type: ignore[arg-type]
+        return io.BufferedReader(_ZstdStream(buffered), _READ_CHUNK)
     if head.startswith(GZIP_MAGIC):
         return io.BufferedReader(gzip.GzipFile(fileobj=buffered), _READ_CHUNK)  # type: ignore[arg-type]
     return buffered  # type: ignore[return-value]
+
+
+class _ZstdStream(io.RawIOBase):
+    """Streaming zstd decompression across frames that reports a truncated last frame."""
+
+    def __init__(self, source: IO[bytes]) -> None:
+        super().__init__()
+        self._source = source
+        self._inflater = zstandard.ZstdDecompressor().decompressobj()
+        self._pending = b""
+        self._in_frame = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._pending:
+            chunk = self._source.read(_READ_CHUNK)
+            if not chunk:
+                if self._in_frame:
+                    raise zstandard.ZstdError("truncated zstd stream")
+                return 0
+            self._feed(chunk)
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size
+
+    def _feed(self, chunk: bytes) -> None:
+        while chunk:
+            self._in_frame = True
+            self._pending += self._inflater.decompress(chunk)
+            if not self._inflater.eof:
+                return
+            # Frame finished: whatever follows starts a new frame.
+            self._in_frame = False
+            chunk = self._inflater.unused_data
+            self._inflater = zstandard.ZstdDecompressor().decompressobj()
 
 
 def _is_unfinished_document(first: bytes) -> bool:

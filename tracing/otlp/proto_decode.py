@@ -159,17 +159,22 @@ def attributes(kvs: Any, depth: int = 0) -> dict[str, Any]:
     kv: KeyValue
     for kv in kvs:
         value = kv.value
+        # Most values are non-empty strings: one field read, no WhichOneof (a oneof has one field set).
+        text = value.string_value
+        if text:
+            out[kv.key] = text
+            continue
         which = value.WhichOneof("value")
         if which in _SCALARS:
             out[kv.key] = getattr(value, which)
         elif which is None:
             out[kv.key] = None
         else:
-            out[kv.key] = _complex_value(value, which, depth, kvs, kv)
+            out[kv.key] = _complex_value(value, depth, kvs, kv)
     return out
 
 
-def _complex_value(value: AnyValue, which: str, depth: int, kvs: Any, kv: KeyValue) -> Any:
+def _complex_value(value: AnyValue, depth: int, kvs: Any, kv: KeyValue) -> Any:
     """An array, kvlist or bytes AnyValue; on error, the path names the entry inside `kvs`."""
     try:
         return any_value(value, depth)

@@ -1,0 +1,1 @@
+"""Tests of OTLP ingestion: decoders, files, the embedded store, the receiver, ClickHouse."""
