@@ -54,12 +54,14 @@ def turn_checks(index: SpanIndex, tree: HandoffTree) -> list[Check]:
             continue
         rounds = rounds_usage(index, node.chat_spans, estimate=False)
         diff = _usage_diff(rounds, node.own)
+        # A round that failed in the model client is not a round the loop made.
+        rounds.rounds = sum(1 for p in node.chat_spans if not sr.is_error(index.spans[p]))
         recorded_rounds = attr_int(index.spans[pos].attributes, c.JANUX_TURN_ROUNDS)
         if recorded_rounds is not None and recorded_rounds != rounds.rounds:
             diff.append("rounds")
         subject = f"{node.agent} ({node.span_id})"
         message = (
-            f"janux.turn.* matches its {rounds.rounds} chat span(s)"
+            f"janux.turn.* matches its {len(node.chat_spans)} chat span(s)"
             if not diff
             else f"janux.turn.* differs from its chat spans in {', '.join(diff)}"
         )
@@ -150,6 +152,8 @@ def attempt_checks(tree: HandoffTree) -> list[Check]:
         recorded = delegation.recorded_attempts
         if recorded is None or recorded == len(delegation.attempts):
             continue
+        if delegation.kind == "transfer" and not delegation.attempts:
+            continue  # a transfer continues in the caller's own loop: no attempt span to count
         checks.append(
             Check(
                 name="attempts_recorded",

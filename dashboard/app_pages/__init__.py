@@ -1,0 +1,1 @@
+"""Streamlit pages of the dashboard (run by `st.navigation`, not imported)."""

@@ -1,0 +1,87 @@
+"""Costs: an audit over a time range by agent, delegation tool, model and conversation."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard.ui.filters import trace_filter, trace_link
+from dashboard.ui.state import active_source, get_views
+from dashboard.views import fmt
+from dashboard.views.audit import CostAudit, audit
+
+DEFAULT_MAX_TRACES = 500
+_MONEY = {
+    col: st.column_config.NumberColumn(col, format="$%.6f")
+    for col in (
+        "cost USD",
+        "estimated USD",
+        "own cost USD",
+        "own estimated USD",
+        "inclusive cost USD",
+        "inclusive estimated USD",
+        "total USD",
+    )
+}
+
+
+def _table(title: str, frame: pd.DataFrame, key: str) -> None:
+    st.subheader(title)
+    if frame.empty:
+        st.info("Nothing in this range.")
+        return
+    st.dataframe(frame, hide_index=True, key=f"costs_{key}", column_config=_MONEY)
+    st.download_button(
+        f"Download {title.lower()} (CSV)",
+        frame.to_csv(index=False).encode(),
+        file_name=f"janux-costs-{key}.csv",
+        mime="text/csv",
+        key=f"costs_dl_{key}",
+    )
+
+
+def _headline(result: CostAudit) -> None:
+    total = result.total
+    cols = st.columns(5)
+    cols[0].metric("Recorded cost", fmt.usd(total.cost))
+    cols[1].metric("Estimated cost (other runtimes)", fmt.usd(total.estimated_cost, estimated=True))
+    cols[2].metric("Unpriced tokens", f"{total.unpriced_tokens:,}")
+    cols[3].metric("Tokens in / out", f"{total.input_tokens:,} / {total.output_tokens:,}")
+    cols[4].metric("Traces", f"{result.traces:,}")
+
+
+def main() -> None:
+    """Draw the page."""
+    st.title("Costs")
+    active = active_source()
+    if active is None:
+        return
+    _, source = active
+    flt = trace_filter("costs", source, full=False)
+    limit = int(st.number_input("Newest traces to audit", 1, 100_000, DEFAULT_MAX_TRACES, key="costs_limit"))
+    matching = source.count_traces(flt)
+    summaries = source.list_traces(flt, limit=limit)
+    if matching > len(summaries):
+        st.warning(
+            f"Auditing the newest {len(summaries):,} of {matching:,} traces: "
+            "narrow the range or raise the limit."
+        )
+    views = get_views([s.trace_id for s in summaries])
+    result = audit(views[s.trace_id] for s in summaries)
+    _headline(result)
+    _table("By agent (own vs inclusive)", result.by_agent, "agent")
+    _table("By delegation tool", result.by_tool, "tool")
+    _table("By model", result.by_model, "model")
+    _table("By conversation", result.by_conversation, "conversation")
+    top = result.top_delegations
+    if not top.empty:
+        top = top.assign(open=[trace_link(t) for t in top["trace"]])
+    st.subheader("Most expensive delegations")
+    if top.empty:
+        st.info("No priced delegation in this range.")
+    else:
+        config = {**_MONEY, "open": st.column_config.LinkColumn("open", display_text="open ›")}
+        st.dataframe(top, hide_index=True, key="costs_top", column_config=config)
+
+
+main()

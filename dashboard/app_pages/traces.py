@@ -1,0 +1,57 @@
+"""Traces: a filterable, paged list with summary columns and a reconciliation badge per trace."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard.ui.filters import TRACE_PAGE, trace_filter
+from dashboard.ui.state import active_source, get_views
+from dashboard.views.traces_list import traces_frame
+from tracing.source import TraceFilter, TraceSource
+
+PAGE_SIZES = (25, 50, 100)
+LIVE_EVERY_S = 5
+
+
+def _table(source: TraceSource, flt: TraceFilter, page_size: int) -> None:
+    total = source.count_traces(flt)
+    pages = max(1, -(-total // page_size))
+    page = int(st.number_input(f"Page (of {pages})", 1, pages, 1, key="traces_page"))
+    summaries = source.list_traces(flt, limit=page_size, offset=(page - 1) * page_size)
+    st.caption(f"{total:,} traces match; showing {len(summaries)} (page {page} of {pages}).")
+    views = get_views([s.trace_id for s in summaries])
+    frame = traces_frame(summaries, views, TRACE_PAGE)
+    if frame.empty:
+        st.info("No traces match these filters.")
+        return
+    st.dataframe(
+        frame,
+        hide_index=True,
+        key="traces_table",
+        column_config={
+            "open": st.column_config.LinkColumn("open", display_text="open ›", width="small"),
+            "trace": st.column_config.TextColumn("trace", width="medium"),
+        },
+    )
+
+
+def main() -> None:
+    """Draw the page."""
+    st.title("Traces")
+    active = active_source()
+    if active is None:
+        return
+    _, source = active
+    flt = trace_filter("traces", source)
+    left, right = st.columns([1, 3])
+    page_size = left.selectbox("Rows per page", PAGE_SIZES, index=1, key="traces_size")
+    live = right.toggle(f"Live tail (refresh every {LIVE_EVERY_S} s)", key="traces_live")
+
+    @st.fragment(run_every=LIVE_EVERY_S if live else None)
+    def table() -> None:
+        _table(source, flt, int(page_size))
+
+    table()
+
+
+main()

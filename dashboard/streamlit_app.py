@@ -1,0 +1,29 @@
+"""Janux dashboard entry point: `streamlit run dashboard/streamlit_app.py [-- --data-dir DIR --source S]`.
+
+Pages live in `dashboard/app_pages/`; all logic lives in plain modules (`dashboard.reconstruct`,
+`dashboard.views`), the pages only lay it out.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from dashboard.ui.state import render_sidebar
+
+_PAGES = Path(__file__).parent / "app_pages"
+
+st.set_page_config(page_title="Janux", layout="wide")
+
+navigation = st.navigation(
+    [
+        st.Page(_PAGES / "traces.py", title="Traces", url_path="traces", default=True),
+        st.Page(_PAGES / "trace.py", title="Trace", url_path="trace"),
+        st.Page(_PAGES / "costs.py", title="Costs", url_path="costs"),
+        st.Page(_PAGES / "failures.py", title="Failures", url_path="failures"),
+        st.Page(_PAGES / "compare.py", title="Compare", url_path="compare"),
+    ]
+)
+render_sidebar()
+navigation.run()

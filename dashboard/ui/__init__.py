@@ -1,0 +1,1 @@
+"""Streamlit helpers shared by the pages: source selection, cached rebuilt traces, filters."""

@@ -1,0 +1,73 @@
+"""Filter widgets shared by the list pages, producing a `tracing.source.TraceFilter`."""
+
+from __future__ import annotations
+
+import time
+from typing import Literal
+from urllib.parse import quote
+
+import streamlit as st
+
+from tracing.source import TraceFilter, TraceSource
+
+TIME_RANGES: dict[str, float | None] = {
+    "All time": None,
+    "Last 15 minutes": 15 * 60,
+    "Last hour": 3600,
+    "Last 24 hours": 86_400,
+    "Last 7 days": 7 * 86_400,
+    "Last 30 days": 30 * 86_400,
+}
+"""Offered time ranges (seconds back from now; None = no bound)."""
+ANY = "(any)"
+"""Drop-down entry meaning "no filter"."""
+TRACE_PAGE = "trace"
+"""URL path of the Trace page (links carry `?trace_id=`)."""
+
+
+def trace_link(trace_id: str) -> str:
+    """Relative URL of the Trace page for one trace."""
+    return f"{TRACE_PAGE}?trace_id={quote(trace_id)}"
+
+
+def _distinct(source: TraceSource, what: Literal["service", "root_agent", "conversation"]) -> list[str]:
+    try:
+        return source.distinct_values(what)
+    except Exception:  # a drop-down must never take the page down
+        return []
+
+
+def time_range(prefix: str, container: st.delta_generator.DeltaGenerator | None = None) -> int | None:
+    """A time-range selector; returns the start bound in Unix ns (None = all time)."""
+    where = container or st
+    label = where.selectbox("Time range", list(TIME_RANGES), key=f"{prefix}_range")
+    seconds = TIME_RANGES[label]
+    return None if seconds is None else time.time_ns() - int(seconds * 1e9)
+
+
+def trace_filter(prefix: str, source: TraceSource, *, full: bool = True) -> TraceFilter:
+    """Filter widgets in a row of columns; `full` adds status, failed-handoff, cost and id filters."""
+    cols = st.columns(4)
+    flt = TraceFilter(start_ns=time_range(prefix, cols[0]))
+    service = cols[1].selectbox("Service", [ANY, *_distinct(source, "service")], key=f"{prefix}_service")
+    agent = cols[2].selectbox("Root agent", [ANY, *_distinct(source, "root_agent")], key=f"{prefix}_agent")
+    conversation = cols[3].selectbox(
+        "Conversation", [ANY, *_distinct(source, "conversation")], key=f"{prefix}_conversation"
+    )
+    flt.service = None if service == ANY else service
+    flt.root_agent = None if agent == ANY else agent
+    flt.conversation_id = None if conversation == ANY else conversation
+    if not full:
+        return flt
+    more = st.columns(4)
+    status = more[0].selectbox("Status", [ANY, "ok", "error"], key=f"{prefix}_status")
+    flt.status = None if status == ANY else ("ok" if status == "ok" else "error")
+    min_cost = more[1].number_input(
+        "Min cost (USD)", min_value=0.0, value=0.0, step=0.01, key=f"{prefix}_cost"
+    )
+    flt.min_cost = float(min_cost) if min_cost > 0 else None
+    trace_id = more[2].text_input("Trace id starts with", key=f"{prefix}_id").strip().lower()
+    flt.trace_id = trace_id or None
+    more[3].write("")  # aligns the checkbox with the inputs beside it
+    flt.has_failed_handoffs = more[3].checkbox("Has failed handoffs", key=f"{prefix}_failed")
+    return flt

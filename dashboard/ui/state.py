@@ -1,0 +1,155 @@
+"""The trace source of this session (sidebar selector) and cached rebuilt traces.
+
+Tests and embedding code may put a ready `TraceSource` into `st.session_state[SOURCE_OVERRIDE]`;
+otherwise the sidebar offers the embedded store (default), a ClickHouse `otel_traces` table,
+uploaded files, or the file named by `JANUX_SOURCE=memory-file:<path>`.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from dataclasses import replace
+from typing import Any
+
+import streamlit as st
+
+from dashboard.memory_source import MemoryTraceSource
+from dashboard.reconstruct.rebuild import TraceView
+from dashboard.sources import (
+    ClickHouseSettings,
+    SourceConfig,
+    SourceUnavailable,
+    config_from_env,
+    open_source,
+)
+from dashboard.view_cache import SHARED
+from tracing.source import TraceSource
+
+SOURCE_OVERRIDE = "janux_source"
+"""Session-state key of an injected `TraceSource` (tests); it wins over the sidebar choice."""
+_CHOICE = "janux_source_choice"
+_UPLOAD = "janux_upload"
+_UPLOAD_KEY = "janux_upload_key"
+
+STORE, CLICKHOUSE, UPLOAD, FILE = "Embedded store", "ClickHouse otel_traces", "Uploaded files", "Trace file"
+"""Labels of the sidebar's source choices."""
+
+
+@st.cache_resource(show_spinner=False)
+def _opened(key: str, _cfg: SourceConfig) -> TraceSource:
+    """One open source per configuration, shared by sessions (the store is thread-safe)."""
+    del key  # only the cache key
+    return open_source(_cfg)
+
+
+def _configured() -> SourceConfig:
+    return config_from_env(argv=sys.argv[1:])
+
+
+def _clickhouse_inputs(base: ClickHouseSettings) -> ClickHouseSettings:
+    side = st.sidebar
+    return ClickHouseSettings(
+        host=side.text_input("Host", base.host, key="janux_ch_host"),
+        port=int(side.number_input("Port", 1, 65535, base.port, key="janux_ch_port")),
+        database=side.text_input("Database", base.database, key="janux_ch_db"),
+        table=side.text_input("Table", base.table, key="janux_ch_table"),
+        user=side.text_input("User", base.user, key="janux_ch_user"),
+        password=side.text_input("Password", base.password, type="password", key="janux_ch_password"),
+    )
+
+
+def _uploaded_source() -> tuple[str, TraceSource | None]:
+    from dashboard.loaders import LoadResult, load_trace_bytes
+
+    files = st.sidebar.file_uploader(
+        "OTLP/JSON lines or protobuf files (.json, .jsonl, .pb, .gz, .zst)",
+        accept_multiple_files=True,
+        key="janux_files",
+    )
+    if not files:
+        return "upload:none", None
+    fingerprint = tuple((f.name, f.size, f.file_id) for f in files)
+    if st.session_state.get(_UPLOAD_KEY, (None,))[0] != fingerprint:
+        total = LoadResult()
+        for f in files:
+            total.merge(load_trace_bytes(f.name, f.getvalue()))
+        memory = MemoryTraceSource(total.spans, rejected=total.rejected, errors=total.errors)
+        st.session_state[_UPLOAD_KEY] = (fingerprint, f"upload:{uuid.uuid4().hex}")
+        st.session_state[_UPLOAD] = memory
+    return st.session_state[_UPLOAD_KEY][1], st.session_state[_UPLOAD]
+
+
+def _choose() -> tuple[str, TraceSource | None]:
+    """The sidebar selector; returns (cache key, source or None when it cannot be opened)."""
+    try:
+        cfg = _configured()
+    except SourceUnavailable as exc:
+        st.sidebar.error(str(exc))
+        cfg = SourceConfig()
+    options = [STORE, CLICKHOUSE, UPLOAD] + ([FILE] if cfg.kind == "memory-file" else [])
+    default = {"store": STORE, "clickhouse": CLICKHOUSE, "memory-file": FILE}[cfg.kind]
+    choice = st.sidebar.radio("Trace source", options, index=options.index(default), key=_CHOICE)
+    if choice == UPLOAD:
+        return _uploaded_source()
+    if choice == STORE:
+        data_dir = st.sidebar.text_input("Data directory", str(cfg.resolved_data_dir()), key="janux_data_dir")
+        cfg = replace(cfg, kind="store", data_dir=data_dir)
+    elif choice == CLICKHOUSE:
+        cfg = replace(cfg, kind="clickhouse", clickhouse=_clickhouse_inputs(cfg.clickhouse))
+    else:
+        st.sidebar.text(f"File: {cfg.path}")
+    try:
+        return cfg.key(), _opened(cfg.key(), cfg)
+    except SourceUnavailable as exc:
+        st.sidebar.error(str(exc))
+        return cfg.key(), None
+
+
+def _show_stats(source: TraceSource) -> None:
+    try:
+        stats = source.ingest_stats()
+    except Exception as exc:  # a source that fails must not take the page down
+        st.sidebar.warning(f"ingest stats unavailable: {exc}")
+        return
+    st.sidebar.caption("Ingest")
+    left, mid, right = st.sidebar.columns(3)
+    left.metric("Spans", f"{stats.spans:,}")
+    mid.metric("Duplicates", f"{stats.duplicates:,}")
+    right.metric("Rejected", f"{stats.rejected:,}")
+    if stats.recent_errors:
+        with st.sidebar.expander(f"Latest rejections ({len(stats.recent_errors)})"):
+            for message in stats.recent_errors:
+                st.text(message)
+
+
+def render_sidebar() -> None:
+    """Draw the source selector and ingest stats; remember the chosen source for the pages."""
+    injected: Any = st.session_state.get(SOURCE_OVERRIDE)
+    if injected is not None:
+        st.sidebar.text("Trace source: provided by the host")
+        key, source = f"injected:{id(injected)}", injected
+    else:
+        key, source = _choose()
+    st.session_state["janux_active_key"] = key
+    st.session_state["janux_active_source"] = source
+    if source is not None:
+        _show_stats(source)
+
+
+def active_source() -> tuple[str, TraceSource] | None:
+    """The session's source (after `render_sidebar`); shows a message and returns None when unset."""
+    source = st.session_state.get("janux_active_source")
+    if source is None:
+        st.info("No trace source is open: choose one in the sidebar.")
+        return None
+    return str(st.session_state["janux_active_key"]), source
+
+
+def get_views(trace_ids: list[str]) -> dict[str, TraceView]:
+    """Rebuilt traces of the active source (cached for a few seconds)."""
+    active = active_source()
+    if active is None or not trace_ids:
+        return {}
+    key, source = active
+    return SHARED.views(source, key, trace_ids)

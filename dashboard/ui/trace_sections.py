@@ -1,0 +1,216 @@
+"""The sections of the Trace page, one function each (all trace values go through safe widgets)."""
+
+from __future__ import annotations
+
+import altair as alt
+import streamlit as st
+
+from dashboard.reconstruct.rebuild import TraceView
+from dashboard.views import fmt, tables
+from dashboard.views.graph import DEFAULT_MAX_NODES, handoff_dot
+from dashboard.views.timeline import DEFAULT_MAX_ROWS, waterfall
+from tracing import conventions as c
+from tracing.records import SpanRecord
+
+CONTENT_KEYS = (
+    c.GEN_AI_INPUT_MESSAGES,
+    c.GEN_AI_OUTPUT_MESSAGES,
+    c.GEN_AI_SYSTEM_INSTRUCTIONS,
+    c.GEN_AI_TOOL_CALL_ARGUMENTS,
+    c.GEN_AI_TOOL_CALL_RESULT,
+    c.JANUX_HANDOFF_OUTPUT,
+)
+"""Attributes that hold captured content (present only when content capture was on)."""
+MAX_INSPECTOR_CHOICES = 500
+
+
+def headline(view: TraceView) -> None:
+    """Metrics across the top: total cost, tokens, loops, delegations, attempts, failures, checks."""
+    total = view.total
+    cols = st.columns(7)
+    label = "Total cost (estimated)" if total.is_estimated else "Total cost"
+    cols[0].metric(label, fmt.usage_cost(total))
+    cols[1].metric("Tokens in / out", f"{total.input_tokens:,} / {total.output_tokens:,}")
+    cols[2].metric("Unpriced tokens", f"{total.unpriced_tokens:,}")
+    cols[3].metric("Agent loops", f"{len(view.nodes):,}")
+    cols[4].metric("Delegations", f"{len(view.delegations):,}")
+    cols[5].metric("Attempts", f"{sum(len(d.attempts) for d in view.delegations):,}")
+    cols[6].metric("Failed handoffs", f"{len(view.failures):,}")
+    failed = view.failed_checks
+    if failed:
+        st.error(f"{len(failed)} reconciliation check(s) failed: see the Checks tab.")
+    elif view.is_janux:
+        st.success("All reconciliation checks pass.")
+    if view.bill is not None and view.bill.total_cost is not None and total.is_estimated:
+        st.caption("Recorded bill and estimates are shown separately.")
+
+
+def issues(view: TraceView) -> None:
+    """The incomplete-trace marker and every kind of damage, with counts."""
+    rows = tables.issues_rows(view)
+    if not rows:
+        return
+    orphans = len(view.issues.orphans) + len(view.issues.cycles)
+    title = f"Incomplete trace: {orphans} span(s) with a missing parent" if orphans else "Trace data problems"
+    st.warning(title)
+    st.dataframe(
+        [{"problem": p, "count": n, "shown as": what} for p, n, what in rows],
+        hide_index=True,
+        key="trace_issues",
+    )
+
+
+def tree(view: TraceView) -> None:
+    """The handoff tree as a graph, collapsed beyond a node budget."""
+    if not view.nodes:
+        st.info("No agent loops in this trace.")
+        return
+    count = len(view.nodes)
+    limit = DEFAULT_MAX_NODES
+    if count > DEFAULT_MAX_NODES:
+        limit = int(
+            st.number_input(
+                f"Agent loops drawn (of {count:,}; the rest are collapsed)",
+                min_value=10,
+                max_value=max(count, 10),
+                value=DEFAULT_MAX_NODES,
+                step=50,
+                key="trace_tree_limit",
+            )
+        )
+    st.graphviz_chart(handoff_dot(view, max_nodes=limit))
+    st.caption(
+        "Edges: delegations (solid), transfers (bold), failed attempts (dashed); labels: tool, "
+        "status, attempt, duration. Notes: handoffs that never ran."
+    )
+
+
+def timeline(view: TraceView) -> None:
+    """Waterfall of spans (handoff level by default)."""
+    left, right = st.columns(2)
+    mode = left.radio("Spans", ["handoffs", "all"], horizontal=True, key="trace_tl_mode")
+    rows = int(right.number_input("Rows", 10, 5000, DEFAULT_MAX_ROWS, step=100, key="trace_tl_rows"))
+    fall = waterfall(view, mode="all" if mode == "all" else "handoffs", max_rows=rows)
+    if fall.rows.empty:
+        st.info("No spans to draw.")
+        return
+    height = min(20 * len(fall.rows) + 40, 4000)
+    chart = (
+        alt.Chart(fall.rows)
+        .mark_bar()
+        .encode(
+            x=alt.X("start_ms:Q", title="ms since trace start"),
+            x2="end_ms:Q",
+            y=alt.Y("row:N", sort=None, title=None, axis=alt.Axis(labelLimit=400)),
+            color=alt.Color("kind:N"),
+            tooltip=["name:N", "duration_ms:Q", "status:N", "kind:N", "span_id:N"],
+        )
+        .properties(height=height)
+    )
+    st.altair_chart(chart, width="stretch")
+    if fall.hidden:
+        st.caption(f"{fall.hidden:,} span(s) not drawn (switch to all spans or raise the row limit).")
+
+
+def delegations(view: TraceView) -> None:
+    """Every delegation, then the attempts of the chosen one."""
+    frame = tables.delegations_frame(view)
+    if frame.empty:
+        st.info("No delegations in this trace.")
+        return
+    st.dataframe(frame, hide_index=True, key="trace_delegations")
+    labels = [
+        f"{i + 1}. {d.tool} → {d.target} ({d.status}, {d.attempt_count} attempts)"
+        for i, d in enumerate(view.delegations)
+    ]
+    default = next((i for i, d in enumerate(view.delegations) if len(d.attempts) > 1), 0)
+    chosen = st.selectbox(
+        "Attempts of",
+        range(len(labels)),
+        index=default,
+        format_func=labels.__getitem__,
+        key="trace_attempts_of",
+    )
+    st.dataframe(tables.attempts_frame(view, int(chosen)), hide_index=True, key="trace_attempts")
+    task = view.delegations[int(chosen)].task
+    if task is not None:
+        st.text("Task (captured):")
+        st.code(task, language=None)
+
+
+def costs(view: TraceView) -> None:
+    """Own vs inclusive cost per agent loop."""
+    st.dataframe(tables.nodes_frame(view), hide_index=True, key="trace_nodes")
+    if view.total.is_estimated:
+        st.caption("Estimated costs come from the genai-prices table; unknown models stay unpriced.")
+
+
+def budgets(view: TraceView) -> None:
+    """Budget burn per delegated loop."""
+    frame = tables.budgets_frame(view)
+    if frame.empty:
+        st.info("No loop in this trace recorded a budget.")
+        return
+    st.dataframe(frame, hide_index=True, key="trace_budgets")
+
+
+def checks(view: TraceView) -> None:
+    """The reconciliation checks, failures first."""
+    frame = tables.checks_frame(view)
+    if frame.empty:
+        st.info("Nothing to reconcile: this trace carries no janux accounting.")
+        return
+    st.dataframe(frame, hide_index=True, key="trace_checks")
+
+
+def _inspector_choices(view: TraceView) -> list[str]:
+    spans = view.index.spans
+    loops = {n.span_id for n in view.nodes}
+    tools = {d.tool_span_id for d in view.delegations}
+    first = [s.span_id for s in spans if s.span_id in loops or s.span_id in tools or s.status_code == "Error"]
+    rest = [s.span_id for s in spans if s.span_id not in set(first)]
+    return (first + rest)[:MAX_INSPECTOR_CHOICES]
+
+
+def inspector(view: TraceView) -> None:
+    """Attributes and events of one span; captured content only when present."""
+    choices = _inspector_choices(view)
+    typed = st.text_input("Span id (any span of the trace)", key="trace_span_id").strip().lower()
+    names = {s.span_id: s.name for s in view.index.spans}
+    picked = st.selectbox(
+        "Or pick a span",
+        choices,
+        format_func=lambda i: f"{names.get(i, '')}  [{i[:8]}]",
+        key="trace_span_pick",
+    )
+    span_id = typed or picked
+    span = view.span(span_id) if span_id else None
+    if span is None:
+        if typed:
+            st.warning("No span with that id in this trace.")
+        return
+    _show_span(span)
+
+
+def _show_span(span: SpanRecord) -> None:
+    duration = fmt.ms(None if span.duration_ns < 0 else span.duration_ns / 1e6)
+    st.text(
+        f"{span.name}\nspan {span.span_id}  parent {span.parent_span_id or '(root)'}\n"
+        f"kind {span.kind}  status {span.status_code} {span.status_message}\n"
+        f"duration {duration}  service {span.service_name}"
+    )
+    plain = {k: v for k, v in span.attributes.items() if k not in CONTENT_KEYS}
+    st.json(plain, expanded=True)
+    if span.events:
+        st.text("Events")
+        st.json(
+            [{"name": e.name, "time_ns": e.timestamp_ns, "attributes": e.attributes} for e in span.events]
+        )
+    content = {k: v for k, v in span.attributes.items() if k in CONTENT_KEYS}
+    if content:
+        st.text("Captured content")
+        for key, value in content.items():
+            st.text(key)
+            st.code(str(value), language=None)
+    else:
+        st.caption("Content not captured for this span.")

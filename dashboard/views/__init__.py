@@ -1,0 +1,1 @@
+"""Presentation-ready data built from rebuilt traces (no Streamlit import): tables, DOT, timelines."""

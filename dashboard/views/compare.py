@@ -1,0 +1,98 @@
+"""Two traces side by side: which loops and delegations appear, vanish or change, and what it cost."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from dashboard.reconstruct.model import AgentNode
+from dashboard.reconstruct.rebuild import TraceView
+from dashboard.views import fmt
+
+
+def node_paths(view: TraceView) -> dict[str, AgentNode]:
+    """Each loop keyed by its path of delegations from its root (`planner/delegate.x[1]#2`).
+
+    `[k]` numbers repeated calls of the same tool by one loop, `#n` is the attempt number, so
+    the same shape of run gives the same keys in two traces.
+    """
+    paths: dict[int, str] = {}
+    out: dict[str, AgentNode] = {}
+    calls: dict[tuple[int, str], int] = {}
+    seen_delegation: dict[int, int] = {}
+    root_no = 0
+    for node in view.nodes:  # parents first
+        if node.parent is None or node.via is None:
+            root_no += 1
+            path = f"{node.agent}" if root_no == 1 else f"{node.agent}~{root_no}"
+        else:
+            delegation = view.delegations[node.via]
+            if delegation.index not in seen_delegation:
+                key = (node.parent, delegation.tool)
+                calls[key] = calls.get(key, 0) + 1
+                seen_delegation[delegation.index] = calls[key]
+            call_no = seen_delegation[delegation.index]
+            path = f"{paths[node.parent]}/{delegation.tool}[{call_no}]#{node.attempt or 1}"
+        paths[node.index] = path
+        out[path] = node
+    return out
+
+
+def tree_diff(a: TraceView, b: TraceView) -> pd.DataFrame:
+    """One row per loop path in either trace: present where, status, own and inclusive cost."""
+    left, right = node_paths(a), node_paths(b)
+    rows: list[dict[str, Any]] = []
+    for path in list(left) + [p for p in right if p not in left]:
+        na, nb = left.get(path), right.get(path)
+        if na is None or nb is None:
+            change = "only in B" if na is None else "only in A"
+        elif (na.status, na.own.total_cost, na.own.total_tokens) != (
+            nb.status,
+            nb.own.total_cost,
+            nb.own.total_tokens,
+        ):
+            change = "changed"
+        else:
+            change = "same"
+        ca = na.inclusive.total_cost if na else None
+        cb = nb.inclusive.total_cost if nb else None
+        rows.append(
+            {
+                "loop": path,
+                "change": change,
+                "status A": na.status if na else "",
+                "status B": nb.status if nb else "",
+                "own A": fmt.usage_cost(na.own) if na else "",
+                "own B": fmt.usage_cost(nb.own) if nb else "",
+                "inclusive A": fmt.usage_cost(na.inclusive) if na else "",
+                "inclusive B": fmt.usage_cost(nb.inclusive) if nb else "",
+                "inclusive Δ USD": (cb or 0.0) - (ca or 0.0) if ca is not None or cb is not None else None,
+                "tokens A": na.inclusive.total_tokens if na else None,
+                "tokens B": nb.inclusive.total_tokens if nb else None,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def cost_diff(a: TraceView, b: TraceView) -> pd.DataFrame:
+    """Totals of both traces side by side, with the difference."""
+    ta, tb = a.total, b.total
+    rows = []
+    for label, va, vb in (
+        ("cost USD", ta.total_cost, tb.total_cost),
+        ("input tokens", ta.input_tokens, tb.input_tokens),
+        ("output tokens", ta.output_tokens, tb.output_tokens),
+        ("unpriced tokens", ta.unpriced_tokens, tb.unpriced_tokens),
+        ("agent loops", len(a.nodes), len(b.nodes)),
+        ("delegations", len(a.delegations), len(b.delegations)),
+        (
+            "attempts",
+            sum(len(d.attempts) for d in a.delegations),
+            sum(len(d.attempts) for d in b.delegations),
+        ),
+        ("failed handoffs", len(a.failures), len(b.failures)),
+    ):
+        delta = None if va is None or vb is None else vb - va
+        rows.append({"measure": label, "A": va, "B": vb, "B − A": delta})
+    return pd.DataFrame(rows)

@@ -1,0 +1,47 @@
+"""Text forms of costs, tokens and durations, shared by every page (unknown is never "$0")."""
+
+from __future__ import annotations
+
+from dashboard.reconstruct.model import Usage
+
+UNPRICED = "unpriced"
+"""Shown where no price is known."""
+
+
+def usd(value: float | None, *, estimated: bool = False) -> str:
+    """`$0.001234`, `≈ $0.0012 (est.)` or `unpriced`."""
+    if value is None:
+        return UNPRICED
+    digits = 6 if abs(value) < 0.01 else 4
+    text = f"${value:,.{digits}f}"
+    return f"≈ {text} (est.)" if estimated else text
+
+
+def usage_cost(usage: Usage) -> str:
+    """Cost of a usage, labelled as an estimate when any part of it is."""
+    return usd(usage.total_cost, estimated=usage.is_estimated)
+
+
+def usage_cost_full(usage: Usage) -> str:
+    """Cost plus the unpriced tokens beside it (`$0.12 + 300 unpriced tokens`)."""
+    text = usage_cost(usage)
+    if usage.unpriced_tokens and usage.total_cost is not None:
+        return f"{text} + {usage.unpriced_tokens:,} unpriced tokens"
+    return text
+
+
+def tokens(usage: Usage) -> str:
+    """`1,200 in / 340 out`."""
+    return f"{usage.input_tokens:,} in / {usage.output_tokens:,} out"
+
+
+def ms(value: float | None) -> str:
+    """`1,234 ms`, `1.2 ms`, or `open` when the span has no end."""
+    if value is None:
+        return "open"
+    return f"{value:,.1f} ms" if value < 10 else f"{value:,.0f} ms"
+
+
+def short_id(span_id: str | None) -> str:
+    """First 8 characters of an id (full ids live in the inspector)."""
+    return (span_id or "")[:8]

@@ -1,0 +1,77 @@
+"""Waterfall rows of one trace for an Altair chart, collapsed to the handoff level by default."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import pandas as pd
+
+from dashboard.reconstruct import spanread as sr
+from dashboard.reconstruct.rebuild import TraceView
+from tracing import conventions as c
+
+DEFAULT_MAX_ROWS = 400
+"""Rows drawn before the waterfall is cut (the rest are counted, not drawn)."""
+
+Mode = Literal["handoffs", "all"]
+"""`handoffs`: agent loops, delegation tools and error spans; `all`: every span."""
+
+
+@dataclass(slots=True)
+class Waterfall:
+    """Rows of the chart and how many spans were left out."""
+
+    rows: pd.DataFrame
+    """Columns: row, start_ms, end_ms, duration_ms, kind, status, name, span_id, depth, open."""
+    hidden: int
+    """Spans not drawn (filtered by mode or beyond the row limit)."""
+
+
+def _kind(op: str, is_delegation: bool) -> str:
+    if op == c.OP_INVOKE_AGENT:
+        return "agent"
+    if op == c.OP_EXECUTE_TOOL:
+        return "delegation" if is_delegation else "tool"
+    return "model" if sr.is_inference(op) else "other"
+
+
+def waterfall(view: TraceView, *, mode: Mode = "handoffs", max_rows: int = DEFAULT_MAX_ROWS) -> Waterfall:
+    """Spans in tree order with start/end offsets (ms) from the trace start."""
+    index = view.index
+    if not index.spans:
+        return Waterfall(pd.DataFrame(columns=_COLUMNS), 0)
+    t0 = min(s.start_ns for s in index.spans)
+    t_end = max((s.end_ns for s in index.spans if s.duration_ns >= 0), default=t0)
+    delegation_spans = {d.tool_span_id for d in view.delegations if d.tool_span_id}
+    depth = [0] * len(index.spans)
+    rows: list[dict[str, object]] = []
+    for pos in index.order:
+        parent = index.parent[pos]
+        depth[pos] = depth[parent] + 1 if parent >= 0 else 0
+        span = index.spans[pos]
+        kind = _kind(sr.operation(span), span.span_id in delegation_spans)
+        if mode == "handoffs" and kind not in ("agent", "delegation") and not sr.is_error(span):
+            continue
+        if len(rows) >= max_rows:
+            continue
+        is_open = span.duration_ns < 0
+        end = t_end if is_open else span.end_ns
+        rows.append(
+            {
+                "row": f"{len(rows) + 1:>4} {'· ' * depth[pos]}{span.name}",
+                "start_ms": (span.start_ns - t0) / 1e6,
+                "end_ms": (end - t0) / 1e6,
+                "duration_ms": None if is_open else span.duration_ns / 1e6,
+                "kind": kind,
+                "status": sr.span_status(span),
+                "name": span.name,
+                "span_id": span.span_id,
+                "depth": depth[pos],
+                "open": is_open,
+            }
+        )
+    return Waterfall(pd.DataFrame(rows, columns=_COLUMNS), len(index.spans) - len(rows))
+
+
+_COLUMNS = ["row", "start_ms", "end_ms", "duration_ms", "kind", "status", "name", "span_id", "depth", "open"]

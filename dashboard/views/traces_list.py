@@ -1,0 +1,73 @@
+"""Rows of the trace list: the source's summaries plus what only a rebuild knows (badge, estimate)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+import pandas as pd
+
+from dashboard.reconstruct.rebuild import TraceView
+from dashboard.views import fmt
+from tracing.source import TraceSummary
+
+BADGE_OK = "✓ ok"
+"""Badge of a trace whose contract checks all pass."""
+BADGE_NA = "– no janux data"
+"""Badge of a trace from another runtime (no accounting to reconcile)."""
+
+
+def badge(view: TraceView | None) -> str:
+    """Reconciliation badge: `✓ ok`, `✗ N failed`, or `– no janux data`; `, incomplete` appended."""
+    if view is None:
+        return "?"
+    failed = view.failed_checks
+    if failed:
+        text = f"✗ {len(failed)} failed"
+    elif view.is_janux:
+        text = BADGE_OK
+    else:
+        text = BADGE_NA
+    return text + (", incomplete" if view.issues.incomplete else "")
+
+
+def _cost(summary: TraceSummary, view: TraceView | None) -> str:
+    if summary.bill_cost is not None:
+        return fmt.usd(summary.bill_cost)
+    if view is not None:
+        return fmt.usage_cost(view.total)
+    return fmt.UNPRICED
+
+
+def traces_frame(summaries: list[TraceSummary], views: dict[str, TraceView], trace_page: str) -> pd.DataFrame:
+    """One row per trace, newest first, with a link to the Trace page (`trace_page?trace_id=`)."""
+    rows: list[dict[str, Any]] = []
+    for s in summaries:
+        view = views.get(s.trace_id)
+        rows.append(
+            {
+                "started (UTC)": datetime.fromtimestamp(s.start_ns / 1e9, tz=UTC).strftime(
+                    "%Y-%m-%d %H:%M:%S"
+                ),
+                "trace": s.trace_id,
+                "open": f"{trace_page}?trace_id={quote(s.trace_id)}",
+                "root agent": s.root_agent or "",
+                "service": s.service_name,
+                "conversation": s.conversation_id or "",
+                "duration": fmt.ms(s.duration_ns / 1e6),
+                "spans": s.span_count,
+                "delegations": s.delegations,
+                "attempts": s.attempts,
+                "failed handoffs": s.failed_handoffs,
+                "error spans": s.error_spans,
+                "cost": _cost(s, view),
+                "input tokens": s.bill_input_tokens,
+                "output tokens": s.bill_output_tokens,
+                "unpriced tokens": s.bill_unpriced_tokens
+                if s.bill_unpriced_tokens is not None
+                else (view.total.unpriced_tokens if view is not None else None),
+                "checks": badge(view),
+            }
+        )
+    return pd.DataFrame(rows)

@@ -1,0 +1,255 @@
+"""AppTest of every page on contract-shaped data: no exception, the right numbers in the right widgets."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+from conftest import OpenPage
+from dash_fixtures import DENY_RULE, TOTAL_COST, contract_trace, plain_trace
+from streamlit.testing.v1 import AppTest
+
+from dashboard.memory_source import MemoryTraceSource
+from dashboard.views import fmt
+from tracing import conventions as c
+
+CONTRACT_ID = contract_trace()[0].trace_id
+PLAIN_ID = plain_trace()[0].trace_id
+
+
+def _metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+# Each table is found by columns only it has (a plain st.dataframe carries no key in AppTest).
+TABLES = {
+    "traces_table": {"trace", "checks", "open"},
+    "trace_attempts": {"attempt", "error.type"},
+    "trace_delegations": {"caller", "tool", "attempt errors"},
+    "trace_nodes": {"loop", "own cost", "inclusive cost"},
+    "trace_checks": {"check", "result", "expected"},
+    "trace_budgets": {"loop", "turns", "cut by"},
+    "costs_agent": {"agent", "loops"},
+    "costs_tool": {"delegation tool", "delegations"},
+    "costs_conversation": {"conversation", "traces"},
+    "costs_top": {"delegation tool", "total USD"},
+    "failures_table": {"kind", "reason", "task", "open"},
+    "failures_groups": {"kind", "reason", "handoffs"},
+    "compare_costs": {"measure", "B − A"},
+    "compare_tree": {"loop", "change"},
+}
+
+
+def _frame(at: AppTest, key: str) -> pd.DataFrame:
+    wanted = TABLES[key]
+    found = [e.value for e in at.dataframe if wanted <= set(e.value.columns)]
+    assert len(found) == 1, f"{key}: {len(found)} tables with columns {wanted}"
+    return found[0]
+
+
+def test_traces_page_lists_traces_with_cost_and_badge(
+    open_page: OpenPage, two_traces: MemoryTraceSource
+) -> None:
+    at = open_page(two_traces)
+    frame = _frame(at, "traces_table").set_index("trace")
+    assert set(frame.index) == {CONTRACT_ID, PLAIN_ID}
+    assert frame.loc[CONTRACT_ID, "cost"] == fmt.usd(TOTAL_COST)
+    assert frame.loc[CONTRACT_ID, "checks"] == "✓ ok"
+    assert frame.loc[CONTRACT_ID, "attempts"] == 4
+    assert frame.loc[CONTRACT_ID, "open"] == f"trace?trace_id={CONTRACT_ID}"
+    assert frame.loc[PLAIN_ID, "cost"].startswith("≈ $") and frame.loc[PLAIN_ID, "cost"].endswith("(est.)")
+    assert frame.loc[PLAIN_ID, "checks"] == "– no janux data"
+    assert _metrics(at)["Spans"] == str(len(contract_trace()) + len(plain_trace()))
+
+
+def test_traces_page_filters(open_page: OpenPage, two_traces: MemoryTraceSource) -> None:
+    at = open_page(two_traces)
+    at.text_input(key="traces_id").set_value(CONTRACT_ID[:6]).run()
+    assert list(_frame(at, "traces_table")["trace"]) == [CONTRACT_ID]
+    at.text_input(key="traces_id").set_value("").run()
+    at.number_input(key="traces_cost").set_value(0.5).run()
+    assert list(_frame(at, "traces_table")["trace"]) == [CONTRACT_ID]
+    at.number_input(key="traces_cost").set_value(0.0).run()
+    at.selectbox(key="traces_service").set_value("other-app").run()
+    assert list(_frame(at, "traces_table")["trace"]) == [PLAIN_ID]
+    assert not at.exception
+
+
+def test_trace_page_numbers(open_page: OpenPage, two_traces: MemoryTraceSource) -> None:
+    at = open_page(two_traces, "trace.py", trace_id=CONTRACT_ID)
+    metrics = _metrics(at)
+    assert metrics["Total cost"] == fmt.usd(TOTAL_COST)
+    assert metrics["Attempts"] == "4"
+    assert metrics["Delegations"] == "5"
+    assert metrics["Agent loops"] == "5"
+    assert metrics["Unpriced tokens"] == "100"
+    assert [s.value for s in at.success] == ["All reconciliation checks pass."]
+    attempts = _frame(at, "trace_attempts")
+    assert list(attempts["attempt"]) == [1, 2]
+    assert list(attempts["error.type"]) == [c.ERROR_TIMEOUT, ""]
+    delegations = _frame(at, "trace_delegations").set_index("target")
+    assert delegations.loc["coder", "status"] == c.STATUS_DENIED
+    assert delegations.loc["coder", "reason"] == DENY_RULE
+    assert delegations.loc["researcher", "attempts"] == 2
+    nodes = _frame(at, "trace_nodes")
+    assert nodes.loc[0, "own cost"] == "$0.3750" and nodes.loc[0, "inclusive cost"] == fmt.usd(TOTAL_COST)
+    assert set(_frame(at, "trace_checks")["result"]) == {"ok"}
+    budgets = _frame(at, "trace_budgets").set_index("loop")
+    assert budgets.loc["writer #1", "turns"] == "2 / 2 (100%)"
+    assert budgets.loc["writer #1", "cut by"] == c.STOP_MAX_TURNS
+    dot = at.get("graphviz_chart")[0].proto.spec
+    assert "delegate.researcher" in dot and "not run: coder" in dot
+
+
+def test_trace_page_other_runtime_is_estimated(open_page: OpenPage, two_traces: MemoryTraceSource) -> None:
+    at = open_page(two_traces, "trace.py", trace_id=PLAIN_ID)
+    metrics = _metrics(at)
+    assert "Total cost (estimated)" in metrics
+    assert metrics["Total cost (estimated)"].startswith("≈ $")
+    assert metrics["Unpriced tokens"] == "400"
+    assert _frame(at, "trace_attempts")["status"].tolist() == ["error", "ok"]
+
+
+def test_trace_page_marks_incomplete_traces(open_page: OpenPage) -> None:
+    spans = contract_trace()
+    tool = next(s for s in spans if s.attributes.get(c.GEN_AI_TOOL_NAME) == "delegate.researcher")
+    source = MemoryTraceSource([s for s in spans if s is not tool])
+    at = open_page(source, "trace.py", trace_id=CONTRACT_ID)
+    assert [w.value for w in at.warning] == ["Incomplete trace: 2 span(s) with a missing parent"]
+    dot = at.get("graphviz_chart")[0].proto.spec
+    assert "incomplete trace" in dot
+
+
+def test_trace_page_unknown_id(open_page: OpenPage, two_traces: MemoryTraceSource) -> None:
+    at = open_page(two_traces, "trace.py", trace_id="ab" * 16)
+    assert [w.value for w in at.warning] == ["No spans stored for this trace id."]
+
+
+def test_trace_page_escapes_hostile_names(open_page: OpenPage) -> None:
+    spans = contract_trace()
+    hostile = 'evil"];\n x [label=<<b>hi</b>>]; \\N <script>alert(1)</script>'
+    for span in spans:
+        if span.attributes.get(c.GEN_AI_AGENT_NAME) == "researcher":
+            span.attributes[c.GEN_AI_AGENT_NAME] = hostile
+    at = open_page(MemoryTraceSource(spans), "trace.py", trace_id=CONTRACT_ID)
+    dot = at.get("graphviz_chart")[0].proto.spec
+    assert 'evil\\"];' in dot and 'evil"]' not in dot
+    allowed = ("digraph", "}", "  graph ", "  node ", "  edge ", "  n", "  g", "  c", "  incomplete")
+    assert all(line.startswith(allowed) for line in dot.splitlines()), dot
+    assert "\\\\N" in dot and "<b>" in dot  # kept as text inside quoted labels
+    outside_quotes = re.sub(r'"(?:\\.|[^"\\])*"', '""', dot)
+    assert "<" not in outside_quotes and "x [" not in outside_quotes  # no HTML-like label, no injected node
+
+
+def test_costs_page(open_page: OpenPage) -> None:
+    source = MemoryTraceSource(
+        contract_trace(seed=1) + contract_trace(seed=5, conversation_id="conv-2") + plain_trace()
+    )
+    at = open_page(source, "costs.py")
+    metrics = _metrics(at)
+    assert metrics["Recorded cost"] == fmt.usd(2 * TOTAL_COST)
+    assert metrics["Estimated cost (other runtimes)"].startswith("≈ $")
+    assert metrics["Unpriced tokens"] == str(2 * 100 + 400)
+    assert metrics["Traces"] == "3"
+    by_agent = _frame(at, "costs_agent").set_index("agent")
+    assert by_agent.loc["translator", "own cost USD"] is None or pd.isna(
+        by_agent.loc["translator", "own cost USD"]
+    )
+    assert by_agent.loc["translator", "own unpriced tokens"] == 200
+    by_conv = _frame(at, "costs_conversation").set_index("conversation")
+    assert by_conv.loc["conv-2", "cost USD"] == TOTAL_COST
+    by_tool = _frame(at, "costs_tool").set_index("delegation tool")
+    assert by_tool.loc["delegate.researcher", "attempts"] == 2 * 2
+    top = _frame(at, "costs_top")
+    assert top.iloc[0]["delegation tool"] == "delegate.researcher"
+    assert len(at.get("download_button")) == 4
+
+
+def test_failures_page(open_page: OpenPage, two_traces: MemoryTraceSource) -> None:
+    at = open_page(two_traces, "failures.py")
+    table = _frame(at, "failures_table")
+    denied = table[table["kind"] == "denied"]
+    assert list(denied["reason"]) == [DENY_RULE]
+    assert list(denied["target"]) == ["coder"]
+    assert list(denied["open"]) == [f"trace?trace_id={CONTRACT_ID}"]
+    cut = table[table["kind"] == "cut"]
+    assert list(cut["reason"]) == [c.STOP_MAX_TURNS]
+    timeouts = table[table["kind"] == "timeout"]
+    assert sorted(timeouts["trace"]) == sorted([CONTRACT_ID, PLAIN_ID])
+    metrics = _metrics(at)
+    assert (metrics["denied"], metrics["cut"], metrics["timeout"], metrics["fallback"]) == (
+        "1",
+        "1",
+        "2",
+        "1",
+    )
+    groups = _frame(at, "failures_groups")
+    assert int(groups[groups["reason"] == DENY_RULE]["handoffs"].iloc[0]) == 1
+
+
+def test_compare_page(open_page: OpenPage) -> None:
+    other = contract_trace(seed=9)
+    source = MemoryTraceSource(contract_trace() + other)
+    at = open_page(source, "compare.py", a=CONTRACT_ID, b=other[0].trace_id)
+    costs = _frame(at, "compare_costs").set_index("measure")
+    assert costs.loc["cost USD", "B − A"] == 0.0
+    tree = _frame(at, "compare_tree")
+    assert set(tree["change"]) == {"same"}
+    assert len(at.get("graphviz_chart")) == 2
+
+
+def test_embedded_store_source_with_ingest_stats(open_page: OpenPage, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from tracing.store import open_store
+
+    data_dir = tmp_path / "data"
+    with open_store(data_dir) as store:
+        store.write(contract_trace() + plain_trace())
+        store.write(contract_trace()[:3], rejected=2, errors=["line 7: traceId: not hex"])
+    monkeypatch.setenv("JANUX_DATA_DIR", str(data_dir))
+    at = open_page(None)
+    assert set(_frame(at, "traces_table")["trace"]) == {CONTRACT_ID, PLAIN_ID}
+    metrics = _metrics(at)
+    assert (metrics["Duplicates"], metrics["Rejected"]) == ("3", "2")
+    assert any("traceId: not hex" in t.value for t in at.sidebar.text) or any(
+        "traceId: not hex" in t.value for t in at.text
+    )
+
+
+def test_memory_file_source_from_env(open_page: OpenPage, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from otlp_encode import json_lines
+
+    path = tmp_path / "traces.jsonl"
+    path.write_bytes(json_lines(contract_trace(), plain_trace()) + b"{broken\n")
+    monkeypatch.setenv("JANUX_SOURCE", f"memory-file:{path}")
+    at = open_page(None, "trace.py", trace_id=CONTRACT_ID)
+    assert _metrics(at)["Total cost"] == fmt.usd(TOTAL_COST)
+    assert _metrics(at)["Rejected"] == "1"
+
+
+def test_uploaded_files_source(open_page: OpenPage) -> None:
+    from otlp_encode import json_lines
+
+    at = open_page(None)
+    at.sidebar.radio(key="janux_source_choice").set_value("Uploaded files").run()
+    at.file_uploader(key="janux_files").set_value(
+        [("a.jsonl", json_lines(contract_trace()), "application/json")]
+    )
+    at.run()
+    assert not at.exception
+    assert list(_frame(at, "traces_table")["trace"]) == [CONTRACT_ID]
+
+
+def test_bad_source_setting_is_shown_not_raised(open_page: OpenPage, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("JANUX_SOURCE", "memory-file:/no/such/file.jsonl")
+    at = open_page(None)
+    assert any("no such trace file" in e.value for e in at.error)
+    assert any("No trace source is open" in i.value for i in at.info)
+
+
+def test_no_page_renders_raw_html() -> None:
+    root = Path(__file__).resolve().parents[2] / "dashboard"
+    for path in root.rglob("*.py"):
+        text = path.read_text()
+        assert "unsafe_allow_html" not in text, path
+        assert "st.html(" not in text and "components.html" not in text, path
