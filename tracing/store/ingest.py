@@ -57,6 +57,8 @@ ON CONFLICT (TraceId) DO UPDATE SET
         ELSE coalesce(InferenceOutput, 0) + excluded.InferenceOutput END
 """
 
+# CROSS JOIN pins the join order: always walk the (small) batch and probe the big table by key.
+
 # The earliest root of the batch replaces the stored root only when it started earlier.
 _ROOTS = """
 UPDATE main.trace_summary SET
@@ -77,12 +79,12 @@ UPDATE main.trace_summary SET Attempts = Attempts + d.n
 FROM (
     SELECT TraceId, sum(n) AS n FROM (
         SELECT c.TraceId, count(*) AS n FROM temp.batch c
-        JOIN main.otel_traces p ON p.TraceId = c.TraceId AND p.SpanId = c.ParentSpanId
+        CROSS JOIN main.otel_traces p ON p.TraceId = c.TraceId AND p.SpanId = c.ParentSpanId
         WHERE c.Op = :agent AND p.Op = :tool
         GROUP BY c.TraceId
         UNION ALL
         SELECT p.TraceId, count(*) AS n FROM temp.batch p
-        JOIN main.otel_traces c ON c.TraceId = p.TraceId AND c.ParentSpanId = p.SpanId AND c.Op = :agent
+        CROSS JOIN main.otel_traces c ON c.TraceId = p.TraceId AND c.ParentSpanId = p.SpanId AND c.Op = :agent
         WHERE p.Op = :tool AND NOT EXISTS (
             SELECT 1 FROM temp.batch x WHERE x.TraceId = c.TraceId AND x.SpanId = c.SpanId)
         GROUP BY p.TraceId
@@ -103,7 +105,7 @@ FROM (
                 AND c.Op = :agent AND c.StatusCode = :error)
         UNION
         SELECT t.TraceId, t.SpanId FROM temp.batch c
-        JOIN main.otel_traces t ON t.TraceId = c.TraceId AND t.SpanId = c.ParentSpanId
+        CROSS JOIN main.otel_traces t ON t.TraceId = c.TraceId AND t.SpanId = c.ParentSpanId
         WHERE c.Op = :agent AND c.StatusCode = :error AND t.Op = :tool AND t.HandoffStatus = ''
             AND NOT EXISTS (SELECT 1 FROM temp.batch x WHERE x.TraceId = t.TraceId AND x.SpanId = t.SpanId)
             AND NOT EXISTS (
