@@ -130,6 +130,8 @@ def _gunzip(body: bytes, limit: int) -> bytes:
         raise _Reject(400, _GRPC_INVALID_ARGUMENT, f"body: invalid gzip data: {err}") from None
     if len(out) > limit or inflater.unconsumed_tail:
         raise _Reject(413, _GRPC_RESOURCE_EXHAUSTED, f"decompressed body exceeds {limit} bytes")
+    if not inflater.eof:
+        raise _Reject(400, _GRPC_INVALID_ARGUMENT, "body: invalid gzip data: truncated stream")
     return out
 
 
