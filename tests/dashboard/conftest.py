@@ -56,3 +56,26 @@ def open_page() -> OpenPage:
         return at
 
     return run
+
+
+@pytest.fixture(scope="session")
+def demo() -> tuple[list[Any], dict[str, str]]:
+    """The runtime's demo scenarios, traced with the SDK in memory: (span records, name -> trace id)."""
+    import asyncio
+
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from runtime.scenarios import run_scenarios
+    from tracing.sdk_convert import span_records_from_readable
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    outcomes = asyncio.run(run_scenarios(tracer_provider=provider, latency_scale=0))
+    provider.shutdown()
+    failed = [(o.name, o.error) for o in outcomes if o.error or not o.trace_id]
+    assert not failed, failed
+    ids = {o.name: str(o.trace_id) for o in outcomes}
+    return span_records_from_readable(exporter.get_finished_spans()), ids

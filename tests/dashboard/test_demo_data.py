@@ -1,0 +1,136 @@
+"""Reconstruction and pages on real runtime traces: the demo scenarios, traced in memory.
+
+The runtime writes, the dashboard reads: these tests fail when the two drift apart.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import OpenPage
+
+from dashboard.memory_source import MemoryTraceSource
+from dashboard.reconstruct import TraceView, reconstruct
+from tracing import conventions as c
+from tracing.records import SpanRecord
+
+Demo = tuple[list[SpanRecord], dict[str, str]]
+
+
+@pytest.fixture(scope="module")
+def views(demo: Demo) -> dict[str, TraceView]:
+    spans, ids = demo
+    by_trace: dict[str, list[SpanRecord]] = defaultdict(list)
+    for span in spans:
+        by_trace[span.trace_id].append(span)
+    return {name: reconstruct(by_trace[trace_id]) for name, trace_id in ids.items()}
+
+
+def test_every_scenario_reconciles(views: dict[str, TraceView]) -> None:
+    for name, view in views.items():
+        assert view.is_janux and view.bill is not None, name
+        assert view.failed_checks == [], (name, view.failed_checks)
+        assert view.issues.count() == 0, (name, view.issues)
+        assert view.total.cost == pytest.approx(view.computed.cost), name
+
+
+def test_retry_shows_two_attempts(views: dict[str, TraceView]) -> None:
+    (delegation,) = views["retry_then_success"].delegations
+    assert delegation.status == c.STATUS_COMPLETED
+    assert [(a.number, a.status) for a in delegation.attempts] == [(1, "error"), (2, "ok")]
+    assert delegation.attempts[0].error_type == c.ERROR_MODEL
+
+
+def test_timeout_then_fallback(views: dict[str, TraceView]) -> None:
+    (failure,) = views["timeout_then_fallback"].failures
+    assert (failure.kind, failure.reason, failure.timeouts) == (c.STATUS_FALLBACK, c.ERROR_TIMEOUT, 1)
+
+
+@pytest.mark.parametrize("rule", sorted(c.DENY_REASONS))
+def test_each_deny_rule_is_named(views: dict[str, TraceView], rule: str) -> None:
+    denied = [f for f in views[f"denied_{rule}"].failures if f.kind == c.STATUS_DENIED]
+    assert [f.reason for f in denied] == [rule]
+    assert denied[0].attempts == 0
+
+
+@pytest.mark.parametrize("line", sorted(c.STOP_REASONS))
+def test_each_budget_cut_is_named_with_its_burn(views: dict[str, TraceView], line: str) -> None:
+    view = views[f"cut_{line}"]
+    (failure,) = view.failures
+    assert (failure.kind, failure.reason) == (c.STATUS_CUT, line)
+    burns = [b for b in view.budgets if b.stop_reason == line]
+    assert len(burns) == 1
+
+
+def test_transfer_is_its_own_edge_kind(views: dict[str, TraceView]) -> None:
+    view = views["transfer_to_specialist"]
+    (transfer,) = view.delegations
+    assert transfer.kind == "transfer" and transfer.status == c.STATUS_COMPLETED
+    root = view.nodes[0]
+    assert (root.transferred_from, root.agent) == ("triage", transfer.target)
+
+
+def test_nested_delegation_inclusive_cost(views: dict[str, TraceView]) -> None:
+    view = views["nested_delegation"]
+    assert [n.depth for n in view.nodes] == [0, 1, 2]
+    top, middle, leaf = view.nodes
+    assert middle.inclusive.total_tokens == middle.own.total_tokens + leaf.own.total_tokens
+    assert top.inclusive.total_tokens == view.bill.total_tokens  # type: ignore[union-attr]
+
+
+def test_unpriced_subagent_stays_unpriced(views: dict[str, TraceView]) -> None:
+    view = views["unpriced_subagent"]
+    sub = next(n for n in view.nodes if n.depth == 1)
+    assert sub.own.cost is None and sub.own.unpriced_tokens == sub.own.total_tokens > 0
+    assert view.total.unpriced_tokens == sub.own.unpriced_tokens
+    assert not view.total.is_estimated
+
+
+def _demo_store(tmp_path: Path, demo: Demo) -> Path:
+    from tracing.store import open_store
+
+    data_dir = tmp_path / "data"
+    with open_store(data_dir) as store:
+        store.write(demo[0])
+    return data_dir
+
+
+def test_pages_on_demo_data_in_the_embedded_store(
+    open_page: OpenPage, demo: Demo, tmp_path: Path, monkeypatch: Any
+) -> None:
+    _, ids = demo
+    monkeypatch.setenv("JANUX_DATA_DIR", str(_demo_store(tmp_path, demo)))
+    at = open_page(None)
+    table = next(e.value for e in at.dataframe if "checks" in e.value.columns)
+    assert len(table) == min(len(ids), 50)
+    assert set(table["checks"]) == {"✓ ok"}
+
+    at = open_page(None, "trace.py", trace_id=ids["retry_then_success"])
+    attempts = next(e.value for e in at.dataframe if "error.type" in e.value.columns)
+    assert list(attempts["attempt"]) == [1, 2] and attempts["error.type"].tolist()[0] == c.ERROR_MODEL
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Attempts"] == "2"
+
+    at = open_page(None, "failures.py")
+    failures = next(e.value for e in at.dataframe if "task" in e.value.columns)
+    denied = failures[failures["kind"] == "denied"]
+    assert set(denied["reason"]) == set(c.DENY_REASONS)
+    cut = failures[failures["kind"] == "cut"]
+    assert set(cut["reason"]) == set(c.STOP_REASONS)
+
+    at = open_page(None, "costs.py")
+    assert {m.label: m.value for m in at.metric}["Traces"] == str(len(ids))
+
+
+def test_pages_on_demo_data_in_memory(open_page: OpenPage, demo: Demo) -> None:
+    spans, ids = demo
+    source = MemoryTraceSource(spans)
+    for page in ("traces.py", "costs.py", "failures.py"):
+        open_page(source, page)
+    open_page(source, "compare.py", a=ids["delegation"], b=ids["retry_then_success"])
+    for name in ("dispatch_synthesize", "transfer_to_specialist", "nested_delegation"):
+        at = open_page(source, "trace.py", trace_id=ids[name])
+        assert [s.value for s in at.success] == ["All reconciliation checks pass."]
