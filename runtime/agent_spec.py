@@ -58,6 +58,11 @@ class AgentSpec(Definition):
     settings: InstanceOf[ModelSettings] | None = None
     """Per-request model settings."""
 
+    @classmethod
+    def _label(cls, data: dict[str, Any]) -> str:
+        name = data.get("name")
+        return f"Agent {name!r}" if isinstance(name, str) else "Agent"
+
     @field_validator("tools", "fallback_tools", mode="before")
     @classmethod
     def _wrap_functions(cls, value: Any) -> Any:

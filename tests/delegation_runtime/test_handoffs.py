@@ -1,0 +1,162 @@
+"""Handoffs: what a transfer keeps, drops and swaps; first-only; later turns; threads across restarts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runtime import Agent, Subagent, ToolFilter, UnknownAgentError
+from runtime.testing import ScriptedModel, call_tools, delegate, reply, tool_call, transfer
+from runtime.threads import SqliteThreadStore
+
+from .helpers import end_events, tool_results
+
+
+def _lookup() -> str:
+    return "invoice 7"
+
+
+def _desk(
+    front_model: ScriptedModel, billing_model: ScriptedModel | str | None, **options: object
+) -> tuple[Agent, Agent]:
+    def lookup_invoice() -> str:
+        return _lookup()
+
+    billing = Agent(
+        "billing",
+        instructions="You are billing.",
+        model=billing_model,
+        tools=[lookup_invoice],
+        tool_filter=ToolFilter(include=["lookup_*"]),
+    )
+
+    def search() -> str:
+        return "found"
+
+    front = Agent(
+        "triage",
+        instructions="You are the front desk.",
+        model=front_model,
+        tools=[search],
+        handoffs=[billing],
+        **options,  # type: ignore[arg-type]
+    )
+    return front, billing
+
+
+async def test_transfer_keeps_text_drops_scaffolding_and_swaps_prompt_tools_and_model() -> None:
+    front_model = ScriptedModel(
+        [
+            call_tools(tool_call("search", id="s"), text="Let me look."),
+            call_tools(transfer("billing", "refund request", id="h")),
+        ]
+    )
+    billing_model = ScriptedModel([reply("Refund issued.", input_tokens=5, output_tokens=2)])
+    front, _ = _desk(front_model, billing_model)
+    result = await front.run("I was charged twice", thread_id="t")
+
+    assert result.text == "Refund issued." and result.agent == "billing"
+    assert front_model.calls[0].tool_names == ["search", "handoff.billing"]
+    seen = billing_model.calls[0]
+    assert seen.system.startswith("You are billing.")
+    assert "transferred to you by triage" in seen.system and "refund request" in seen.system
+    assert [(m.role, m.content) for m in seen.messages[1:]] == [
+        ("user", "I was charged twice"),
+        ("assistant", "Let me look."),
+    ]
+    assert all(not m.tool_calls and m.role != "tool" for m in seen.messages)
+    assert seen.tool_names == ["lookup_invoice"]
+    end = end_events(result)[0]
+    assert end["kind"] == "transfer" and end["status"] == "completed" and end["subagent"] == "billing"
+
+
+async def test_target_without_a_model_keeps_the_current_one() -> None:
+    front_model = ScriptedModel([call_tools(transfer("billing")), reply("billing via the front model")])
+    front, _ = _desk(front_model, None)
+    result = await front.run("hi")
+    assert result.text == "billing via the front model" and result.agent == "billing"
+    assert front_model.calls[1].system.startswith("You are billing.")
+
+
+async def test_unresolvable_target_model_is_handoff_model_unavailable() -> None:
+    front_model = ScriptedModel([call_tools(transfer("billing", id="h")), reply("still front desk")])
+    front, _ = _desk(front_model, "gpt-unknown")
+    result = await front.run("hi")
+    assert result.agent == "triage"
+    assert tool_results(front_model, 1)["h"]["error"] == "handoff_model_unavailable"
+    assert end_events(result)[0]["status"] == "failed"
+
+
+async def test_named_target_model_resolves_through_the_registry() -> None:
+    billing_model = ScriptedModel([reply("from registry")])
+    front_model = ScriptedModel([call_tools(transfer("billing"))])
+    front, _ = _desk(front_model, "billing-model")
+    result = await front.run("hi", models={"billing-model": billing_model})
+    assert result.text == "from registry"
+
+
+async def test_only_the_first_handoff_of_a_turn_is_taken() -> None:
+    other = Agent("sales", instructions="You are sales.")
+    billing_model = ScriptedModel([reply("billing here")])
+    front_model = ScriptedModel([call_tools(transfer("billing", id="h1"), transfer("sales", id="h2"))])
+    front, _ = _desk(front_model, billing_model)
+    front = Agent("triage", model=front_model, handoffs=[front.transfer_targets()["billing"], other])
+    result = await front.run("hi")
+    assert result.agent == "billing"
+    ends = end_events(result)
+    assert [(e["subagent"], e["status"]) for e in ends] == [("billing", "completed"), ("sales", "failed")]
+    assert "ignored" in ends[1]["error"]
+
+
+async def test_target_neither_chains_handoffs_nor_delegates() -> None:
+    helper_model = ScriptedModel([])
+    billing_model = ScriptedModel([call_tools(delegate("helper", "x", id="d")), reply("done alone")])
+    billing = Agent(
+        "billing",
+        model=billing_model,
+        subagents=[Subagent(agent=Agent("helper", model=helper_model), max_turns=1)],
+    )
+    front_model = ScriptedModel([call_tools(transfer("billing"))])
+    front = Agent("triage", model=front_model, handoffs=[billing])
+    result = await front.run("hi")
+    assert billing_model.calls[0].tool_names == []
+    assert tool_results(billing_model, 1)["d"]["error"] == "tool_forbidden"
+    assert helper_model.calls == [] and result.text == "done alone"
+
+
+async def test_later_turns_start_as_the_holder_and_unknown_agents_fail() -> None:
+    billing_model = ScriptedModel([reply("refund issued"), reply("anything else?"), reply("forced")])
+    front_model = ScriptedModel([call_tools(transfer("billing")), reply("front again")])
+    front, _ = _desk(front_model, billing_model)
+    await front.run("charged twice", thread_id="t")
+    second = await front.run("thanks", thread_id="t")
+    assert second.agent == "billing" and second.text == "anything else?"
+    assert [m.content for m in billing_model.calls[1].messages[1:]] == [
+        "charged twice",
+        "refund issued",
+        "thanks",
+    ]
+    assert billing_model.calls[1].system == "You are billing."
+    explicit = await front.run("back to front", thread_id="t", agent="triage")
+    assert explicit.agent == "triage" and explicit.text == "front again"
+    with pytest.raises(UnknownAgentError, match="unknown agent 'nobody'"):
+        await front.run("hi", thread_id="t", agent="nobody")
+
+
+async def test_sqlite_thread_survives_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "threads.db"
+    with SqliteThreadStore(path) as store:
+        billing_model = ScriptedModel([reply("refund issued")])
+        front, _ = _desk(ScriptedModel([call_tools(transfer("billing"))]), billing_model, thread_store=store)
+        await front.run("charged twice", thread_id="t")
+    with SqliteThreadStore(path) as store:
+        billing_model = ScriptedModel([reply("welcome back")])
+        front, _ = _desk(ScriptedModel([]), billing_model, thread_store=store)
+        result = await front.run("hello again", thread_id="t")
+    assert result.agent == "billing"
+    assert [m.content for m in billing_model.calls[0].messages[1:]] == [
+        "charged twice",
+        "refund issued",
+        "hello again",
+    ]

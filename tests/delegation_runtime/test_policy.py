@@ -1,0 +1,215 @@
+"""HandoffPolicy: retries, timeouts that really cancel, fallback, input filter, deny rules, enabled=False."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from runtime import Agent, DelegationRequest, HandoffPolicy, OnFailure, Subagent, function_tool
+from runtime.testing import ScriptedModel, call_tools, delegate, fail, reply, tool_call
+
+from .helpers import end_events, leaf, tool_results
+
+
+def _parent(sub: Agent, policy: HandoffPolicy, **options: object) -> tuple[Agent, ScriptedModel]:
+    model = ScriptedModel([call_tools(delegate(sub.name, "the task", id="c")), reply("final")])
+    agent = Agent("p", model=model, subagents=[Subagent(agent=sub, max_turns=2)], policy=policy, **options)  # type: ignore[arg-type]
+    return agent, model
+
+
+async def test_retry_succeeds_on_the_second_attempt() -> None:
+    sub_model = ScriptedModel([fail("503 from upstream", status_code=503), reply("second time lucky")])
+    parent, model = _parent(leaf("worker", sub_model), HandoffPolicy(max_retries=2))
+    result = await parent.run("go")
+    end = end_events(result)[0]
+    assert end["status"] == "completed" and end["attempts"] == 2
+    assert tool_results(model, 1)["c"]["text"] == "second time lucky"
+    sub_model.assert_complete()
+
+
+async def test_all_attempts_failing_reports_every_attempt() -> None:
+    sub_model = ScriptedModel([fail("boom 1"), fail("boom 2")])
+    parent, model = _parent(leaf("worker", sub_model), HandoffPolicy(max_retries=1))
+    result = await parent.run("go")
+    end = end_events(result)[0]
+    assert end["status"] == "failed" and end["attempts"] == 2
+    assert (
+        "attempt 1: model_error: boom 1" in end["error"] and "attempt 2: model_error: boom 2" in end["error"]
+    )
+    assert tool_results(model, 1)["c"]["error"] == "model_error"
+
+
+async def test_timeout_really_cancels_the_attempt_then_falls_back() -> None:
+    progress: list[str] = []
+
+    @function_tool
+    async def long_job() -> str:
+        """Runs for a long time."""
+        progress.append("started")
+        await asyncio.sleep(5)
+        progress.append("finished")  # must never happen: the attempt is cancelled
+        return "late"
+
+    sub_model = ScriptedModel([call_tools(tool_call("long_job", {}, id="j")), reply("never")])
+    worker = Agent("worker", model=sub_model, tools=[long_job])
+
+    @function_tool(name="delegate.worker")
+    def primary(task: str = "") -> str:
+        """Fallback."""
+        return "primary served it"
+
+    policy = HandoffPolicy(timeout_ms=40, on_error=OnFailure.FALLBACK_TO_PRIMARY)
+    parent, model = _parent(worker, policy, fallback_tools=[primary])
+    result = await parent.run("go")
+    await asyncio.sleep(0.05)
+    assert progress == ["started"]
+    end = end_events(result)[0]
+    assert end["status"] == "fallback" and end["attempts"] == 1 and "timeout after 40 ms" in end["error"]
+    assert tool_results(model, 1)["c"] == "primary served it"
+    assert sub_model.remaining == 1  # the second round of the worker never happened
+
+
+async def test_timeout_without_fallback_fails_with_timeout_and_retries_when_allowed() -> None:
+    sub_model = ScriptedModel([reply("slow", delay=1.0), reply("fast")])
+    parent, _model = _parent(leaf("worker", sub_model), HandoffPolicy(timeout_ms=30, max_retries=1))
+    result = await parent.run("go")
+    end = end_events(result)[0]
+    assert end["status"] == "completed" and end["attempts"] == 2
+    sub_model2 = ScriptedModel([reply("slow", delay=1.0)])
+    parent2, model2 = _parent(leaf("worker", sub_model2), HandoffPolicy(timeout_ms=30))
+    result2 = await parent2.run("go")
+    assert end_events(result2)[0]["status"] == "failed"
+    assert tool_results(model2, 1)["c"]["error"] == "timeout"
+
+
+async def test_fallback_when_the_primary_cannot_serve_the_name_says_so() -> None:
+    sub_model = ScriptedModel([fail("down")])
+    parent, model = _parent(leaf("worker", sub_model), HandoffPolicy(on_error=OnFailure.FALLBACK_TO_PRIMARY))
+    result = await parent.run("go")
+    payload = tool_results(model, 1)["c"]
+    assert payload["error"] == "fallback_unavailable"
+    assert "primary executor has no tool named 'delegate.worker'" in payload["detail"]
+    assert end_events(result)[0]["status"] == "failed"
+
+
+async def test_input_filter_rewrites_the_task_once() -> None:
+    seen: list[DelegationRequest] = []
+
+    def scrub(request: DelegationRequest) -> str | None:
+        seen.append(request)
+        return request.task.replace("secret-token", "[redacted]")
+
+    sub_model = ScriptedModel([reply("ok")])
+    model = ScriptedModel([call_tools(delegate("worker", "use secret-token please")), reply("final")])
+    parent = Agent(
+        "p",
+        model=model,
+        subagents=[Subagent(agent=leaf("worker", sub_model), max_turns=1)],
+        policy=HandoffPolicy(input_filter=scrub),
+    )
+    await parent.run("go")
+    assert sub_model.calls[0].last_user == "use [redacted] please"
+    assert (
+        len(seen) == 1
+        and seen[0].tool == "delegate.worker"
+        and seen[0].target == "worker"
+        and seen[0].depth == 1
+    )
+
+
+async def test_input_filter_returning_none_keeps_the_original() -> None:
+    sub_model = ScriptedModel([reply("ok")])
+    parent, _ = _parent(leaf("worker", sub_model), HandoffPolicy(input_filter=lambda request: None))
+    await parent.run("go")
+    assert sub_model.calls[0].last_user == "the task"
+
+
+@pytest.mark.parametrize(
+    ("policy", "rule", "detail"),
+    [
+        (HandoffPolicy(allowed_tools=["delegate.other"]), "allowed_tools", "not on the allow-list"),
+        (HandoffPolicy(denied_tools=["delegate.*"]), "denied_tools", "on the deny-list"),
+        (HandoffPolicy(max_depth=0), "max_depth", "max_depth: 1 exceeds 0"),
+    ],
+)
+async def test_denial_by_each_policy_rule_never_runs_the_subagent(
+    policy: HandoffPolicy, rule: str, detail: str
+) -> None:
+    sub_model = ScriptedModel([])
+    parent, model = _parent(leaf("worker", sub_model), policy)
+    result = await parent.run("go")
+    start, end = result.handoff_events
+    assert start["event"] == "HANDOFF_START" and end["event"] == "HANDOFF_END"
+    assert end["status"] == "denied" and end["denyReason"] == rule and end["attempts"] == 0
+    payload = tool_results(model, 1)["c"]
+    assert payload["error"] == "handoff_denied" and detail in payload["detail"] and rule in payload["detail"]
+    assert sub_model.calls == []
+
+
+async def test_depth_denial_parent_child_leaf_with_max_depth_1() -> None:
+    leaf_model = ScriptedModel([])
+    child_model = ScriptedModel([call_tools(delegate("leaf", "deeper", id="d")), reply("child answer")])
+    child = Agent(
+        "child", model=child_model, subagents=[Subagent(agent=leaf("leaf", leaf_model), max_turns=1)]
+    )
+    parent, _model = _parent(child, HandoffPolicy(max_depth=1))
+    result = await parent.run("go")
+    ends = end_events(result)
+    assert [(e["subagent"], e["depth"], e["status"], e["denyReason"]) for e in ends] == [
+        ("leaf", 2, "denied", "max_depth"),
+        ("child", 1, "completed", None),
+    ]
+    assert "max_depth: 2 exceeds 1" in tool_results(child_model, 1)["d"]["detail"]
+    assert leaf_model.calls == []
+
+
+async def test_denial_can_fall_back_to_primary() -> None:
+    @function_tool(name="delegate.worker")
+    def primary(task: str = "") -> str:
+        """Fallback."""
+        return "served by primary"
+
+    sub_model = ScriptedModel([])
+    policy = HandoffPolicy(denied_tools=["delegate.worker"], on_denied=OnFailure.FALLBACK_TO_PRIMARY)
+    parent, model = _parent(leaf("worker", sub_model), policy, fallback_tools=[primary])
+    result = await parent.run("go")
+    end = end_events(result)[0]
+    assert end["status"] == "fallback" and end["denyReason"] == "denied_tools"
+    assert tool_results(model, 1)["c"] == "served by primary"
+
+
+async def test_disabled_policy_skips_deny_checks_filter_and_retries_but_keeps_events_and_timeout() -> None:
+    filtered: list[str] = []
+    sub_model = ScriptedModel([fail("first failure"), reply("would need a retry")])
+    policy = HandoffPolicy(
+        enabled=False,
+        denied_tools=["delegate.worker"],
+        max_depth=0,
+        max_retries=3,
+        input_filter=lambda request: filtered.append(request.task) or "rewritten",
+    )
+    parent, _model = _parent(leaf("worker", sub_model), policy)
+    result = await parent.run("go")
+    assert [e["event"] for e in result.handoff_events] == ["HANDOFF_START", "HANDOFF_END"]
+    end = end_events(result)[0]
+    assert end["status"] == "failed" and end["attempts"] == 1  # no retries
+    assert filtered == [] and sub_model.calls[0].last_user == "the task"
+
+    slow = ScriptedModel([reply("slow", delay=1.0)])
+    parent2, _ = _parent(leaf("worker", slow), HandoffPolicy(enabled=False, timeout_ms=20))
+    result2 = await parent2.run("go")
+    assert end_events(result2)[0]["status"] == "failed" and "timeout" in end_events(result2)[0]["error"]
+
+
+async def test_plain_tools_pass_straight_through_the_policy() -> None:
+    calls: list[str] = []
+
+    def lookup(key: str) -> str:
+        calls.append(key)
+        return "value"
+
+    model = ScriptedModel([call_tools(tool_call("lookup", {"key": "k"})), reply("done")])
+    agent = Agent("p", model=model, tools=[lookup], policy=HandoffPolicy(allowed_tools=[], max_depth=0))
+    result = await agent.run("go")
+    assert calls == ["k"] and result.handoff_events == []
