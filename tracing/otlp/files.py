@@ -91,7 +91,8 @@ class TraceFile:
         head = stream.peek(64)[:64]
         if not head:
             return
-        if head.lstrip()[:1] in (b"{", b"["):
+        if head.lstrip()[:1] in (b"{", b"[") or _looks_like_text(head):
+            # Text that is not JSON still goes line by line, so each bad line is reported by number.
             yield from self._json_records(stream)
         elif head[0] == _PROTO_FIRST_TAG:
             yield self._whole_proto(stream)
@@ -233,6 +234,17 @@ class _ZstdStream(io.RawIOBase):
             self._in_frame = False
             chunk = self._inflater.unused_data
             self._inflater = zstandard.ZstdDecompressor().decompressobj()
+
+
+def _looks_like_text(head: bytes) -> bool:
+    """True when the first bytes are printable UTF-8 (binary records start with a length or a tag)."""
+    if any(byte < 0x09 or 0x0D < byte < 0x20 for byte in head):
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as err:
+        return err.start >= len(head) - 3  # a multi-byte character cut by the peek window
+    return True
 
 
 def _is_unfinished_document(first: bytes) -> bool:

@@ -1,0 +1,89 @@
+"""`janux import` and `janux prune` from the command line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cli.main import main
+from ingest.helpers import FIXTURES, ROOT
+from tracing.source import TraceFilter
+from tracing.store import open_store
+
+ALL_FIXTURES = [
+    "collector_file_exporter.jsonl", "otlp_json_file_exporter.jsonl", "single_document.json",
+    "tempo_v1_batches.json", "tempo_v2_trace.json", "jaeger_v3_result.jsonl",
+]  # fmt: skip
+
+
+def test_import_every_fixture_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    paths = [str(FIXTURES / name) for name in ALL_FIXTURES]
+    assert main(["import", *paths, "--data-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "6 file(s)" in out and "15 span(s) read, 15 stored, 0 duplicate(s), 0 rejected" in out
+    with open_store(tmp_path) as store:
+        assert store.count_traces(TraceFilter()) == 6
+        (janux,) = store.list_traces(TraceFilter(root_agent="planner"))
+        assert (janux.attempts, janux.failed_handoffs, janux.delegations, janux.bill_cost) == (
+            2,
+            1,
+            1,
+            0.0021,
+        )
+        (other,) = store.list_traces(TraceFilter(service="other-runtime"))
+        assert (other.attempts, other.failed_handoffs, other.bill_input_tokens) == (1, 1, 50)
+
+
+def test_import_twice_counts_duplicates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(FIXTURES / "collector_file_exporter.jsonl")
+    main(["import", path, "--data-dir", str(tmp_path)])
+    assert main(["import", path, "--data-dir", str(tmp_path)]) == 0
+    assert "0 stored, 4 duplicate(s)" in capsys.readouterr().out
+
+
+def test_bad_lines_reported_with_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = FIXTURES / "mixed_bad.jsonl"
+    assert main(["import", str(path), "--data-dir", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert "3 stored" in captured.out and "3 rejected" in captured.out
+    assert f"skipped: {path}:2: invalid JSON" in captured.err
+    assert f"skipped: {path}:4: resourceSpans[0].scopeSpans[0].spans[1].traceId" in captured.err
+    with open_store(tmp_path) as store:
+        assert store.ingest_stats().rejected == 3
+
+
+def test_nothing_readable_exits_non_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    garbage = tmp_path / "garbage.jsonl"
+    garbage.write_text("nope\nstill nope\n")
+    assert (
+        main(["import", str(garbage), str(tmp_path / "missing.json"), "--data-dir", str(tmp_path / "d")]) == 1
+    )
+    err = capsys.readouterr().err
+    assert "garbage.jsonl:1: invalid JSON" in err and "missing.json: cannot open" in err
+    assert "nothing could be read" in err
+
+
+def test_prune_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    main(["import", str(FIXTURES / "jaeger_v3_result.jsonl"), "--data-dir", str(tmp_path)])
+    old = time.time_ns() - 1_700_000_300_000_000_000
+    days_since = old / 86_400e9
+    assert main(["prune", "--older-than-days", str(days_since + 30), "--data-dir", str(tmp_path)]) == 0
+    assert "deleted 0 trace(s)" in capsys.readouterr().out
+    assert main(["prune", "--older-than-days", "1", "--data-dir", str(tmp_path)]) == 0
+    assert "deleted 1 trace(s), 2 span(s)" in capsys.readouterr().out
+
+
+def test_help_texts_describe_the_commands() -> None:
+    for command, phrase in (("collect", "OTLP/HTTP"), ("import", "JSON lines"), ("prune", "days ago")):
+        result = subprocess.run(
+            [sys.executable, "-m", "cli.main", command, "--help"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert phrase in result.stdout.replace("\n", " ")

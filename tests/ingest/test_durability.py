@@ -1,0 +1,72 @@
+"""`janux collect` as a subprocess, killed with SIGKILL: every acknowledged span survives."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+
+import httpx
+
+from ingest.helpers import numbered_spans, pb_request, start_collect
+from tracing.source import TraceFilter
+from tracing.store import open_store
+
+SPANS_PER_REQUEST = 50
+
+
+def test_sigkill_right_after_acks_loses_nothing(tmp_path: Path) -> None:
+    proc, http_port, _ = start_collect(tmp_path / "data")
+    url = f"http://127.0.0.1:{http_port}/v1/traces"
+    acknowledged: list[int] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def sender(first_trace: int) -> None:
+        with httpx.Client(timeout=30, headers={"content-type": "application/x-protobuf"}) as client:
+            trace_no = first_trace
+            while not stop.is_set():
+                body = pb_request(numbered_spans(SPANS_PER_REQUEST, trace_no)).SerializeToString()
+                try:
+                    response = client.post(url, content=body)
+                except httpx.HTTPError:
+                    return
+                if response.status_code == 200:
+                    with lock:
+                        acknowledged.append(trace_no)
+                trace_no += SPANS_PER_REQUEST // 10 * 2  # two senders interleave their trace numbers
+
+    threads = [threading.Thread(target=sender, args=(1 + 5 * i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    while len(acknowledged) < 30:
+        threading.Event().wait(0.005)
+    proc.send_signal(signal.SIGKILL)  # while both senders are mid-request
+    stop.set()
+    for thread in threads:
+        thread.join(30)
+    proc.wait(30)
+    with open_store(tmp_path / "data") as store:
+        stored = {s.trace_id for s in store.list_traces(TraceFilter(), limit=100_000)}
+        for trace_no in acknowledged:
+            for offset in range(SPANS_PER_REQUEST // 10):
+                trace_id = f"{trace_no + offset:032x}"
+                assert trace_id in stored, f"acknowledged trace {trace_id} lost"
+                assert len(store.get_trace(trace_id)) == 10
+        assert store.ingest_stats().spans % SPANS_PER_REQUEST == 0
+
+
+def test_collect_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    proc, http_port, grpc_port = start_collect(tmp_path / "data", "--token", "t0k")
+    body = pb_request(numbered_spans(10)).SerializeToString()
+    headers = {"content-type": "application/x-protobuf", "authorization": "Bearer t0k"}
+    assert (
+        httpx.post(f"http://127.0.0.1:{http_port}/v1/traces", content=body, headers=headers).status_code
+        == 200
+    )
+    assert grpc_port > 0
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "stopped" in out
+    with open_store(tmp_path / "data") as store:
+        assert store.ingest_stats().spans == 10
