@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 from dashboard.synthetic import DelegationSpec, LoopSpec, RoundSpec, build_trace
@@ -33,7 +34,11 @@ TASK_TEXT = "find three sources on tail latency"
 
 def contract_root() -> LoopSpec:
     """planner -> researcher (2 attempts, first timed out), coder (denied), writer (cut),
-    translator (unpriced), billing (transfer, denied then served by fallback)."""
+    translator (unpriced), billing (transfer, denied then served by fallback). A fresh deep copy."""
+    return copy.deepcopy(_contract_root())
+
+
+def _contract_root() -> LoopSpec:
     return LoopSpec(
         "planner",
         rounds=[dataclasses.replace(r) for r in PLANNER_ROUNDS],

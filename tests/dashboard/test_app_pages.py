@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 from conftest import OpenPage
-from dash_fixtures import DENY_RULE, TOTAL_COST, contract_trace, plain_trace
+from dash_fixtures import DENY_RULE, TASK_TEXT, TOTAL_COST, contract_trace, plain_trace
 from streamlit.testing.v1 import AppTest
 
 from dashboard.memory_source import MemoryTraceSource
@@ -253,3 +253,26 @@ def test_no_page_renders_raw_html() -> None:
         text = path.read_text()
         assert "unsafe_allow_html" not in text, path
         assert "st.html(" not in text and "components.html" not in text, path
+
+
+def test_live_tail_toggle_runs(open_page: OpenPage, two_traces: MemoryTraceSource) -> None:
+    at = open_page(two_traces)
+    at.toggle(key="traces_live").set_value(True).run()
+    assert not at.exception
+    assert len(_frame(at, "traces_table")) == 2
+
+
+def test_inspector_shows_content_only_when_captured(
+    open_page: OpenPage, two_traces: MemoryTraceSource
+) -> None:
+    tool = next(s for s in contract_trace() if s.attributes.get(c.GEN_AI_TOOL_NAME) == "delegate.researcher")
+    at = open_page(two_traces, "trace.py", trace_id=CONTRACT_ID)
+    # The delegations tab shows the captured task once; the inspector adds it for the tool span.
+    at.text_input(key="trace_span_id").set_value(tool.span_id).run()
+    assert sum(code.value == TASK_TEXT for code in at.code) == 2
+    chat = next(s for s in contract_trace() if s.name.startswith(c.OP_CHAT))
+    at.text_input(key="trace_span_id").set_value(chat.span_id).run()
+    assert sum(code.value == TASK_TEXT for code in at.code) == 1
+    assert "Content not captured for this span." in [cap.value for cap in at.caption]
+    at.text_input(key="trace_span_id").set_value("0" * 16).run()
+    assert "No span with that id in this trace." in [w.value for w in at.warning]

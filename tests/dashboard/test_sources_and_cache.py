@@ -1,0 +1,84 @@
+"""Source configuration from env/arguments, and the cache of rebuilt traces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from dash_fixtures import contract_trace
+
+from dashboard.memory_source import MemoryTraceSource
+from dashboard.sources import SourceUnavailable, config_from_env, open_source
+from dashboard.view_cache import ViewCache
+
+
+def test_defaults_to_the_embedded_store(tmp_path: Path) -> None:
+    cfg = config_from_env({"JANUX_DATA_DIR": str(tmp_path)}, [])
+    assert cfg.kind == "store" and cfg.resolved_data_dir() == tmp_path
+    assert cfg.key() == f"store:{tmp_path}"
+
+
+def test_arguments_win_over_the_environment(tmp_path: Path) -> None:
+    cfg = config_from_env({"JANUX_DATA_DIR": "/elsewhere", "JANUX_SOURCE": "clickhouse"},
+                          ["--data-dir", str(tmp_path), "--source", "store"])  # fmt: skip
+    assert (cfg.kind, cfg.data_dir) == ("store", str(tmp_path))
+
+
+def test_clickhouse_settings_and_key_without_password() -> None:
+    env = {"JANUX_SOURCE": "clickhouse", "JANUX_CLICKHOUSE_HOST": "ch", "JANUX_CLICKHOUSE_PORT": "9000",
+           "JANUX_CLICKHOUSE_PASSWORD": "secret"}  # fmt: skip
+    cfg = config_from_env(env, [])
+    assert (cfg.kind, cfg.clickhouse.host, cfg.clickhouse.port) == ("clickhouse", "ch", 9000)
+    assert "secret" not in cfg.key()
+
+
+@pytest.mark.parametrize(
+    ("env", "field"),
+    [({"JANUX_SOURCE": "mysql"}, "JANUX_SOURCE"), ({"JANUX_CLICKHOUSE_PORT": "x"}, "JANUX_CLICKHOUSE_PORT")],
+)
+def test_bad_settings_name_the_field(env: dict[str, str], field: str) -> None:
+    with pytest.raises(SourceUnavailable, match=field):
+        config_from_env(env, [])
+
+
+def test_memory_file_source_must_exist(tmp_path: Path) -> None:
+    cfg = config_from_env({"JANUX_SOURCE": f"memory-file:{tmp_path / 'none.jsonl'}"}, [])
+    with pytest.raises(SourceUnavailable, match="no such trace file"):
+        open_source(cfg)
+
+
+def test_store_source_opens(tmp_path: Path) -> None:
+    source = open_source(config_from_env({"JANUX_DATA_DIR": str(tmp_path / "d")}, []))
+    assert source.ingest_stats().spans == 0
+
+
+class _Counting(MemoryTraceSource):
+    reads = 0
+
+    def get_traces(self, trace_ids: list[str]) -> dict[str, list]:  # type: ignore[type-arg]
+        self.reads += 1
+        return super().get_traces(trace_ids)
+
+
+def test_cache_reuses_until_expiry() -> None:
+    now = [0.0]
+    cache = ViewCache(ttl_s=10, clock=lambda: now[0])
+    source = _Counting(contract_trace())
+    trace_id = contract_trace()[0].trace_id
+    first = cache.view(source, "k", trace_id)
+    assert cache.view(source, "k", trace_id) is first and source.reads == 1
+    now[0] = 11
+    assert cache.view(source, "k", trace_id) is not first and source.reads == 2
+    assert cache.view(source, "other-key", trace_id) is not first
+
+
+def test_cache_span_budget_drops_least_recent() -> None:
+    cache = ViewCache(max_spans=len(contract_trace()) + 1)
+    a, b = contract_trace(seed=1), contract_trace(seed=2)
+    source = _Counting(a + b)
+    cache.view(source, "k", a[0].trace_id)
+    cache.view(source, "k", b[0].trace_id)
+    cache.view(source, "k", b[0].trace_id)
+    assert source.reads == 2
+    cache.view(source, "k", a[0].trace_id)
+    assert source.reads == 3

@@ -1,0 +1,96 @@
+"""Presentation data: DOT collapse and escaping, waterfall, cost audit, compare, formatting."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pandas as pd
+import pytest
+from dash_fixtures import TOTAL_COST, contract_root, contract_trace, plain_trace
+
+from dashboard.reconstruct import reconstruct
+from dashboard.synthetic import RoundSpec, build_trace, synthetic_trace
+from dashboard.views import fmt
+from dashboard.views.audit import audit
+from dashboard.views.compare import cost_diff, node_paths, tree_diff
+from dashboard.views.graph import escape, handoff_dot
+from dashboard.views.timeline import waterfall
+
+
+def test_money_never_shows_unknown_as_zero() -> None:
+    assert fmt.usd(None) == "unpriced"
+    assert fmt.usd(0.0) == "$0.000000"
+    assert fmt.usd(1.5) == "$1.5000"
+    assert fmt.usd(0.002, estimated=True) == "≈ $0.002000 (est.)"
+    assert fmt.ms(None) == "open" and fmt.ms(1234.4) == "1,234 ms"
+
+
+def test_escape_neutralises_dot_syntax() -> None:
+    assert escape('a"b\\c') == 'a\\"b\\\\c'
+    assert escape("line\nbreak\x00") == "line break "
+    assert len(escape("x" * 500)) <= 48
+
+
+def test_big_tree_is_collapsed_with_counts() -> None:
+    view = reconstruct(synthetic_trace(10_000, seed=4))
+    dot = handoff_dot(view, max_nodes=100)
+    drawn = re.findall(r"^  n(\d+) \[", dot, flags=re.M)
+    assert len(drawn) == 100
+    hidden = sum(int(n) for n in re.findall(r'"\+(\d+) more loops"', dot))
+    assert hidden == len(view.nodes) - 100
+    assert handoff_dot(view, max_nodes=len(view.nodes)).count("more loops") == 0
+
+
+def test_waterfall_handoff_mode_and_row_limit() -> None:
+    view = reconstruct(contract_trace())
+    handoffs = waterfall(view)
+    assert set(handoffs.rows["kind"]) == {"agent", "delegation"}
+    assert handoffs.hidden == len(view.index.spans) - len(handoffs.rows)
+    every = waterfall(view, mode="all", max_rows=5)
+    assert len(every.rows) == 5 and every.hidden == len(view.index.spans) - 5
+    assert (every.rows["end_ms"] >= every.rows["start_ms"]).all()
+
+
+def test_audit_separates_recorded_estimated_and_unpriced() -> None:
+    views = [reconstruct(contract_trace(seed=1)), reconstruct(plain_trace())]
+    result = audit(views)
+    assert result.total.cost == pytest.approx(TOTAL_COST)
+    assert result.total.estimated_cost is not None and result.total.estimated_cost > 0
+    assert result.total.unpriced_tokens == 100 + 400
+    models = result.by_model.set_index("model")
+    assert models.loc["local-llm", "unpriced tokens"] == 100 and pd.isna(models.loc["local-llm", "cost USD"])
+    assert pd.isna(models.loc["no-such-model-xyz", "estimated USD"])
+    assert models.loc["gpt-4o", "estimated USD"] > 0
+    agents = result.by_agent.set_index("agent")
+    assert agents.loc["planner", "loops"] == 2
+    assert agents.loc["researcher", "own cost USD"] == pytest.approx(0.5625)
+    assert result.top_delegations.iloc[0]["delegation tool"] == "delegate.researcher"
+
+
+def test_compare_paths_and_changes() -> None:
+    a = reconstruct(contract_trace())
+    assert list(node_paths(a)) == [
+        "planner",
+        "planner/delegate.researcher[1]#1",
+        "planner/delegate.researcher[1]#2",
+        "planner/delegate.writer[1]#1",
+        "planner/delegate.translator[1]#1",
+    ]
+    root = contract_root()
+    root.delegations[3].attempts[0].rounds.append(RoundSpec(10, 1, 0.5))
+    root.delegations = root.delegations[:4]
+    b = reconstruct(build_trace(root, seed=3))
+    diff = tree_diff(a, b).set_index("loop")
+    assert diff.loc["planner/delegate.translator[1]#1", "change"] == "changed"
+    assert diff.loc["planner/delegate.writer[1]#1", "change"] == "same"
+    costs = cost_diff(a, b).set_index("measure")
+    assert costs.loc["cost USD", "B − A"] == pytest.approx(0.5)
+    assert costs.loc["delegations", "B − A"] == -1
+
+
+def test_unpriced_cost_diff_is_unknown() -> None:
+    spans = [dataclasses.replace(s) for s in contract_trace()]
+    a = reconstruct(spans)
+    b = reconstruct(plain_trace(), estimate=False)
+    assert pd.isna(cost_diff(a, b).set_index("measure").loc["cost USD", "B − A"])
