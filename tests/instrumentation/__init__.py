@@ -1,0 +1,1 @@
+"""Tests of the runtime's OpenTelemetry instrumentation against the trace contract."""

@@ -1,0 +1,159 @@
+"""Content capture (off by default; on, redacted, truncated) and tracing failures never breaking a run."""
+
+from __future__ import annotations
+
+import ast
+import json
+import logging
+from pathlib import Path
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+
+from runtime import Agent, Subagent, function_tool
+from runtime.testing import ScriptedModel, call_tools, delegate, reply, tool_call
+from tracing import conventions as c
+from tracing.content import ContentCapture, resolve_capture
+
+from .tracing_helpers import Traced, outline
+
+SECRET = "PROMPT-SECRET-42"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _agent() -> Agent:
+    @function_tool
+    def lookup(query: str) -> str:
+        """Look up."""
+        return f"result for {query}"
+
+    sub = Agent(
+        "researcher",
+        instructions=f"sub instructions {SECRET}",
+        model=ScriptedModel([reply(f"sub answer {SECRET}")]),
+    )
+    model = ScriptedModel(
+        [
+            call_tools(tool_call("lookup", {"query": SECRET}), delegate("researcher", f"task {SECRET}")),
+            reply(f"final {SECRET}"),
+        ]
+    )
+    return Agent(
+        "triage",
+        instructions=f"system {SECRET}",
+        model=model,
+        tools=[lookup],
+        subagents=[Subagent(agent=sub, max_turns=1)],
+    )
+
+
+def _all_text(traced: Traced) -> str:
+    chunks = []
+    for span in traced.records():
+        chunks.append(json.dumps(span.attributes, default=str))
+        chunks.append(span.status_message)
+        chunks += [json.dumps(event.attributes, default=str) for event in span.events]
+    return "\n".join(chunks)
+
+
+async def test_no_content_reaches_spans_or_events_by_default(
+    traced: Traced, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(c.CAPTURE_CONTENT_ENV, raising=False)
+    result = await _agent().run(f"user {SECRET}", tracer_provider=traced.provider)
+    assert SECRET in result.text
+    assert SECRET not in _all_text(traced)
+
+
+async def test_env_switch_captures_content(traced: Traced, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(c.CAPTURE_CONTENT_ENV, "true")
+    await _agent().run(f"user {SECRET}", tracer_provider=traced.provider)
+    spans = {span.name: span for span in traced.records()}
+    chat = next(
+        s
+        for s in traced.records()
+        if s.name.startswith("chat") and s.attributes[c.GEN_AI_AGENT_NAME] == "triage"
+    )
+    assert SECRET in chat.attributes[c.GEN_AI_SYSTEM_INSTRUCTIONS]
+    assert f"user {SECRET}" in chat.attributes[c.GEN_AI_INPUT_MESSAGES]
+    assert SECRET in chat.attributes[c.GEN_AI_OUTPUT_MESSAGES]
+    tool = spans["execute_tool lookup"]
+    assert (
+        SECRET in tool.attributes[c.GEN_AI_TOOL_CALL_ARGUMENTS]
+        and SECRET in tool.attributes[c.GEN_AI_TOOL_CALL_RESULT]
+    )
+    end = spans["execute_tool delegate.researcher"].events[1]
+    assert end.attributes[c.JANUX_HANDOFF_OUTPUT] == f"sub answer {SECRET}"
+
+
+async def test_explicit_capture_redacts_first_then_truncates(
+    traced: Traced, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(c.CAPTURE_CONTENT_ENV, "false")
+    capture = ContentCapture(enabled=True, max_length=12, redact=lambda text: text.replace(SECRET, "[X]"))
+    await _agent().run(f"user {SECRET}", tracer_provider=traced.provider, capture_content=capture)
+    assert SECRET not in _all_text(traced)
+    end = {s.name: s for s in traced.records()}["execute_tool delegate.researcher"].events[1]
+    assert end.attributes[c.JANUX_HANDOFF_OUTPUT] == "sub answer …"
+    assert len(end.attributes[c.JANUX_HANDOFF_OUTPUT]) == 12
+
+
+def test_capture_settings_from_the_environment() -> None:
+    assert ContentCapture.from_env({}).enabled is False
+    on = ContentCapture.from_env({c.CAPTURE_CONTENT_ENV: "TRUE", c.CAPTURE_MAX_LENGTH_ENV: "100"})
+    assert on.enabled and on.max_length == 100
+    assert (
+        ContentCapture.from_env({c.CAPTURE_CONTENT_ENV: "true", c.CAPTURE_MAX_LENGTH_ENV: "-3"}).max_length
+        == 4096
+    )
+    assert resolve_capture(False).enabled is False and resolve_capture(True).enabled is True
+    assert ContentCapture(enabled=True).capture(None) is None
+    assert ContentCapture(enabled=False).capture("x") is None
+    broken = ContentCapture(enabled=True, redact=lambda text: 1 / 0)  # type: ignore[arg-type,return-value]
+    assert broken.capture("secret") is None
+    with pytest.raises(ValueError, match="max_length"):
+        ContentCapture(max_length=0)
+
+
+class _Exploding(SpanProcessor):
+    def on_start(self, span: object, parent_context: object = None) -> None:
+        raise RuntimeError("processor on_start bug")
+
+    def on_end(self, span: ReadableSpan) -> None:
+        raise RuntimeError("processor on_end bug")
+
+
+async def test_a_raising_span_processor_does_not_fail_the_run(caplog: pytest.LogCaptureFixture) -> None:
+    provider = TracerProvider()
+    provider.add_span_processor(_Exploding())
+    with caplog.at_level(logging.WARNING, logger="janux.tracing"):
+        result = await _agent().run("hi", tracer_provider=provider)
+    assert result.text == f"final {SECRET}"
+    assert any("tracing failed" in record.message for record in caplog.records)
+
+
+async def test_a_processor_raising_only_on_end_still_leaves_the_other_processor_a_tree() -> None:
+    traced = Traced()
+    traced.provider.add_span_processor(_EndOnly())
+    result = await _agent().run("hi", tracer_provider=traced.provider)
+    assert result.text.startswith("final")
+    assert outline(traced.tree())[0].startswith("invoke_agent triage")
+
+
+class _EndOnly(SpanProcessor):
+    def on_end(self, span: ReadableSpan) -> None:
+        raise RuntimeError("on_end bug")
+
+
+def test_no_sdk_import_in_the_runtime_or_the_instrumentation() -> None:
+    files = [*sorted((ROOT / "runtime").glob("*.py")), *sorted((ROOT / "tracing").glob("instrument*.py"))]
+    offenders = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            offenders += [f"{path.name}: {name}" for name in names if name.startswith("opentelemetry.sdk")]
+    assert len(files) > 20 and offenders == []
