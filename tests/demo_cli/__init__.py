@@ -1,0 +1,1 @@
+"""Tests of `janux demo` (run as a real subprocess)."""
