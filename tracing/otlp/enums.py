@@ -28,8 +28,10 @@ KIND_BY_NUMBER: tuple[str, ...] = (
 STATUS_BY_NUMBER: tuple[str, ...] = (STATUS_UNSET, STATUS_OK, STATUS_ERROR)
 """Normalized status code by OTLP enum number."""
 
-_KIND_BY_NAME = {name.upper(): name for name in KIND_BY_NUMBER}
-_STATUS_BY_NAME = {name.upper(): name for name in STATUS_BY_NUMBER}
+KIND_BY_NAME = {name.upper(): name for name in KIND_BY_NUMBER}
+"""Normalized span kind by upper-case name without prefix (`CLIENT` -> `Client`)."""
+STATUS_BY_NAME = {name.upper(): name for name in STATUS_BY_NUMBER}
+"""Normalized status code by upper-case name without prefix (`ERROR` -> `Error`)."""
 
 
 def _by_number(value: int, table: tuple[str, ...], path: str) -> str:
@@ -56,7 +58,7 @@ def span_kind(value: object, path: str) -> str:
     if isinstance(value, str):
         if value.isdigit():
             return _by_number(int(value), KIND_BY_NUMBER, path)
-        return _by_name(value, "SPAN_KIND_", _KIND_BY_NAME, path)
+        return _by_name(value, "SPAN_KIND_", KIND_BY_NAME, path)
     raise DecodeError(path, f"span kind must be an integer or a name, got {type(value).__name__}")
 
 
@@ -69,5 +71,5 @@ def status_code(value: object, path: str) -> str:
     if isinstance(value, str):
         if value.isdigit():
             return _by_number(int(value), STATUS_BY_NUMBER, path)
-        return _by_name(value, "STATUS_CODE_", _STATUS_BY_NAME, path)
+        return _by_name(value, "STATUS_CODE_", STATUS_BY_NAME, path)
     raise DecodeError(path, f"status code must be an integer or a name, got {type(value).__name__}")

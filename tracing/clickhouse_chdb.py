@@ -1,0 +1,62 @@
+"""A thin `clickhouse_connect`-shaped client over chdb (in-process ClickHouse), for tests and demos.
+
+`ChdbClient(path).query(sql, parameters=...)` runs the same SQL, with the same server-side
+`{name:Type}` parameters, as a `clickhouse_connect` client would send to a server, and returns an
+object with `result_rows`. chdb is a development dependency; it is imported only here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class ChdbResult:
+    """The part of `clickhouse_connect`'s QueryResult the sources read."""
+
+    result_rows: list[list[Any]] = field(default_factory=list)
+    """Rows as lists of Python values (maps as dicts, arrays as lists)."""
+
+
+def _literal(value: Any) -> str:
+    """A parameter as ClickHouse text, the way server-side parameters are sent over HTTP."""
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_quoted(v) for v in value) + "]"
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def _quoted(value: Any) -> str:
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return _literal(value)
+
+
+class ChdbClient:
+    """Runs queries in a chdb session stored under `path` (a temporary directory in tests)."""
+
+    def __init__(self, path: str) -> None:
+        # Imported here: chdb is a development dependency, untyped, and large to load.
+        chdb_session: Any = importlib.import_module("chdb.session")
+        self._session: Any = chdb_session.Session(path)
+
+    def query(self, query: str, parameters: dict[str, Any] | None = None) -> ChdbResult:
+        """Run a SELECT and return its rows."""
+        params = {k: _literal(v) for k, v in (parameters or {}).items()}
+        result = self._session.query(query, "JSONCompact", params=params)
+        text = result.data()
+        if not text.strip():
+            return ChdbResult()
+        return ChdbResult(json.loads(text).get("data", []))
+
+    def command(self, statement: str) -> None:
+        """Run a statement that returns nothing (DDL, INSERT)."""
+        self._session.query(statement)
+
+    def close(self) -> None:
+        """Close the session."""
+        self._session.close()
