@@ -103,3 +103,19 @@ def test_file_exporters_write_to_the_shared_volume(config: dict[str, Any], servi
     assert init["command"][:3] == ["chown", "-R", "10001:10001"]
     assert services["otel-collector"]["depends_on"]["otel-files-init"]["condition"] == \
         "service_completed_successfully"
+
+
+def test_the_dashboards_own_config_reader_points_at_the_exporters_table(
+    config: dict[str, Any], services: dict[str, Any]
+) -> None:
+    """Read the dashboard service's environment with the dashboard's real parser, not by key names."""
+    from dashboard.sources import config_from_env
+
+    source = config_from_env(environment(services["dashboard"]), argv=[])
+    exporter = config["exporters"]["clickhouse"]
+    _, host, port = url_parts(exporter["endpoint"])
+    assert source.kind == "clickhouse"
+    settings = source.clickhouse
+    assert (settings.host, settings.port, settings.database, settings.table) == (
+        host, port, exporter["database"], exporter["traces_table_name"])
+    assert settings.user == environment(services["otel-collector"])["CLICKHOUSE_USER"]

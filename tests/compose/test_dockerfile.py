@@ -47,3 +47,11 @@ def test_dockerignore_keeps_the_context_small_but_complete() -> None:
     dockerfile = parse_dockerfile()
     for source in dockerfile.copied:
         assert source.rstrip("/") not in ignored, f"{source} is copied but ignored"
+
+
+def test_cmd_is_a_valid_janux_command() -> None:
+    from cli.main import build_parser
+
+    cmd = parse_dockerfile().cmd
+    args = build_parser().parse_args(cmd[1:])
+    assert args.command == "ui" and args.host == "0.0.0.0" and args.port == 8501
