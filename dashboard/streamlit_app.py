@@ -18,7 +18,8 @@ st.set_page_config(page_title="Janux", layout="wide")
 
 navigation = st.navigation(
     [
-        st.Page(_PAGES / "traces.py", title="Traces", url_path="traces", default=True),
+        # The default page is served at "/" (Streamlit ignores its url_path).
+        st.Page(_PAGES / "traces.py", title="Traces", default=True),
         st.Page(_PAGES / "trace.py", title="Trace", url_path="trace"),
         st.Page(_PAGES / "costs.py", title="Costs", url_path="costs"),
         st.Page(_PAGES / "failures.py", title="Failures", url_path="failures"),

@@ -30,7 +30,9 @@ def _table(title: str, frame: pd.DataFrame, key: str) -> None:
     if frame.empty:
         st.info("Nothing in this range.")
         return
-    st.dataframe(frame, hide_index=True, key=f"costs_{key}", column_config=_MONEY)
+    # Estimate columns that are empty everywhere are left out of the view (the CSV keeps them).
+    shown = frame.drop(columns=[c for c in frame.columns if "estimated" in c and frame[c].isna().all()])
+    st.dataframe(shown, hide_index=True, key=f"costs_{key}", column_config=_MONEY)
     st.download_button(
         f"Download {title.lower()} (CSV)",
         frame.to_csv(index=False).encode(),
@@ -42,12 +44,13 @@ def _table(title: str, frame: pd.DataFrame, key: str) -> None:
 
 def _headline(result: CostAudit) -> None:
     total = result.total
-    cols = st.columns(5)
-    cols[0].metric("Recorded cost", fmt.usd(total.cost))
-    cols[1].metric("Estimated cost (other runtimes)", fmt.usd(total.estimated_cost, estimated=True))
-    cols[2].metric("Unpriced tokens", f"{total.unpriced_tokens:,}")
-    cols[3].metric("Tokens in / out", f"{total.input_tokens:,} / {total.output_tokens:,}")
-    cols[4].metric("Traces", f"{result.traces:,}")
+    money = st.columns(2)
+    money[0].metric("Recorded cost", fmt.usd(total.cost))
+    money[1].metric("Estimated cost (other runtimes)", fmt.usd(total.estimated_cost, estimated=True))
+    counts = st.columns(3)
+    counts[0].metric("Unpriced tokens", f"{total.unpriced_tokens:,}")
+    counts[1].metric("Tokens in / out", f"{total.input_tokens:,} / {total.output_tokens:,}")
+    counts[2].metric("Traces", f"{result.traces:,}")
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ LIVE_EVERY_S = 5
 def _table(source: TraceSource, flt: TraceFilter, page_size: int) -> None:
     total = source.count_traces(flt)
     pages = max(1, -(-total // page_size))
-    page = int(st.number_input(f"Page (of {pages})", 1, pages, 1, key="traces_page"))
+    page = int(st.columns(4)[0].number_input(f"Page (of {pages})", 1, pages, 1, key="traces_page"))
     summaries = source.list_traces(flt, limit=page_size, offset=(page - 1) * page_size)
     st.caption(f"{total:,} traces match; showing {len(summaries)} (page {page} of {pages}).")
     views = get_views([s.trace_id for s in summaries])
@@ -30,7 +30,7 @@ def _table(source: TraceSource, flt: TraceFilter, page_size: int) -> None:
         key="traces_table",
         column_config={
             "open": st.column_config.LinkColumn("open", display_text="open ›", width="small"),
-            "trace": st.column_config.TextColumn("trace", width="medium"),
+            "trace": st.column_config.TextColumn("trace", width="large"),
         },
     )
 

@@ -113,9 +113,9 @@ def _show_stats(source: TraceSource) -> None:
         st.sidebar.warning(f"ingest stats unavailable: {exc}")
         return
     st.sidebar.caption("Ingest")
-    left, mid, right = st.sidebar.columns(3)
-    left.metric("Spans", f"{stats.spans:,}")
-    mid.metric("Duplicates", f"{stats.duplicates:,}")
+    st.sidebar.metric("Spans", f"{stats.spans:,}")
+    left, right = st.sidebar.columns(2)
+    left.metric("Duplicates", f"{stats.duplicates:,}")
     right.metric("Rejected", f"{stats.rejected:,}")
     if stats.recent_errors:
         with st.sidebar.expander(f"Latest rejections ({len(stats.recent_errors)})"):

@@ -27,15 +27,16 @@ MAX_INSPECTOR_CHOICES = 500
 def headline(view: TraceView) -> None:
     """Metrics across the top: total cost, tokens, loops, delegations, attempts, failures, checks."""
     total = view.total
-    cols = st.columns(7)
+    top = st.columns([2, 2, 1])
     label = "Total cost (estimated)" if total.is_estimated else "Total cost"
-    cols[0].metric(label, fmt.usage_cost(total))
-    cols[1].metric("Tokens in / out", f"{total.input_tokens:,} / {total.output_tokens:,}")
-    cols[2].metric("Unpriced tokens", f"{total.unpriced_tokens:,}")
-    cols[3].metric("Agent loops", f"{len(view.nodes):,}")
-    cols[4].metric("Delegations", f"{len(view.delegations):,}")
-    cols[5].metric("Attempts", f"{sum(len(d.attempts) for d in view.delegations):,}")
-    cols[6].metric("Failed handoffs", f"{len(view.failures):,}")
+    top[0].metric(label, fmt.usage_cost(total))
+    top[1].metric("Tokens in / out", f"{total.input_tokens:,} / {total.output_tokens:,}")
+    top[2].metric("Unpriced tokens", f"{total.unpriced_tokens:,}")
+    counts = st.columns(4)
+    counts[0].metric("Agent loops", f"{len(view.nodes):,}")
+    counts[1].metric("Delegations", f"{len(view.delegations):,}")
+    counts[2].metric("Attempts", f"{sum(len(d.attempts) for d in view.delegations):,}")
+    counts[3].metric("Failed handoffs", f"{len(view.failures):,}")
     failed = view.failed_checks
     if failed:
         st.error(f"{len(failed)} reconciliation check(s) failed: see the Checks tab.")

@@ -17,8 +17,14 @@ def usd(value: float | None, *, estimated: bool = False) -> str:
     return f"≈ {text} (est.)" if estimated else text
 
 
+NO_USAGE = "—"
+"""Shown where no tokens were used at all (nothing to price, so not "unpriced")."""
+
+
 def usage_cost(usage: Usage) -> str:
-    """Cost of a usage, labelled as an estimate when any part of it is."""
+    """Cost of a usage, labelled as an estimate when any part of it is; `—` when nothing was used."""
+    if usage.total_cost is None and usage.total_tokens == 0 and usage.unpriced_tokens == 0:
+        return NO_USAGE
     return usd(usage.total_cost, estimated=usage.is_estimated)
 
 

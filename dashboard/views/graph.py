@@ -73,7 +73,7 @@ def _edge_label(delegation: Delegation, attempt_no: int | None, error: str | Non
     if attempt_no is not None:
         parts.append(f"attempt {attempt_no}/{total}" + (f" ({error})" if error else ""))
     else:
-        parts.append(f"{total} attempts")
+        parts.append(f"{total} attempt" + ("" if total == 1 else "s"))
     parts.append(fmt.ms(delegation.duration_ms))
     return _label(parts[0], " · ".join(parts[1:]))
 

@@ -45,29 +45,30 @@ def traces_frame(summaries: list[TraceSummary], views: dict[str, TraceView], tra
     rows: list[dict[str, Any]] = []
     for s in summaries:
         view = views.get(s.trace_id)
+        unpriced = s.bill_unpriced_tokens
+        if unpriced is None and view is not None:
+            unpriced = view.total.unpriced_tokens
         rows.append(
             {
+                "open": f"{trace_page}?trace_id={quote(s.trace_id)}",
                 "started (UTC)": datetime.fromtimestamp(s.start_ns / 1e9, tz=UTC).strftime(
                     "%Y-%m-%d %H:%M:%S"
                 ),
-                "trace": s.trace_id,
-                "open": f"{trace_page}?trace_id={quote(s.trace_id)}",
                 "root agent": s.root_agent or "",
-                "service": s.service_name,
-                "conversation": s.conversation_id or "",
+                "cost": _cost(s, view),
+                "checks": badge(view),
+                "failed handoffs": s.failed_handoffs,
+                "attempts": s.attempts,
+                "delegations": s.delegations,
+                "error spans": s.error_spans,
                 "duration": fmt.ms(s.duration_ns / 1e6),
                 "spans": s.span_count,
-                "delegations": s.delegations,
-                "attempts": s.attempts,
-                "failed handoffs": s.failed_handoffs,
-                "error spans": s.error_spans,
-                "cost": _cost(s, view),
                 "input tokens": s.bill_input_tokens,
                 "output tokens": s.bill_output_tokens,
-                "unpriced tokens": s.bill_unpriced_tokens
-                if s.bill_unpriced_tokens is not None
-                else (view.total.unpriced_tokens if view is not None else None),
-                "checks": badge(view),
+                "unpriced tokens": unpriced,
+                "conversation": s.conversation_id or "",
+                "service": s.service_name,
+                "trace": s.trace_id,
             }
         )
     return pd.DataFrame(rows)
