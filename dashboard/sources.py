@@ -152,22 +152,24 @@ def _open_store(data_dir: Path) -> TraceSource:
 
 def _open_clickhouse(settings: ClickHouseSettings) -> TraceSource:
     try:
-        clickhouse_source = importlib.import_module("tracing.clickhouse_source")
+        from tracing.clickhouse_source import ClickHouseSource
+
+        clickhouse_connect: Any = importlib.import_module("clickhouse_connect")
     except ImportError as exc:
         raise SourceUnavailable(
-            "the ClickHouse source is not available (install janux[clickhouse]): " + str(exc)
+            "the ClickHouse source needs clickhouse-connect (pip install 'janux[clickhouse]'): " + str(exc)
         ) from exc
     try:
-        source: Any = clickhouse_source.ClickHouseSource(
+        client = clickhouse_connect.get_client(
             host=settings.host,
             port=settings.port,
-            database=settings.database,
-            table=settings.table,
             username=settings.user,
             password=settings.password,
+            database=settings.database,
         )
+        return ClickHouseSource(client, table=settings.table)
     except Exception as exc:
         raise SourceUnavailable(
-            f"cannot connect to ClickHouse at {settings.host}:{settings.port}: {exc}"
+            f"cannot open ClickHouse table {settings.database}.{settings.table} at "
+            f"{settings.host}:{settings.port}: {exc}"
         ) from exc
-    return source  # type: ignore[no-any-return]

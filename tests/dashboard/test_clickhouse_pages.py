@@ -1,0 +1,60 @@
+"""Pages on the ClickHouse source (real ClickHouse engine via chdb, rows shaped as the Collector's
+exporter writes them: every attribute value a string)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import OpenPage
+from dash_fixtures import DENY_RULE, TOTAL_COST, contract_trace, plain_trace
+from ingest.clickhouse_rows import EXPORTER_DDL, insert_statement
+
+from cli.ui import free_port
+from dashboard.views import fmt
+from tracing.clickhouse_chdb import ChdbClient
+from tracing.clickhouse_source import ClickHouseSource
+
+CONTRACT_ID = contract_trace()[0].trace_id
+
+
+@pytest.fixture(scope="module")
+def clickhouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClickHouseSource]:
+    client = ChdbClient(str(tmp_path_factory.mktemp("chdb")))
+    client.command(EXPORTER_DDL)
+    client.command(insert_statement(contract_trace() + plain_trace()))
+    yield ClickHouseSource(client)
+    client.close()
+
+
+def _table(at: Any, *columns: str) -> Any:
+    return next(e.value for e in at.dataframe if set(columns) <= set(e.value.columns))
+
+
+def test_traces_and_trace_pages_on_clickhouse_rows(open_page: OpenPage, clickhouse: ClickHouseSource) -> None:
+    at = open_page(clickhouse)
+    table = _table(at, "trace", "checks").set_index("trace")
+    assert table.loc[CONTRACT_ID, "cost"] == fmt.usd(TOTAL_COST)
+    assert table.loc[CONTRACT_ID, "checks"] == "✓ ok"
+    at = open_page(clickhouse, "trace.py", trace_id=CONTRACT_ID)
+    metrics = {m.label: m.value for m in at.metric}
+    assert (metrics["Total cost"], metrics["Attempts"]) == (fmt.usd(TOTAL_COST), "4")
+    assert [s.value for s in at.success] == ["All reconciliation checks pass."]
+
+
+def test_failures_page_on_clickhouse_rows(open_page: OpenPage, clickhouse: ClickHouseSource) -> None:
+    at = open_page(clickhouse, "failures.py")
+    table = _table(at, "kind", "reason", "task")
+    assert list(table[table["kind"] == "denied"]["reason"]) == [DENY_RULE]
+
+
+def test_clickhouse_choice_without_a_server_says_why(
+    open_page: OpenPage, monkeypatch: Any, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("JANUX_SOURCE", "clickhouse")
+    monkeypatch.setenv("JANUX_CLICKHOUSE_PORT", str(free_port()))
+    at = open_page(None)
+    assert any("cannot open ClickHouse table otel.otel_traces" in e.value for e in at.error)
+    assert any("No trace source is open" in i.value for i in at.info)
