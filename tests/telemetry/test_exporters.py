@@ -152,7 +152,8 @@ def test_global_install_reads_the_process_environment(tmp_path: Path) -> None:
     )
     env = {"PATH": "/usr/bin:/bin", "OTEL_TRACES_EXPORTER": "otlp_json_file",
            "JANUX_TRACES_FILE": str(path), "OTEL_SERVICE_NAME": "from-env"}
-    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=Path.cwd(), capture_output=True,
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=root, capture_output=True,
                           text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     spans = parse_lines(path.read_text(encoding="utf-8"))
