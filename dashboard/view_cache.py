@@ -17,7 +17,7 @@ from tracing.source import TraceSource
 
 DEFAULT_TTL_S = 10.0
 """Seconds a rebuilt trace is reused before it is read again."""
-DEFAULT_MAX_SPANS = 1_000_000
+DEFAULT_MAX_SPANS = 250_000
 """Spans held across all cached traces before the least recently used are dropped."""
 
 
