@@ -13,9 +13,10 @@ from tracing.receiver import (
     DEFAULT_HOST,
     DEFAULT_HTTP_PORT,
     DEFAULT_MAX_BODY_BYTES,
+    RunningReceiver,
     start_receiver,
 )
-from tracing.store import DATA_DIR_ENV, open_store
+from tracing.store import DATA_DIR_ENV, TraceStore, open_store
 
 TOKEN_ENV = "JANUX_RECEIVER_TOKEN"
 """Environment variable read for the bearer token when --token is not given."""
@@ -33,6 +34,12 @@ def register(subparsers: Any) -> None:
             "durably committed. Runs in the foreground until SIGINT or SIGTERM."
         ),
     )
+    add_receiver_arguments(parser)
+    parser.set_defaults(func=_run)
+
+
+def add_receiver_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the receiver's flags (bind address, ports, token, data dir, body limit); shared with `serve`."""
     parser.add_argument(
         "--host",
         default=DEFAULT_HOST,
@@ -64,7 +71,12 @@ def register(subparsers: Any) -> None:
         default=DEFAULT_MAX_BODY_BYTES,
         help="largest request after decompression; larger get 413/RESOURCE_EXHAUSTED (default: %(default)s)",
     )
-    parser.set_defaults(func=_run)
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="OTLP/HTTP processes sharing the port, to decode on more cores (default: %(default)s)",
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -80,6 +92,7 @@ def _run(args: argparse.Namespace) -> int:
             grpc_port=args.grpc_port,
             token=args.token or None,
             max_body_bytes=args.max_body_bytes,
+            http_workers=max(1, args.workers),
         )
     except OSError as err:
         store.close()
@@ -97,3 +110,15 @@ def _run(args: argparse.Namespace) -> int:
         store.close()
     print("janux collect: stopped", flush=True)
     return 0
+
+
+def start_receiver_from_args(args: argparse.Namespace, store: TraceStore) -> RunningReceiver:
+    """Start the receiver into `store` as the flags of `add_receiver_arguments` say."""
+    return start_receiver(
+        store,
+        host=args.host,
+        http_port=args.http_port,
+        grpc_port=args.grpc_port,
+        token=args.token or None,
+        max_body_bytes=args.max_body_bytes,
+    )
