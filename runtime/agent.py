@@ -102,6 +102,10 @@ class Agent:
             listeners=list(listeners),
             settings=settings,
         )
+        self._adopt(spec, thread_store)
+
+    def _adopt(self, spec: AgentSpec, thread_store: ThreadStore | None) -> None:
+        """Derive the runtime state of a validated definition."""
         self.spec = spec
         """The validated definition."""
         self.catalog: dict[str, ToolEntry] = _catalog(spec)

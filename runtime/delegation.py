@@ -19,6 +19,7 @@ from runtime.context import ActiveAgent, LoopContext, current_depth
 from runtime.deadline import cancel_reason
 from runtime.definitions import DelegationRequest, OnFailure, SessionMode
 from runtime.errors import (
+    CODE_CANCELLED,
     CODE_FALLBACK_UNAVAILABLE,
     CODE_GUARDRAIL,
     CODE_HANDOFF_DENIED,
@@ -103,8 +104,9 @@ async def run_delegation(loop: LoopContext, call: ToolCall, entry: ToolEntry) ->
         outcome = await govern(d)
     except asyncio.CancelledError:
         reason = cancel_reason()
-        _finish(d, Outcome(status=STATUS_FAILED, result="", error_code=reason, error=f"cancelled ({reason})"))
-        obs.end_tool(span, error_type=reason, error_message=f"cancelled ({reason})", handoff=event)
+        detail = CODE_CANCELLED if reason == CODE_CANCELLED else f"{CODE_CANCELLED} ({reason})"
+        _finish(d, Outcome(status=STATUS_FAILED, result="", error_code=reason, error=detail))
+        obs.end_tool(span, error_type=reason, error_message=detail, handoff=event)
         raise
     _finish(d, outcome)
     failing = outcome.status in (STATUS_FAILED, STATUS_DENIED)

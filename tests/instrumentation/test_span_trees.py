@@ -383,3 +383,23 @@ async def test_a_failed_turn_ends_its_root_span_with_error(traced: Traced) -> No
         "invoke_agent triage [Error server_error] depth=0",
         "  chat m [Error server_error]",
     ]
+
+
+async def test_cancelling_the_turn_closes_every_span_and_pairs_the_events(traced: Traced) -> None:
+    sub = Agent("researcher", model=ScriptedModel([reply("late", delay=5.0)], model_name="s"))
+    task = asyncio.create_task(
+        _parent(Subagent(agent=sub, max_turns=1)).run("q", tracer_provider=traced.provider)
+    )
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert outline(traced.tree()) == [
+        "invoke_agent triage [Error cancelled] depth=0",
+        "  chat front-model",
+        "  execute_tool delegate.researcher [Error cancelled] status=failed attempts=1 events=START,END",
+        "    invoke_agent researcher [Error cancelled] depth=1 attempt=1",
+        "      chat s [Error cancelled]",
+    ]
+    end = _find(traced.tree(), "execute_tool delegate.researcher")[0]["events"][1]["attributes"]
+    assert end[c.JANUX_HANDOFF_ERROR] == "cancelled"
