@@ -26,9 +26,19 @@ async def execute_calls(loop: LoopContext, calls: Sequence[ToolCall]) -> list[Me
     """Run one round's tool calls (in parallel when allowed) and return results in call order."""
     first_handoff = _first_handoff_index(loop, calls)
     if len(calls) > 1 and loop.active.agent.parallel_tool_calls:
-        results = await asyncio.gather(
-            *(execute_call(loop, call, index == first_handoff) for index, call in enumerate(calls))
-        )
+        tasks = [
+            asyncio.create_task(execute_call(loop, call, index == first_handoff))
+            for index, call in enumerate(calls)
+        ]
+        try:
+            results = await asyncio.gather(*tasks)
+        except Exception:
+            # execute_call turns every tool failure into a result, so this is a bug: never leave
+            # sibling calls running (and their spans open) behind the exception.
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
     else:
         results = [await execute_call(loop, call, index == first_handoff) for index, call in enumerate(calls)]
     return [
