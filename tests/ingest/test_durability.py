@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import signal
+import socket
 import threading
+import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from ingest.helpers import numbered_spans, pb_request, start_collect
 from tracing.source import TraceFilter
@@ -15,8 +18,9 @@ from tracing.store import open_store
 SPANS_PER_REQUEST = 50
 
 
-def test_sigkill_right_after_acks_loses_nothing(tmp_path: Path) -> None:
-    proc, http_port, _ = start_collect(tmp_path / "data")
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sigkill_right_after_acks_loses_nothing(tmp_path: Path, workers: int) -> None:
+    proc, http_port, _ = start_collect(tmp_path / "data", "--workers", str(workers))
     url = f"http://127.0.0.1:{http_port}/v1/traces"
     acknowledged: list[int] = []
     lock = threading.Lock()
@@ -46,6 +50,7 @@ def test_sigkill_right_after_acks_loses_nothing(tmp_path: Path) -> None:
     for thread in threads:
         thread.join(30)
     proc.wait(30)
+    assert _port_closed(http_port), "a worker process outlived its killed receiver"
     with open_store(tmp_path / "data") as store:
         stored = {s.trace_id for s in store.list_traces(TraceFilter(), limit=100_000)}
         for trace_no in acknowledged:
@@ -54,6 +59,18 @@ def test_sigkill_right_after_acks_loses_nothing(tmp_path: Path) -> None:
                 assert trace_id in stored, f"acknowledged trace {trace_id} lost"
                 assert len(store.get_trace(trace_id)) == 10
         assert store.ingest_stats().spans % SPANS_PER_REQUEST == 0
+
+
+def _port_closed(port: int) -> bool:
+    """Worker processes share the listening socket: the port closes only when all of them died."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def test_collect_stops_cleanly_on_sigterm(tmp_path: Path) -> None:

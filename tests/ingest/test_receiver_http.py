@@ -185,3 +185,18 @@ def test_real_sdk_http_exporter_works_unchanged(
     provider.shutdown()
     (summary,) = store.list_traces(TraceFilter())
     assert summary.span_count == 4 and summary.service_name == "sdk-http" and summary.root_agent == "a"
+
+
+def test_extra_worker_processes_share_the_port_and_stop(store: TraceStore) -> None:
+    from tracing.receiver import start_receiver
+
+    running = start_receiver(store, "127.0.0.1", 0, None, http_workers=3)
+    try:
+        for n in range(30):  # a new connection each time, so the kernel spreads them over processes
+            body = pb_request(numbered_spans(10, trace_no=1 + n)).SerializeToString()
+            assert httpx.post(url(running), content=body, headers=PROTO).status_code == 200
+    finally:
+        running.stop()
+    assert store.ingest_stats().spans == 300 and store.count_traces(TraceFilter()) == 30
+    with pytest.raises(httpx.ConnectError):
+        httpx.post(url(running), content=b"", headers=PROTO)

@@ -6,12 +6,14 @@ import logging
 import socket
 import threading
 import time
+from multiprocessing.process import BaseProcess
 
 import grpc
 import uvicorn
 
 from tracing.receiver.grpc_server import start_grpc_server
 from tracing.receiver.http_app import HttpSettings, build_http_app
+from tracing.receiver.workers import start_http_workers, stop_http_workers
 from tracing.store import TraceStore
 
 logger = logging.getLogger(__name__)
@@ -37,7 +39,9 @@ class RunningReceiver:
         http_port: int | None,
         grpc_server: grpc.Server | None,
         grpc_port: int | None,
+        workers: list[BaseProcess] | None = None,
     ) -> None:
+        self._workers = workers or []
         self._http_server = http_server
         self._http_thread = http_thread
         self._grpc_server = grpc_server
@@ -51,6 +55,9 @@ class RunningReceiver:
         if self._grpc_server is not None:
             self._grpc_server.stop(grace_s).wait(grace_s + 1)
             self._grpc_server = None
+        if self._workers:
+            stop_http_workers(self._workers, grace_s + 5)
+            self._workers = []
         if self._http_server is not None and self._http_thread is not None:
             self._http_server.should_exit = True
             self._http_thread.join(grace_s + 5)
@@ -78,10 +85,9 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def _start_http(
-    store: TraceStore, host: str, port: int, settings: HttpSettings
+    store: TraceStore, sock: socket.socket, settings: HttpSettings
 ) -> tuple[uvicorn.Server, threading.Thread, int]:
-    sock = _bind(host, port)
-    actual = int(sock.getsockname()[1])
+    host, actual = sock.getsockname()[:2]
     config = uvicorn.Config(
         build_http_app(store, settings),
         log_level="warning",
@@ -98,7 +104,6 @@ def _start_http(
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
             server.should_exit = True
-            sock.close()
             raise OSError(f"OTLP/HTTP server did not start on {host}:{actual}")
         time.sleep(0.01)
     return server, thread, actual
@@ -111,21 +116,29 @@ def start_receiver(
     grpc_port: int | None = DEFAULT_GRPC_PORT,
     token: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    http_workers: int = 1,
 ) -> RunningReceiver:
     """Serve OTLP/HTTP and OTLP/gRPC into `store` from background threads.
 
     A port of 0 picks a free one (read it back from the result); None disables that endpoint.
-    With `token`, every request must carry `Authorization: Bearer <token>`.
+    With `token`, every request must carry `Authorization: Bearer <token>`. `http_workers` > 1
+    adds that many minus one OTLP/HTTP worker processes on the same socket and data directory
+    (more cores for decoding; each still acknowledges only after its own commit).
     """
     settings = HttpSettings(token=token, max_body_bytes=max_body_bytes)
     http: tuple[uvicorn.Server, threading.Thread, int] | None = None
+    workers: list[BaseProcess] = []
     if http_port is not None:
-        http = _start_http(store, host, http_port, settings)
+        sock = _bind(host, http_port)
+        http = _start_http(store, sock, settings)
+        if http_workers > 1:
+            workers = start_http_workers(http_workers - 1, sock, store.data_dir, settings)
     grpc_result: tuple[grpc.Server, int] | None = None
     try:
         if grpc_port is not None:
             grpc_result = start_grpc_server(store, host, grpc_port, token, max_body_bytes)
     except BaseException:
+        stop_http_workers(workers)
         if http is not None:
             http[0].should_exit = True
             http[1].join(10)
@@ -136,10 +149,12 @@ def start_receiver(
         http[2] if http else None,
         grpc_result[0] if grpc_result else None,
         grpc_result[1] if grpc_result else None,
+        workers,
     )
     logger.info(
-        "OTLP receiver listening: http=%s grpc=%s (token %s)",
+        "OTLP receiver listening: http=%s (%d process(es)) grpc=%s (token %s)",
         f"{host}:{receiver.http_port}" if receiver.http_port else "off",
+        1 + len(workers),
         f"{host}:{receiver.grpc_port}" if receiver.grpc_port else "off",
         "required" if token else "not required",
     )

@@ -12,16 +12,19 @@ so they stay right when a child is exported before its parent, in a later batch 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
-from typing import Any
 
 from tracing.conventions import OP_EXECUTE_TOOL, OP_INVOKE_AGENT
 from tracing.records import STATUS_ERROR
-from tracing.store.schema import BATCH_COLUMNS, SPAN_COLUMNS
+from tracing.store.rows import StagedBatch
+from tracing.store.schema import BATCH_COLUMNS, FLAG_DELEGATION, FLAG_FAILING, ROOT_COLUMNS, SPAN_COLUMNS
 
 _STAGE = (
     f"INSERT OR IGNORE INTO temp.batch ({', '.join(BATCH_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(BATCH_COLUMNS))})"
+)
+
+_STAGE_ROOTS = (
+    f"INSERT INTO temp.batch_roots ({', '.join(ROOT_COLUMNS)}) VALUES ({', '.join('?' * len(ROOT_COLUMNS))})"
 )
 
 _DROP_DUPLICATES = """
@@ -38,8 +41,8 @@ _SUMMARY_UPSERT = """
 INSERT INTO main.trace_summary (
     TraceId, StartNs, EndNs, SpanCount, Delegations, Attempts, FailedHandoffs, ForeignFailed,
     ErrorSpans, FirstService, InferenceInput, InferenceOutput)
-SELECT b.TraceId, min(b.Timestamp), max(b.Timestamp + b.Duration), count(*), sum(b.IsDelegation), 0,
-    sum(b.IsFailing), 0, sum(b.StatusCode = :error),
+SELECT b.TraceId, min(b.Timestamp), max(b.Timestamp + b.Duration), count(*),
+    sum((b.Flags & :delegation) != 0), 0, sum((b.Flags & :failing) != 0), 0, sum(b.StatusCode = :error),
     (SELECT f.ServiceName FROM temp.batch f WHERE f.TraceId = b.TraceId ORDER BY f.Timestamp LIMIT 1),
     sum(b.InferenceInput), sum(b.InferenceOutput)
 FROM temp.batch b WHERE true GROUP BY b.TraceId
@@ -59,7 +62,8 @@ ON CONFLICT (TraceId) DO UPDATE SET
 
 # CROSS JOIN pins the join order: always walk the (small) batch and probe the big table by key.
 
-# The earliest root of the batch replaces the stored root only when it started earlier.
+# The earliest root of the batch replaces the stored root only when it started earlier; a root
+# whose span was a duplicate has the same start and so changes nothing.
 _ROOTS = """
 UPDATE main.trace_summary SET
     RootStartNs = r.Timestamp, RootName = r.SpanName, RootService = r.ServiceName,
@@ -67,8 +71,8 @@ UPDATE main.trace_summary SET
     BillCost = r.BillCost, BillInput = r.BillInput, BillOutput = r.BillOutput,
     BillUnpriced = r.BillUnpriced
 FROM (
-    SELECT b.* FROM temp.batch b WHERE b.ParentSpanId = '' AND b.Timestamp = (
-        SELECT min(x.Timestamp) FROM temp.batch x WHERE x.TraceId = b.TraceId AND x.ParentSpanId = '')
+    SELECT b.* FROM temp.batch_roots b WHERE b.Timestamp = (
+        SELECT min(x.Timestamp) FROM temp.batch_roots x WHERE x.TraceId = b.TraceId)
 ) AS r
 WHERE trace_summary.TraceId = r.TraceId
     AND (trace_summary.RootStartNs IS NULL OR r.Timestamp < trace_summary.RootStartNs)
@@ -118,23 +122,34 @@ FROM (
 WHERE trace_summary.TraceId = d.TraceId
 """
 
-_PARAMS = {"agent": OP_INVOKE_AGENT, "tool": OP_EXECUTE_TOOL, "error": STATUS_ERROR}
+_PARAMS = {
+    "agent": OP_INVOKE_AGENT,
+    "tool": OP_EXECUTE_TOOL,
+    "error": STATUS_ERROR,
+    "delegation": FLAG_DELEGATION,
+    "failing": FLAG_FAILING,
+}
 
 
-def apply_batch(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]) -> tuple[int, int]:
-    """Store staged rows (from `rows.batch_rows`); returns (spans stored, duplicates skipped)."""
-    if not rows:
+def apply_batch(conn: sqlite3.Connection, batch: StagedBatch) -> tuple[int, int]:
+    """Store a staged batch (from `rows.batch_rows`); returns (spans stored, duplicates skipped)."""
+    if not batch.rows:
         return 0, 0
     conn.execute("DELETE FROM temp.batch")
-    staged = conn.executemany(_STAGE, rows).rowcount
-    in_batch_duplicates = len(rows) - staged
+    conn.execute("DELETE FROM temp.batch_roots")
+    staged = conn.executemany(_STAGE, batch.rows).rowcount
+    in_batch_duplicates = len(batch.rows) - staged
     stored_before = conn.execute(_DROP_DUPLICATES).rowcount
     new = staged - stored_before
     if new > 0:
+        if batch.roots:
+            conn.executemany(_STAGE_ROOTS, batch.roots)
         conn.execute(_STORE)
         conn.execute(_SUMMARY_UPSERT, _PARAMS)
-        conn.execute(_ROOTS)
+        if batch.roots:
+            conn.execute(_ROOTS)
         conn.execute(_ATTEMPTS, _PARAMS)
         conn.execute(_FOREIGN_FAILED, _PARAMS)
     conn.execute("DELETE FROM temp.batch")
+    conn.execute("DELETE FROM temp.batch_roots")
     return new, in_batch_duplicates + stored_before

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from tracing.conventions import (
@@ -30,6 +31,7 @@ from tracing.conventions import (
     TOOL_TYPE_DELEGATE,
 )
 from tracing.records import EventRecord, LinkRecord, SpanRecord, attr_float, attr_int, attr_str
+from tracing.store.schema import FLAG_DELEGATION, FLAG_FAILING
 
 
 def _fallback(value: object) -> Any:
@@ -49,10 +51,24 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def batch_rows(spans: Iterable[SpanRecord]) -> list[tuple[Any, ...]]:
-    """One staging row per span (see `schema.BATCH_COLUMNS`)."""
+@dataclass(slots=True)
+class StagedBatch:
+    """A batch converted for the write path (see `schema.BATCH_COLUMNS` / `ROOT_COLUMNS`)."""
+
+    rows: list[tuple[Any, ...]]
+    """One row per span."""
+    roots: list[tuple[Any, ...]]
+    """One row per root span (agent, conversation, bill)."""
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def batch_rows(spans: Iterable[SpanRecord]) -> StagedBatch:
+    """Staging rows for `spans`: the hot loop of ingestion, kept flat on purpose."""
     resource_json: dict[int, str] = {}
     rows: list[tuple[Any, ...]] = []
+    roots: list[tuple[Any, ...]] = []
     append = rows.append
     for span in spans:
         attrs = span.attributes
@@ -63,24 +79,28 @@ def batch_rows(spans: Iterable[SpanRecord]) -> list[tuple[Any, ...]]:
             resource_json[id(resource)] = res_json
         op = _text(attrs.get(GEN_AI_OPERATION_NAME))
         handoff_status = _text(attrs.get(JANUX_HANDOFF_STATUS))
-        is_tool = op == OP_EXECUTE_TOOL
+        flags = 0
+        if op == OP_EXECUTE_TOOL:
+            if attrs.get(GEN_AI_TOOL_TYPE) == TOOL_TYPE_DELEGATE:
+                flags |= FLAG_DELEGATION
+            if handoff_status in FAILING_STATUSES:
+                flags |= FLAG_FAILING
+        usage = _usage(attrs) if op in INFERENCE_OPERATIONS else _NO_USAGE
         append(
             (
                 span.start_ns, span.trace_id, span.span_id, span.parent_span_id, span.trace_state,
                 span.name, span.kind, span.service_name, res_json, span.scope_name, span.scope_version,
                 _encode(attrs) if attrs else "{}", span.duration_ns, span.status_code,
                 span.status_message, _events_json(span.events) if span.events else "[]",
-                _links_json(span.links) if span.links else "[]", op, handoff_status,
-                1 if is_tool and attrs.get(GEN_AI_TOOL_TYPE) == TOOL_TYPE_DELEGATE else 0,
-                1 if is_tool and handoff_status in FAILING_STATUSES else 0,
-                *(_root_fields(attrs) if not span.parent_span_id else _NOT_ROOT),
-                *(_usage(attrs) if op in INFERENCE_OPERATIONS else _NO_USAGE),
+                _links_json(span.links) if span.links else "[]", op, handoff_status, flags,
+                usage[0], usage[1],
             )
         )  # fmt: skip
-    return rows
+        if not span.parent_span_id:
+            roots.append((span.trace_id, span.start_ns, span.name, span.service_name, *_root_fields(attrs)))
+    return StagedBatch(rows, roots)
 
 
-_NOT_ROOT: tuple[None, None, int, None, None, None, None] = (None, None, 0, None, None, None, None)
 _NO_USAGE: tuple[None, None] = (None, None)
 
 

@@ -93,18 +93,29 @@ BATCH_COLUMNS = (
     "Timestamp", "TraceId", "SpanId", "ParentSpanId", "TraceState", "SpanName", "SpanKind",
     "ServiceName", "ResourceAttributes", "ScopeName", "ScopeVersion", "SpanAttributes", "Duration",
     "StatusCode", "StatusMessage", "Events", "Links", "Op", "HandoffStatus",
-    "IsDelegation", "IsFailing", "Agent", "Conversation", "HasBill", "BillCost", "BillInput",
-    "BillOutput", "BillUnpriced", "InferenceInput", "InferenceOutput",
+    "Flags", "InferenceInput", "InferenceOutput",
 )  # fmt: skip
-"""Columns of one staged span: the 19 stored columns, then the summary inputs."""
+"""Columns of one staged span: the 19 stored columns, then the summary inputs every span has."""
+
+FLAG_DELEGATION = 1
+"""`Flags` bit: an `execute_tool` span of a delegate tool."""
+FLAG_FAILING = 2
+"""`Flags` bit: an `execute_tool` span whose final handoff status is failing."""
+
+ROOT_COLUMNS = (
+    "TraceId", "Timestamp", "SpanName", "ServiceName", "Agent", "Conversation", "HasBill", "BillCost",
+    "BillInput", "BillOutput", "BillUnpriced",
+)  # fmt: skip
+"""Columns of one staged root span (only roots carry agent, conversation and bill)."""
 
 SPAN_COLUMNS = BATCH_COLUMNS[:19]
 """Columns of `otel_traces`, in table order."""
 
-_BATCH_TABLE = (
-    "CREATE TEMP TABLE IF NOT EXISTS batch ("
-    + ", ".join(BATCH_COLUMNS)
-    + ", PRIMARY KEY (TraceId, SpanId)) WITHOUT ROWID"
+# A rowid table (not WITHOUT ROWID): staged rows carry kilobytes of JSON, which a clustered
+# primary key would have to move around on every insert.
+_BATCH_TABLES = (
+    "CREATE TEMP TABLE IF NOT EXISTS batch (" + ", ".join(BATCH_COLUMNS) + ", UNIQUE (TraceId, SpanId))",
+    "CREATE TEMP TABLE IF NOT EXISTS batch_roots (" + ", ".join(ROOT_COLUMNS) + ")",
 )
 
 
@@ -128,7 +139,8 @@ def connect(path: Path, *, writer: bool) -> sqlite3.Connection:
     conn.execute("PRAGMA cache_size = -65536")
     conn.execute("PRAGMA temp_store = MEMORY")
     if writer:
-        conn.execute(_BATCH_TABLE)
+        for statement in _BATCH_TABLES:
+            conn.execute(statement)
     return conn
 
 

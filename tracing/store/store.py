@@ -20,6 +20,7 @@ from typing import Literal
 from tracing.records import SpanRecord
 from tracing.source import IngestStats, TraceFilter, TraceSummary
 from tracing.store import queries
+from tracing.store.lock import WriteLock
 from tracing.store.maintenance import PruneResult, prune_before
 from tracing.store.rows import batch_rows
 from tracing.store.schema import connect, database_path, ensure_schema
@@ -59,7 +60,9 @@ class TraceStore:
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
-        self._writer = GroupCommitWriter(lambda: connect(self.path, writer=True))
+        self._writer = GroupCommitWriter(
+            lambda: connect(self.path, writer=True), lambda: WriteLock(self.data_dir)
+        )
 
     # ---------------------------------------------------------------- writing
 
@@ -87,10 +90,12 @@ class TraceStore:
         """Delete traces (spans and summaries) that ended more than `older_than_days` ago."""
         now = time.time_ns() if now_ns is None else now_ns
         conn = connect(self.path, writer=False)
+        lock = WriteLock(self.data_dir)
         try:
-            return prune_before(conn, now - int(older_than_days * NS_PER_DAY))
+            return prune_before(conn, now - int(older_than_days * NS_PER_DAY), lock)
         finally:
             conn.close()
+            lock.close()
 
     def close(self) -> None:
         """Commit queued writes, stop the writer and close every connection."""

@@ -14,9 +14,10 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
 
 from tracing.store.ingest import apply_batch
+from tracing.store.lock import WriteLock
+from tracing.store.rows import StagedBatch
 from tracing.store.schema import RECENT_ERRORS_KEPT
 
 logger = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ class WriteResult:
 
 @dataclass(slots=True)
 class _Job:
-    rows: Sequence[tuple[Any, ...]]
+    rows: StagedBatch
     rejected: int
     errors: Sequence[str]
     future: Future[WriteResult] = field(default_factory=Future)
@@ -48,8 +49,15 @@ class _Job:
 class GroupCommitWriter:
     """A daemon thread committing queued batches; `connect` opens its private connection."""
 
-    def __init__(self, connect: Callable[[], sqlite3.Connection], name: str = "janux-store-writer") -> None:
+    def __init__(
+        self,
+        connect: Callable[[], sqlite3.Connection],
+        lock: Callable[[], WriteLock] | None = None,
+        name: str = "janux-store-writer",
+    ) -> None:
         self._connect = connect
+        self._make_lock = lock
+        self._lock_file: WriteLock | None = None
         self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._started = threading.Event()
@@ -57,9 +65,7 @@ class GroupCommitWriter:
         self._closed = False
         self._lock = threading.Lock()
 
-    def submit(
-        self, rows: Sequence[tuple[Any, ...]], rejected: int = 0, errors: Sequence[str] = ()
-    ) -> Future[WriteResult]:
+    def submit(self, rows: StagedBatch, rejected: int = 0, errors: Sequence[str] = ()) -> Future[WriteResult]:
         """Queue staged rows (and rejection counts) for the next commit; the future resolves after it."""
         job = _Job(rows, rejected, errors)
         with self._lock:
@@ -88,6 +94,7 @@ class GroupCommitWriter:
     def _run(self) -> None:
         try:
             conn = self._connect()
+            self._lock_file = self._make_lock() if self._make_lock is not None else None
         except BaseException as err:  # reported to the first submitter
             self._start_error = err
             self._started.set()
@@ -101,6 +108,8 @@ class GroupCommitWriter:
                     self._commit(conn, jobs)
         finally:
             conn.close()
+            if self._lock_file is not None:
+                self._lock_file.close()
 
     def _take(self) -> tuple[list[_Job], bool]:
         """Block for one job, then drain whatever else is waiting (up to the span budget)."""
@@ -122,7 +131,12 @@ class GroupCommitWriter:
 
     def _commit(self, conn: sqlite3.Connection, jobs: list[_Job]) -> None:
         try:
-            results = commit_jobs(conn, [(j.rows, j.rejected, j.errors) for j in jobs])
+            batches = [(j.rows, j.rejected, j.errors) for j in jobs]
+            if self._lock_file is None:
+                results = commit_jobs(conn, batches)
+            else:
+                with self._lock_file.held():
+                    results = commit_jobs(conn, batches)
         except BaseException as err:
             logger.exception("store commit failed for %d batch(es)", len(jobs))
             for job in jobs:
@@ -133,7 +147,7 @@ class GroupCommitWriter:
 
 
 def commit_jobs(
-    conn: sqlite3.Connection, jobs: Sequence[tuple[Sequence[tuple[Any, ...]], int, Sequence[str]]]
+    conn: sqlite3.Connection, jobs: Sequence[tuple[StagedBatch, int, Sequence[str]]]
 ) -> list[WriteResult]:
     """Store several batches in one transaction and update the counters; rolls back on failure."""
     conn.execute("BEGIN IMMEDIATE")
