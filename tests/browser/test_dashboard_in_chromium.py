@@ -1,0 +1,198 @@
+"""What a person sees: `janux serve --demo` in a real Chromium (Debian's package, via Playwright).
+
+The demo scenarios travel through the runtime, real OTLP/HTTP, the receiver and the embedded
+store; the browser then opens every page and checks what a user would look for: a delegation
+with two attempts, a denied handoff with the rule that denied it, and the total cost. The
+screenshots it takes are the ones the README shows (docs/screenshots/).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from dashboard.views.fmt import usd
+from tracing.conventions import JANUX_HANDOFF_DENY_REASON
+from tracing.source import TraceFilter, TraceSummary
+from tracing.store import open_store
+
+REPO = Path(__file__).resolve().parents[2]
+SCREENSHOTS = REPO / "docs" / "screenshots"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_FLAGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+DEMO_TRACES = 19
+UI_WAIT_MS = 30_000
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Served:
+    url: str
+    traces: list[TraceSummary]
+    denied_by: dict[str, str]
+    """Trace id of a denied handoff, by the rule that denied it."""
+
+
+def _wait_for_demo(data_dir: Path, process: subprocess.Popen[bytes], timeout_s: float) -> list[TraceSummary]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "janux serve exited early"
+        if (data_dir / "traces.sqlite3").exists():
+            with open_store(data_dir) as store:
+                traces = store.list_traces(TraceFilter(), limit=100)
+            if len(traces) >= DEMO_TRACES:
+                return traces
+        time.sleep(0.5)
+    raise AssertionError("the demo traces never reached the store")
+
+
+def _denials(data_dir: Path) -> dict[str, str]:
+    with open_store(data_dir) as store:
+        spans = store.failed_handoff_spans(TraceFilter())
+    return {
+        str(span.attributes[JANUX_HANDOFF_DENY_REASON]): span.trace_id
+        for span in spans
+        if JANUX_HANDOFF_DENY_REASON in span.attributes
+    }
+
+
+def _wait_for_ui(url: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise AssertionError("the dashboard never answered its health check")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    data_dir = tmp_path_factory.mktemp("store")
+    ui_port = _free_port()
+    command = [
+        sys.executable, "-m", "cli.main", "serve", "--demo", "--data-dir", str(data_dir),
+        "--http-port", "0", "--grpc-port", "0", "--ui-port", str(ui_port),
+    ]  # fmt: skip
+    process = subprocess.Popen(command, cwd=REPO, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    try:
+        url = f"http://127.0.0.1:{ui_port}"
+        traces = _wait_for_demo(data_dir, process, 120)
+        _wait_for_ui(url, 60)
+        yield Served(url, traces, _denials(data_dir))
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture()
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1440, "height": 1000})
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield opened
+    context.close()
+    assert not errors, f"JavaScript errors in the page: {errors}"
+
+
+def _open(page: Page, url: str, heading: str) -> None:
+    page.goto(url)
+    expect(page.get_by_role("heading", name=heading, exact=True)).to_be_visible(timeout=UI_WAIT_MS)
+    # A Streamlit exception box would mean the page crashed on real data.
+    expect(page.locator("[data-testid='stException']")).to_have_count(0)
+
+
+def _shot(page: Page, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=False)
+
+
+def _trace_with(traces: list[TraceSummary], *, attempts: int, failed: int, delegations: int) -> TraceSummary:
+    return next(
+        t
+        for t in traces
+        if t.attempts == attempts and t.failed_handoffs == failed and t.delegations == delegations
+    )
+
+
+def test_traces_page_lists_every_demo_trace(served: Served, page: Page) -> None:
+    _open(page, served.url, "Traces")
+    expect(page.get_by_text(f"{len(served.traces)} traces match")).to_be_visible(timeout=UI_WAIT_MS)
+    _shot(page, "traces")
+
+
+def test_trace_page_shows_a_delegation_with_two_attempts(served: Served, page: Page) -> None:
+    retried = _trace_with(served.traces, attempts=2, failed=0, delegations=1)
+    _open(page, f"{served.url}/trace?trace_id={retried.trace_id}", "Trace")
+    graph = page.locator("svg")
+    expect(graph.get_by_text("attempt 1/2", exact=False).first).to_be_visible(timeout=UI_WAIT_MS)
+    expect(graph.get_by_text("attempt 2/2", exact=False).first).to_be_visible()
+    assert retried.bill_cost is not None
+    expect(page.get_by_text(usd(retried.bill_cost), exact=True).first).to_be_visible()
+    _shot(page, "trace")
+
+
+def test_trace_page_names_the_rule_that_denied_a_handoff(served: Served, page: Page) -> None:
+    assert set(served.denied_by) >= {"allowed_tools", "denied_tools", "max_depth", "guardrail"}
+    _open(page, f"{served.url}/trace?trace_id={served.denied_by['max_depth']}", "Trace")
+    graph = page.locator("svg")
+    expect(graph.get_by_text("max_depth", exact=True).first).to_be_visible(timeout=UI_WAIT_MS)
+    expect(graph.get_by_text("denied · 0 attempts", exact=False).first).to_be_visible()
+
+
+def test_failures_page_counts_each_kind(served: Served, page: Page) -> None:
+    _open(page, f"{served.url}/failures", "Failures")
+    denied = page.locator("[data-testid='stMetric']").filter(has_text="denied")
+    expect(denied.first).to_contain_text("6", timeout=UI_WAIT_MS)
+    _shot(page, "failures")
+
+
+def test_costs_page_shows_the_total_of_every_bill(served: Served, page: Page) -> None:
+    total = sum(t.bill_cost or 0.0 for t in served.traces)
+    _open(page, f"{served.url}/costs", "Costs")
+    recorded = page.locator("[data-testid='stMetric']").filter(has_text="Recorded cost")
+    expect(recorded.first).to_contain_text(usd(total), timeout=UI_WAIT_MS)
+    _shot(page, "costs")
+
+
+def test_compare_page_diffs_two_traces(served: Served, page: Page) -> None:
+    retried = _trace_with(served.traces, attempts=2, failed=0, delegations=1)
+    plain = next(t for t in served.traces if t.delegations == 0 and t.root_agent == "triage")
+    _open(page, f"{served.url}/compare?a={plain.trace_id}&b={retried.trace_id}", "Compare")
+    expect(page.get_by_text("researcher", exact=False).first).to_be_visible(timeout=UI_WAIT_MS)
+    _shot(page, "compare")
