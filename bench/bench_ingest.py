@@ -40,7 +40,7 @@ from tracing.store import TraceStore, open_store
 SPANS_PER_REQUEST = 512
 """Spans per OTLP/HTTP request, as the OTel SDK's batch processor sends them."""
 CLIENT_THREADS = 16
-"""Concurrent sender threads."""
+"""Concurrent sender threads (connections), like many instrumented processes exporting at once."""
 _ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -93,84 +93,68 @@ def _handoff_events(status: str) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
+_AGENT = {
+    c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT,
+    c.JANUX_TURN_INPUT_TOKENS: 1200,
+    c.JANUX_TURN_OUTPUT_TOKENS: 300,
+    c.JANUX_TURN_COST: 0.0042,
+    c.JANUX_TURN_ROUNDS: 3,
+}
+_ROOT_ATTRS = {
+    **_AGENT,
+    c.GEN_AI_AGENT_NAME: "planner",
+    c.GEN_AI_CONVERSATION_ID: "conv-42",
+    c.JANUX_AGENT_DEPTH: 0,
+    c.JANUX_BILL_INPUT_TOKENS: 5000,
+    c.JANUX_BILL_OUTPUT_TOKENS: 900,
+    c.JANUX_BILL_COST: 0.017,
+    c.JANUX_BILL_UNPRICED_TOKENS: 0,
+}
+_CHAT = {
+    c.GEN_AI_OPERATION_NAME: c.OP_CHAT,
+    c.GEN_AI_PROVIDER_NAME: "openai",
+    c.GEN_AI_REQUEST_MODEL: "gpt-4o",
+    c.GEN_AI_RESPONSE_MODEL: "gpt-4o-2024-08-06",
+    c.GEN_AI_RESPONSE_FINISH_REASONS: ["tool_calls"],
+    c.GEN_AI_USAGE_INPUT_TOKENS: 400,
+    c.GEN_AI_USAGE_OUTPUT_TOKENS: 100,
+    c.GEN_AI_AGENT_NAME: "planner",
+    c.JANUX_ROUND_COST: 0.0014,
+}
+_TOOL = {
+    c.GEN_AI_OPERATION_NAME: c.OP_EXECUTE_TOOL,
+    c.GEN_AI_TOOL_NAME: "search",
+    c.GEN_AI_TOOL_CALL_ID: "call-7",
+    c.GEN_AI_TOOL_TYPE: "function",
+}
+_DELEGATE = {
+    c.GEN_AI_OPERATION_NAME: c.OP_EXECUTE_TOOL,
+    c.GEN_AI_TOOL_NAME: "delegate.researcher",
+    c.GEN_AI_TOOL_CALL_ID: "call-1",
+    c.GEN_AI_TOOL_TYPE: c.TOOL_TYPE_DELEGATE,
+    c.JANUX_HANDOFF_STATUS: c.STATUS_COMPLETED,
+    c.JANUX_HANDOFF_ATTEMPTS: 2,
+    c.JANUX_HANDOFF_TARGET: "researcher",
+}
+_ATTEMPT = {
+    **_AGENT,
+    c.GEN_AI_AGENT_NAME: "researcher",
+    c.JANUX_HANDOFF_ATTEMPT: 1,
+    c.JANUX_HANDOFF_ID: "h-1",
+    c.JANUX_AGENT_DEPTH: 1,
+    c.JANUX_BUDGET_MAX_TURNS: 8,
+}
+
+
 def _trace_templates() -> list[tuple[Span, int]]:
     """One janux turn of 20 spans: (template, index of its parent in the list or -1)."""
-    agent = {
-        c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT,
-        c.JANUX_TURN_INPUT_TOKENS: 1200,
-        c.JANUX_TURN_OUTPUT_TOKENS: 300,
-        c.JANUX_TURN_COST: 0.0042,
-        c.JANUX_TURN_ROUNDS: 3,
-    }
-    root = _template(
-        "invoke_agent planner",
-        1,
-        {
-            **agent,
-            c.GEN_AI_AGENT_NAME: "planner",
-            c.GEN_AI_CONVERSATION_ID: "conv-42",
-            c.JANUX_AGENT_DEPTH: 0,
-            c.JANUX_BILL_INPUT_TOKENS: 5000,
-            c.JANUX_BILL_OUTPUT_TOKENS: 900,
-            c.JANUX_BILL_COST: 0.017,
-            c.JANUX_BILL_UNPRICED_TOKENS: 0,
-        },
-        [],
-    )
-    chat = _template(
-        "chat gpt-4o",
-        3,
-        {
-            c.GEN_AI_OPERATION_NAME: c.OP_CHAT,
-            c.GEN_AI_PROVIDER_NAME: "openai",
-            c.GEN_AI_REQUEST_MODEL: "gpt-4o",
-            c.GEN_AI_RESPONSE_MODEL: "gpt-4o-2024-08-06",
-            c.GEN_AI_RESPONSE_FINISH_REASONS: ["tool_calls"],
-            c.GEN_AI_USAGE_INPUT_TOKENS: 400,
-            c.GEN_AI_USAGE_OUTPUT_TOKENS: 100,
-            c.GEN_AI_AGENT_NAME: "planner",
-            c.JANUX_ROUND_COST: 0.0014,
-        },
-        [],
-    )
-    tool = _template(
-        "execute_tool search",
-        1,
-        {
-            c.GEN_AI_OPERATION_NAME: c.OP_EXECUTE_TOOL,
-            c.GEN_AI_TOOL_NAME: "search",
-            c.GEN_AI_TOOL_CALL_ID: "call-7",
-            c.GEN_AI_TOOL_TYPE: "function",
-        },
-        [],
-    )
+    root = _template("invoke_agent planner", 1, _ROOT_ATTRS, [])
+    chat = _template("chat gpt-4o", 3, _CHAT, [])
+    tool = _template("execute_tool search", 1, _TOOL, [])
     delegate = _template(
-        "execute_tool delegate.researcher",
-        1,
-        {
-            c.GEN_AI_OPERATION_NAME: c.OP_EXECUTE_TOOL,
-            c.GEN_AI_TOOL_NAME: "delegate.researcher",
-            c.GEN_AI_TOOL_CALL_ID: "call-1",
-            c.GEN_AI_TOOL_TYPE: c.TOOL_TYPE_DELEGATE,
-            c.JANUX_HANDOFF_STATUS: c.STATUS_COMPLETED,
-            c.JANUX_HANDOFF_ATTEMPTS: 2,
-            c.JANUX_HANDOFF_TARGET: "researcher",
-        },
-        _handoff_events(c.STATUS_COMPLETED),
+        "execute_tool delegate.researcher", 1, _DELEGATE, _handoff_events(c.STATUS_COMPLETED)
     )
-    attempt = _template(
-        "invoke_agent researcher",
-        1,
-        {
-            **agent,
-            c.GEN_AI_AGENT_NAME: "researcher",
-            c.JANUX_HANDOFF_ATTEMPT: 1,
-            c.JANUX_HANDOFF_ID: "h-1",
-            c.JANUX_AGENT_DEPTH: 1,
-            c.JANUX_BUDGET_MAX_TURNS: 8,
-        },
-        [],
-    )
+    attempt = _template("invoke_agent researcher", 1, _ATTEMPT, [])
     shape = [(root, -1), (chat, 0), (chat, 0), (tool, 0), (tool, 0), (chat, 0), (delegate, 0), (delegate, 0)]
     for parent in (6, 7):
         first = len(shape)
@@ -182,7 +166,7 @@ def _trace_templates() -> list[tuple[Span, int]]:
             (chat, first),
             (tool, first),
         ]
-    return shape  # fmt: skip
+    return shape
 
 
 def span_stream(seed: int) -> Iterator[Span]:
@@ -277,6 +261,7 @@ def _send_all(port: int, bodies: list[bytes]) -> list[str]:
     errors: list[str] = []
 
     def worker() -> None:
+        """Send bodies until none is left."""
         with httpx.Client(timeout=120, headers={"content-type": "application/x-protobuf"}) as client:
             while True:
                 with lock:
@@ -296,14 +281,13 @@ def _send_all(port: int, bodies: list[bytes]) -> list[str]:
     return errors
 
 
-def bench_receiver(requests: int, work: Path) -> dict[str, float]:
-    """Acknowledged and queryable spans/s through a `janux collect` subprocess."""
-    bodies = request_bodies(requests, seed=1)
-    parse_rate, decode_rate = _decode_costs(bodies[: max(20, requests // 5)])
-    data_dir = work / "receiver"
-    proc, port = _start_collector(data_dir)
+def bench_receiver(requests: int, work: Path, workers: int, bodies: list[bytes]) -> dict[str, float]:
+    """Acknowledged and queryable spans/s through a `janux collect --workers N` subprocess."""
+    data_dir = work / f"receiver-{workers}"
+    proc, port = _start_collector(data_dir, workers)
     reader = open_store(data_dir)
     try:
+        time.sleep(1.0)  # let worker processes finish importing before the clock starts
         expected = requests * SPANS_PER_REQUEST
         start = time.perf_counter()
         errors = _send_all(port, bodies)
@@ -312,7 +296,7 @@ def bench_receiver(requests: int, work: Path) -> dict[str, float]:
             time.sleep(0.01)
         queryable_s = time.perf_counter() - start
         stored = reader.ingest_stats().spans
-        rss = _peak_rss_mb(proc.pid)
+        rss = sum(_peak_rss_mb(pid) for pid in _process_tree(proc.pid))
     finally:
         reader.close()
         proc.terminate()
@@ -320,9 +304,23 @@ def bench_receiver(requests: int, work: Path) -> dict[str, float]:
     if errors or stored != expected:
         raise RuntimeError(f"receiver bench lost data: stored {stored}/{expected}, errors {errors[:3]}")
     return {
-        "spans": expected, "acked_rate": expected / acked_s, "queryable_rate": expected / queryable_s,
-        "parse_rate": parse_rate, "decode_rate": decode_rate, "rss_mb": rss,
+        "workers": workers, "spans": expected, "acked_rate": expected / acked_s,
+        "queryable_rate": expected / queryable_s, "rss_mb": rss,
     }  # fmt: skip
+
+
+def _process_tree(pid: int) -> list[int]:
+    """`pid` and its direct children (the collector's worker processes)."""
+    children = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                children.append(int(entry.name))
+    return [pid, *children]
 
 
 # ------------------------------------------------------------------------------------ import
@@ -456,15 +454,38 @@ def bench_queries(spans: int, work: Path) -> dict[str, float]:
 # ------------------------------------------------------------------------------------ report
 
 
-def _table(receiver: dict[str, float], imported: dict[str, float], queries: dict[str, float]) -> str:
-    rows = [
-        ("OTLP/HTTP protobuf, acknowledged (durable)", f"{receiver['acked_rate']:,.0f} spans/s",
-         f"{receiver['acked_rate'] / receiver['parse_rate']:.2f}x of raw parse; target 50,000"),
-        ("... and queryable", f"{receiver['queryable_rate']:,.0f} spans/s", f"{receiver['spans']:,} spans"),
-        ("baseline: protobuf parse (FromString)", f"{receiver['parse_rate']:,.0f} spans/s", "same bodies"),
-        ("baseline: our decode to SpanRecord", f"{receiver['decode_rate']:,.0f} spans/s",
-         f"{receiver['decode_rate'] / receiver['parse_rate']:.2f}x of raw parse"),
-        ("receiver peak RSS", f"{receiver['rss_mb']:,.0f} MiB", ""),
+def _receiver_rows(
+    runs: list[dict[str, float]], parse_rate: float, decode_rate: float
+) -> list[tuple[str, str, str]]:
+    rows = []
+    for run in runs:
+        label = f"OTLP/HTTP protobuf -> durable, {run['workers']:.0f} process(es)"
+        ratio = parse_rate / run["acked_rate"]
+        rows += [
+            (label, f"{run['acked_rate']:,.0f} spans/s",
+             f"raw parse {ratio:,.0f}x faster; target 50,000; {run['spans']:,.0f} spans"),
+            ("... and queryable", f"{run['queryable_rate']:,.0f} spans/s",
+             f"peak RSS {run['rss_mb']:,.0f} MiB (all processes)"),
+        ]  # fmt: skip
+    rows += [
+        ("baseline: protobuf parse (FromString)", f"{parse_rate:,.0f} spans/s", "same bodies, 1 thread"),
+        (
+            "baseline: our decode to SpanRecord",
+            f"{decode_rate:,.0f} spans/s",
+            f"raw parse {parse_rate / decode_rate:,.0f}x faster",
+        ),
+    ]
+    return rows
+
+
+def _table(
+    runs: list[dict[str, float]],
+    rates: tuple[float, float],
+    imported: dict[str, float],
+    queries: dict[str, float],
+) -> str:
+    rows = _receiver_rows(runs, *rates)
+    rows += [
         (f"import {imported['size_mb']:,.0f} MiB JSON lines", f"{imported['rate']:,.0f} spans/s",
          f"{imported['spans']:,.0f} spans; peak RSS {imported['rss_mb']:,.0f} MiB (target < 500 for 1 GiB)"),
         ("store write, in-process", f"{queries['write_rate']:,.0f} spans/s", "populating the query store"),
@@ -491,16 +512,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--import-mb", type=int, default=None, help="size of the JSON-lines import file")
     parser.add_argument("--list-spans", type=int, default=None, help="spans stored for the query part")
     args = parser.parse_args(argv)
-    requests = args.requests or (40 if args.quick else 200)
+    requests = args.requests or (60 if args.quick else 400)
     import_mb = args.import_mb or (20 if args.quick else 200)
     list_spans = args.list_spans or (100_000 if args.quick else 1_000_000)
     with tempfile.TemporaryDirectory(prefix="janux-bench-") as tmp:
         work = Path(tmp)
-        receiver = bench_receiver(requests, work)
+        bodies = request_bodies(requests, seed=1)
+        rates = _decode_costs(bodies[: max(20, requests // 5)])
+        runs = [bench_receiver(requests, work, workers, bodies) for workers in (1, 2)]
         imported = bench_import(import_mb, work)
         queries = bench_queries(list_spans, work)
-    print(f"## ingest ({os.cpu_count()} CPUs, Python {sys.version.split()[0]})\n")
-    print(_table(receiver, imported, queries))
+    python = sys.version.split()[0]
+    print(f"## ingest ({os.cpu_count()} CPUs, Python {python}, {CLIENT_THREADS} client threads)\n")
+    print(_table(runs, rates, imported, queries))
 
 
 if __name__ == "__main__":

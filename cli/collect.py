@@ -74,7 +74,7 @@ def add_receiver_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workers",
         type=int,
-        default=1,
+        default=min(2, os.cpu_count() or 1),
         help="OTLP/HTTP processes sharing the port, to decode on more cores (default: %(default)s)",
     )
 

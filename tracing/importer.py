@@ -73,6 +73,7 @@ class _Batcher:
         self._in_flight: deque[Future[WriteResult]] = deque()
 
     def add(self, spans: list[SpanRecord], rejected: int, errors: Iterable[str]) -> None:
+        """Collect spans and rejections; hand over a batch once it is full."""
         self._spans.extend(spans)
         self._rejected += rejected
         self._errors.extend(errors)
@@ -80,6 +81,7 @@ class _Batcher:
             self.flush()
 
     def flush(self) -> None:
+        """Submit what is collected, keeping at most `_IN_FLIGHT` batches uncommitted."""
         if not self._spans and not self._rejected:
             return
         self._in_flight.append(self._store.submit(self._spans, self._rejected, self._errors[:50]))
@@ -88,6 +90,7 @@ class _Batcher:
             self._settle(self._in_flight.popleft())
 
     def finish(self) -> None:
+        """Submit the rest and wait for every commit."""
         self.flush()
         while self._in_flight:
             self._settle(self._in_flight.popleft())
@@ -147,6 +150,7 @@ def _progress_updater(bar: tqdm, trace_file: TraceFile) -> Callable[[], None]:  
     seen = [0]
 
     def update() -> None:
+        """Advance the bar by the bytes read since the last call."""
         position = trace_file.position()
         if position > seen[0]:
             bar.update(position - seen[0])

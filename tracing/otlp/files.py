@@ -209,9 +209,11 @@ class _ZstdStream(io.RawIOBase):
         self._in_frame = False
 
     def readable(self) -> bool:
+        """Always readable."""
         return True
 
     def readinto(self, buffer: Any) -> int:
+        """Fill `buffer` with decompressed bytes; 0 at the end of a complete stream."""
         while not self._pending:
             chunk = self._source.read(_READ_CHUNK)
             if not chunk:

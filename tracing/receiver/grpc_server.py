@@ -36,6 +36,7 @@ class _TraceService:
         self._expected = f"Bearer {token}".encode() if token is not None else None
 
     def export(self, request: bytes, context: grpc.ServicerContext) -> ExportTraceServiceResponse:
+        """Handle one Export call (`request` is the raw message)."""
         if self._expected is not None and not self._authorized(context):
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
         try:

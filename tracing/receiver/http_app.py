@@ -68,6 +68,7 @@ def build_http_app(store: TraceStore, settings: HttpSettings) -> Starlette:
     """The Starlette app serving `POST /v1/traces` into `store`."""
 
     async def traces(request: Request) -> Response:
+        """`POST /v1/traces`: check, read, decode, store, then answer."""
         content_type = _content_type(request)
         try:
             _check_token(request, settings.token)

@@ -69,6 +69,7 @@ def _die_with_parent(parent_pid: int) -> None:
             libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
     def watchdog() -> None:
+        """Kill this process once its parent is gone (orphans are re-parented)."""
         while os.getppid() == parent_pid:
             threading.Event().wait(_WATCHDOG_INTERVAL_S)
         os.kill(os.getpid(), signal.SIGKILL)

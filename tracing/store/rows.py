@@ -47,7 +47,7 @@ _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_f
 
 
 def _text(value: object) -> str:
-    """A string attribute as text, anything else as None (summary columns are text)."""
+    """A string attribute as is, anything else as "" (the derived columns are text)."""
     return value if isinstance(value, str) else ""
 
 
