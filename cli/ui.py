@@ -58,6 +58,8 @@ def ui_command(
         "--server.fileWatcherType", "none",
         "--server.runOnSave", "false",
         "--browser.gatherUsageStats", "false",
+        # "minimal" drops Streamlit's developer menu (Deploy, rerun settings) from the toolbar.
+        "--client.toolbarMode", "minimal",
         "--",
     ]  # fmt: skip
     if data_dir is not None:
