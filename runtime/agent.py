@@ -227,7 +227,9 @@ class Agent:
         overrides the OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT environment setting.
         """
         obs = instrumentation_for_run(tracer_provider, meter_provider, capture_content)
-        return await run_turn(self, input, thread_id=thread_id, start_as=agent, models=models or {}, obs=obs)
+        # `is not None`: an empty registry the caller fills lazily is still the caller's registry.
+        registry = models if models is not None else {}
+        return await run_turn(self, input, thread_id=thread_id, start_as=agent, models=registry, obs=obs)
 
     def run_sync(self, input: str, **options: Any) -> RunResult:
         """`run` for synchronous callers (not from inside a running event loop)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from dataclasses import dataclass
 
 from runtime.attempts import AttemptsResult, Delegation, run_attempts
@@ -26,12 +27,20 @@ from runtime.errors import (
     CODE_RATE_LIMITED,
     CODE_SUBAGENT_MODEL_UNAVAILABLE,
     CODE_TOOL_FORBIDDEN,
+    error_type_of,
 )
 from runtime.events import HandoffEvent, emit_end, emit_start
 from runtime.messages import user
 from runtime.model import Message, ToolCall
 from runtime.models import resolve_model
-from runtime.policy import HandoffDenied, apply_input_filter, check_policy, first_refusal, fold_input
+from runtime.policy import (
+    HandoffDenied,
+    InputFilterError,
+    apply_input_filter,
+    check_policy,
+    first_refusal,
+    fold_input,
+)
 from runtime.primary import invoke_tool
 from runtime.usage import UsageLimits
 from tracing.conventions import (
@@ -46,6 +55,8 @@ from tracing.conventions import (
     STATUS_FALLBACK,
     TOOL_TYPE_DELEGATE,
 )
+
+_log = logging.getLogger("janux.runtime")
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -108,6 +119,11 @@ async def run_delegation(loop: LoopContext, call: ToolCall, entry: ToolEntry) ->
         _finish(d, Outcome(status=STATUS_FAILED, result="", error_code=reason, error=detail))
         obs.end_tool(span, error_type=reason, error_message=detail, handoff=event)
         raise
+    except Exception as exc:
+        # Governance turns every expected failure into an outcome; anything else is a bug in a
+        # user hook or here. It must neither crash the turn nor leave HANDOFF_START unpaired.
+        _log.warning("delegation %s failed unexpectedly: %r", call.name, exc)
+        outcome = _error(d, STATUS_FAILED, error_type_of(exc), f"{type(exc).__name__}: {exc}")
     _finish(d, outcome)
     failing = outcome.status in (STATUS_FAILED, STATUS_DENIED)
     obs.end_tool(
@@ -137,6 +153,8 @@ async def govern(d: Delegation) -> Outcome:
         task = await _admit(d)
     except HandoffDenied as denial:
         return await _denied(d, denial)
+    except InputFilterError as exc:
+        return await _after_failure(d, _error(d, STATUS_FAILED, exc.error_type, str(exc)))
     active = subagent_active(d)
     if active is None:
         failure = _error(

@@ -80,7 +80,7 @@ async def dispatch_and_synthesize(
         prompt,
         thread_id=thread_id,
         start_as=None,
-        models=models or {},
+        models=models if models is not None else {},
         obs=obs,
         first_step=first,
     )

@@ -78,11 +78,24 @@ def fold_input(arguments: str) -> str:
     return task
 
 
+class InputFilterError(JanuxError):
+    """The policy's input filter raised; the delegation fails instead of running an unfiltered task."""
+
+    error_type = "input_filter_error"
+
+
 def apply_input_filter(policy: HandoffPolicy, request: DelegationRequest) -> str:
-    """The task after the policy's input filter (runs once; `None` keeps the original)."""
+    """The task after the policy's input filter (runs once; `None` keeps the original).
+
+    A filter that raises fails the delegation (`InputFilterError`): it exists to scrub or rewrite
+    the task, so running the unfiltered task instead would defeat it.
+    """
     if policy.input_filter is None:
         return request.task
-    rewritten = policy.input_filter(request)
+    try:
+        rewritten = policy.input_filter(request)
+    except Exception as exc:
+        raise InputFilterError(f"input_filter raised {type(exc).__name__}: {exc}") from exc
     return request.task if rewritten is None else str(rewritten)
 
 

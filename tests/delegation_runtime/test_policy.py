@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from runtime import Agent, DelegationRequest, HandoffPolicy, OnFailure, Subagent, function_tool
+from runtime import Agent, DelegationRequest, HandoffPolicy, Model, OnFailure, Subagent, function_tool
 from runtime.testing import ScriptedModel, call_tools, delegate, fail, reply, tool_call
 
 from .helpers import end_events, leaf, tool_results
@@ -213,3 +213,38 @@ async def test_plain_tools_pass_straight_through_the_policy() -> None:
     agent = Agent("p", model=model, tools=[lookup], policy=HandoffPolicy(allowed_tools=[], max_depth=0))
     result = await agent.run("go")
     assert calls == ["k"] and result.handoff_events == []
+
+
+async def test_a_raising_input_filter_fails_the_delegation_with_paired_events_not_the_turn() -> None:
+    def broken(request: DelegationRequest) -> str | None:
+        raise KeyError("scrubber table missing")
+
+    sub_model = ScriptedModel([])
+    parent, model = _parent(leaf("worker", sub_model), HandoffPolicy(input_filter=broken))
+    result = await parent.run("go")
+    assert result.text == "final"
+    assert [e["event"] for e in result.handoff_events] == ["HANDOFF_START", "HANDOFF_END"]
+    end = end_events(result)[0]
+    assert end["status"] == "failed" and end["attempts"] == 0
+    payload = tool_results(model, 1)["c"]
+    assert payload["error"] == "input_filter_error"
+    assert "input_filter raised KeyError" in payload["detail"]
+    assert "scrubber table missing" in payload["detail"]
+    assert sub_model.calls == []  # the unfiltered task never reaches the subagent
+
+
+async def test_an_unexpected_failure_inside_governance_still_pairs_the_events() -> None:
+    class LazyRegistry(dict[str, Model]):
+        """A registry that builds clients on lookup; building one fails (e.g. no API key)."""
+
+        def get(self, key: str, default: object = None) -> Model:  # type: ignore[override]
+            raise RuntimeError(f"cannot build a client for {key!r}: no API key")
+
+    worker = Agent("worker", model="remote-model")
+    parent, model = _parent(worker, HandoffPolicy())
+    result = await parent.run("go", models=LazyRegistry())
+    assert result.text == "final"
+    assert [e["event"] for e in result.handoff_events] == ["HANDOFF_START", "HANDOFF_END"]
+    payload = tool_results(model, 1)["c"]
+    assert payload["error"] == "RuntimeError" and "no API key" in payload["detail"]
+    assert end_events(result)[0]["status"] == "failed"
