@@ -50,8 +50,9 @@ def check_policy(policy: HandoffPolicy, tool: str, depth: int) -> None:
             DENY_DENIED_TOOLS, f"denied by denied_tools: {tool!r} is on the deny-list", policy_rule=True
         )
     if depth > policy.max_depth:
+        # "max_depth N exceeds M": N is the depth the subagent would run at, M the policy's limit.
         raise HandoffDenied(
-            DENY_MAX_DEPTH, f"denied by max_depth: {depth} exceeds {policy.max_depth}", policy_rule=True
+            DENY_MAX_DEPTH, f"denied by max_depth {depth} exceeds {policy.max_depth}", policy_rule=True
         )
 
 

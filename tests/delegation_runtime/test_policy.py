@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -130,7 +131,7 @@ async def test_input_filter_returning_none_keeps_the_original() -> None:
     [
         (HandoffPolicy(allowed_tools=["delegate.other"]), "allowed_tools", "not on the allow-list"),
         (HandoffPolicy(denied_tools=["delegate.*"]), "denied_tools", "on the deny-list"),
-        (HandoffPolicy(max_depth=0), "max_depth", "max_depth: 1 exceeds 0"),
+        (HandoffPolicy(max_depth=0), "max_depth", "denied by max_depth 1 exceeds 0"),
     ],
 )
 async def test_denial_by_each_policy_rule_never_runs_the_subagent(
@@ -160,7 +161,7 @@ async def test_depth_denial_parent_child_leaf_with_max_depth_1() -> None:
         ("leaf", 2, "denied", "max_depth"),
         ("child", 1, "completed", None),
     ]
-    assert "max_depth: 2 exceeds 1" in tool_results(child_model, 1)["d"]["detail"]
+    assert "denied by max_depth 2 exceeds 1" in tool_results(child_model, 1)["d"]["detail"]
     assert leaf_model.calls == []
 
 
@@ -248,3 +249,82 @@ async def test_an_unexpected_failure_inside_governance_still_pairs_the_events() 
     payload = tool_results(model, 1)["c"]
     assert payload["error"] == "RuntimeError" and "no API key" in payload["detail"]
     assert end_events(result)[0]["status"] == "failed"
+
+
+def test_policy_defaults_are_the_documented_ones() -> None:
+    policy = HandoffPolicy()
+    assert (policy.enabled, policy.max_depth, policy.max_retries, policy.timeout_ms) == (True, 1, 0, 0)
+    assert policy.allowed_tools is None and policy.denied_tools is None and policy.input_filter is None
+    assert policy.on_denied is OnFailure.FAIL and policy.on_error is OnFailure.FAIL
+
+
+async def test_order_start_then_filter_then_attempts_then_end_and_depth_is_known_before_start() -> None:
+    trail: list[str] = []
+
+    def listener(event: dict[str, object]) -> None:
+        trail.append(f"{event['event']} depth={event['depth']}")
+
+    def scrub(request: DelegationRequest) -> str:
+        trail.append(f"filter depth={request.depth}")
+        return "scrubbed task"
+
+    def guard(text: str) -> None:
+        if text == "scrubbed task":  # the guardrail sees the filtered task
+            trail.append("guardrail")
+
+    sub_model = ScriptedModel([fail("flaky"), reply("ok")])
+
+    class Recording(ScriptedModel):
+        async def request(self, *args: Any, **kwargs: Any) -> Any:
+            trail.append("attempt")
+            return await sub_model.request(*args, **kwargs)
+
+    worker = Agent("worker", model=Recording([]))
+    policy = HandoffPolicy(input_filter=scrub, max_retries=1)
+    parent, _ = _parent(worker, policy, listeners=[listener], input_guardrails=[guard])
+    await parent.run("go")
+    assert trail == [
+        "HANDOFF_START depth=1",
+        "filter depth=1",
+        "guardrail",
+        "attempt",
+        "attempt",
+        "HANDOFF_END depth=1",
+    ]
+    # The filter ran once; both attempts got the rewritten task.
+    assert [call.last_user for call in sub_model.calls] == ["scrubbed task", "scrubbed task"]
+
+
+async def test_a_denial_comes_after_start_and_before_the_filter_which_never_runs() -> None:
+    trail: list[str] = []
+    policy = HandoffPolicy(
+        denied_tools=["delegate.worker"], input_filter=lambda request: trail.append("filter") or None
+    )
+    parent, _ = _parent(
+        leaf("worker", ScriptedModel([])), policy, listeners=[lambda e: trail.append(e["event"])]
+    )
+    await parent.run("go")
+    assert trail == ["HANDOFF_START", "HANDOFF_END"]
+
+
+@pytest.mark.parametrize(
+    ("policy", "rule"),
+    [
+        # Refused by all three rules: the allow-list is checked first.
+        (
+            HandoffPolicy(allowed_tools=["delegate.other"], denied_tools=["delegate.*"], max_depth=0),
+            "allowed_tools",
+        ),
+        # Allowed, but denied and too deep: the deny-list comes before the depth.
+        (
+            HandoffPolicy(allowed_tools=["delegate.*"], denied_tools=["delegate.*"], max_depth=0),
+            "denied_tools",
+        ),
+        (HandoffPolicy(allowed_tools=["delegate.*"], max_depth=0), "max_depth"),
+    ],
+)
+async def test_deny_checks_run_in_order_allowed_denied_depth(policy: HandoffPolicy, rule: str) -> None:
+    parent, model = _parent(leaf("worker", ScriptedModel([])), policy)
+    result = await parent.run("go")
+    assert end_events(result)[0]["denyReason"] == rule
+    assert tool_results(model, 1)["c"]["detail"].startswith(f"denied by {rule}")
