@@ -10,8 +10,10 @@
 A step is a text reply, tool calls, or an error, with its own usage and delay. Steps are consumed
 in order; a step with a `when` predicate is only taken by a request whose messages match it (so a
 model shared by concurrent subagents can route deterministically). A request with no step left
-raises `UnexpectedModelCall`; `assert_complete()` raises `UnconsumedSteps`. Every request is
-recorded in `calls`, and `peak_concurrency` tells how many requests were in flight at once.
+raises `UnexpectedModelCall`. Inside a delegation the runtime turns that error into a failed
+attempt the parent's model reads, so `assert_complete()` raises it again (before checking for
+`UnconsumedSteps`): a test that ends with `assert_complete()` cannot miss a script deviation. Every
+request is recorded in `calls`, and `peak_concurrency` tells how many requests were in flight at once.
 """
 
 from __future__ import annotations
@@ -206,6 +208,7 @@ class ScriptedModel:
         """Multiplies every step's delay (0 = no waiting at all)."""
         self._recorder = _Recorder()
         self._ids = itertools.count(1)
+        self._unexpected: list[str] = []
 
     @property
     def model_name(self) -> str:
@@ -239,22 +242,30 @@ class ScriptedModel:
             self._steps.extend(reply(s) if isinstance(s, str) else s for s in steps)
 
     def assert_complete(self) -> None:
-        """Raise `UnconsumedSteps` when steps are left."""
+        """Raise `UnexpectedModelCall` when a request matched no step (even if the run swallowed
+        the error), else `UnconsumedSteps` when steps are left."""
+        with self._recorder._lock:
+            unexpected = list(self._unexpected)
+        if unexpected:
+            raise UnexpectedModelCall(
+                f"{len(unexpected)} request(s) matched no scripted step: " + "; ".join(unexpected)
+            )
         left = self.remaining
         if left:
             raise UnconsumedSteps(f"{left} scripted step(s) were never requested")
 
     def _take(self, messages: list[Message]) -> ScriptStep:
+        last = next((m.content for m in reversed(messages) if m.role == "user"), "")
         with self._recorder._lock:
             for index, step in enumerate(self._steps):
                 if step.when is None or step.when(messages):
                     return self._steps.pop(index)
-            left = len(self._steps)
-        last = next((m.content for m in reversed(messages) if m.role == "user"), "")
-        raise UnexpectedModelCall(
-            f"request #{len(self.calls)} matched no scripted step ({left} left); "
-            f"last user message: {last[:80]!r}"
-        )
+            problem = (
+                f"request #{len(self._recorder.calls)} matched no scripted step ({len(self._steps)} left); "
+                f"last user message: {last[:80]!r}"
+            )
+            self._unexpected.append(problem)
+        raise UnexpectedModelCall(problem)
 
     async def request(
         self, messages: list[Message], tools: list[ToolSpec], settings: ModelSettings

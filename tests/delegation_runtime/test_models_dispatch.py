@@ -16,6 +16,7 @@ from runtime.testing import (
     UnconsumedSteps,
     UnexpectedModelCall,
     call_tools,
+    delegate,
     fail,
     reply,
     system_contains,
@@ -51,7 +52,25 @@ async def test_scripted_model_steps_usage_errors_and_records() -> None:
     with pytest.raises(UnexpectedModelCall):
         await model.request([Message("user", "extra")], [], settings)
     assert [call.last_user for call in model.calls] == ["hi", "again", "", "extra"]
-    model.assert_complete()
+    assert model.remaining == 0
+    with pytest.raises(UnexpectedModelCall, match=r"1 request\(s\) matched no scripted step.*'extra'"):
+        model.assert_complete()
+
+
+async def test_assert_complete_reports_an_unexpected_call_a_delegation_swallowed() -> None:
+    sub_model = ScriptedModel([])  # the script forgot the subagent's answer
+    parent_model = ScriptedModel([call_tools(delegate("worker", "look it up", id="c")), reply("done")])
+    parent = Agent(
+        "p", model=parent_model, subagents=[Subagent(agent=Agent("worker", model=sub_model), max_turns=1)]
+    )
+    result = await parent.run("go")
+    # The runtime turned the script error into a failed delegation the parent's model read ...
+    assert result.text == "done" and end_events(result)[0]["status"] == "failed"
+    assert json.loads(parent_model.calls[1].messages[-1].content)["error"] == "UnexpectedModelCall"
+    parent_model.assert_complete()
+    # ... but the test still learns about it.
+    with pytest.raises(UnexpectedModelCall, match="last user message: 'look it up'"):
+        sub_model.assert_complete()
 
 
 def test_unconsumed_steps_are_reported() -> None:
