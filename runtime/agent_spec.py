@@ -63,6 +63,28 @@ class AgentSpec(Definition):
         name = data.get("name")
         return f"Agent {name!r}" if isinstance(name, str) else "Agent"
 
+    @model_validator(mode="before")
+    @classmethod
+    def _explain_references(cls, data: Any) -> Any:
+        """Say what is wrong with the two common slips: a target by name, a subagent without budget."""
+        from runtime.agent import Agent
+
+        if not isinstance(data, dict):
+            return data
+        for index, item in enumerate(data.get("handoffs") or ()):
+            if isinstance(item, str):
+                raise ValueError(
+                    f"handoffs.{index}: unknown handoff target {item!r}: pass the Agent itself (or a "
+                    "Handoff); names are resolved only by runtime.config.agents_from_config"
+                )
+        for index, item in enumerate(data.get("subagents") or ()):
+            if isinstance(item, Agent):
+                raise ValueError(
+                    f"subagents.{index}: agent {item.name!r} has no budget: wrap it as "
+                    f"Subagent(agent=..., max_turns=N) (max_turns is required)"
+                )
+        return data
+
     @field_validator("tools", "fallback_tools", mode="before")
     @classmethod
     def _wrap_functions(cls, value: Any) -> Any:

@@ -78,6 +78,18 @@ def test_duplicate_tool_names_are_refused() -> None:
         )
 
 
+def test_a_handoff_target_given_by_name_is_an_unknown_handoff_target() -> None:
+    with pytest.raises(DefinitionError, match=r"Agent 'front': handoffs.1: unknown handoff target 'billing'"):
+        Agent("front", handoffs=[_agent("sales"), "billing"])  # type: ignore[list-item]
+
+
+def test_a_subagent_without_a_budget_names_max_turns() -> None:
+    with pytest.raises(
+        DefinitionError, match=r"Agent 'p': subagents.0: agent 'worker' has no budget.*max_turns is required"
+    ):
+        Agent("p", subagents=[_agent("worker")])  # type: ignore[list-item]
+
+
 def test_an_agent_cannot_hand_off_to_itself_by_name() -> None:
     twin = Agent("same")
     with pytest.raises(DefinitionError, match="cannot hand off to itself"):
