@@ -70,8 +70,9 @@ def fold_input(arguments: str) -> str:
         return arguments
     if not isinstance(data, dict):
         return arguments
-    task = data.get("task", data.get("input"))
-    if not isinstance(task, str):
+    # `task` wins; `input` serves when `task` is absent or not text (e.g. `"task": null`).
+    task = next((value for key in ("task", "input") if isinstance(value := data.get(key), str)), None)
+    if task is None:
         return arguments
     context = data.get("context")
     if isinstance(context, str) and context.strip():
