@@ -148,3 +148,28 @@ async def test_delegation_steps_counts_the_subagents_rounds() -> None:
     await parent.run("hi")
     assert search_calls == ["q"]
     assert json.loads(parent_model.calls[1].messages[-1].content)["steps"] == 2
+
+
+async def test_an_unresolvable_subagent_model_is_subagent_model_unavailable_in_the_error_shape() -> None:
+    parent_model = ScriptedModel([call_tools(delegate("worker", "x", id="c")), reply("ok")])
+    parent = Agent(
+        "p", model=parent_model, subagents=[Subagent(agent=Agent("worker", model="gpt-nowhere"), max_turns=1)]
+    )
+    result = await parent.run("hi", models={"other": ScriptedModel([])})
+    payload = tool_results(parent_model, 1)["c"]
+    assert set(payload) == {"subagent", "tool", "error", "detail"}
+    assert payload["subagent"] == "worker" and payload["tool"] == "delegate.worker"
+    assert payload["error"] == "subagent_model_unavailable" and "'gpt-nowhere'" in payload["detail"]
+    assert end_events(result)[0]["status"] == "failed" and end_events(result)[0]["attempts"] == 0
+
+
+async def test_a_subagent_without_a_model_uses_its_callers() -> None:
+    parent_model = ScriptedModel(
+        [call_tools(delegate("worker", "x", id="c")), reply("sub answer"), reply("parent answer")]
+    )
+    worker = Agent("worker", instructions="You are worker.")
+    parent = Agent("p", model=parent_model, subagents=[Subagent(agent=worker, max_turns=1)])
+    result = await parent.run("hi")
+    assert result.text == "parent answer"
+    assert parent_model.calls[1].system == "You are worker."
+    assert tool_results(parent_model, 2)["c"]["text"] == "sub answer"

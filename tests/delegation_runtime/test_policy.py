@@ -6,9 +6,11 @@ import asyncio
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 
 from runtime import Agent, DelegationRequest, HandoffPolicy, Model, OnFailure, Subagent, function_tool
 from runtime.testing import ScriptedModel, call_tools, delegate, fail, reply, tool_call
+from tracing.conventions import ERROR_TYPE
 
 from .helpers import end_events, leaf, tool_results
 
@@ -48,7 +50,11 @@ async def test_timeout_really_cancels_the_attempt_then_falls_back() -> None:
     async def long_job() -> str:
         """Runs for a long time."""
         progress.append("started")
-        await asyncio.sleep(5)
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            progress.append("cancelled")
+            raise
         progress.append("finished")  # must never happen: the attempt is cancelled
         return "late"
 
@@ -63,8 +69,7 @@ async def test_timeout_really_cancels_the_attempt_then_falls_back() -> None:
     policy = HandoffPolicy(timeout_ms=40, on_error=OnFailure.FALLBACK_TO_PRIMARY)
     parent, model = _parent(worker, policy, fallback_tools=[primary])
     result = await parent.run("go")
-    await asyncio.sleep(0.05)
-    assert progress == ["started"]
+    assert progress == ["started", "cancelled"]  # cancelled before the fallback answered
     end = end_events(result)[0]
     assert end["status"] == "fallback" and end["attempts"] == 1 and "timeout after 40 ms" in end["error"]
     assert tool_results(model, 1)["c"] == "primary served it"
@@ -328,3 +333,72 @@ async def test_deny_checks_run_in_order_allowed_denied_depth(policy: HandoffPoli
     result = await parent.run("go")
     assert end_events(result)[0]["denyReason"] == rule
     assert tool_results(model, 1)["c"]["detail"].startswith(f"denied by {rule}")
+
+
+class _OpenSpans(SpanProcessor):
+    """Names of spans started and not (yet) ended."""
+
+    def __init__(self) -> None:
+        self.open: dict[int, str] = {}
+        self.ended: list[ReadableSpan] = []
+
+    def on_start(self, span: Span, parent_context: object = None) -> None:
+        self.open[span.context.span_id] = span.name
+
+    def on_end(self, span: ReadableSpan) -> None:
+        assert span.context is not None
+        self.open.pop(span.context.span_id, None)
+        self.ended.append(span)
+
+
+async def test_a_timeout_cancels_the_attempt_its_tools_and_nested_delegations_and_closes_spans() -> None:
+    progress: list[tuple[str, str]] = []
+
+    @function_tool
+    async def slow(label: str) -> str:
+        """Works for a long time."""
+        progress.append(("started", label))
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            progress.append(("cancelled", label))
+            raise
+        progress.append(("finished", label))
+        return label
+
+    deep_model = ScriptedModel([call_tools(tool_call("slow", {"label": "deep"})), reply("x")])
+    deep = Agent("deep", model=deep_model, tools=[slow])
+    worker_model = ScriptedModel(
+        [
+            call_tools(
+                tool_call("slow", {"label": "a"}), tool_call("slow", {"label": "b"}), delegate("deep", "go")
+            ),
+            reply("never"),
+        ]
+    )
+    worker = Agent(
+        "worker",
+        model=worker_model,
+        tools=[slow],
+        subagents=[Subagent(agent=deep, max_turns=2)],
+        policy=HandoffPolicy(max_depth=2),
+    )
+    spans = _OpenSpans()
+    provider = TracerProvider()
+    provider.add_span_processor(spans)
+    # Long enough for all three slow tools to start on a loaded machine; they would run 5 s.
+    parent, model = _parent(worker, HandoffPolicy(timeout_ms=200))
+    result = await parent.run("go", tracer_provider=provider)
+
+    # By the time the turn returns, every task inside the attempt has received its cancellation.
+    labels = ["a", "b", "deep"]
+    assert sorted(progress) == sorted([(step, x) for step in ("started", "cancelled") for x in labels])
+    assert spans.open == {}
+    await asyncio.sleep(0.05)
+    assert not any(step == "finished" for step, _ in progress)
+    assert worker_model.remaining == 1
+    assert tool_results(model, 1)["c"]["error"] == "timeout"
+    timed_out = [s.name for s in spans.ended if s.attributes and s.attributes.get(ERROR_TYPE) == "timeout"]
+    assert "invoke_agent worker" in timed_out and timed_out.count("execute_tool slow") == 3
+    ends = {e["subagent"]: e for e in end_events(result)}
+    assert ends["worker"]["status"] == "failed" and ends["deep"]["error"] == "cancelled (timeout)"
