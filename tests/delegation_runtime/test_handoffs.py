@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -160,3 +163,113 @@ async def test_sqlite_thread_survives_a_restart(tmp_path: Path) -> None:
         "refund issued",
         "hello again",
     ]
+
+
+async def test_a_turn_run_with_agent_billing_starts_as_billing_even_on_a_new_thread() -> None:
+    front_model = ScriptedModel([])
+    billing_model = ScriptedModel([reply("billing from the start")])
+    front, _ = _desk(front_model, billing_model)
+    result = await front.run("refund please", thread_id="fresh", agent="billing")
+    assert result.agent == "billing" and result.text == "billing from the start"
+    assert billing_model.calls[0].system == "You are billing."
+    assert billing_model.calls[0].tool_names == ["lookup_invoice"]
+    assert front_model.calls == []
+    # ... and the thread now belongs to billing.
+    billing_model.add(reply("still billing"))
+    assert (await front.run("and?", thread_id="fresh")).agent == "billing"
+
+
+async def test_the_target_surface_is_its_own_filter_even_for_tools_the_front_desk_hides() -> None:
+    ran: list[str] = []
+
+    def refund(invoice: str) -> str:
+        ran.append(invoice)
+        return "refunded"
+
+    billing_model = ScriptedModel(
+        [call_tools(tool_call("refund", {"invoice": "INV-1"})), reply("Refund issued.")]
+    )
+    billing = Agent("billing", instructions="You are billing.", model=billing_model, tools=[refund])
+    front_model = ScriptedModel(
+        [call_tools(tool_call("refund", {"invoice": "X"}, id="r"), transfer("billing"))]
+    )
+    front = Agent(
+        "triage",
+        model=front_model,
+        tools=[refund],
+        handoffs=[billing],
+        tool_filter=ToolFilter(exclude=["refund"]),  # the front desk may not refund
+    )
+    result = await front.run("charged twice")
+    assert front_model.calls[0].tool_names == ["handoff.billing"]
+    assert billing_model.calls[0].tool_names == ["refund"]
+    assert ran == ["INV-1"]  # the front desk's forbidden call never ran; billing's did
+    assert result.text == "Refund issued."
+
+
+async def test_handoff_calls_after_the_first_get_a_tool_result_saying_they_were_ignored() -> None:
+    sales_model = ScriptedModel([])
+    sales = Agent("sales", instructions="You are sales.", model=sales_model)
+    front_model = ScriptedModel(
+        [
+            call_tools(transfer("billing", id="h1"), transfer("sales", id="h2")),
+            call_tools(transfer("sales", id="h3")),
+            reply("front desk answers"),
+        ]
+    )
+    front, billing = _desk(front_model, "gpt-unknown")  # the first handoff fails: its model is unknown
+    front = Agent("triage", model=front_model, handoffs=[billing, sales])
+    result = await front.run("hi")
+    assert result.agent == "triage" and result.text == "front desk answers"
+    first_round = tool_results(front_model, 1)
+    assert first_round["h1"]["error"] == "handoff_model_unavailable"
+    assert first_round["h2"]["error"] == "handoff_ignored" and "ignored" in first_round["h2"]["detail"]
+    assert tool_results(front_model, 2)["h3"]["error"] == "handoff_ignored"
+    assert sales_model.calls == []
+
+
+_DESK_PROCESS = """
+import asyncio, json, sys
+from runtime import Agent
+from runtime.testing import ScriptedModel, call_tools, reply, transfer
+from runtime.threads import SqliteThreadStore
+
+db, step = sys.argv[1], sys.argv[2]
+billing_model = ScriptedModel([reply("refund issued" if step == "1" else "welcome back")])
+billing = Agent("billing", instructions="You are billing.", model=billing_model)
+front_model = ScriptedModel([call_tools(transfer("billing"))] if step == "1" else [])
+
+async def main():
+    async with SqliteThreadStore(db) as store:
+        front = Agent("triage", model=front_model, handoffs=[billing], thread_store=store)
+        result = await front.run("charged twice" if step == "1" else "hello again", thread_id="t")
+    seen = [m.content for m in billing_model.calls[0].messages[1:]]
+    print(json.dumps({"agent": result.agent, "text": result.text, "billing_saw": seen}))
+
+asyncio.run(main())
+"""
+
+
+def test_a_thread_survives_a_real_process_restart(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    db = tmp_path / "threads.db"
+
+    def run(step: str) -> dict[str, object]:
+        done = subprocess.run(
+            [sys.executable, "-c", _DESK_PROCESS, str(db), step],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        parsed: dict[str, object] = json.loads(done.stdout)
+        return parsed
+
+    assert run("1") == {"agent": "billing", "text": "refund issued", "billing_saw": ["charged twice"]}
+    assert run("2") == {
+        "agent": "billing",
+        "text": "welcome back",
+        "billing_saw": ["charged twice", "refund issued", "hello again"],
+    }
