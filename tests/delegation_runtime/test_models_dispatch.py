@@ -163,3 +163,30 @@ async def test_every_demo_scenario_runs_and_shows_what_it_is_named_after() -> No
 async def test_unknown_scenario_names_are_refused() -> None:
     with pytest.raises(ValueError, match="unknown scenario"):
         await run_scenarios(["nope"])
+
+
+async def test_dispatch_round_robins_several_workers_and_keeps_governance() -> None:
+    shared = ScriptedModel([reply(f"r{i}", delay=0.02) for i in range(4)])
+    alpha = Agent("alpha", instructions="You are alpha.", model=shared)
+    beta = Agent("beta", instructions="You are beta.", model=shared)
+    gamma = Agent("gamma", instructions="You are gamma.", model=ScriptedModel([]))
+    synth_model = ScriptedModel([reply("merged")])
+    synthesizer = Agent(
+        "lead",
+        model=synth_model,
+        subagents=[Subagent(agent=a, max_turns=1) for a in (alpha, beta, gamma)],
+    )
+    result = await dispatch_and_synthesize(
+        synthesizer, ["t1", "t2", "t3", "t4"], workers=["alpha", "delegate.beta"]
+    )
+    assert result.text == "merged" and shared.peak_concurrency == 4
+    by_worker = sorted((call.system, call.last_user) for call in shared.calls)
+    assert by_worker == [
+        ("You are alpha.", "t1"),
+        ("You are alpha.", "t3"),
+        ("You are beta.", "t2"),
+        ("You are beta.", "t4"),
+    ]
+    assert [e["depth"] for e in end_events(result)] == [1, 1, 1, 1]
+    with pytest.raises(ValueError, match="'nobody' is not a subagent"):
+        await dispatch_and_synthesize(synthesizer, ["t"], workers="nobody")
