@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.trace import Span
 
 from runtime.catalog import Role, Surface
+from runtime.definitions import ToolFilter
 from runtime.model import Message, Model, ModelSettings
 from runtime.usage import Price, Usage, UsageLimits
 from tracing.instrument import RunInstrumentation
@@ -72,7 +73,7 @@ class ActiveAgent:
     """System prompt of the loop."""
     role: Role
     """Which part of the catalog the loop may use."""
-    filters: tuple[Any, ...]
+    filters: tuple[ToolFilter, ...]
     """Tool filters in force (callers' and own)."""
     surface: Surface
     """Tools shown and allowed."""
@@ -82,6 +83,32 @@ class ActiveAgent:
     """Budget lines of the loop."""
     settings: ModelSettings
     """Per-request model settings."""
+
+    @classmethod
+    def of(
+        cls,
+        agent: Agent,
+        model: Model,
+        role: Role,
+        limits: UsageLimits,
+        *,
+        inherited: tuple[ToolFilter, ...] = (),
+        system: str | None = None,
+    ) -> ActiveAgent:
+        """`agent` run in `role`: its own price and settings, its filter after the `inherited` ones,
+        and its instructions as the system prompt unless `system` replaces them."""
+        filters = inherited + ((agent.tool_filter,) if agent.tool_filter is not None else ())
+        return cls(
+            agent=agent,
+            model=model,
+            system=agent.instructions if system is None else system,
+            role=role,
+            filters=filters,
+            surface=agent.surface(role, filters),
+            price=agent.price,
+            limits=limits,
+            settings=agent.settings,
+        )
 
 
 @dataclass(slots=True, eq=False)

@@ -238,18 +238,8 @@ def subagent_active(d: Delegation) -> ActiveAgent | None:
     model = resolve_model(agent.model, d.caller.turn.models, caller.model)
     if model is None:
         return None
-    filters = caller.filters + ((agent.tool_filter,) if agent.tool_filter is not None else ())
-    return ActiveAgent(
-        agent=agent,
-        model=model,
-        system=agent.instructions,
-        role=Role.SUBAGENT,
-        filters=filters,
-        surface=agent.surface(Role.SUBAGENT, filters),
-        price=agent.price,
-        limits=UsageLimits(max_turns=d.subagent.max_turns, max_tokens=d.subagent.max_tokens),
-        settings=agent.settings,
-    )
+    limits = UsageLimits(max_turns=d.subagent.max_turns, max_tokens=d.subagent.max_tokens)
+    return ActiveAgent.of(agent, model, Role.SUBAGENT, limits, inherited=caller.filters)
 
 
 async def _run_in_session(d: Delegation, active: ActiveAgent, task: str) -> Outcome:

@@ -123,18 +123,8 @@ def _decide(loop: LoopContext, call: ToolCall, entry: ToolEntry, depth: int, may
 
 def target_active(target: Agent, model: Model, system_prompt: str) -> ActiveAgent:
     """A transfer target as its loop runs it: own filter only, own price and turn limit."""
-    filters = (target.tool_filter,) if target.tool_filter is not None else ()
-    return ActiveAgent(
-        agent=target,
-        model=model,
-        system=system_prompt,
-        role=Role.TARGET,
-        filters=filters,
-        surface=target.surface(Role.TARGET, filters),
-        price=target.price,
-        limits=UsageLimits(max_turns=target.max_turns),
-        settings=target.settings,
-    )
+    limits = UsageLimits(max_turns=target.max_turns)
+    return ActiveAgent.of(target, model, Role.TARGET, limits, system=system_prompt)
 
 
 def apply_transfer(loop: LoopContext) -> None:

@@ -85,18 +85,7 @@ def holder_active(turn: TurnContext, holder: Agent) -> ActiveAgent:
         declared = holder.model if holder.model is not None else entry.model
         raise ModelUnavailableError(f"agent {holder.name!r}: model {declared!r} does not resolve")
     role = Role.ENTRY if holder is entry else Role.TARGET
-    filters = (holder.tool_filter,) if holder.tool_filter is not None else ()
-    return ActiveAgent(
-        agent=holder,
-        model=model,
-        system=holder.instructions,
-        role=role,
-        filters=filters,
-        surface=holder.surface(role, filters),
-        price=holder.price,
-        limits=UsageLimits(max_turns=holder.max_turns),
-        settings=holder.settings,
-    )
+    return ActiveAgent.of(holder, model, role, UsageLimits(max_turns=holder.max_turns))
 
 
 def _close_failed(turn: TurnContext, span: Span, loop: LoopContext | None, exc: BaseException) -> None:
