@@ -62,7 +62,10 @@ class ContentCapture:
             try:
                 value = self.redact(value)
             except Exception as exc:  # a broken hook must never leak the raw text
-                _log.warning("content redaction hook raised %r; value dropped", exc)
+                _warn_once(f"raised {type(exc).__name__}", f"content redaction hook raised {exc!r}")
+                return None
+            if not isinstance(value, str):  # nothing but text may reach a span, and never the raw value
+                _warn_once("type", f"content redaction hook returned {type(value).__name__}, not str")
                 return None
         if len(value) <= self.max_length:
             return value
@@ -71,6 +74,15 @@ class ContentCapture:
 
 CAPTURE_OFF = ContentCapture()
 """The default: nothing recorded."""
+
+_warned: set[str] = set()
+
+
+def _warn_once(key: str, message: str) -> None:
+    """Log a broken redaction hook once per kind of failure, not once per value."""
+    if key not in _warned:
+        _warned.add(key)
+        _log.warning("%s; value dropped (logged once)", message)
 
 
 def _max_length_from(env: Mapping[str, str]) -> int:
@@ -94,5 +106,8 @@ def resolve_capture(setting: ContentCapture | bool | None) -> ContentCapture:
     if isinstance(setting, ContentCapture):
         return setting
     if setting is None:
+        # Read once per run: capture off (the common case) costs one variable lookup, no object.
+        if os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() not in _TRUE_WORDS:
+            return CAPTURE_OFF
         return ContentCapture.from_env()
     return ContentCapture(enabled=setting, max_length=_max_length_from(os.environ))

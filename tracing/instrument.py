@@ -141,22 +141,33 @@ def tracer_for(tracer_provider: trace.TracerProvider | None) -> trace.Tracer:
     return tracer
 
 
-def _set_error(span: Span, error_type: str, message: str | None) -> None:
-    span.set_attribute(ERROR_TYPE, error_type)
-    description = (message or error_type)[:_STATUS_MESSAGE_LIMIT]
-    span.set_status(Status(StatusCode.ERROR, description))
+def _error_status(error_type: str, message: str | None) -> Status:
+    return Status(StatusCode.ERROR, (message or error_type)[:_STATUS_MESSAGE_LIMIT])
 
 
-def _set_usage(span: Span, keys: tuple[str, str, str, str], totals: UsageTotals) -> None:
-    span.set_attribute(keys[0], totals.input_tokens)
-    span.set_attribute(keys[1], totals.output_tokens)
+def _usage_attributes(keys: tuple[str, str, str, str], totals: UsageTotals) -> dict[str, Any]:
+    """Tokens as ints and cost as a double (absent when unknown), whatever the caller passed."""
+    attributes: dict[str, Any] = {
+        keys[0]: int(totals.input_tokens),
+        keys[1]: int(totals.output_tokens),
+        keys[3]: int(totals.unpriced_tokens),
+    }
     if totals.cost is not None:
-        span.set_attribute(keys[2], totals.cost)
-    span.set_attribute(keys[3], totals.unpriced_tokens)
+        attributes[keys[2]] = float(totals.cost)
+    return attributes
+
+
+def _end(span: Span, where: str) -> None:
+    """End `span` whatever happened before: an unended span is never exported, so it is lost."""
+    try:
+        span.end()
+    except Exception as exc:
+        _report(where, exc)
 
 
 _TURN_KEYS = (JANUX_TURN_INPUT_TOKENS, JANUX_TURN_OUTPUT_TOKENS, JANUX_TURN_COST, JANUX_TURN_UNPRICED_TOKENS)
 _BILL_KEYS = (JANUX_BILL_INPUT_TOKENS, JANUX_BILL_OUTPUT_TOKENS, JANUX_BILL_COST, JANUX_BILL_UNPRICED_TOKENS)
+_BUDGET_KEYS = (JANUX_BUDGET_MAX_TURNS, JANUX_BUDGET_MAX_TOKENS, JANUX_BUDGET_MAX_MS)
 
 
 class ChatOp:
@@ -174,7 +185,11 @@ class ChatOp:
 
 
 class RunInstrumentation:
-    """Spans, events and metrics of one run. Every method is safe: it never raises into the run."""
+    """Spans, events and metrics of one run. Every method is safe: it never raises into the run.
+
+    Every `end_*`/`fail_*` method ends its span even when recording an attribute or content fails,
+    because a span that is never ended is never exported (and would take its events with it).
+    """
 
     __slots__ = ("_instruments", "_tracer", "capture")
 
@@ -186,26 +201,34 @@ class RunInstrumentation:
         self.capture = capture
         """Content-capture settings of this run."""
 
-    # -- agent loops ---------------------------------------------------------------------------
-
-    def start_turn(self, agent: str, conversation_id: str) -> Span:
-        """Open the root `invoke_agent {agent}` span of a user turn (child of the caller's current span)."""
+    def _start(
+        self, where: str, name: str, parent: Span | None, kind: SpanKind, attributes: dict[str, Any]
+    ) -> Span:
+        """Start a span under `parent` (the current context when None); INVALID_SPAN if that fails."""
         try:
             return self._tracer.start_span(
-                invoke_agent_span_name(agent),
-                kind=SpanKind.INTERNAL,
-                attributes={
-                    GEN_AI_OPERATION_NAME: OP_INVOKE_AGENT,
-                    GEN_AI_AGENT_NAME: agent,
-                    GEN_AI_CONVERSATION_ID: conversation_id,
-                    JANUX_AGENT_DEPTH: 0,
-                },
+                name,
+                context=trace.set_span_in_context(parent) if parent is not None else None,
+                kind=kind,
+                attributes=attributes,
                 record_exception=False,
                 set_status_on_exception=False,
             )
         except Exception as exc:
-            _report("start_turn", exc)
+            _report(where, exc)
             return INVALID_SPAN
+
+    # -- agent loops ---------------------------------------------------------------------------
+
+    def start_turn(self, agent: str, conversation_id: str) -> Span:
+        """Open the root `invoke_agent {agent}` span of a user turn (child of the caller's current span)."""
+        attributes: dict[str, Any] = {
+            GEN_AI_OPERATION_NAME: OP_INVOKE_AGENT,
+            GEN_AI_AGENT_NAME: agent,
+            GEN_AI_CONVERSATION_ID: conversation_id,
+            JANUX_AGENT_DEPTH: 0,
+        }
+        return self._start("start_turn", invoke_agent_span_name(agent), None, SpanKind.INTERNAL, attributes)
 
     def start_attempt(
         self,
@@ -221,30 +244,19 @@ class RunInstrumentation:
 
         `budget` is (max_turns, max_tokens, max_ms); absent lines are not recorded.
         """
-        try:
-            attributes: dict[str, Any] = {
-                GEN_AI_OPERATION_NAME: OP_INVOKE_AGENT,
-                GEN_AI_AGENT_NAME: agent,
-                JANUX_AGENT_DEPTH: depth,
-                JANUX_HANDOFF_ATTEMPT: attempt,
-                JANUX_HANDOFF_ID: handoff_id,
-            }
-            for key, value in zip(
-                (JANUX_BUDGET_MAX_TURNS, JANUX_BUDGET_MAX_TOKENS, JANUX_BUDGET_MAX_MS), budget, strict=True
-            ):
-                if value is not None:
-                    attributes[key] = value
-            return self._tracer.start_span(
-                invoke_agent_span_name(agent),
-                context=trace.set_span_in_context(parent),
-                kind=SpanKind.INTERNAL,
-                attributes=attributes,
-                record_exception=False,
-                set_status_on_exception=False,
-            )
-        except Exception as exc:
-            _report("start_attempt", exc)
-            return INVALID_SPAN
+        attributes: dict[str, Any] = {
+            GEN_AI_OPERATION_NAME: OP_INVOKE_AGENT,
+            GEN_AI_AGENT_NAME: agent,
+            JANUX_AGENT_DEPTH: depth,
+            JANUX_HANDOFF_ATTEMPT: attempt,
+            JANUX_HANDOFF_ID: handoff_id,
+        }
+        for key, value in zip(_BUDGET_KEYS, budget, strict=True):
+            if value is not None:
+                attributes[key] = value
+        return self._start(
+            "start_attempt", invoke_agent_span_name(agent), parent, SpanKind.INTERNAL, attributes
+        )
 
     def end_agent(
         self,
@@ -258,21 +270,23 @@ class RunInstrumentation:
         """Close an agent span with its own loop's `janux.turn.*` (never `gen_ai.usage.*`)."""
         try:
             if span.is_recording():
-                _set_usage(span, _TURN_KEYS, totals)
-                span.set_attribute(JANUX_TURN_ROUNDS, totals.rounds)
+                attributes = _usage_attributes(_TURN_KEYS, totals)
+                attributes[JANUX_TURN_ROUNDS] = int(totals.rounds)
                 if stop_reason is not None:
-                    span.set_attribute(JANUX_STOP_REASON, stop_reason)
+                    attributes[JANUX_STOP_REASON] = stop_reason
                 if error_type is not None:
-                    _set_error(span, error_type, error_message)
-            span.end()
+                    attributes[ERROR_TYPE] = error_type
+                    span.set_status(_error_status(error_type, error_message))
+                span.set_attributes(attributes)
         except Exception as exc:
             _report("end_agent", exc)
+        _end(span, "end_agent")
 
     def set_bill(self, span: Span, bill: UsageTotals) -> None:
         """Record the whole turn's bill on the root span (call before `end_agent`)."""
         try:
             if span.is_recording():
-                _set_usage(span, _BILL_KEYS, bill)
+                span.set_attributes(_usage_attributes(_BILL_KEYS, bill))
         except Exception as exc:
             _report("set_bill", exc)
 
@@ -280,9 +294,9 @@ class RunInstrumentation:
         """Record a transfer on the turn span: the holder's name and `janux.handoff.from/to`."""
         try:
             if span.is_recording():
-                span.set_attribute(GEN_AI_AGENT_NAME, to_agent)
-                span.set_attribute(JANUX_HANDOFF_FROM, from_agent)
-                span.set_attribute(JANUX_HANDOFF_TO, to_agent)
+                span.set_attributes(
+                    {GEN_AI_AGENT_NAME: to_agent, JANUX_HANDOFF_FROM: from_agent, JANUX_HANDOFF_TO: to_agent}
+                )
         except Exception as exc:
             _report("set_transfer", exc)
 
@@ -307,22 +321,11 @@ class RunInstrumentation:
             GEN_AI_PROVIDER_NAME: provider,
             GEN_AI_REQUEST_MODEL: request_model,
         }
-        try:
-            attributes: dict[str, Any] = {**metric_attributes, GEN_AI_AGENT_NAME: agent}
-            if self.capture.enabled:
-                self._add_content(attributes, GEN_AI_SYSTEM_INSTRUCTIONS, system)
-                self._add_content(attributes, GEN_AI_INPUT_MESSAGES, messages() if messages else None)
-            span = self._tracer.start_span(
-                chat_span_name(request_model),
-                context=trace.set_span_in_context(parent),
-                kind=SpanKind.CLIENT,
-                attributes=attributes,
-                record_exception=False,
-                set_status_on_exception=False,
-            )
-        except Exception as exc:
-            _report("start_chat", exc)
-            span = INVALID_SPAN
+        attributes: dict[str, Any] = {**metric_attributes, GEN_AI_AGENT_NAME: agent}
+        if self.capture.enabled:
+            self._add_content(attributes, GEN_AI_SYSTEM_INSTRUCTIONS, lambda: system)
+            self._add_content(attributes, GEN_AI_INPUT_MESSAGES, messages)
+        span = self._start("start_chat", chat_span_name(request_model), parent, SpanKind.CLIENT, attributes)
         return ChatOp(span, metric_attributes)
 
     def end_chat(
@@ -337,30 +340,34 @@ class RunInstrumentation:
         output: Callable[[], str] | None = None,
     ) -> None:
         """Close a successful round: usage, finish reason, cost (absent when unpriced), metrics."""
+        span = op.span
         try:
-            span = op.span
             if span.is_recording():
+                attributes: dict[str, Any] = {
+                    GEN_AI_RESPONSE_FINISH_REASONS: (finish_reason,),
+                    GEN_AI_USAGE_INPUT_TOKENS: int(input_tokens),
+                    GEN_AI_USAGE_OUTPUT_TOKENS: int(output_tokens),
+                }
                 if response_model is not None:
-                    span.set_attribute(GEN_AI_RESPONSE_MODEL, response_model)
-                span.set_attribute(GEN_AI_RESPONSE_FINISH_REASONS, (finish_reason,))
-                span.set_attribute(GEN_AI_USAGE_INPUT_TOKENS, input_tokens)
-                span.set_attribute(GEN_AI_USAGE_OUTPUT_TOKENS, output_tokens)
+                    attributes[GEN_AI_RESPONSE_MODEL] = response_model
                 if cost is not None:
-                    span.set_attribute(JANUX_ROUND_COST, cost)
-                if self.capture.enabled and output is not None:
-                    self._set_content(span, GEN_AI_OUTPUT_MESSAGES, output())
-            span.end()
+                    attributes[JANUX_ROUND_COST] = float(cost)
+                if self.capture.enabled:
+                    self._add_content(attributes, GEN_AI_OUTPUT_MESSAGES, output)
+                span.set_attributes(attributes)
         except Exception as exc:
             _report("end_chat", exc)
+        _end(span, "end_chat")
         self._record_round(op, response_model, None, (input_tokens, output_tokens))
 
     def fail_chat(self, op: ChatOp, error_type: str, message: str | None = None) -> None:
         """Close a round that failed or was cancelled: status ERROR + `error.type`."""
         try:
-            _set_error(op.span, error_type, message)
-            op.span.end()
+            op.span.set_attribute(ERROR_TYPE, error_type)
+            op.span.set_status(_error_status(error_type, message))
         except Exception as exc:
             _report("fail_chat", exc)
+        _end(op.span, "fail_chat")
         self._record_round(op, None, error_type, None)
 
     def _record_round(
@@ -390,26 +397,15 @@ class RunInstrumentation:
         self, parent: Span, *, tool: str, call_id: str, tool_type: str, arguments: str | None
     ) -> Span:
         """Open an `execute_tool {tool}` span; arguments are recorded only with capture on."""
-        try:
-            attributes: dict[str, Any] = {
-                GEN_AI_OPERATION_NAME: OP_EXECUTE_TOOL,
-                GEN_AI_TOOL_NAME: tool,
-                GEN_AI_TOOL_CALL_ID: call_id,
-                GEN_AI_TOOL_TYPE: tool_type,
-            }
-            if self.capture.enabled:
-                self._add_content(attributes, GEN_AI_TOOL_CALL_ARGUMENTS, arguments)
-            return self._tracer.start_span(
-                execute_tool_span_name(tool),
-                context=trace.set_span_in_context(parent),
-                kind=SpanKind.INTERNAL,
-                attributes=attributes,
-                record_exception=False,
-                set_status_on_exception=False,
-            )
-        except Exception as exc:
-            _report("start_tool", exc)
-            return INVALID_SPAN
+        attributes: dict[str, Any] = {
+            GEN_AI_OPERATION_NAME: OP_EXECUTE_TOOL,
+            GEN_AI_TOOL_NAME: tool,
+            GEN_AI_TOOL_CALL_ID: call_id,
+            GEN_AI_TOOL_TYPE: tool_type,
+        }
+        if self.capture.enabled:
+            self._add_content(attributes, GEN_AI_TOOL_CALL_ARGUMENTS, lambda: arguments)
+        return self._start("start_tool", execute_tool_span_name(tool), parent, SpanKind.INTERNAL, attributes)
 
     def end_tool(
         self,
@@ -423,15 +419,17 @@ class RunInstrumentation:
         """Close a tool span; for delegation tools also copy the final handoff outcome onto it."""
         try:
             if span.is_recording():
-                if handoff is not None:
-                    span.set_attributes(tool_span_attributes(handoff))
+                attributes = tool_span_attributes(handoff) if handoff is not None else {}
                 if self.capture.enabled:
-                    self._set_content(span, GEN_AI_TOOL_CALL_RESULT, result)
+                    self._add_content(attributes, GEN_AI_TOOL_CALL_RESULT, lambda: result)
                 if error_type is not None:
-                    _set_error(span, error_type, error_message)
-            span.end()
+                    attributes[ERROR_TYPE] = error_type
+                    span.set_status(_error_status(error_type, error_message))
+                if attributes:
+                    span.set_attributes(attributes)
         except Exception as exc:
             _report("end_tool", exc)
+        _end(span, "end_tool")
 
     def handoff_start(self, span: Span, mark: HandoffMark) -> None:
         """Add HANDOFF_START to a delegation tool span."""
@@ -475,15 +473,19 @@ class RunInstrumentation:
 
     # -- content ---------------------------------------------------------------------------------
 
-    def _add_content(self, attributes: dict[str, Any], key: str, value: str | None) -> None:
-        captured = self.capture.capture(value)
+    def _add_content(
+        self, attributes: dict[str, Any], key: str, value: Callable[[], str | None] | None
+    ) -> None:
+        """Add captured content; a failure to produce it drops that value only, never the span."""
+        if value is None:
+            return
+        try:
+            captured = self.capture.capture(value())
+        except Exception as exc:
+            _report("content", exc)
+            return
         if captured is not None:
             attributes[key] = captured
-
-    def _set_content(self, span: Span, key: str, value: str | None) -> None:
-        captured = self.capture.capture(value)
-        if captured is not None:
-            span.set_attribute(key, captured)
 
 
 def trace_id_hex(span: Span) -> str | None:

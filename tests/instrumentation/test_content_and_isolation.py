@@ -6,6 +6,7 @@ import ast
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
@@ -157,3 +158,22 @@ def test_no_sdk_import_in_the_runtime_or_the_instrumentation() -> None:
                 names = [node.module]
             offenders += [f"{path.name}: {name}" for name in names if name.startswith("opentelemetry.sdk")]
     assert len(files) > 20 and offenders == []
+
+
+@pytest.mark.parametrize(
+    "redact",
+    [lambda text: None, lambda text: 42, lambda text: 1 / 0],
+    ids=["returns-None", "returns-int", "raises"],
+)
+async def test_a_broken_redaction_hook_drops_content_but_never_a_span_or_event(redact: Any) -> None:
+    """Every span still ends (an unended span is never exported) and every HANDOFF_END is recorded."""
+    reference, broken = Traced(), Traced()
+    options: dict[str, Any] = {"thread_id": "t"}
+    await _agent().run(f"user {SECRET}", tracer_provider=reference.provider, capture_content=False, **options)
+    capture = ContentCapture(enabled=True, redact=redact)
+    result = await _agent().run(
+        f"user {SECRET}", tracer_provider=broken.provider, capture_content=capture, **options
+    )
+    assert result.text == f"final {SECRET}"
+    assert broken.tree() == reference.tree()  # same spans, attributes and events; no content at all
+    assert SECRET not in _all_text(broken)
