@@ -29,7 +29,7 @@ from runtime.errors import (
     CODE_TOOL_FORBIDDEN,
     error_type_of,
 )
-from runtime.events import HandoffEvent, emit_end, emit_start
+from runtime.events import emit_end, open_handoff
 from runtime.messages import user
 from runtime.model import Message, ToolCall
 from runtime.models import resolve_model
@@ -98,18 +98,15 @@ async def run_delegation(loop: LoopContext, call: ToolCall, entry: ToolEntry) ->
     assert entry.subagent is not None
     sub = entry.subagent
     obs = loop.turn.obs
-    span = obs.start_tool(
-        loop.span, tool=call.name, call_id=call.id, tool_type=TOOL_TYPE_DELEGATE, arguments=call.arguments
-    )
-    event = HandoffEvent(
-        call_id=call.id,
+    span, event = open_handoff(
+        loop,
+        call,
+        tool_type=TOOL_TYPE_DELEGATE,
         kind=KIND_DELEGATE,
-        tool=call.name,
         target=sub.agent.name,
         depth=current_depth() + 1,
         session_mode=sub.session.value,
     )
-    emit_start(loop, span, event)
     d = Delegation(loop, call, sub, event, span)
     try:
         outcome = await govern(d)

@@ -17,6 +17,7 @@ from typing import Any
 from opentelemetry.trace import Span
 
 from runtime.context import LoopContext
+from runtime.model import ToolCall
 from tracing.conventions import EVENT_HANDOFF_END, EVENT_HANDOFF_START, STATUS_STARTING
 
 _log = logging.getLogger("janux.runtime")
@@ -76,6 +77,32 @@ class HandoffEvent:
             "denyReason": self.deny_reason,
             "stopReason": self.stop_reason,
         }
+
+
+def start_tool_span(loop: LoopContext, call: ToolCall, tool_type: str) -> Span:
+    """The `execute_tool` span of one tool call, under the loop's agent span."""
+    return loop.turn.obs.start_tool(
+        loop.span, tool=call.name, call_id=call.id, tool_type=tool_type, arguments=call.arguments
+    )
+
+
+def open_handoff(
+    loop: LoopContext,
+    call: ToolCall,
+    *,
+    tool_type: str,
+    kind: str,
+    target: str,
+    depth: int,
+    session_mode: str,
+) -> tuple[Span, HandoffEvent]:
+    """Start the tool span of a delegate or handoff call and emit its HANDOFF_START."""
+    span = start_tool_span(loop, call, tool_type)
+    event = HandoffEvent(
+        call_id=call.id, kind=kind, tool=call.name, target=target, depth=depth, session_mode=session_mode
+    )
+    emit_start(loop, span, event)
+    return span, event
 
 
 def emit_start(loop: LoopContext, span: Span, event: HandoffEvent) -> None:

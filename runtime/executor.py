@@ -16,6 +16,7 @@ from runtime.context import LoopContext
 from runtime.deadline import cancel_reason
 from runtime.delegation import run_delegation
 from runtime.errors import CODE_TOOL_FORBIDDEN, CODE_UNKNOWN_TOOL
+from runtime.events import start_tool_span
 from runtime.handoff import run_transfer
 from runtime.model import Message, ToolCall
 from runtime.primary import invoke_tool
@@ -75,9 +76,7 @@ async def execute_call(loop: LoopContext, call: ToolCall, may_transfer: bool) ->
 
 def _refuse(loop: LoopContext, call: ToolCall, code: str, detail: str) -> str:
     obs = loop.turn.obs
-    span = obs.start_tool(
-        loop.span, tool=call.name, call_id=call.id, tool_type=TOOL_TYPE_FUNCTION, arguments=call.arguments
-    )
+    span = start_tool_span(loop, call, TOOL_TYPE_FUNCTION)
     result = tool_error(call.name, code, detail)
     obs.end_tool(span, result=result, error_type=code, error_message=detail)
     return result
@@ -86,9 +85,7 @@ def _refuse(loop: LoopContext, call: ToolCall, code: str, detail: str) -> str:
 async def run_function(loop: LoopContext, call: ToolCall, entry: ToolEntry) -> str:
     """Run a function tool inside its `execute_tool` span."""
     obs = loop.turn.obs
-    span = obs.start_tool(
-        loop.span, tool=call.name, call_id=call.id, tool_type=TOOL_TYPE_FUNCTION, arguments=call.arguments
-    )
+    span = start_tool_span(loop, call, TOOL_TYPE_FUNCTION)
     assert entry.tool is not None
     token = obs.activate(span)
     try:

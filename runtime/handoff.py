@@ -21,7 +21,7 @@ from runtime.errors import (
     CODE_HANDOFF_MODEL_UNAVAILABLE,
     CODE_TOOL_FORBIDDEN,
 )
-from runtime.events import HandoffEvent, emit_end, emit_start
+from runtime.events import emit_end, open_handoff
 from runtime.messages import system, text_only, transfer_note
 from runtime.model import Model, ToolCall
 from runtime.models import resolve_model
@@ -66,19 +66,16 @@ async def run_transfer(loop: LoopContext, call: ToolCall, entry: ToolEntry, may_
     assert entry.handoff is not None
     target = entry.handoff.agent
     obs = loop.turn.obs
-    span = obs.start_tool(
-        loop.span, tool=call.name, call_id=call.id, tool_type=TOOL_TYPE_HANDOFF, arguments=call.arguments
-    )
-    # The target takes over this same loop, so it runs at the caller's depth.
-    event = HandoffEvent(
-        call_id=call.id,
+    # The target takes over this same loop (and its history), so it runs at the caller's depth.
+    span, event = open_handoff(
+        loop,
+        call,
+        tool_type=TOOL_TYPE_HANDOFF,
         kind=KIND_TRANSFER,
-        tool=call.name,
         target=target.name,
         depth=current_depth(),
         session_mode=SESSION_REUSE,
     )
-    emit_start(loop, span, event)
     decision = _decide(loop, call, entry, event.depth, may_transfer)
     event.status = decision.status
     event.attempts = 1 if decision.status == STATUS_COMPLETED else 0
