@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from runtime.messages import message_json
 from runtime.model import Message, Role, ToolCall
 
 _ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
@@ -92,17 +93,20 @@ class InMemoryThreadStore:
 
 
 def message_to_json(message: Message) -> dict[str, Any]:
-    """Encode one message as a JSON object; fields at their defaults are left out."""
-    out: dict[str, Any] = {"role": message.role, "content": message.content}
-    if message.tool_calls:
-        out["tool_calls"] = [
-            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
-        ]
-    if message.tool_call_id is not None:
-        out["tool_call_id"] = message.tool_call_id
+    """Encode one message as a JSON object; fields at their defaults are left out.
+
+    The content-capture form (`runtime.messages.message_json`) plus the author's `name`, which a
+    thread needs to remember which agent wrote each answer.
+    """
+    out = message_json(message)
     if message.name is not None:
         out["name"] = message.name
     return out
+
+
+def _messages_text(state: ThreadState) -> str:
+    """The `messages` column of a thread."""
+    return json.dumps([message_to_json(m) for m in state.messages], ensure_ascii=False)
 
 
 def _str_field(obj: dict[str, Any], key: str, where: str, *, optional: bool = False) -> str | None:
@@ -235,7 +239,7 @@ class SqliteThreadStore:
 
     async def save(self, thread_id: str, state: ThreadState) -> None:
         """Replace the stored state of `thread_id` (one transaction)."""
-        payload = json.dumps([message_to_json(m) for m in state.messages], ensure_ascii=False)
+        payload = _messages_text(state)
         await asyncio.to_thread(self._write, thread_id, state.agent, payload)
 
     def load_sync(self, thread_id: str) -> ThreadState | None:
@@ -258,7 +262,7 @@ class SqliteThreadStore:
 
     def save_sync(self, thread_id: str, state: ThreadState) -> None:
         """Blocking form of `save`, for callers outside an event loop."""
-        payload = json.dumps([message_to_json(m) for m in state.messages], ensure_ascii=False)
+        payload = _messages_text(state)
         self._write(thread_id, state.agent, payload)
 
     def _write(self, thread_id: str, agent: str | None, payload: str) -> None:
