@@ -170,45 +170,16 @@ def system_contains(fragment: str) -> MessagesPredicate:
     return check
 
 
-class _Recorder:
-    """Shared bookkeeping: recorded calls and in-flight concurrency, thread-safe."""
+class _RecordingModel:
+    """What both test models share: names, and a thread-safe record of requests and concurrency."""
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.calls: list[RecordedCall] = []
-        self._in_flight = 0
-        self.peak_concurrency = 0
-
-    def enter(self, messages: list[Message], tools: list[ToolSpec], settings: ModelSettings) -> None:
-        with self._lock:
-            self.calls.append(RecordedCall(list(messages), list(tools), settings))
-            self._in_flight += 1
-            self.peak_concurrency = max(self.peak_concurrency, self._in_flight)
-
-    def leave(self) -> None:
-        with self._lock:
-            self._in_flight -= 1
-
-
-class ScriptedModel:
-    """A model that answers from a queue of steps; safe to share between concurrent subagents."""
-
-    def __init__(
-        self,
-        steps: Iterable[ScriptStep | str] = (),
-        *,
-        model_name: str = "scripted-model",
-        provider_name: str = "janux.scripted",
-        latency_scale: float = 1.0,
-    ) -> None:
-        self._steps: list[ScriptStep] = [reply(s) if isinstance(s, str) else s for s in steps]
+    def __init__(self, model_name: str, provider_name: str) -> None:
         self._model_name = model_name
         self._provider_name = provider_name
-        self.latency_scale = latency_scale
-        """Multiplies every step's delay (0 = no waiting at all)."""
-        self._recorder = _Recorder()
-        self._ids = itertools.count(1)
-        self._unexpected: list[str] = []
+        self._lock = threading.Lock()
+        self._calls: list[RecordedCall] = []
+        self._in_flight = 0
+        self._peak = 0
 
     @property
     def model_name(self) -> str:
@@ -223,28 +194,57 @@ class ScriptedModel:
     @property
     def calls(self) -> list[RecordedCall]:
         """Every request received, in arrival order."""
-        return self._recorder.calls
+        return self._calls
 
     @property
     def peak_concurrency(self) -> int:
         """Most requests in flight at the same time."""
-        return self._recorder.peak_concurrency
+        return self._peak
+
+    def _enter(self, messages: list[Message], tools: list[ToolSpec], settings: ModelSettings) -> None:
+        with self._lock:
+            self._calls.append(RecordedCall(list(messages), list(tools), settings))
+            self._in_flight += 1
+            self._peak = max(self._peak, self._in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+
+class ScriptedModel(_RecordingModel):
+    """A model that answers from a queue of steps; safe to share between concurrent subagents."""
+
+    def __init__(
+        self,
+        steps: Iterable[ScriptStep | str] = (),
+        *,
+        model_name: str = "scripted-model",
+        provider_name: str = "janux.scripted",
+        latency_scale: float = 1.0,
+    ) -> None:
+        super().__init__(model_name, provider_name)
+        self._steps: list[ScriptStep] = [reply(s) if isinstance(s, str) else s for s in steps]
+        self.latency_scale = latency_scale
+        """Multiplies every step's delay (0 = no waiting at all)."""
+        self._ids = itertools.count(1)
+        self._unexpected: list[str] = []
 
     @property
     def remaining(self) -> int:
         """Steps not consumed yet."""
-        with self._recorder._lock:
+        with self._lock:
             return len(self._steps)
 
     def add(self, *steps: ScriptStep | str) -> None:
         """Append steps to the script."""
-        with self._recorder._lock:
+        with self._lock:
             self._steps.extend(reply(s) if isinstance(s, str) else s for s in steps)
 
     def assert_complete(self) -> None:
         """Raise `UnexpectedModelCall` when a request matched no step (even if the run swallowed
         the error), else `UnconsumedSteps` when steps are left."""
-        with self._recorder._lock:
+        with self._lock:
             unexpected = list(self._unexpected)
         if unexpected:
             raise UnexpectedModelCall(
@@ -256,12 +256,12 @@ class ScriptedModel:
 
     def _take(self, messages: list[Message]) -> ScriptStep:
         last = next((m.content for m in reversed(messages) if m.role == "user"), "")
-        with self._recorder._lock:
+        with self._lock:
             for index, step in enumerate(self._steps):
                 if step.when is None or step.when(messages):
                     return self._steps.pop(index)
             problem = (
-                f"request #{len(self._recorder.calls)} matched no scripted step ({len(self._steps)} left); "
+                f"request #{len(self._calls)} matched no scripted step ({len(self._steps)} left); "
                 f"last user message: {last[:80]!r}"
             )
             self._unexpected.append(problem)
@@ -271,7 +271,7 @@ class ScriptedModel:
         self, messages: list[Message], tools: list[ToolSpec], settings: ModelSettings
     ) -> ModelResponse:
         """Answer with the next matching step (after its delay)."""
-        self._recorder.enter(messages, tools, settings)
+        self._enter(messages, tools, settings)
         try:
             step = self._take(messages)
             if step.delay > 0 and self.latency_scale > 0:
@@ -281,7 +281,7 @@ class ScriptedModel:
                 raise ModelError(message, error_type=error_type, status_code=status)
             return self._response(step)
         finally:
-            self._recorder.leave()
+            self._leave()
 
     def _response(self, step: ScriptStep) -> ModelResponse:
         calls = tuple(
@@ -303,7 +303,7 @@ ModelFunction = Callable[
 """What a `FunctionModel` calls: (messages, tools, settings) -> response or text (sync or async)."""
 
 
-class FunctionModel:
+class FunctionModel(_RecordingModel):
     """A model whose every round is answered by a Python function."""
 
     def __init__(
@@ -313,43 +313,21 @@ class FunctionModel:
         model_name: str = "function-model",
         provider_name: str = "janux.function",
     ) -> None:
+        super().__init__(model_name, provider_name)
         self.function = function
         """The answering function."""
-        self._model_name = model_name
-        self._provider_name = provider_name
-        self._recorder = _Recorder()
-
-    @property
-    def model_name(self) -> str:
-        """Model name requested."""
-        return self._model_name
-
-    @property
-    def provider_name(self) -> str:
-        """Provider name."""
-        return self._provider_name
-
-    @property
-    def calls(self) -> list[RecordedCall]:
-        """Every request received."""
-        return self._recorder.calls
-
-    @property
-    def peak_concurrency(self) -> int:
-        """Most requests in flight at once."""
-        return self._recorder.peak_concurrency
 
     async def request(
         self, messages: list[Message], tools: list[ToolSpec], settings: ModelSettings
     ) -> ModelResponse:
         """Call the function; a string result is a final text answer."""
-        self._recorder.enter(messages, tools, settings)
+        self._enter(messages, tools, settings)
         try:
             result = self.function(list(messages), list(tools), settings)
             if inspect.isawaitable(result):
                 result = await result
         finally:
-            self._recorder.leave()
+            self._leave()
         if isinstance(result, str):
             return ModelResponse(text=result, model_name=self._model_name)
         return result
