@@ -28,7 +28,6 @@ from runtime.definitions import (
     Cost,
     Handoff,
     HandoffPolicy,
-    OnFailure,
     RateLimit,
     SessionMode,
     Subagent,
@@ -76,27 +75,6 @@ class HandoffConfig(_Strict):
     """Tool description."""
 
 
-class PolicyConfig(_Strict):
-    """HandoffPolicy fields that can be written in a file (no input filter)."""
-
-    enabled: bool = True
-    """Apply deny checks and retries."""
-    max_depth: int = Field(default=1, ge=0)
-    """Deepest delegation depth."""
-    max_retries: int = Field(default=0, ge=0)
-    """Retries per delegation."""
-    timeout_ms: float = Field(default=0, ge=0)
-    """Per-attempt timeout (0 = none)."""
-    allowed_tools: list[str] | None = None
-    """Allow-list."""
-    denied_tools: list[str] | None = None
-    """Deny-list."""
-    on_denied: OnFailure = OnFailure.FAIL
-    """On denial."""
-    on_error: OnFailure = OnFailure.FAIL
-    """On failure."""
-
-
 class AgentConfig(_Strict):
     """One agent of the file."""
 
@@ -118,8 +96,8 @@ class AgentConfig(_Strict):
     """`{input: USD/M, output: USD/M}`."""
     max_turns: int = Field(default=10, ge=1)
     """Round limit of a turn."""
-    policy: PolicyConfig = Field(default_factory=PolicyConfig)
-    """Governance."""
+    policy: dict[str, Any] | None = None
+    """HandoffPolicy fields (all but `input_filter`, which only code can supply)."""
     parallel_tool_calls: bool = True
     """Fork-join tool calls."""
     rate_limit: dict[str, Any] | None = None
@@ -213,14 +191,13 @@ class _Builder:
                 handoffs=handoffs,
                 max_turns=config.max_turns,
                 parallel_tool_calls=config.parallel_tool_calls,
-                policy=HandoffPolicy(**config.policy.model_dump()),
                 **options,
             ),
         )
 
 
 def _optional_parts(config: AgentConfig, where: str) -> dict[str, Any]:
-    """Filter, cost and rate limit of an agent config, each validated under its own path."""
+    """Filter, cost, rate limit and policy of an agent config, each validated under its own path."""
     parts: dict[str, Any] = {}
     tool_filter = config.tool_filter
     if tool_filter is not None:
@@ -231,6 +208,13 @@ def _optional_parts(config: AgentConfig, where: str) -> dict[str, Any]:
     rate = config.rate_limit
     if rate is not None:
         parts["rate_limit"] = _wrap(f"{where}.rate_limit", lambda: RateLimit(**rate))
+    policy = config.policy
+    if policy is not None:
+        if "input_filter" in policy:
+            raise DefinitionError(
+                f"{where}.policy.input_filter: an input filter is a function; set it in code"
+            )
+        parts["policy"] = _wrap(f"{where}.policy", lambda: HandoffPolicy(**policy))
     return parts
 
 

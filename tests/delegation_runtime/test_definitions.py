@@ -120,7 +120,8 @@ def test_config_builds_agents_and_names_bad_fields() -> None:
     triage = agents["triage"]
     assert triage.model is model and agents["billing"].model == "unregistered"
     assert list(triage.catalog) == ["delegate.researcher", "handoff.billing"]
-    assert triage.policy.max_retries == 1 and triage.price is not None
+    assert triage.policy.max_retries == 1 and triage.policy.timeout_ms == 500 and triage.price is not None
+    assert agents["researcher"].policy == HandoffPolicy()  # no policy in the file: the defaults
 
     def broken(path: list[Any], value: Any) -> dict[str, Any]:
         copy: dict[str, Any] = {"agents": {k: dict(v) for k, v in config["agents"].items()}}  # type: ignore[attr-defined]
@@ -149,6 +150,21 @@ def test_config_builds_agents_and_names_bad_fields() -> None:
             r"agents.triage.cost: Cost: input: Input should be greater",
         ),
         (["agents", "triage", "max_turns"], -3, r"agents.triage.max_turns: Input should be greater"),
+        (
+            ["agents", "triage", "policy"],
+            {"max_retries": -1},
+            r"agents.triage.policy: HandoffPolicy: max_retries: Input should be greater",
+        ),
+        (
+            ["agents", "triage", "policy"],
+            {"max_depth": 2, "retries": 1},
+            r"agents.triage.policy: HandoffPolicy: retries: Extra inputs are not permitted",
+        ),
+        (
+            ["agents", "triage", "policy"],
+            {"input_filter": "scrub"},
+            r"agents.triage.policy.input_filter: an input filter is a function; set it in code",
+        ),
     ]
     for path, value, message in cases:
         with pytest.raises(DefinitionError, match=message):
