@@ -177,3 +177,108 @@ async def test_a_broken_redaction_hook_drops_content_but_never_a_span_or_event(r
     assert result.text == f"final {SECRET}"
     assert broken.tree() == reference.tree()  # same spans, attributes and events; no content at all
     assert SECRET not in _all_text(broken)
+
+
+CONTENT_KEYS = (
+    c.GEN_AI_INPUT_MESSAGES,
+    c.GEN_AI_OUTPUT_MESSAGES,
+    c.GEN_AI_SYSTEM_INSTRUCTIONS,
+    c.GEN_AI_TOOL_CALL_ARGUMENTS,
+    c.GEN_AI_TOOL_CALL_RESULT,
+    c.JANUX_HANDOFF_OUTPUT,
+)
+
+
+def _leaves(value: Any) -> list[str]:
+    """Every string inside a captured value (JSON messages and arguments are opened up)."""
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return [value]
+        return [value, *_leaves(parsed)] if not isinstance(parsed, str) else [value]
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in _leaves(item)]
+    if isinstance(value, list):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return []
+
+
+async def _demo_records(monkeypatch: pytest.MonkeyPatch, capture: bool) -> list[Any]:
+    from runtime.scenarios import run_scenarios
+
+    if capture:
+        monkeypatch.setenv(c.CAPTURE_CONTENT_ENV, "true")
+    else:
+        monkeypatch.delenv(c.CAPTURE_CONTENT_ENV, raising=False)  # the default: nothing set
+    traced = Traced()
+    outcomes = await run_scenarios(tracer_provider=traced.provider, latency_scale=0)
+    assert all(outcome.error is None for outcome in outcomes)
+    return traced.records()
+
+
+async def test_a_demo_run_records_no_prompt_task_argument_or_output_text_by_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What capture on records, capture off must record nowhere: no attribute, event or status."""
+    from runtime.scenarios import ASK
+
+    captured = await _demo_records(monkeypatch, capture=True)
+    names = {str(v) for span in captured for k, v in span.attributes.items() if k not in CONTENT_KEYS}
+    names |= {
+        str(v)
+        for span in captured
+        for e in span.events
+        for k, v in e.attributes.items()
+        if k not in CONTENT_KEYS
+    }
+    known = {
+        leaf
+        for span in captured
+        for source in (span.attributes, *(event.attributes for event in span.events))
+        for key, value in source.items()
+        if key in CONTENT_KEYS
+        for leaf in _leaves(value)
+        if len(leaf) >= 8 and leaf not in names  # tool names and call ids are not content
+    }
+    assert ASK in known and "Refund rules for annual plans" in known and len(known) > 40
+
+    plain = await _demo_records(monkeypatch, capture=False)
+    texts = [span.status_message for span in plain]
+    texts += [str(v) for span in plain for v in span.attributes.values()]
+    texts += [str(v) for span in plain for e in span.events for v in e.attributes.values()]
+    texts += [key for span in plain for key in span.attributes if key in CONTENT_KEYS]
+    leaks = sorted({text for text in known if any(text in t for t in texts)})
+    assert leaks == []
+    assert not any(key in CONTENT_KEYS for span in plain for key in span.attributes)
+
+
+def test_redaction_sees_the_whole_value_before_truncation() -> None:
+    seen: list[str] = []
+
+    def redact(text: str) -> str:
+        seen.append(text)
+        return text.replace("4111111111111111", "[X]")
+
+    capture = ContentCapture(enabled=True, max_length=16, redact=redact)
+    # Truncating first would cut the card number in half, so the hook could not find it.
+    assert capture.capture("card 4111111111111111 ok") == "card [X] ok"
+    assert seen == ["card 4111111111111111 ok"]
+    assert capture.capture("card 4111111111111111 and a long tail") == "card [X] and a …"
+
+
+async def test_env_capture_truncates_every_value_to_the_configured_length(
+    traced: Traced, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(c.CAPTURE_CONTENT_ENV, "true")
+    monkeypatch.setenv(c.CAPTURE_MAX_LENGTH_ENV, "20")
+    await _agent().run(f"user {SECRET}", tracer_provider=traced.provider)
+    values = [
+        value
+        for span in traced.records()
+        for source in (span.attributes, *(event.attributes for event in span.events))
+        for key, value in source.items()
+        if key in CONTENT_KEYS
+    ]
+    assert len(values) >= 10 and all(isinstance(v, str) and len(v) <= 20 for v in values)
+    assert any(v.endswith("…") for v in values)
