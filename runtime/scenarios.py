@@ -18,9 +18,10 @@ from typing import Any
 from runtime import scenario_cast as cast
 from runtime.definitions import HandoffPolicy, OnFailure, RateLimit, Subagent, ToolFilter
 from runtime.dispatch import dispatch_and_synthesize
+from runtime.model import ToolCall
 from runtime.result import RunResult
 from runtime.scenario_cast import Stage
-from runtime.testing import call_tools, delegate, fail, reply, tool_call, transfer
+from runtime.testing import ScriptedModel, call_tools, delegate, fail, reply, tool_call, transfer
 from runtime.tools import make_tool
 
 
@@ -54,6 +55,33 @@ Scenario = Callable[[_Run], Awaitable[RunResult]]
 ASK = "My annual plan was charged twice this month. Can I get a refund?"
 
 
+def _ask_then_answer(
+    s: Stage,
+    model_name: str,
+    calls: ToolCall | Sequence[ToolCall],
+    asked: tuple[int, int],
+    answer: str,
+    answered: tuple[int, int],
+    delays_ms: tuple[float, float] = (8, 6),
+) -> ScriptedModel:
+    """The shape of most scripted loops: one round of tool calls, then the final answer.
+
+    `asked` and `answered` are the (input, output) tokens of the two rounds; `delays_ms` their latency.
+    """
+    return s.model(
+        model_name,
+        [
+            call_tools(
+                *([calls] if isinstance(calls, ToolCall) else calls),
+                input_tokens=asked[0],
+                output_tokens=asked[1],
+                delay=s.ms(delays_ms[0]),
+            ),
+            reply(answer, input_tokens=answered[0], output_tokens=answered[1], delay=s.ms(delays_ms[1])),
+        ],
+    )
+
+
 async def plain_answer(run: _Run) -> RunResult:
     """The front desk answers on its own: one round."""
     s = run.stage
@@ -65,39 +93,29 @@ async def plain_answer(run: _Run) -> RunResult:
 
 
 def _research_model(s: Stage, answer: str = "Annual plans are refundable within 30 days.") -> Any:
-    return s.model(
-        "gpt-4o",
-        [
-            call_tools(
-                tool_call("search_docs", {"query": "refund annual plan"}),
-                input_tokens=520,
-                output_tokens=22,
-                delay=s.ms(11),
-            ),
-            reply(answer, input_tokens=880, output_tokens=41, delay=s.ms(14)),
-        ],
-    )
+    search = tool_call("search_docs", {"query": "refund annual plan"})
+    return _ask_then_answer(s, "gpt-4o", search, (520, 22), answer, (880, 41), delays_ms=(11, 14))
+
+
+def _triage_asking_research(
+    s: Stage, asked: tuple[int, int], answer: str, answered: tuple[int, int]
+) -> ScriptedModel:
+    """Triage delegates the annual-plan refund rules to the researcher, then answers."""
+    task = delegate("researcher", "Refund rules for annual plans")
+    return _ask_then_answer(s, "gpt-4o-mini", task, asked, answer, answered)
 
 
 async def delegation(run: _Run) -> RunResult:
     """Triage delegates research, then answers with the result (3 rounds + a tool, 1 delegation)."""
     s = run.stage
-    model = s.model(
+    model = _ask_then_answer(
+        s,
         "gpt-4o-mini",
-        [
-            call_tools(
-                delegate("researcher", "Refund rules for annual plans", context="customer charged twice"),
-                input_tokens=402,
-                output_tokens=35,
-                delay=s.ms(8),
-            ),
-            reply(
-                "Yes: annual plans are refundable within 30 days. I've flagged the double charge.",
-                input_tokens=690,
-                output_tokens=28,
-                delay=s.ms(7),
-            ),
-        ],
+        delegate("researcher", "Refund rules for annual plans", context="customer charged twice"),
+        (402, 35),
+        "Yes: annual plans are refundable within 30 days. I've flagged the double charge.",
+        (690, 28),
+        delays_ms=(8, 7),
     )
     researcher = cast.researcher(s, _research_model(s))
     return await run.turn(
@@ -108,20 +126,17 @@ async def delegation(run: _Run) -> RunResult:
 async def parallel_delegations(run: _Run) -> RunResult:
     """Two delegations in one round run concurrently (fork-join)."""
     s = run.stage
-    model = s.model(
+    model = _ask_then_answer(
+        s,
         "gpt-4o-mini",
         [
-            call_tools(
-                delegate("researcher", "Refund rules for annual plans"),
-                delegate("writer", "Draft an apology for a double charge"),
-                input_tokens=415,
-                output_tokens=61,
-                delay=s.ms(8),
-            ),
-            reply(
-                "Refund approved per policy; apology sent.", input_tokens=930, output_tokens=19, delay=s.ms(7)
-            ),
+            delegate("researcher", "Refund rules for annual plans"),
+            delegate("writer", "Draft an apology for a double charge"),
         ],
+        (415, 61),
+        "Refund approved per policy; apology sent.",
+        (930, 19),
+        delays_ms=(8, 7),
     )
     researcher = cast.researcher(s, _research_model(s))
     writer = cast.writer(
@@ -142,23 +157,7 @@ async def parallel_delegations(run: _Run) -> RunResult:
 async def retry_then_success(run: _Run) -> RunResult:
     """The researcher's model fails once (503); the policy retries and attempt 2 answers."""
     s = run.stage
-    model = s.model(
-        "gpt-4o-mini",
-        [
-            call_tools(
-                delegate("researcher", "Refund rules for annual plans"),
-                input_tokens=398,
-                output_tokens=30,
-                delay=s.ms(8),
-            ),
-            reply(
-                "Annual plans are refundable within 30 days.",
-                input_tokens=655,
-                output_tokens=15,
-                delay=s.ms(6),
-            ),
-        ],
-    )
+    model = _triage_asking_research(s, (398, 30), "Annual plans are refundable within 30 days.", (655, 15))
     research = s.model(
         "gpt-4o",
         [
@@ -177,22 +176,8 @@ async def retry_then_success(run: _Run) -> RunResult:
 async def timeout_then_fallback(run: _Run) -> RunResult:
     """The researcher hangs; the attempt is cancelled at the timeout and the primary executor answers."""
     s = run.stage
-    model = s.model(
-        "gpt-4o-mini",
-        [
-            call_tools(
-                delegate("researcher", "Refund rules for annual plans"),
-                input_tokens=401,
-                output_tokens=30,
-                delay=s.ms(8),
-            ),
-            reply(
-                "Per our cached policy, annual plans are refundable within 30 days.",
-                input_tokens=640,
-                output_tokens=21,
-                delay=s.ms(6),
-            ),
-        ],
+    model = _triage_asking_research(
+        s, (401, 30), "Per our cached policy, annual plans are refundable within 30 days.", (640, 21)
     )
     hanging = s.hanging_model("gpt-4o", [reply("(never delivered)", delay=5.0)])
     cached = make_tool(
@@ -213,22 +198,8 @@ async def timeout_then_fallback(run: _Run) -> RunResult:
 async def failed_delegation(run: _Run) -> RunResult:
     """The researcher's model keeps failing; with on_error=FAIL the caller reads the error."""
     s = run.stage
-    model = s.model(
-        "gpt-4o-mini",
-        [
-            call_tools(
-                delegate("researcher", "Refund rules for annual plans"),
-                input_tokens=399,
-                output_tokens=30,
-                delay=s.ms(8),
-            ),
-            reply(
-                "I couldn't reach our docs right now; a colleague will follow up.",
-                input_tokens=610,
-                output_tokens=20,
-                delay=s.ms(6),
-            ),
-        ],
+    model = _triage_asking_research(
+        s, (399, 30), "I couldn't reach our docs right now; a colleague will follow up.", (610, 20)
     )
     research = s.model(
         "gpt-4o", [fail("rate limit exceeded", error_type="rate_limit", status_code=429, delay=s.ms(4))]
@@ -238,64 +209,43 @@ async def failed_delegation(run: _Run) -> RunResult:
 
 
 def _denied_turn(s: Stage, target: str, task: str) -> Any:
-    return s.model(
-        "gpt-4o-mini",
-        [
-            call_tools(delegate(target, task), input_tokens=404, output_tokens=27, delay=s.ms(8)),
-            reply(
-                "I can't do that from here, but a human agent will follow up.",
-                input_tokens=560,
-                output_tokens=17,
-                delay=s.ms(6),
-            ),
-        ],
+    answer = "I can't do that from here, but a human agent will follow up."
+    return _ask_then_answer(s, "gpt-4o-mini", delegate(target, task), (404, 27), answer, (560, 17))
+
+
+async def _writer_denied(run: _Run, **triage_options: Any) -> RunResult:
+    """Triage asks the writer for a draft under `triage_options` (a policy or filter) that refuse it."""
+    s = run.stage
+    writer = cast.writer(s, s.model("gpt-4o-mini", []))
+    triage = cast.triage(
+        _denied_turn(s, "writer", "Draft a reply"),
+        subagents=[Subagent(agent=writer, max_turns=2)],
+        **triage_options,
     )
+    return await run.turn(triage, ASK)
 
 
 async def denied_allowed_tools(run: _Run) -> RunResult:
     """The policy's allow-list only has the researcher; a writer delegation is denied."""
-    s = run.stage
-    writer = cast.writer(s, s.model("gpt-4o-mini", []))
-    policy = HandoffPolicy(allowed_tools=["delegate.researcher"])
-    triage = cast.triage(
-        _denied_turn(s, "writer", "Draft a reply"),
-        subagents=[Subagent(agent=writer, max_turns=2)],
-        policy=policy,
-    )
-    return await run.turn(triage, ASK)
+    return await _writer_denied(run, policy=HandoffPolicy(allowed_tools=["delegate.researcher"]))
 
 
 async def denied_denied_tools(run: _Run) -> RunResult:
     """The policy's deny-list names the writer."""
-    s = run.stage
-    writer = cast.writer(s, s.model("gpt-4o-mini", []))
-    policy = HandoffPolicy(denied_tools=["delegate.writer"])
-    triage = cast.triage(
-        _denied_turn(s, "writer", "Draft a reply"),
-        subagents=[Subagent(agent=writer, max_turns=2)],
-        policy=policy,
-    )
-    return await run.turn(triage, ASK)
+    return await _writer_denied(run, policy=HandoffPolicy(denied_tools=["delegate.writer"]))
+
+
+def _research_asking_fact_check(s: Stage, answer: str, answered: tuple[int, int]) -> ScriptedModel:
+    """The researcher asks the fact checker about the refund window, then answers."""
+    check = delegate("fact_checker", "Is the 30-day refund window current?")
+    return _ask_then_answer(s, "gpt-4o", check, (610, 25), answer, answered, delays_ms=(10, 9))
 
 
 async def denied_max_depth(run: _Run) -> RunResult:
     """triage -> researcher -> fact_checker: depth 2 exceeds the researcher's max_depth of 1."""
     s = run.stage
     checker = cast.fact_checker(s, s.model("llama-3.1-8b-instruct", []))
-    research = s.model(
-        "gpt-4o",
-        [
-            call_tools(
-                delegate("fact_checker", "Is the 30-day refund window current?"),
-                input_tokens=610,
-                output_tokens=25,
-                delay=s.ms(10),
-            ),
-            reply(
-                "Refundable within 30 days (unverified).", input_tokens=720, output_tokens=13, delay=s.ms(9)
-            ),
-        ],
-    )
+    research = _research_asking_fact_check(s, "Refundable within 30 days (unverified).", (720, 13))
     researcher = cast.researcher(s, research, subagents=[Subagent(agent=checker, max_turns=2)])
     model = _denied_turn(s, "researcher", "Refund rules for annual plans")
     return await run.turn(cast.triage(model, subagents=[Subagent(agent=researcher, max_turns=4)]), ASK)
@@ -303,14 +253,7 @@ async def denied_max_depth(run: _Run) -> RunResult:
 
 async def denied_tool_forbidden(run: _Run) -> RunResult:
     """The writer is outside triage's tool surface; the model calls it anyway and is refused."""
-    s = run.stage
-    writer = cast.writer(s, s.model("gpt-4o-mini", []))
-    triage = cast.triage(
-        _denied_turn(s, "writer", "Draft a reply"),
-        subagents=[Subagent(agent=writer, max_turns=2)],
-        tool_filter=ToolFilter(exclude=["delegate.writer"]),
-    )
-    return await run.turn(triage, ASK)
+    return await _writer_denied(run, tool_filter=ToolFilter(exclude=["delegate.writer"]))
 
 
 async def denied_rate_limited(run: _Run) -> RunResult:
@@ -365,23 +308,9 @@ async def denied_guardrail(run: _Run) -> RunResult:
 
 
 def _cut_turn(s: Stage) -> Any:
-    return s.model(
-        "gpt-4o-mini",
-        [
-            call_tools(
-                delegate("researcher", "Every refund rule, with sources"),
-                input_tokens=405,
-                output_tokens=29,
-                delay=s.ms(8),
-            ),
-            reply(
-                "Here is what I could find so far: refunds within 30 days.",
-                input_tokens=600,
-                output_tokens=18,
-                delay=s.ms(6),
-            ),
-        ],
-    )
+    task = delegate("researcher", "Every refund rule, with sources")
+    answer = "Here is what I could find so far: refunds within 30 days."
+    return _ask_then_answer(s, "gpt-4o-mini", task, (405, 29), answer, (600, 18))
 
 
 def _searching(s: Stage, rounds: int, input_tokens: int) -> Any:
@@ -431,22 +360,14 @@ async def transfer_to_specialist(run: _Run) -> RunResult:
             )
         ],
     )
-    billing_model = s.model(
+    billing_model = _ask_then_answer(
+        s,
         "gpt-4.1",
-        [
-            call_tools(
-                tool_call("lookup_invoice", {"query": "INV-2291"}),
-                input_tokens=450,
-                output_tokens=20,
-                delay=s.ms(10),
-            ),
-            reply(
-                "I found the duplicate charge on INV-2291 and refunded $49.00.",
-                input_tokens=560,
-                output_tokens=24,
-                delay=s.ms(9),
-            ),
-        ],
+        tool_call("lookup_invoice", {"query": "INV-2291"}),
+        (450, 20),
+        "I found the duplicate charge on INV-2291 and refunded $49.00.",
+        (560, 24),
+        delays_ms=(10, 9),
     )
     return await run.turn(cast.triage(model, handoffs=[cast.billing(s, billing_model)]), ASK)
 
@@ -461,22 +382,8 @@ async def nested_delegation(run: _Run) -> RunResult:
             [reply("confirmed: 30 days since 2024-01", input_tokens=210, output_tokens=11, delay=s.ms(12))],
         ),
     )
-    research = s.model(
-        "gpt-4o",
-        [
-            call_tools(
-                delegate("fact_checker", "Is the 30-day refund window current?"),
-                input_tokens=610,
-                output_tokens=25,
-                delay=s.ms(10),
-            ),
-            reply(
-                "Annual plans: refundable within 30 days (confirmed).",
-                input_tokens=700,
-                output_tokens=16,
-                delay=s.ms(9),
-            ),
-        ],
+    research = _research_asking_fact_check(
+        s, "Annual plans: refundable within 30 days (confirmed).", (700, 16)
     )
     researcher = cast.researcher(
         s, research, subagents=[Subagent(agent=checker, max_turns=2)], policy=HandoffPolicy(max_depth=2)
@@ -494,22 +401,13 @@ async def unpriced_subagent(run: _Run) -> RunResult:
             "llama-3.1-8b-instruct", [reply("confirmed", input_tokens=190, output_tokens=4, delay=s.ms(12))]
         ),
     )
-    model = s.model(
+    model = _ask_then_answer(
+        s,
         "gpt-4o-mini",
-        [
-            call_tools(
-                delegate("fact_checker", "Are annual plans refundable within 30 days?"),
-                input_tokens=395,
-                output_tokens=26,
-                delay=s.ms(8),
-            ),
-            reply(
-                "Yes, annual plans are refundable within 30 days.",
-                input_tokens=520,
-                output_tokens=13,
-                delay=s.ms(6),
-            ),
-        ],
+        delegate("fact_checker", "Are annual plans refundable within 30 days?"),
+        (395, 26),
+        "Yes, annual plans are refundable within 30 days.",
+        (520, 13),
     )
     return await run.turn(cast.triage(model, subagents=[Subagent(agent=checker, max_turns=2)]), ASK)
 
