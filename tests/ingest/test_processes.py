@@ -58,3 +58,19 @@ def test_writer_killed_mid_batch_leaves_a_readable_store_of_whole_batches(tmp_pa
     assert spans % per_batch == 0 and spans >= acknowledged * per_batch
     assert summarized == (spans, workers.SPANS_PER_TRACE, workers.SPANS_PER_TRACE)
     assert counter == spans
+
+
+def test_processes_creating_the_same_store_at_once_never_see_a_lock_error(tmp_path: Path) -> None:
+    # Two connections upgrading from a shared lock deadlock in SQLite, which answers one of them
+    # "database is locked" without waiting: creating the schema must be serialized between processes.
+    dirs = [str(tmp_path / f"store{i}") for i in range(40)]
+    openers = 6
+    barrier = SPAWN.Barrier(openers)
+    failures = SPAWN.Value("i", 0)
+    processes = [SPAWN.Process(target=workers.opener, args=(dirs, barrier, failures)) for _ in range(openers)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(120)
+    assert [p.exitcode for p in processes] == [0] * openers
+    assert failures.value == 0

@@ -6,6 +6,7 @@ import random
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from ingest.helpers import record
 from tracing.records import SpanRecord
@@ -75,3 +76,15 @@ def _read_int(path: str) -> int:
         return int(Path(path).read_text() or 0)
     except (OSError, ValueError):
         return 0
+
+
+def opener(data_dirs: list[str], barrier: Any, failures: Any) -> None:
+    """Open (creating) each store in turn at the same moment as the other openers; count failures."""
+    for data_dir in data_dirs:
+        barrier.wait()
+        try:
+            open_store(data_dir).close()
+        except Exception as err:  # the test reports what went wrong
+            with failures.get_lock():
+                failures.value += 1
+            print(f"open_store failed: {err}", file=sys.stderr)

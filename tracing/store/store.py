@@ -53,10 +53,15 @@ class TraceStore:
         self.path = database_path(self.data_dir)
         """The SQLite database file."""
         setup = connect(self.path, writer=False)
+        lock = WriteLock(self.data_dir)
         try:
-            ensure_schema(setup)
+            # Serialized between processes: two connections switching a new database to WAL at
+            # once deadlock, and SQLite answers one of them "database is locked" without waiting.
+            with lock.held():
+                ensure_schema(setup)
         finally:
             setup.close()
+            lock.close()
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
