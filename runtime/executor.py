@@ -49,13 +49,17 @@ async def execute_calls(loop: LoopContext, calls: Sequence[ToolCall]) -> list[Me
 
 
 def _first_handoff_index(loop: LoopContext, calls: Sequence[ToolCall]) -> int:
-    """Index of the call that may transfer (the turn's first handoff call), or -1."""
+    """Index of the call that may transfer (the turn's first handoff call on the surface), or -1.
+
+    Handoff calls outside the surface do not count: they are refused with `tool_forbidden`.
+    """
     if loop.turn.transfer_taken:
         return -1
     catalog = loop.active.agent.catalog
+    surface = loop.active.surface.names
     for index, call in enumerate(calls):
         entry = catalog.get(call.name)
-        if entry is not None and entry.kind == TOOL_TYPE_HANDOFF:
+        if entry is not None and entry.kind == TOOL_TYPE_HANDOFF and call.name in surface:
             return index
     return -1
 

@@ -96,20 +96,21 @@ def _decide(loop: LoopContext, call: ToolCall, entry: ToolEntry, depth: int, may
     """Whether this handoff call transfers; on success the transfer is queued on the loop."""
     assert entry.handoff is not None
     target = entry.handoff.agent
+    # A call this loop may not make at all (a subagent's or a target's, or one its filter hides) is
+    # refused before the first-only rule, so it never uses up the turn's one transfer.
+    if call.name not in loop.active.surface.names:
+        detail = f"{call.name!r} is outside this agent's tool surface"
+        return _Decision(STATUS_DENIED, detail, CODE_TOOL_FORBIDDEN, DENY_TOOL_FORBIDDEN)
     if not may_transfer:
         detail = "only the first handoff of a turn is taken; this one was ignored"
         return _Decision(STATUS_FAILED, detail, CODE_HANDOFF_IGNORED)
     loop.turn.transfer_taken = True
     try:
-        if call.name not in loop.active.surface.names:
-            detail = f"{call.name!r} is outside this agent's tool surface"
-            raise HandoffDenied(DENY_TOOL_FORBIDDEN, detail, policy_rule=False)
         policy = loop.active.agent.policy
         if policy.enabled:
             check_policy(policy, call.name, depth)
     except HandoffDenied as denial:
-        code = CODE_HANDOFF_DENIED if denial.policy_rule else CODE_TOOL_FORBIDDEN
-        return _Decision(STATUS_DENIED, denial.detail, code, denial.rule)
+        return _Decision(STATUS_DENIED, denial.detail, CODE_HANDOFF_DENIED, denial.rule)
     model = resolve_model(target.model, loop.turn.models, loop.active.model)
     if model is None:
         detail = f"model {target.model!r} of {target.name!r} does not resolve"

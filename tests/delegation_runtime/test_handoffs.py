@@ -273,3 +273,65 @@ def test_a_thread_survives_a_real_process_restart(tmp_path: Path) -> None:
         "text": "welcome back",
         "billing_saw": ["charged twice", "refund issued", "hello again"],
     }
+
+
+async def test_a_subagents_forbidden_handoff_call_does_not_use_up_the_turns_transfer() -> None:
+    sales_model = ScriptedModel([])
+    sales = Agent("sales", instructions="You are sales.", model=sales_model)
+    helper_model = ScriptedModel([call_tools(transfer("sales", id="x")), reply("helper done")])
+    helper = Agent("helper", model=helper_model, handoffs=[sales])  # a subagent never transfers
+    billing_model = ScriptedModel([reply("billing here")])
+    billing = Agent("billing", instructions="You are billing.", model=billing_model)
+    front_model = ScriptedModel([call_tools(delegate("helper", "t")), call_tools(transfer("billing"))])
+    front = Agent(
+        "triage", model=front_model, subagents=[Subagent(agent=helper, max_turns=2)], handoffs=[billing]
+    )
+    result = await front.run("hi")
+    assert helper_model.calls[0].tool_names == []
+    assert tool_results(helper_model, 1)["x"]["error"] == "tool_forbidden" and sales_model.calls == []
+    assert result.agent == "billing" and result.text == "billing here"
+    assert [(e["subagent"], e["status"]) for e in end_events(result)] == [
+        ("sales", "denied"),
+        ("helper", "completed"),
+        ("billing", "completed"),
+    ]
+
+
+async def test_a_target_cannot_chain_a_handoff_even_when_it_starts_the_turn() -> None:
+    sales_model = ScriptedModel([])
+    sales = Agent("sales", instructions="You are sales.", model=sales_model)
+    billing_model = ScriptedModel(
+        [
+            call_tools(transfer("sales", id="s1")),
+            reply("billing keeps it"),
+            call_tools(transfer("sales", id="s2")),
+            reply("still billing"),
+        ]
+    )
+    billing = Agent("billing", instructions="You are billing.", model=billing_model, handoffs=[sales])
+    front = Agent("triage", model=ScriptedModel([call_tools(transfer("billing"))]), handoffs=[billing])
+    first = await front.run("hi", thread_id="t")  # billing takes over, then tries to pass it on
+    assert first.agent == "billing" and billing_model.calls[0].tool_names == []
+    second = await front.run("again", thread_id="t")  # billing starts this turn and tries again
+    assert second.agent == "billing" and second.text == "still billing"
+    assert tool_results(billing_model, 3)["s2"]["error"] == "tool_forbidden"
+    assert sales_model.calls == []
+
+
+async def test_a_hidden_handoff_called_first_in_a_round_does_not_shadow_the_allowed_one() -> None:
+    sales = Agent("sales", instructions="You are sales.", model=ScriptedModel([]))
+    billing_model = ScriptedModel([reply("billing here")])
+    billing = Agent("billing", instructions="You are billing.", model=billing_model)
+    front_model = ScriptedModel([call_tools(transfer("sales", id="s"), transfer("billing", id="b"))])
+    front = Agent(
+        "triage",
+        model=front_model,
+        handoffs=[sales, billing],
+        tool_filter=ToolFilter(exclude=["handoff.sales"]),
+    )
+    result = await front.run("hi")
+    assert result.agent == "billing"
+    assert [(e["subagent"], e["status"], e["denyReason"]) for e in end_events(result)] == [
+        ("sales", "denied", "tool_forbidden"),
+        ("billing", "completed", None),
+    ]
