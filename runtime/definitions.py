@@ -157,9 +157,9 @@ class Subagent(Definition):
     agent: InstanceOf[Agent]
     """The agent that runs the delegated task (fresh history, its own instructions)."""
     max_turns: int = Field(ge=1)
-    """Most model rounds per delegation (required)."""
+    """Most model rounds per delegation attempt (required; a retry starts afresh)."""
     max_tokens: int | None = Field(default=None, ge=1)
-    """Most input + output tokens across the delegation's rounds."""
+    """Most input + output tokens across the rounds of one delegation attempt."""
     max_ms: float | None = Field(default=None, gt=0)
     """Wall clock of the whole delegation (all attempts), in ms."""
     session: SessionMode = SessionMode.NEW_SESSION

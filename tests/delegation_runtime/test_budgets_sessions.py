@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from runtime import Agent, SessionMode, Subagent
-from runtime.testing import ScriptedModel, call_tools, delegate, reply, tool_call
+from runtime import Agent, HandoffPolicy, SessionMode, Subagent
+from runtime.testing import ScriptedModel, call_tools, delegate, fail, reply, tool_call
 
 from .helpers import end_events, tool_results
 
@@ -138,3 +138,22 @@ async def test_new_session_starts_fresh_every_time() -> None:
     parent = Agent("p", model=model, subagents=[Subagent(agent=Agent("w", model=sub_model), max_turns=1)])
     await parent.run("go")
     assert [m.content for m in sub_model.calls[1].messages if m.role != "system"] == ["two"]
+
+
+async def test_a_cut_is_final_even_with_retries_left_and_budgets_bound_each_attempt() -> None:
+    search = call_tools(tool_call("search", {"query": "q"}), input_tokens=600, output_tokens=0)
+    # Attempt 1: one search round (600 tokens), then the model fails. Attempt 2 starts with a fresh
+    # 1000-token budget: one search round (600), a second (1200 >= 1000), then it is cut.
+    sub_model = ScriptedModel([search, fail("flaky"), search, search, reply("never")])
+    model = ScriptedModel([call_tools(delegate("researcher", "dig", id="c")), reply("final")])
+    parent = Agent(
+        "p",
+        model=model,
+        subagents=[Subagent(agent=_searcher(sub_model), max_turns=5, max_tokens=1000)],
+        policy=HandoffPolicy(max_retries=3),
+    )
+    result = await parent.run("go")
+    end = end_events(result)[0]
+    assert end["status"] == "cut" and end["stopReason"] == "max_tokens" and end["attempts"] == 2
+    assert sub_model.remaining == 1  # no third attempt after the cut
+    assert result.bill.input_tokens == 600 * 3  # every round of both attempts is billed
