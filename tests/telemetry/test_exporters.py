@@ -160,3 +160,56 @@ def test_global_install_reads_the_process_environment(tmp_path: Path) -> None:
     assert [span["name"] for span in spans] == ["via-global"]
     assert attributes(spans[0]["_resource"]["attributes"])["service.name"] == "from-env"
 
+
+
+def test_environment_alone_selects_http_endpoint_protocol_service_and_exporter(
+    http_sink: Sink, tmp_path: Path
+) -> None:
+    """OTEL_EXPORTER_OTLP_ENDPOINT/PROTOCOL, OTEL_SERVICE_NAME and OTEL_TRACES_EXPORTER, no argument."""
+    env = {
+        **FAST,
+        "OTEL_TRACES_EXPORTER": "otlp",
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": http_sink.url,
+        "OTEL_SERVICE_NAME": "env-http",
+    }
+    telemetry = configure_telemetry(set_global=False, env=env)
+    asyncio.run(run_turns(telemetry.tracer_provider, 1))
+    assert telemetry.shutdown(timeout_ms=10_000)
+    assert len(http_sink.received.span_names()) == SPANS_PER_TURN
+    assert http_sink.received.service_names() == {"env-http"}
+    assert "/v1/traces" in http_sink.received.paths  # the signal path is appended to the base endpoint
+
+    path = tmp_path / "env.jsonl"
+    env = {"OTEL_TRACES_EXPORTER": "otlp_json_file", "JANUX_TRACES_FILE": str(path), "OTEL_SERVICE_NAME": "f"}
+    telemetry = configure_telemetry(set_global=False, env=env)
+    asyncio.run(run_turns(telemetry.tracer_provider, 1))
+    assert telemetry.shutdown(timeout_ms=10_000)
+    spans = parse_lines(path.read_text(encoding="utf-8"))
+    assert len(spans) == SPANS_PER_TURN
+    assert {attributes(s["_resource"]["attributes"])["service.name"] for s in spans} == {"f"}
+
+    silent = configure_telemetry(set_global=False, env={"OTEL_TRACES_EXPORTER": "none"})
+    assert silent.span_exporter is None and silent.meter_provider is None
+    assert silent.shutdown(timeout_ms=5000)
+
+
+def test_json_lines_of_a_real_agent_run_are_spec_compliant(tmp_path: Path) -> None:
+    """Every scenario's spans through the file exporter: strict OTLP/JSON, contract values typed."""
+    from runtime.scenarios import run_scenarios
+
+    path = tmp_path / "agents.jsonl"
+    telemetry = configure_telemetry(exporter="otlp_json_file", file_path=path, set_global=False, env={})
+    asyncio.run(run_scenarios(tracer_provider=telemetry.tracer_provider, latency_scale=0))
+    assert telemetry.shutdown(timeout_ms=10_000)
+    spans = parse_lines(path.read_text(encoding="utf-8"))
+    assert spans and telemetry.dropped_spans == 0
+    for root in (s for s in spans if not s.get("parentSpanId")):
+        raw = {a["key"]: a["value"] for a in root["attributes"]}
+        assert set(raw[c.JANUX_BILL_INPUT_TOKENS]) == {"intValue"}  # ints stay ints (as int64 strings)
+        assert c.JANUX_BILL_COST not in raw or set(raw[c.JANUX_BILL_COST]) == {"doubleValue"}
+    events = [e for s in spans for e in s.get("events", [])]
+    assert {e["name"] for e in events} == {c.EVENT_HANDOFF_START, c.EVENT_HANDOFF_END}
+    key = c.GEN_AI_RESPONSE_FINISH_REASONS
+    finish = [a["value"] for s in spans for a in s["attributes"] if a["key"] == key]
+    assert finish and all("arrayValue" in value for value in finish)
