@@ -128,7 +128,7 @@ class Agent:
         """Per-request model settings."""
         self.threads: ThreadStore = thread_store if thread_store is not None else InMemoryThreadStore()
         """Where this agent's threads are kept between turns."""
-        self._surfaces: dict[tuple[Role, tuple[int, ...]], Surface] = {}
+        self._surfaces: dict[tuple[Role, tuple[object, ...]], Surface] = {}
 
     # -- definition --------------------------------------------------------------------------------
 
@@ -182,8 +182,12 @@ class Agent:
         self.listeners.append(listener)
 
     def surface(self, role: Role, filters: tuple[ToolFilter, ...]) -> Surface:
-        """The tools a loop of this agent shows under `role` and `filters` (cached)."""
-        key = (role, tuple(id(f) for f in filters))
+        """The tools a loop of this agent shows under `role` and `filters` (cached).
+
+        Keyed by the filters' content, not their identity: a filter built per request and freed can
+        hand its id to a different filter, and the cache must never serve the old one's surface.
+        """
+        key = (role, tuple(f.key() for f in filters))
         surface = self._surfaces.get(key)
         if surface is None:
             surface = self._surfaces[key] = build_surface(self.catalog, role, filters)

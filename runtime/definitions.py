@@ -113,6 +113,13 @@ class ToolFilter(Definition):
     exclude: list[str] | None = None
     """Patterns that remove a tool."""
 
+    def key(self) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
+        """The filter's content as a hashable value (what surface caches are keyed by)."""
+        return (
+            tuple(self.include) if self.include is not None else None,
+            tuple(self.exclude) if self.exclude is not None else None,
+        )
+
 
 class RateLimit(Definition):
     """A caller's delegation rate: at most `max_calls` delegations per `per_seconds` (sliding window)."""

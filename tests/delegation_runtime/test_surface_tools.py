@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import json
 
 from runtime import Agent, Subagent, ToolFilter, function_tool
+from runtime.catalog import Role
 from runtime.testing import ScriptedModel, call_tools, delegate, reply, tool_call
 
 from .helpers import end_events, tool_results
@@ -154,3 +156,26 @@ def test_function_tool_schema_and_description() -> None:
     assert lookup.parameters["properties"]["include_lines"] == {"default": False, "type": "boolean"}
     assert lookup.parameters["additionalProperties"] is False
     assert json.loads(json.dumps(lookup.parameters)) == lookup.parameters
+
+
+def test_surfaces_follow_the_filters_content_even_when_a_freed_filters_id_is_reused() -> None:
+    # Callers built per request bring their own filters; a freed filter's id is soon handed to the
+    # next one (CPython reuses the memory), and the cached surface must not outlive the filter.
+    def read_a() -> str:
+        return "r"
+
+    def write_a() -> str:
+        return "w"
+
+    worker = Agent("worker", tools=[read_a, write_a])
+    for _ in range(20):
+        reader = ToolFilter(exclude=["write_*"])
+        assert worker.surface(Role.SUBAGENT, (reader,)).names == {"read_a"}
+        del reader
+        gc.collect()
+        writer = ToolFilter(include=["write_*"])
+        assert worker.surface(Role.SUBAGENT, (writer,)).names == {"write_a"}
+    # Equal filters share one cached surface, so the cache stays as small as the distinct filters.
+    assert worker.surface(Role.SUBAGENT, (ToolFilter(include=["write_*"]),)) is worker.surface(
+        Role.SUBAGENT, (ToolFilter(include=["write_*"]),)
+    )
