@@ -143,8 +143,11 @@ async def test_later_turns_start_as_the_holder_and_unknown_agents_fail() -> None
     assert billing_model.calls[1].system == "You are billing."
     explicit = await front.run("back to front", thread_id="t", agent="triage")
     assert explicit.agent == "triage" and explicit.text == "front again"
-    with pytest.raises(UnknownAgentError, match="unknown agent 'nobody'"):
+    with pytest.raises(
+        UnknownAgentError, match=r"unknown agent 'nobody' \(known: billing, triage\)"
+    ) as raised:
         await front.run("hi", thread_id="t", agent="nobody")
+    assert raised.value.error_type == "unknown_agent"
 
 
 async def test_sqlite_thread_survives_a_restart(tmp_path: Path) -> None:
