@@ -42,7 +42,12 @@ from tracing.setup_config import (
 )
 from tracing.setup_env import TelemetryConfigError
 from tracing.setup_exporters import build_metric_exporter, build_span_exporter
-from tracing.setup_guard import BoundedCall, BoundedSpanProcessor, GuardedMetricExporter
+from tracing.setup_guard import (
+    BoundedCall,
+    BoundedSpanProcessor,
+    GuardedMetricExporter,
+    quiet_exporter_repeats,
+)
 
 __all__ = ["Telemetry", "TelemetryConfigError", "TelemetrySettings", "configure_telemetry"]
 
@@ -94,9 +99,7 @@ class Telemetry:
     def force_flush(self, timeout_ms: int | None = None) -> bool:
         """Export everything queued now; False when it did not all get out within the bound."""
         budget = self._bound(timeout_ms)
-        outcome = BoundedCall("janux-telemetry-flush").run(
-            lambda: self._flush_all(budget), budget / 1000
-        )
+        outcome = BoundedCall("janux-telemetry-flush").run(lambda: self._flush_all(budget), budget / 1000)
         return outcome.kind == "ok" and bool(outcome.value)
 
     def shutdown(self, timeout_ms: int | None = None) -> bool:
@@ -186,6 +189,7 @@ def configure_telemetry(
     malformed environment variable is logged and its default used.
     """
     custom = exporter if isinstance(exporter, SpanExporter) else None
+    quiet_exporter_repeats()  # the guard logs each failure once; the exporters would log every batch
     overrides = SettingsOverrides(
         service_name=service_name,
         exporter=exporter if isinstance(exporter, str) else None,

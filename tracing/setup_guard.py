@@ -55,6 +55,56 @@ class LogOnce:
         self._logger.warning(message, *args)
 
 
+EXPORTER_LOGGERS: tuple[str, ...] = (
+    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+    "opentelemetry.exporter.otlp.proto.http.metric_exporter",
+    "opentelemetry.exporter.otlp.proto.grpc.exporter",
+    "opentelemetry.exporter.otlp.common.http",
+    "opentelemetry.exporter.otlp.json.file._internal",
+)
+"""Loggers of the OpenTelemetry exporters that log every failed batch (or retry) on their own."""
+
+
+class RepeatFilter(logging.Filter):
+    """Passes the first record of each (logger, level, message template); counts and drops repeats.
+
+    The OTLP exporters log an error per failed batch, so a collector that is down would fill the
+    application's log. The guard already logs each kind of failure once and counts every dropped
+    span, so the exporters' repeats carry no news.
+    """
+
+    def __init__(self) -> None:
+        """An empty filter."""
+        super().__init__()
+        self._seen: set[tuple[str, int, str]] = set()
+        self._lock = threading.Lock()
+        self.suppressed = 0
+        """Repeated records dropped so far."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """True for the first record of its kind, False (and counted) for a repeat."""
+        key = (record.name, record.levelno, str(record.msg))
+        with self._lock:
+            if key in self._seen:
+                self.suppressed += 1
+                return False
+            self._seen.add(key)
+        return True
+
+
+EXPORTER_REPEATS = RepeatFilter()
+"""The one filter installed on every logger of EXPORTER_LOGGERS."""
+
+
+def quiet_exporter_repeats() -> RepeatFilter:
+    """Install `EXPORTER_REPEATS` on the exporters' loggers (idempotent) and return it."""
+    for name in EXPORTER_LOGGERS:
+        logger = logging.getLogger(name)
+        if EXPORTER_REPEATS not in logger.filters:
+            logger.addFilter(EXPORTER_REPEATS)
+    return EXPORTER_REPEATS
+
+
 @dataclass(frozen=True)
 class Outcome(Generic[T]):
     """Result of one `BoundedCall.run`."""
@@ -322,14 +372,34 @@ def _report(once: LogOnce, what: str, exporter: str, outcome: Outcome[Any], time
     if outcome.kind == "error":
         error = outcome.error
         name = type(error).__name__
-        once.warning(f"{what}:error:{name}", "telemetry: %s exporter %s raised %s: %s; "
-                     "data dropped and counted (logged once)", what, exporter, name, error)
+        once.warning(
+            f"{what}:error:{name}",
+            "telemetry: %s exporter %s raised %s: %s; data dropped and counted (logged once)",
+            what,
+            exporter,
+            name,
+            error,
+        )
     elif outcome.kind == "timeout":
-        once.warning(f"{what}:timeout", "telemetry: %s exporter %s did not answer within %.1f s; "
-                     "data dropped and counted (logged once)", what, exporter, timeout_s)
+        once.warning(
+            f"{what}:timeout",
+            "telemetry: %s exporter %s did not answer within %.1f s; data dropped and counted (logged once)",
+            what,
+            exporter,
+            timeout_s,
+        )
     elif outcome.kind == "busy":
-        once.warning(f"{what}:busy", "telemetry: %s exporter %s is still hanging; later batches are "
-                     "dropped and counted until it returns (logged once)", what, exporter)
+        once.warning(
+            f"{what}:busy",
+            "telemetry: %s exporter %s is still hanging; later batches are "
+            "dropped and counted until it returns (logged once)",
+            what,
+            exporter,
+        )
     else:
-        once.warning(f"{what}:failure", "telemetry: %s exporter %s reported a failed export; "
-                     "data dropped and counted (logged once)", what, exporter)
+        once.warning(
+            f"{what}:failure",
+            "telemetry: %s exporter %s reported a failed export; data dropped and counted (logged once)",
+            what,
+            exporter,
+        )

@@ -155,3 +155,23 @@ def test_spans_after_shutdown_are_counted() -> None:
     telemetry.tracer_provider.get_tracer("x").start_span("late").end()
     assert telemetry.dropped_spans == 1
     assert telemetry.shutdown() is False  # a second call is a harmless no-op
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
+def test_a_dead_collector_is_logged_once_not_once_per_batch(
+    protocol: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Many failed batches: the OTLP exporter's own error and our warning each appear once."""
+    env = {"OTEL_EXPORTER_OTLP_TIMEOUT": "300"}
+    with caplog.at_level(logging.WARNING):
+        telemetry = configure_telemetry(
+            endpoint=f"http://127.0.0.1:{refused_port()}", protocol=protocol, export_timeout_ms=1000,
+            max_export_batch_size=4, schedule_delay_ms=10, metrics=False, set_global=False, env=env,
+        )  # fmt: skip
+        timed_run(telemetry, turns=8)  # 40 spans: at least 10 failed batches
+        telemetry.shutdown()
+    assert telemetry.dropped_spans == 8 * SPANS_PER_TURN
+    messages = [(r.name, r.msg) for r in caplog.records if r.name.startswith(("opentelemetry", "tracing"))]
+    assert messages and len(messages) == len(set(messages)), messages
+    exporter_errors = [r for r in caplog.records if r.name.startswith("opentelemetry.exporter")]
+    assert len(exporter_errors) >= 1
