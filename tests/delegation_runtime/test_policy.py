@@ -8,7 +8,16 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 
-from runtime import Agent, DelegationRequest, HandoffPolicy, Model, OnFailure, Subagent, function_tool
+from runtime import (
+    Agent,
+    DelegationRequest,
+    HandoffPolicy,
+    Model,
+    OnFailure,
+    Subagent,
+    ToolFilter,
+    function_tool,
+)
 from runtime.testing import ScriptedModel, call_tools, delegate, fail, reply, tool_call
 from tracing.conventions import ERROR_TYPE
 
@@ -402,3 +411,26 @@ async def test_a_timeout_cancels_the_attempt_its_tools_and_nested_delegations_an
     assert "invoke_agent worker" in timed_out and timed_out.count("execute_tool slow") == 3
     ends = {e["subagent"]: e for e in end_events(result)}
     assert ends["worker"]["status"] == "failed" and ends["deep"]["error"] == "cancelled (timeout)"
+
+
+@pytest.mark.parametrize("refusal", ["tool_forbidden", "guardrail"])
+async def test_only_policy_rule_denials_fall_back_to_primary(refusal: str) -> None:
+    served: list[str] = []
+
+    @function_tool(name="delegate.worker")
+    def primary(task: str = "") -> str:
+        """Fallback."""
+        served.append(task)
+        return "served by primary"
+
+    options: dict[str, Any] = (
+        {"tool_filter": ToolFilter(exclude=["delegate.*"])}
+        if refusal == "tool_forbidden"
+        else {"input_guardrails": [lambda text: "no" if text == "the task" else None]}
+    )
+    policy = HandoffPolicy(on_denied=OnFailure.FALLBACK_TO_PRIMARY, on_error=OnFailure.FALLBACK_TO_PRIMARY)
+    parent, model = _parent(leaf("worker", ScriptedModel([])), policy, fallback_tools=[primary], **options)
+    result = await parent.run("go")
+    end = end_events(result)[0]
+    assert end["status"] == "denied" and end["denyReason"] == refusal
+    assert tool_results(model, 1)["c"]["error"] == refusal and served == []
