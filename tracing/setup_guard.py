@@ -92,17 +92,18 @@ class RepeatFilter(logging.Filter):
         return True
 
 
-EXPORTER_REPEATS = RepeatFilter()
-"""The one filter installed on every logger of EXPORTER_LOGGERS."""
-
-
 def quiet_exporter_repeats() -> RepeatFilter:
-    """Install `EXPORTER_REPEATS` on the exporters' loggers (idempotent) and return it."""
+    """Put a fresh `RepeatFilter` on the exporters' loggers, replacing an earlier one, and return it.
+
+    Called by each `configure_telemetry`, so each setup logs each kind of exporter problem once.
+    """
+    fresh = RepeatFilter()
     for name in EXPORTER_LOGGERS:
         logger = logging.getLogger(name)
-        if EXPORTER_REPEATS not in logger.filters:
-            logger.addFilter(EXPORTER_REPEATS)
-    return EXPORTER_REPEATS
+        for old in [f for f in logger.filters if isinstance(f, RepeatFilter)]:
+            logger.removeFilter(old)
+        logger.addFilter(fresh)
+    return fresh
 
 
 @dataclass(frozen=True)
