@@ -6,8 +6,10 @@ anything `resolve_settings` already decided (explicit arguments must win over va
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
+from typing import Any
 
 from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, MetricExporter
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter
@@ -25,9 +27,8 @@ def build_span_exporter(settings: TelemetrySettings) -> SpanExporter | None:
         return ConsoleSpanExporter()
     if kind == "otlp_json_file":
         return _file_span_exporter(settings.traces_file, "JANUX_TRACES_FILE / file_path")
-    if settings.protocol == "grpc":
-        return _grpc_span_exporter(settings)
-    return _http_span_exporter(settings)
+    exporter: SpanExporter = _otlp_exporter(settings, "traces")
+    return exporter
 
 
 def build_metric_exporter(settings: TelemetrySettings) -> MetricExporter | None:
@@ -45,9 +46,8 @@ def build_metric_exporter(settings: TelemetrySettings) -> MetricExporter | None:
         if settings.metrics_file is None:
             return None
         return _file_metric_exporter(settings.metrics_file)
-    if settings.protocol == "grpc":
-        return _grpc_metric_exporter(settings)
-    return _http_metric_exporter(settings)
+    exporter: MetricExporter = _otlp_exporter(settings, "metrics")
+    return exporter
 
 
 def _open_parent(path: str, field_name: str) -> str:
@@ -80,43 +80,30 @@ def _file_metric_exporter(path: str) -> MetricExporter:
         raise TelemetryConfigError(message) from error
 
 
-def _grpc_span_exporter(settings: TelemetrySettings) -> SpanExporter:
-    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-
-    return OTLPSpanExporter(
-        endpoint=settings.traces_endpoint,
-        insecure=settings.traces_endpoint.startswith("http://"),
-        headers=dict(settings.headers),
-        timeout=settings.otlp_timeout_ms / 1000,
-    )
-
-
-def _http_span_exporter(settings: TelemetrySettings) -> SpanExporter:
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-    return OTLPSpanExporter(
-        endpoint=settings.traces_endpoint,
-        headers=dict(settings.headers),
-        timeout=settings.otlp_timeout_ms / 1000,
-    )
+_OTLP_CLASSES: dict[tuple[str, str], tuple[str, str]] = {
+    ("grpc", "traces"): ("opentelemetry.exporter.otlp.proto.grpc.trace_exporter", "OTLPSpanExporter"),
+    ("grpc", "metrics"): ("opentelemetry.exporter.otlp.proto.grpc.metric_exporter", "OTLPMetricExporter"),
+    ("http/protobuf", "traces"): (
+        "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+        "OTLPSpanExporter",
+    ),
+    ("http/protobuf", "metrics"): (
+        "opentelemetry.exporter.otlp.proto.http.metric_exporter",
+        "OTLPMetricExporter",
+    ),
+}
+"""(protocol, signal) -> (module, class) of the OTLP exporter; imported only when chosen."""
 
 
-def _grpc_metric_exporter(settings: TelemetrySettings) -> MetricExporter:
-    from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
-
-    return OTLPMetricExporter(
-        endpoint=settings.metrics_endpoint,
-        insecure=settings.metrics_endpoint.startswith("http://"),
-        headers=dict(settings.headers),
-        timeout=settings.otlp_timeout_ms / 1000,
-    )
-
-
-def _http_metric_exporter(settings: TelemetrySettings) -> MetricExporter:
-    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-
-    return OTLPMetricExporter(
-        endpoint=settings.metrics_endpoint,
-        headers=dict(settings.headers),
-        timeout=settings.otlp_timeout_ms / 1000,
-    )
+def _otlp_exporter(settings: TelemetrySettings, signal: str) -> Any:
+    """The OTLP exporter of `signal` (`traces` or `metrics`) for the configured protocol."""
+    module, name = _OTLP_CLASSES[(settings.protocol, signal)]
+    endpoint = settings.traces_endpoint if signal == "traces" else settings.metrics_endpoint
+    options: dict[str, Any] = {
+        "endpoint": endpoint,
+        "headers": dict(settings.headers),
+        "timeout": settings.otlp_timeout_ms / 1000,
+    }
+    if settings.protocol == "grpc":
+        options["insecure"] = endpoint.startswith("http://")  # plaintext unless https:// was asked for
+    return getattr(importlib.import_module(module), name)(**options)
