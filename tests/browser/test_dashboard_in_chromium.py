@@ -194,5 +194,5 @@ def test_compare_page_diffs_two_traces(served: Served, page: Page) -> None:
     retried = _trace_with(served.traces, attempts=2, failed=0, delegations=1)
     plain = next(t for t in served.traces if t.delegations == 0 and t.root_agent == "triage")
     _open(page, f"{served.url}/compare?a={plain.trace_id}&b={retried.trace_id}", "Compare")
-    expect(page.get_by_text("researcher", exact=False).first).to_be_visible(timeout=UI_WAIT_MS)
+    expect(page.locator("svg").get_by_text("researcher", exact=False).first).to_be_visible(timeout=UI_WAIT_MS)
     _shot(page, "compare")
