@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from runtime import Agent, HandoffPolicy, ModelError, RateLimit, Subagent, ToolFilter
+from runtime import Agent, Cost, HandoffPolicy, ModelError, RateLimit, Subagent, ToolFilter
 from runtime.testing import ScriptedModel, call_tools, delegate, fail, reply, tool_call
 from tracing import conventions as c
 
@@ -281,3 +281,36 @@ async def test_a_raising_input_filter_fails_the_delegation_with_paired_events(tr
     )
     tool = handoff_tool(handoff, error_type="input_filter_error")
     _check(traced, _front_turn(tool, Bill(300, 30, FRONT_OWN.cost, 0)))
+
+
+async def test_a_round_cut_off_by_the_timeout_then_a_successful_retry(traced: Traced) -> None:
+    """The in-flight chat of the timed-out attempt ends ERROR/timeout with no usage; attempt 2 answers."""
+    model = ScriptedModel(
+        [reply("late", delay=5.0), reply("ok", input_tokens=4, output_tokens=2)], model_name="s"
+    )
+    sub = Agent("researcher", model=model, cost=Cost(input=1, output=1))
+    policy = HandoffPolicy(timeout_ms=30, max_retries=1)
+    await _run(traced, _parent(Subagent(agent=sub, max_turns=1), policy=policy))
+    tool = handoff_tool(
+        _delegation("researcher", c.STATUS_COMPLETED, 2),
+        children=[
+            attempt(
+                "researcher",
+                depth=1,
+                number=1,
+                own=Own(0, 0, None, 0, 0),
+                max_turns=1,
+                error_type=c.ERROR_TIMEOUT,
+                children=[failed_chat("s", "researcher", c.ERROR_TIMEOUT)],
+            ),
+            attempt(
+                "researcher",
+                depth=1,
+                number=2,
+                own=Own(4, 2, 6e-6, 0, 1),
+                max_turns=1,
+                children=[chat("s", "researcher", tokens=(4, 2), cost=6e-6)],
+            ),
+        ],
+    )
+    _check(traced, _front_turn(tool, Bill(304, 32, FRONT_OWN.cost + 6e-6, 0)))  # type: ignore[operator]
