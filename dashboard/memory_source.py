@@ -14,7 +14,8 @@ from typing import Literal
 
 from tracing import conventions as c
 from tracing.records import STATUS_ERROR, SpanRecord, attr_float, attr_int, attr_str
-from tracing.source import IngestStats, TraceFilter, TraceSummary
+from tracing.source import IngestStats, TraceFilter, TraceSummary, UsageAggregate, UsageDimension
+from tracing.store.usage import aggregate_usage
 
 MAX_RECENT_ERRORS = 20
 """How many rejection messages `ingest_stats` keeps."""
@@ -203,6 +204,15 @@ class MemoryTraceSource:
         else:
             return []
         return sorted(v for v in values if v)
+
+    def usage_by(self, dimension: UsageDimension, flt: TraceFilter, limit: int = 100) -> list[UsageAggregate]:
+        """Tokens and cost by agent, delegation tool, model or conversation over the traces matching
+        `flt` (see `tracing.source.UsageAggregate`), most expensive first."""
+        traces = []
+        for summary in self._matching(flt):
+            with self._lock:
+                traces.append(list(self._traces.get(summary.trace_id, {}).values()))
+        return aggregate_usage(dimension, traces, limit)
 
     def ingest_stats(self) -> IngestStats:
         """Counts of what was stored and refused."""

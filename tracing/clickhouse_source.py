@@ -14,12 +14,14 @@ aggregated at query time with the same semantics as the embedded store's `trace_
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any, Literal, Protocol
 
 from tracing import conventions as c
 from tracing.otlp.enums import KIND_BY_NAME, STATUS_BY_NAME
 from tracing.records import EventRecord, LinkRecord, SpanRecord
-from tracing.source import IngestStats, TraceFilter, TraceSummary
+from tracing.source import IngestStats, TraceFilter, TraceSummary, UsageAggregate, UsageDimension
+from tracing.store.usage import check_dimension, finish
 
 logger = logging.getLogger(__name__)
 
@@ -200,6 +202,18 @@ class ClickHouseSource:
         )
         return [str(row[0]) for row in self._rows(sql, {})]
 
+    def usage_by(self, dimension: UsageDimension, flt: TraceFilter, limit: int = 100) -> list[UsageAggregate]:
+        """Tokens and cost by agent, delegation tool, model or conversation over the traces matching
+        `flt` (see `tracing.source.UsageAggregate`), most expensive first."""
+        wanted = check_dimension(dimension)
+        parameters: dict[str, Any] = {}
+        spans = f"SELECT * FROM {self._table}"
+        prefilter, having = _filter_sql(flt, parameters)
+        if prefilter or having:
+            spans += f" WHERE TraceId IN (SELECT TraceId FROM ({self._summaries_sql(flt, parameters)}))"
+        spans += " LIMIT 1 BY TraceId, SpanId"
+        return finish(self._rows(_usage_sql(wanted, spans), parameters), limit)
+
     def ingest_stats(self) -> IngestStats:
         """Spans and traces in the table, and rows written twice (refusals are the Collector's)."""
         sql = f"SELECT count(), uniqExact(TraceId), count() - uniqExact(TraceId, SpanId) FROM {self._table}"
@@ -258,17 +272,20 @@ def _status_filters(
 
 
 def _int_or_none(value: Any) -> int | None:
+    """A stored number as an int; absent, unreadable or non-finite ("inf", "nan") is None."""
     try:
         return int(float(value)) if value not in (None, "") else None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 
 def _float_or_none(value: Any) -> float | None:
+    """A stored number as a finite float; absent, unreadable or non-finite is None."""
     try:
-        return float(value) if value not in (None, "") else None
+        number = float(value) if value not in (None, "") else None
     except (TypeError, ValueError):
         return None
+    return number if number is not None and math.isfinite(number) else None
 
 
 def _summary(row: Any) -> TraceSummary:
@@ -330,3 +347,86 @@ def _span(row: Any) -> SpanRecord:
         events=events,
         links=links,
     )
+
+
+# ------------------------------------------------------------------------------- usage_by
+
+# The same per-span rule as `tracing.store.usage.span_usage`, over the exporter's string values:
+# integers as written, or a finite number truncated; non-finite numbers count as absent.
+
+
+def _to_int(expression: str) -> str:
+    return (
+        f"coalesce(toInt64OrNull({expression}), "
+        f"accurateCastOrNull(trunc(toFloat64OrNull({expression})), 'Int64'))"
+    )
+
+
+def _to_float(expression: str) -> str:
+    return f"if(isFinite(toFloat64OrNull({expression})), toFloat64OrNull({expression}), NULL)"
+
+
+def _attr(key: str) -> str:
+    return f"SpanAttributes['{key}']"
+
+
+_UNPRICED_ROUND = (
+    "multiIf(cost IS NOT NULL, 0, i IS NULL AND o IS NULL, NULL, coalesce(i, 0) + coalesce(o, 0))"
+)
+_ROW_COLUMNS = {
+    "agent": (
+        _attr(c.GEN_AI_AGENT_NAME), _IS_ERROR, _to_int(_attr(c.JANUX_TURN_INPUT_TOKENS)),
+        _to_int(_attr(c.JANUX_TURN_OUTPUT_TOKENS)), _to_float(_attr(c.JANUX_TURN_COST)),
+        _to_int(_attr(c.JANUX_TURN_UNPRICED_TOKENS)), _IS_AGENT,
+    ),
+    "model": (
+        _attr(c.GEN_AI_REQUEST_MODEL), _IS_ERROR, _to_int(_attr(c.GEN_AI_USAGE_INPUT_TOKENS)),
+        _to_int(_attr(c.GEN_AI_USAGE_OUTPUT_TOKENS)), _to_float(_attr(c.JANUX_ROUND_COST)),
+        _UNPRICED_ROUND, _IS_INFERENCE,
+    ),
+}  # fmt: skip
+_GROUP_SUMS = "count(), countIf(failed), sum(i), sum(o), sum(cost), sum(u)"
+
+
+def _span_rows(dimension: str) -> str:
+    """key, failed, i, o, cost, u of every span adding to `dimension` (agent or model)."""
+    key, failed, i, o, cost, u, where = _ROW_COLUMNS[dimension]
+    return (
+        f"SELECT TraceId, ParentSpanId, {key} AS key, {failed} AS failed, {i} AS i, {o} AS o, "
+        f"{cost} AS cost, {u} AS u FROM spans WHERE {where}"
+    )
+
+
+def _usage_sql(dimension: str, spans: str) -> str:
+    """The grouped rows (key, count, failed, input, output, cost, unpriced) of `dimension`."""
+    if dimension == "tool":
+        body = f"""
+            SELECT t.key, count(), countIf(t.failed), sum(a.i), sum(a.o), sum(a.cost), sum(a.u)
+            FROM (SELECT TraceId, SpanId, {_attr(c.GEN_AI_TOOL_NAME)} AS key,
+                    {_STATUS_ATTR} IN {_FAILING} AS failed FROM spans WHERE {_IS_DELEGATION}) AS t
+            LEFT JOIN (SELECT TraceId, ParentSpanId, sum(i) AS i, sum(o) AS o, sum(cost) AS cost, sum(u) AS u
+                FROM ({_span_rows("agent")}) GROUP BY TraceId, ParentSpanId) AS a
+            ON a.TraceId = t.TraceId AND a.ParentSpanId = t.SpanId
+            GROUP BY t.key"""
+    elif dimension == "conversation":
+        body = _CONVERSATION_SQL
+    else:
+        body = f"SELECT key, {_GROUP_SUMS} FROM ({_span_rows(dimension)}) GROUP BY key"
+    return f"WITH spans AS ({spans}) {body}"
+
+
+# One row per trace: the root's bill, or (no bill) the sums of its inference spans.
+_CONVERSATION_SQL = f"""
+    SELECT key, count(), countIf(errors > 0), sum(if(has_bill, bill_i, m.i)), sum(if(has_bill, bill_o, m.o)),
+        sum(if(has_bill, bill_cost, m.cost)), sum(if(has_bill, bill_u, m.u))
+    FROM (
+        SELECT TraceId, {_root_attr(c.GEN_AI_CONVERSATION_ID)} AS key, countIf({_IS_ERROR}) AS errors,
+            {_root(_HAS_BILL)} AS has_bill,
+            {_to_int(_root_attr(c.JANUX_BILL_INPUT_TOKENS))} AS bill_i,
+            {_to_int(_root_attr(c.JANUX_BILL_OUTPUT_TOKENS))} AS bill_o,
+            {_to_float(_root_attr(c.JANUX_BILL_COST))} AS bill_cost,
+            {_to_int(_root_attr(c.JANUX_BILL_UNPRICED_TOKENS))} AS bill_u
+        FROM spans GROUP BY TraceId) AS s
+    LEFT JOIN (SELECT TraceId, sum(i) AS i, sum(o) AS o, sum(cost) AS cost, sum(u) AS u
+        FROM ({_span_rows("model")}) GROUP BY TraceId) AS m ON m.TraceId = s.TraceId
+    GROUP BY key"""

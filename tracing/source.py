@@ -91,6 +91,48 @@ class IngestStats:
     """The latest rejection messages, newest first."""
 
 
+UsageDimension = Literal["agent", "tool", "model", "conversation"]
+"""What `TraceSource.usage_by` groups by."""
+
+USAGE_DIMENSIONS: tuple[UsageDimension, ...] = ("agent", "tool", "model", "conversation")
+"""Every accepted `UsageDimension`, in the order the dashboard shows them."""
+
+
+@dataclass(slots=True, kw_only=True)
+class UsageAggregate:
+    """Tokens and cost of one group (an agent, a delegation tool, a model or a conversation).
+
+    Follows the accounting rule of the trace contract, so no token or cent is counted twice:
+    - `agent`: `janux.turn.*` of every `invoke_agent` span, grouped by `gen_ai.agent.name`
+      (each loop's OWN rounds; other runtimes' agent spans carry no own usage, so only `count`).
+    - `model`: `gen_ai.usage.*` and `janux.round.cost` of every inference (`chat`, ...) span,
+      grouped by `gen_ai.request.model`; a span without `janux.round.cost` is unpriced.
+    - `conversation`: the root's `janux.bill.*` of every trace, grouped by the root's
+      `gen_ai.conversation.id`; a trace without a bill (other runtimes) adds its inference spans.
+    - `tool`: every `execute_tool` span with `gen_ai.tool.type` = delegate, grouped by
+      `gen_ai.tool.name`, with the `janux.turn.*` of its DIRECT attempt spans (`invoke_agent`
+      children). A delegation made inside an attempt is counted under its own tool, not here.
+    The key is "" when the grouping attribute is absent.
+    """
+
+    key: str
+    """Agent name, delegation tool name, request model or conversation id ("" when absent)."""
+    count: int
+    """How many: agent loops, delegations (tool spans), model rounds, or traces."""
+    failed: int
+    """How many of those failed: ERROR agent loops, delegations whose final handoff status is
+    failing, ERROR model rounds, or traces with at least one ERROR span."""
+    input_tokens: int | None
+    """Summed input tokens; None when no counted span reported any."""
+    output_tokens: int | None
+    """Summed output tokens; None when no counted span reported any."""
+    cost: float | None
+    """Summed USD cost of the priced part (rounded to 1e-12); None when nothing was priced,
+    never 0 for unknown."""
+    unpriced_tokens: int | None
+    """Tokens (input + output) of rounds that had no price; None when nothing reported usage."""
+
+
 class TraceSource(Protocol):
     """A queryable set of traces. Implementations never raise on bad stored data."""
 
@@ -117,6 +159,12 @@ class TraceSource(Protocol):
 
     def distinct_values(self, what: Literal["service", "root_agent", "conversation"]) -> list[str]:
         """Values to offer in a filter drop-down."""
+        ...
+
+    def usage_by(self, dimension: UsageDimension, flt: TraceFilter, limit: int = 100) -> list[UsageAggregate]:
+        """Tokens and cost grouped by agent, delegation tool, model or conversation over the traces
+        matching `flt` (use `start_ns` / `end_ns` for a time range), most expensive first; each token
+        and cent counted once (see `UsageAggregate`). Raises ValueError for an unknown dimension."""
         ...
 
     def ingest_stats(self) -> IngestStats:

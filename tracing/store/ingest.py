@@ -44,7 +44,7 @@ INSERT INTO main.trace_summary (
 SELECT b.TraceId, min(b.Timestamp), max(b.Timestamp + b.Duration), count(*),
     sum((b.Flags & :delegation) != 0), 0, sum((b.Flags & :failing) != 0), 0, sum(b.StatusCode = :error),
     (SELECT f.ServiceName FROM temp.batch f WHERE f.TraceId = b.TraceId ORDER BY f.Timestamp LIMIT 1),
-    sum(b.InferenceInput), sum(b.InferenceOutput)
+    sum(iif(b.UsageDim = 'model', b.UsageIn, NULL)), sum(iif(b.UsageDim = 'model', b.UsageOut, NULL))
 FROM temp.batch b WHERE true GROUP BY b.TraceId
 ON CONFLICT (TraceId) DO UPDATE SET
     FirstService = CASE WHEN excluded.StartNs < StartNs THEN excluded.FirstService ELSE FirstService END,
@@ -58,6 +58,14 @@ ON CONFLICT (TraceId) DO UPDATE SET
         ELSE coalesce(InferenceInput, 0) + excluded.InferenceInput END,
     InferenceOutput = CASE WHEN excluded.InferenceOutput IS NULL THEN InferenceOutput
         ELSE coalesce(InferenceOutput, 0) + excluded.InferenceOutput END
+"""
+
+_STORE_USAGE = """
+INSERT INTO main.span_usage (
+    TraceId, SpanId, ParentSpanId, Dim, Key, InputTokens, OutputTokens, Cost, Unpriced, Failed)
+SELECT TraceId, SpanId, ParentSpanId, UsageDim, UsageKey, UsageIn, UsageOut, UsageCost, UsageUnpriced,
+    UsageFailed
+FROM temp.batch WHERE UsageDim IS NOT NULL
 """
 
 # CROSS JOIN pins the join order: always walk the (small) batch and probe the big table by key.
@@ -145,6 +153,7 @@ def apply_batch(conn: sqlite3.Connection, batch: StagedBatch) -> tuple[int, int]
         if batch.roots:
             conn.executemany(_STAGE_ROOTS, batch.roots)
         conn.execute(_STORE)
+        conn.execute(_STORE_USAGE)
         conn.execute(_SUMMARY_UPSERT, _PARAMS)
         if batch.roots:
             conn.execute(_ROOTS)

@@ -11,8 +11,9 @@ from typing import Any, Literal
 
 from tracing.conventions import FAILING_STATUSES, OP_EXECUTE_TOOL, OP_INVOKE_AGENT
 from tracing.records import STATUS_ERROR, SpanRecord
-from tracing.source import IngestStats, TraceFilter, TraceSummary
+from tracing.source import IngestStats, TraceFilter, TraceSummary, UsageAggregate
 from tracing.store.rows import SELECT_SPAN_COLUMNS, RowReader
+from tracing.store.usage import check_dimension, finish
 
 MAX_DISTINCT_VALUES = 5_000
 """Most values `distinct_values` returns (a drop-down, not an export)."""
@@ -185,3 +186,53 @@ def ingest_stats(conn: sqlite3.Connection) -> IngestStats:
         rejected=int(counters.get("rejected", 0)),
         recent_errors=errors,
     )
+
+
+# Per delegate tool span: the own usage of its direct attempts (agent rows whose parent it is).
+_TOOL_USAGE = """
+SELECT Key, count(*), sum(Failed), sum(i), sum(o), sum(c), sum(u) FROM (
+    SELECT tl.TraceId, tl.SpanId, tl.Key, tl.Failed, sum(a.InputTokens) AS i, sum(a.OutputTokens) AS o,
+        sum(a.Cost) AS c, sum(a.Unpriced) AS u
+    FROM ({traces}) t
+    JOIN span_usage tl ON tl.TraceId = t.TraceId AND tl.Dim = 'tool'
+    LEFT JOIN span_usage a ON a.TraceId = tl.TraceId AND a.ParentSpanId = tl.SpanId AND a.Dim = 'agent'
+    GROUP BY tl.TraceId, tl.SpanId
+) GROUP BY Key
+"""
+
+# Per trace: the root's bill, or (no bill: other runtimes, or the root not received yet) the sum of
+# its inference spans.
+_CONVERSATION_USAGE = """
+SELECT Key, count(*), sum(Failed), sum(i), sum(o), sum(c), sum(u) FROM (
+    SELECT coalesce(t.ConversationId, '') AS Key, t.ErrorSpans > 0 AS Failed,
+        iif(t.RootHasBill, t.BillInput, sum(m.InputTokens)) AS i,
+        iif(t.RootHasBill, t.BillOutput, sum(m.OutputTokens)) AS o,
+        iif(t.RootHasBill, t.BillCost, sum(m.Cost)) AS c,
+        iif(t.RootHasBill, t.BillUnpriced, sum(m.Unpriced)) AS u
+    FROM ({traces}) t
+    LEFT JOIN span_usage m ON m.TraceId = t.TraceId AND m.Dim = 'model' AND NOT t.RootHasBill
+    GROUP BY t.TraceId
+) GROUP BY Key
+"""
+
+_SPAN_USAGE = """
+SELECT u.Key, count(*), sum(u.Failed), sum(u.InputTokens), sum(u.OutputTokens), sum(u.Cost), sum(u.Unpriced)
+FROM ({traces}) t JOIN span_usage u ON u.TraceId = t.TraceId AND u.Dim = ?
+GROUP BY u.Key
+"""
+
+
+def usage_by(conn: sqlite3.Connection, dimension: str, flt: TraceFilter, limit: int) -> list[UsageAggregate]:
+    """Tokens and cost grouped by `dimension` over the traces matching `flt` (see `UsageAggregate`)."""
+    wanted = check_dimension(dimension)
+    where, params = filter_sql(flt)
+    if wanted == "conversation":
+        traces = f"SELECT * FROM trace_summary{where}"
+        sql = _CONVERSATION_USAGE.format(traces=traces)
+    else:
+        traces = f"SELECT TraceId FROM trace_summary{where}"
+        if wanted == "tool":
+            sql = _TOOL_USAGE.format(traces=traces)
+        else:
+            sql, params = _SPAN_USAGE.format(traces=traces), [*params, wanted]
+    return finish(conn.execute(sql, params).fetchall(), limit)

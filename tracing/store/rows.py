@@ -19,9 +19,6 @@ from tracing.conventions import (
     GEN_AI_CONVERSATION_ID,
     GEN_AI_OPERATION_NAME,
     GEN_AI_TOOL_TYPE,
-    GEN_AI_USAGE_INPUT_TOKENS,
-    GEN_AI_USAGE_OUTPUT_TOKENS,
-    INFERENCE_OPERATIONS,
     JANUX_BILL_COST,
     JANUX_BILL_INPUT_TOKENS,
     JANUX_BILL_OUTPUT_TOKENS,
@@ -30,8 +27,9 @@ from tracing.conventions import (
     OP_EXECUTE_TOOL,
     TOOL_TYPE_DELEGATE,
 )
-from tracing.records import EventRecord, LinkRecord, SpanRecord, attr_float, attr_int, attr_str
+from tracing.records import EventRecord, LinkRecord, SpanRecord, attr_str
 from tracing.store.schema import FLAG_DELEGATION, FLAG_FAILING
+from tracing.store.usage import safe_float, safe_int, span_usage
 
 
 def _fallback(value: object) -> Any:
@@ -85,7 +83,7 @@ def batch_rows(spans: Iterable[SpanRecord]) -> StagedBatch:
                 flags |= FLAG_DELEGATION
             if handoff_status in FAILING_STATUSES:
                 flags |= FLAG_FAILING
-        usage = _usage(attrs) if op in INFERENCE_OPERATIONS else _NO_USAGE
+        usage = span_usage(op, attrs, span.status_code) if op else None
         append(
             (
                 span.start_ns, span.trace_id, span.span_id, span.parent_span_id, span.trace_state,
@@ -93,7 +91,7 @@ def batch_rows(spans: Iterable[SpanRecord]) -> StagedBatch:
                 _encode(attrs) if attrs else "{}", span.duration_ns, span.status_code,
                 span.status_message, _events_json(span.events) if span.events else "[]",
                 _links_json(span.links) if span.links else "[]", op, handoff_status, flags,
-                usage[0], usage[1],
+                *(usage if usage is not None else _NO_USAGE),
             )
         )  # fmt: skip
         if not span.parent_span_id:
@@ -101,7 +99,8 @@ def batch_rows(spans: Iterable[SpanRecord]) -> StagedBatch:
     return StagedBatch(rows, roots)
 
 
-_NO_USAGE: tuple[None, None] = (None, None)
+_NO_USAGE = (None,) * 7
+"""The usage columns of a span that adds to no `usage_by` dimension."""
 
 
 def _root_fields(attrs: dict[str, Any]) -> tuple[Any, ...]:
@@ -111,16 +110,11 @@ def _root_fields(attrs: dict[str, Any]) -> tuple[Any, ...]:
         attr_str(attrs, GEN_AI_AGENT_NAME),
         attr_str(attrs, GEN_AI_CONVERSATION_ID),
         1 if has_bill else 0,
-        attr_float(attrs, JANUX_BILL_COST),
-        attr_int(attrs, JANUX_BILL_INPUT_TOKENS),
-        attr_int(attrs, JANUX_BILL_OUTPUT_TOKENS),
-        attr_int(attrs, JANUX_BILL_UNPRICED_TOKENS),
+        safe_float(attrs, JANUX_BILL_COST),
+        safe_int(attrs, JANUX_BILL_INPUT_TOKENS),
+        safe_int(attrs, JANUX_BILL_OUTPUT_TOKENS),
+        safe_int(attrs, JANUX_BILL_UNPRICED_TOKENS),
     )
-
-
-def _usage(attrs: dict[str, Any]) -> tuple[int | None, int | None]:
-    """Input and output tokens of an inference span."""
-    return attr_int(attrs, GEN_AI_USAGE_INPUT_TOKENS), attr_int(attrs, GEN_AI_USAGE_OUTPUT_TOKENS)
 
 
 def _events_json(events: list[EventRecord]) -> str:

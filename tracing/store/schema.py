@@ -13,9 +13,10 @@ import sqlite3
 from pathlib import Path
 
 from tracing.conventions import OP_INVOKE_AGENT
+from tracing.store.migrate import backfill_usage
 
-SCHEMA_VERSION = 1
-"""`PRAGMA user_version` of a store created by this code."""
+SCHEMA_VERSION = 2
+"""`PRAGMA user_version` of a store created by this code (2 added `span_usage`)."""
 
 BUSY_TIMEOUT_MS = 30_000
 """How long a connection waits for another process's write lock before giving up."""
@@ -77,6 +78,20 @@ CREATE TABLE IF NOT EXISTS trace_summary (
 );
 CREATE INDEX IF NOT EXISTS trace_summary_start ON trace_summary (StartNs);
 CREATE INDEX IF NOT EXISTS trace_summary_end ON trace_summary (EndNs);
+CREATE TABLE IF NOT EXISTS span_usage (
+    TraceId TEXT NOT NULL,
+    SpanId TEXT NOT NULL,
+    ParentSpanId TEXT NOT NULL,
+    Dim TEXT NOT NULL,
+    Key TEXT NOT NULL,
+    InputTokens INTEGER,
+    OutputTokens INTEGER,
+    Cost REAL,
+    Unpriced INTEGER,
+    Failed INTEGER NOT NULL,
+    PRIMARY KEY (TraceId, SpanId)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS span_usage_attempts ON span_usage (TraceId, ParentSpanId) WHERE Dim = 'agent';
 CREATE TABLE IF NOT EXISTS store_counters (
     Name TEXT PRIMARY KEY,
     Value INTEGER NOT NULL
@@ -93,9 +108,10 @@ BATCH_COLUMNS = (
     "Timestamp", "TraceId", "SpanId", "ParentSpanId", "TraceState", "SpanName", "SpanKind",
     "ServiceName", "ResourceAttributes", "ScopeName", "ScopeVersion", "SpanAttributes", "Duration",
     "StatusCode", "StatusMessage", "Events", "Links", "Op", "HandoffStatus",
-    "Flags", "InferenceInput", "InferenceOutput",
+    "Flags", "UsageDim", "UsageKey", "UsageIn", "UsageOut", "UsageCost", "UsageUnpriced", "UsageFailed",
 )  # fmt: skip
-"""Columns of one staged span: the 19 stored columns, then the summary inputs every span has."""
+"""Columns of one staged span: the 19 stored columns, the summary flags, then its usage row
+(`tracing.store.usage.UsageRow`, all NULL for a span that adds to no dimension)."""
 
 FLAG_DELEGATION = 1
 """`Flags` bit: an `execute_tool` span of a delegate tool."""
@@ -145,8 +161,12 @@ def connect(path: Path, *, writer: bool) -> sqlite3.Connection:
 
 
 def ensure_schema(conn: sqlite3.Connection) -> None:
-    """Switch to WAL and create the tables once; cheap no-op on an existing store."""
-    if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+    """Switch to WAL and create (or upgrade) the tables once; cheap no-op on a current store.
+
+    Callers serialize this between processes (`TraceStore` holds the write lock around it).
+    """
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version >= SCHEMA_VERSION:
         return
     mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
     if str(mode).lower() != "wal":
@@ -156,6 +176,8 @@ def ensure_schema(conn: sqlite3.Connection) -> None:
         for statement in _TABLES.split(";"):
             if statement.strip():
                 conn.execute(statement)
+        if version == 1:
+            backfill_usage(conn)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute("COMMIT")
     except BaseException:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from tracing.records import SpanRecord
-from tracing.source import IngestStats, TraceFilter, TraceSummary
+from tracing.source import IngestStats, TraceFilter, TraceSummary, UsageAggregate, UsageDimension
 from tracing.store import queries
 from tracing.store.lock import WriteLock
 from tracing.store.maintenance import PruneResult, prune_before
@@ -153,6 +153,11 @@ class TraceStore:
     def distinct_values(self, what: Literal["service", "root_agent", "conversation"]) -> list[str]:
         """Values to offer in a filter drop-down."""
         return queries.distinct_values(self._conn(), what)
+
+    def usage_by(self, dimension: UsageDimension, flt: TraceFilter, limit: int = 100) -> list[UsageAggregate]:
+        """Tokens and cost by agent, delegation tool, model or conversation over the traces matching
+        `flt` (see `tracing.source.UsageAggregate`), most expensive first."""
+        return queries.usage_by(self._conn(), dimension, flt, limit)
 
     def ingest_stats(self) -> IngestStats:
         """Counts of what was stored and refused."""
