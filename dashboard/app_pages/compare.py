@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.ui.state import active_source, get_views
+from dashboard.ui.table import show_table
 from dashboard.views.compare import cost_diff, tree_diff
 from dashboard.views.graph import handoff_dot
 
@@ -39,19 +40,17 @@ def main() -> None:
             st.warning(f"No spans stored for trace {trace_id}.")
             return
     st.subheader("Cost and shape")
-    st.dataframe(cost_diff(a, b), hide_index=True, key="compare_costs")
+    show_table(cost_diff(a, b), key="compare_costs")
     st.subheader("Agent loops")
-    st.dataframe(
-        tree_diff(a, b),
-        hide_index=True,
-        key="compare_tree",
-        column_config={"inclusive Δ USD": st.column_config.NumberColumn(format="$%.6f")},
+    show_table(tree_diff(a, b), key="compare_tree")
+    st.caption(
+        "A loop is named by its path from the root: `planner/delegate.researcher[2]#1` is attempt 1 "
+        "of the planner's second call of delegate.researcher."
     )
-    left, right = st.columns(2)
-    with left:
-        st.graphviz_chart(handoff_dot(a, max_nodes=MAX_NODES))
-    with right:
-        st.graphviz_chart(handoff_dot(b, max_nodes=MAX_NODES))
+    # One above the other: side by side, each tree would be shrunk to half the page width.
+    for label, view in (("A", a), ("B", b)):
+        st.subheader(f"Handoff tree {label}")
+        st.graphviz_chart(handoff_dot(view, max_nodes=MAX_NODES))
 
 
 main()

@@ -7,22 +7,11 @@ import streamlit as st
 
 from dashboard.ui.filters import trace_filter, trace_link
 from dashboard.ui.state import active_source, get_views
-from dashboard.views import fmt
+from dashboard.ui.table import OPEN_LINK, show_table
+from dashboard.views import cells
 from dashboard.views.audit import CostAudit, audit
 
 DEFAULT_MAX_TRACES = 500
-_MONEY = {
-    col: st.column_config.NumberColumn(col, format="$%.6f")
-    for col in (
-        "cost USD",
-        "estimated USD",
-        "own cost USD",
-        "own estimated USD",
-        "inclusive cost USD",
-        "inclusive estimated USD",
-        "total USD",
-    )
-}
 
 
 def _table(title: str, frame: pd.DataFrame, key: str) -> None:
@@ -30,12 +19,11 @@ def _table(title: str, frame: pd.DataFrame, key: str) -> None:
     if frame.empty:
         st.info("Nothing in this range.")
         return
-    # Estimate columns that are empty everywhere are left out of the view (the CSV keeps them).
-    shown = frame.drop(columns=[c for c in frame.columns if "estimated" in c and frame[c].isna().all()])
-    st.dataframe(shown, hide_index=True, key=f"costs_{key}", column_config=_MONEY)
+    # Estimate columns empty everywhere are left out of the view; the CSV keeps every column.
+    show_table(cells.without_empty_estimates(frame), key=f"costs_{key}")
     st.download_button(
         f"Download {title.lower()} (CSV)",
-        frame.to_csv(index=False).encode(),
+        cells.export_frame(frame).to_csv(index=False).encode(),
         file_name=f"janux-costs-{key}.csv",
         mime="text/csv",
         key=f"costs_dl_{key}",
@@ -45,8 +33,12 @@ def _table(title: str, frame: pd.DataFrame, key: str) -> None:
 def _headline(result: CostAudit) -> None:
     total = result.total
     money = st.columns(2)
-    money[0].metric("Recorded cost", fmt.usd(total.cost))
-    money[1].metric("Estimated cost (other runtimes)", fmt.usd(total.estimated_cost, estimated=True))
+    money[0].metric("Recorded cost", cells.money_metric(cells.cost_cell(total.cost, total.unpriced_tokens)))
+    money[1].metric(
+        "Estimated cost (other runtimes)",
+        cells.money_metric(total.estimated_cost, estimated=True),
+        help="Rounds without a recorded cost, priced from the genai-prices table.",
+    )
     counts = st.columns(3)
     counts[0].metric("Unpriced tokens", f"{total.unpriced_tokens:,}")
     counts[1].metric("Tokens in / out", f"{total.input_tokens:,} / {total.output_tokens:,}")
@@ -77,14 +69,12 @@ def main() -> None:
     _table("By model", result.by_model, "model")
     _table("By conversation", result.by_conversation, "conversation")
     top = result.top_delegations
-    if not top.empty:
-        top = top.assign(open=[trace_link(t) for t in top["trace"]])
     st.subheader("Most expensive delegations")
     if top.empty:
         st.info("No priced delegation in this range.")
     else:
-        config = {**_MONEY, "open": st.column_config.LinkColumn("open", display_text="open ›")}
-        st.dataframe(top, hide_index=True, key="costs_top", column_config=config)
+        top.insert(0, "open", [trace_link(t) for t in top["trace"]])
+        show_table(cells.without_empty_estimates(top), key="costs_top", column_config={"open": OPEN_LINK})
 
 
 main()

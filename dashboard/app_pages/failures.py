@@ -9,6 +9,7 @@ import streamlit as st
 from dashboard.reconstruct.model import Failure
 from dashboard.ui.filters import trace_filter, trace_link
 from dashboard.ui.state import active_source, get_views
+from dashboard.ui.table import OPEN_LINK, show_table
 from dashboard.views.tables import failures_frame
 from tracing.source import TraceFilter, TraceSource
 
@@ -51,15 +52,10 @@ def main() -> None:
     frame = failures_frame(failures)
     grouped = frame.groupby(["kind", "reason"]).size().reset_index(name="handoffs")
     st.subheader("By reason")
-    st.dataframe(grouped.sort_values("handoffs", ascending=False), hide_index=True, key="failures_groups")
+    show_table(grouped.sort_values("handoffs", ascending=False), key="failures_groups")
     st.subheader("Every failed handoff")
     frame = frame.assign(open=[trace_link(t) for t in frame["trace"]]).sort_values(["kind", "reason"])
-    st.dataframe(
-        frame,
-        hide_index=True,
-        key="failures_table",
-        column_config={"open": st.column_config.LinkColumn("open", display_text="open ›")},
-    )
+    show_table(frame, key="failures_table", visible_rows=25, column_config={"open": OPEN_LINK})
 
 
 main()

@@ -6,6 +6,8 @@ import streamlit as st
 
 from dashboard.ui.filters import TRACE_PAGE, trace_filter
 from dashboard.ui.state import active_source, get_views
+from dashboard.ui.table import OPEN_LINK, show_table
+from dashboard.views import cells
 from dashboard.views.traces_list import traces_frame
 from tracing.source import TraceFilter, TraceSource
 
@@ -24,14 +26,11 @@ def _table(source: TraceSource, flt: TraceFilter, page_size: int) -> None:
     if frame.empty:
         st.info("No traces match these filters.")
         return
-    st.dataframe(
-        frame,
-        hide_index=True,
+    show_table(
+        cells.without_empty_estimates(frame),
         key="traces_table",
-        column_config={
-            "open": st.column_config.LinkColumn("open", display_text="open ›", width="small"),
-            "trace": st.column_config.TextColumn("trace", width="large"),
-        },
+        visible_rows=25,
+        column_config={"open": OPEN_LINK, "trace": st.column_config.TextColumn("trace", width="large")},
     )
 
 

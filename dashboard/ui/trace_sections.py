@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import altair as alt
+import pandas as pd
 import streamlit as st
 
 from dashboard.reconstruct.rebuild import TraceView
+from dashboard.ui.table import show_table
 from dashboard.views import fmt, tables
 from dashboard.views.graph import DEFAULT_MAX_NODES, handoff_dot
 from dashboard.views.timeline import DEFAULT_MAX_ROWS, waterfall
@@ -54,11 +56,8 @@ def issues(view: TraceView) -> None:
     orphans = len(view.issues.orphans) + len(view.issues.cycles)
     title = f"Incomplete trace: {orphans} span(s) with a missing parent" if orphans else "Trace data problems"
     st.warning(title)
-    st.dataframe(
-        [{"problem": p, "count": n, "shown as": what} for p, n, what in rows],
-        hide_index=True,
-        key="trace_issues",
-    )
+    frame = pd.DataFrame([{"problem": p, "count": n, "shown as": what} for p, n, what in rows])
+    show_table(frame, key="trace_issues")
 
 
 def tree(view: TraceView) -> None:
@@ -119,7 +118,7 @@ def delegations(view: TraceView) -> None:
     if frame.empty:
         st.info("No delegations in this trace.")
         return
-    st.dataframe(frame, hide_index=True, key="trace_delegations")
+    show_table(frame, key="trace_delegations")
     labels = [
         f"{i + 1}. {d.tool} → {d.target} ({d.status}, {d.attempt_count} attempts)"
         for i, d in enumerate(view.delegations)
@@ -132,7 +131,7 @@ def delegations(view: TraceView) -> None:
         format_func=labels.__getitem__,
         key="trace_attempts_of",
     )
-    st.dataframe(tables.attempts_frame(view, int(chosen)), hide_index=True, key="trace_attempts")
+    show_table(tables.attempts_frame(view, int(chosen)), key="trace_attempts")
     task = view.delegations[int(chosen)].task
     if task is not None:
         st.text("Task (captured):")
@@ -141,7 +140,7 @@ def delegations(view: TraceView) -> None:
 
 def costs(view: TraceView) -> None:
     """Own vs inclusive cost per agent loop."""
-    st.dataframe(tables.nodes_frame(view), hide_index=True, key="trace_nodes")
+    show_table(tables.nodes_frame(view), key="trace_nodes")
     if view.total.is_estimated:
         st.caption("Estimated costs come from the genai-prices table; unknown models stay unpriced.")
 
@@ -152,7 +151,7 @@ def budgets(view: TraceView) -> None:
     if frame.empty:
         st.info("No loop in this trace recorded a budget.")
         return
-    st.dataframe(frame, hide_index=True, key="trace_budgets")
+    show_table(frame, key="trace_budgets")
 
 
 def checks(view: TraceView) -> None:
@@ -161,7 +160,7 @@ def checks(view: TraceView) -> None:
     if frame.empty:
         st.info("Nothing to reconcile: this trace carries no janux accounting.")
         return
-    st.dataframe(frame, hide_index=True, key="trace_checks")
+    show_table(frame, key="trace_checks")
 
 
 def _inspector_choices(view: TraceView) -> list[str]:

@@ -16,6 +16,7 @@ from dashboard.reconstruct import spanread as sr
 from dashboard.reconstruct.costs import rounds_usage
 from dashboard.reconstruct.model import Usage
 from dashboard.reconstruct.rebuild import TraceView
+from dashboard.views import cells
 from tracing import conventions as c
 
 NO_CONVERSATION = "(none)"
@@ -23,9 +24,9 @@ NO_CONVERSATION = "(none)"
 
 
 def usage_columns(usage: Usage) -> dict[str, Any]:
-    """The cost and token columns every audit table shares."""
+    """The cost and token columns every audit table shares (money cells as in `views.cells`)."""
     return {
-        "cost USD": usage.cost,
+        "cost USD": cells.cost_cell(usage.cost, usage.unpriced_tokens),
         "estimated USD": usage.estimated_cost,
         "unpriced tokens": usage.unpriced_tokens,
         "input tokens": usage.input_tokens,
@@ -156,6 +157,7 @@ def _top_delegations(views: list[TraceView], top: int) -> pd.DataFrame:
                     **usage_columns(d.cost),
                 }
             )
+    # Only priced delegations can be ranked; the unpriced ones show in "By delegation tool".
     rows = [r for r in rows if r["total USD"] is not None]
     rows.sort(key=lambda r: -float(r["total USD"]))
     return pd.DataFrame(rows[:top])

@@ -8,7 +8,7 @@ import pandas as pd
 
 from dashboard.reconstruct.model import AgentNode
 from dashboard.reconstruct.rebuild import TraceView
-from dashboard.views import fmt
+from dashboard.views import cells, fmt
 
 
 def node_paths(view: TraceView) -> dict[str, AgentNode]:
@@ -55,19 +55,19 @@ def tree_diff(a: TraceView, b: TraceView) -> pd.DataFrame:
             change = "changed"
         else:
             change = "same"
-        ca = na.inclusive.total_cost if na else None
-        cb = nb.inclusive.total_cost if nb else None
+        ca = cells.total_cell(na.inclusive) if na else None
+        cb = cells.total_cell(nb.inclusive) if nb else None
         rows.append(
             {
                 "loop": path,
                 "change": change,
-                "status A": na.status if na else "",
-                "status B": nb.status if nb else "",
-                "own A": fmt.usage_cost(na.own) if na else "",
-                "own B": fmt.usage_cost(nb.own) if nb else "",
-                "inclusive A": fmt.usage_cost(na.inclusive) if na else "",
-                "inclusive B": fmt.usage_cost(nb.inclusive) if nb else "",
-                "inclusive Δ USD": (cb or 0.0) - (ca or 0.0) if ca is not None or cb is not None else None,
+                "status A": na.status if na else None,
+                "status B": nb.status if nb else None,
+                "own A": fmt.usage_cost(na.own) if na else None,
+                "own B": fmt.usage_cost(nb.own) if nb else None,
+                "inclusive A": fmt.usage_cost(na.inclusive) if na else None,
+                "inclusive B": fmt.usage_cost(nb.inclusive) if nb else None,
+                "inclusive Δ USD": cells.delta_cell(ca, cb),
                 "tokens A": na.inclusive.total_tokens if na else None,
                 "tokens B": nb.inclusive.total_tokens if nb else None,
             }
@@ -76,23 +76,31 @@ def tree_diff(a: TraceView, b: TraceView) -> pd.DataFrame:
 
 
 def cost_diff(a: TraceView, b: TraceView) -> pd.DataFrame:
-    """Totals of both traces side by side, with the difference."""
+    """Totals of both traces side by side, with the difference, as text (one unit per row)."""
     ta, tb = a.total, b.total
-    rows = []
+    ca, cb = cells.total_cell(ta), cells.total_cell(tb)
+    rows = [
+        {
+            "measure": "cost",
+            "A": cells.money_text(ca, estimated=ta.is_estimated),
+            "B": cells.money_text(cb, estimated=tb.is_estimated),
+            "B − A": cells.money_text(cells.delta_cell(ca, cb), signed=True),
+        }
+    ]
     for label, va, vb in (
-        ("cost USD", ta.total_cost, tb.total_cost),
         ("input tokens", ta.input_tokens, tb.input_tokens),
         ("output tokens", ta.output_tokens, tb.output_tokens),
         ("unpriced tokens", ta.unpriced_tokens, tb.unpriced_tokens),
         ("agent loops", len(a.nodes), len(b.nodes)),
         ("delegations", len(a.delegations), len(b.delegations)),
-        (
-            "attempts",
-            sum(len(d.attempts) for d in a.delegations),
-            sum(len(d.attempts) for d in b.delegations),
-        ),
+        ("attempts", _attempts(a), _attempts(b)),
         ("failed handoffs", len(a.failures), len(b.failures)),
     ):
-        delta = None if va is None or vb is None else vb - va
-        rows.append({"measure": label, "A": va, "B": vb, "B − A": delta})
+        rows.append(
+            {"measure": label, "A": f"{va:,}", "B": f"{vb:,}", "B − A": f"{vb - va:+,}" if vb != va else "0"}
+        )
     return pd.DataFrame(rows)
+
+
+def _attempts(view: TraceView) -> int:
+    return sum(len(d.attempts) for d in view.delegations)

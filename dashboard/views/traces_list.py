@@ -9,7 +9,7 @@ from urllib.parse import quote
 import pandas as pd
 
 from dashboard.reconstruct.rebuild import TraceView
-from dashboard.views import fmt
+from dashboard.views import cells, fmt
 from tracing.source import TraceSummary
 
 BADGE_OK = "✓ ok"
@@ -32,22 +32,30 @@ def badge(view: TraceView | None) -> str:
     return text + (", incomplete" if view.issues.incomplete else "")
 
 
-def _cost(summary: TraceSummary, view: TraceView | None) -> str:
+def _money(
+    summary: TraceSummary, view: TraceView | None, unpriced: int | None
+) -> tuple[float | None, float | None]:
+    """(recorded cost, estimated cost) cells: the bill when recorded, else what the rebuild found."""
     if summary.bill_cost is not None:
-        return fmt.usd(summary.bill_cost)
+        return summary.bill_cost, None
     if view is not None:
-        return fmt.usage_cost(view.total)
-    return fmt.UNPRICED
+        return cells.cost_cell(view.total.cost, view.total.unpriced_tokens), view.total.estimated_cost
+    return cells.cost_cell(None, unpriced or 0), None
 
 
 def traces_frame(summaries: list[TraceSummary], views: dict[str, TraceView], trace_page: str) -> pd.DataFrame:
-    """One row per trace, newest first, with a link to the Trace page (`trace_page?trace_id=`)."""
+    """One row per trace, newest first, with a link to the Trace page (`trace_page?trace_id=`).
+
+    Money columns follow `views.cells`: the bill's cost, `UNPRICED` when tokens went unpriced,
+    None when nothing was used; `estimated USD` only for traces of other runtimes.
+    """
     rows: list[dict[str, Any]] = []
     for s in summaries:
         view = views.get(s.trace_id)
         unpriced = s.bill_unpriced_tokens
         if unpriced is None and view is not None:
             unpriced = view.total.unpriced_tokens
+        cost, estimated = _money(s, view, unpriced)
         rows.append(
             {
                 "open": f"{trace_page}?trace_id={quote(s.trace_id)}",
@@ -55,7 +63,9 @@ def traces_frame(summaries: list[TraceSummary], views: dict[str, TraceView], tra
                     "%Y-%m-%d %H:%M:%S"
                 ),
                 "root agent": s.root_agent or "",
-                "cost": _cost(s, view),
+                "conversation": s.conversation_id or "",
+                "cost USD": cost,
+                "estimated USD": estimated,
                 "checks": badge(view),
                 "failed handoffs": s.failed_handoffs,
                 "attempts": s.attempts,
@@ -66,7 +76,6 @@ def traces_frame(summaries: list[TraceSummary], views: dict[str, TraceView], tra
                 "input tokens": s.bill_input_tokens,
                 "output tokens": s.bill_output_tokens,
                 "unpriced tokens": unpriced,
-                "conversation": s.conversation_id or "",
                 "service": s.service_name,
                 "trace": s.trace_id,
             }

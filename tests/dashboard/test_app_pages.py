@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from conftest import OpenPage
 from dash_fixtures import DENY_RULE, TASK_TEXT, TOTAL_COST, contract_trace, plain_trace
+from shown import shown
 from streamlit.testing.v1 import AppTest
 
 from dashboard.memory_source import MemoryTraceSource
-from dashboard.views import fmt
+from dashboard.views import cells, fmt
 from tracing import conventions as c
 
 CONTRACT_ID = contract_trace()[0].trace_id
@@ -41,11 +43,21 @@ TABLES = {
 }
 
 
-def _frame(at: AppTest, key: str) -> pd.DataFrame:
+def _element(at: AppTest, key: str) -> Any:
     wanted = TABLES[key]
-    found = [e.value for e in at.dataframe if wanted <= set(e.value.columns)]
+    found = [e for e in at.dataframe if wanted <= set(e.value.columns)]
     assert len(found) == 1, f"{key}: {len(found)} tables with columns {wanted}"
     return found[0]
+
+
+def _frame(at: AppTest, key: str) -> pd.DataFrame:
+    """The numbers underneath a table."""
+    return _element(at, key).value  # type: ignore[no-any-return]
+
+
+def _shown(at: AppTest, key: str) -> pd.DataFrame:
+    """The text of a table as the browser shows it."""
+    return shown(_element(at, key))
 
 
 def test_traces_page_lists_traces_with_cost_and_badge(
@@ -53,12 +65,17 @@ def test_traces_page_lists_traces_with_cost_and_badge(
 ) -> None:
     at = open_page(two_traces)
     frame = _frame(at, "traces_table").set_index("trace")
+    text = _shown(at, "traces_table").set_index("trace")
     assert set(frame.index) == {CONTRACT_ID, PLAIN_ID}
-    assert frame.loc[CONTRACT_ID, "cost"] == fmt.usd(TOTAL_COST)
+    assert frame.loc[CONTRACT_ID, "cost USD"] == TOTAL_COST  # a number: the column sorts by amount
+    assert text.loc[CONTRACT_ID, "cost USD"] == cells.money_text(TOTAL_COST)
+    assert text.loc[CONTRACT_ID, "estimated USD"] == cells.MISSING
     assert frame.loc[CONTRACT_ID, "checks"] == "✓ ok"
     assert frame.loc[CONTRACT_ID, "attempts"] == 4
     assert frame.loc[CONTRACT_ID, "open"] == f"trace?trace_id={CONTRACT_ID}"
-    assert frame.loc[PLAIN_ID, "cost"].startswith("≈ $") and frame.loc[PLAIN_ID, "cost"].endswith("(est.)")
+    # The other runtime's trace has an estimate and 400 tokens on a model without a price.
+    assert text.loc[PLAIN_ID, "estimated USD"].startswith("≈ $")
+    assert text.loc[PLAIN_ID, "cost USD"] == fmt.UNPRICED
     assert frame.loc[PLAIN_ID, "checks"] == "– no janux data"
     assert _metrics(at)["Spans"] == str(len(contract_trace()) + len(plain_trace()))
 
@@ -152,11 +169,10 @@ def test_costs_page(open_page: OpenPage) -> None:
     assert metrics["Estimated cost (other runtimes)"].startswith("≈ $")
     assert metrics["Unpriced tokens"] == str(2 * 100 + 400)
     assert metrics["Traces"] == "3"
-    by_agent = _frame(at, "costs_agent").set_index("agent")
-    assert by_agent.loc["translator", "own cost USD"] is None or pd.isna(
-        by_agent.loc["translator", "own cost USD"]
-    )
-    assert by_agent.loc["translator", "own unpriced tokens"] == 200
+    by_agent = _shown(at, "costs_agent").set_index("agent")
+    assert by_agent.loc["translator", "own cost USD"] == fmt.UNPRICED
+    assert by_agent.loc["planner", "own cost USD"] == cells.money_text(2 * 0.375)
+    assert _frame(at, "costs_agent").set_index("agent").loc["translator", "own unpriced tokens"] == 200
     by_conv = _frame(at, "costs_conversation").set_index("conversation")
     assert by_conv.loc["conv-2", "cost USD"] == TOTAL_COST
     by_tool = _frame(at, "costs_tool").set_index("delegation tool")
@@ -193,7 +209,8 @@ def test_compare_page(open_page: OpenPage) -> None:
     source = MemoryTraceSource(contract_trace() + other)
     at = open_page(source, "compare.py", a=CONTRACT_ID, b=other[0].trace_id)
     costs = _frame(at, "compare_costs").set_index("measure")
-    assert costs.loc["cost USD", "B − A"] == 0.0
+    assert costs.loc["cost", "A"] == costs.loc["cost", "B"] == cells.money_text(TOTAL_COST)
+    assert costs.loc["cost", "B − A"] == "$0.000000"
     tree = _frame(at, "compare_tree")
     assert set(tree["change"]) == {"same"}
     assert len(at.get("graphviz_chart")) == 2

@@ -36,7 +36,7 @@ def _table(at: Any, *columns: str) -> Any:
 def test_traces_and_trace_pages_on_clickhouse_rows(open_page: OpenPage, clickhouse: ClickHouseSource) -> None:
     at = open_page(clickhouse)
     table = _table(at, "trace", "checks").set_index("trace")
-    assert table.loc[CONTRACT_ID, "cost"] == fmt.usd(TOTAL_COST)
+    assert table.loc[CONTRACT_ID, "cost USD"] == TOTAL_COST
     assert table.loc[CONTRACT_ID, "checks"] == "✓ ok"
     at = open_page(clickhouse, "trace.py", trace_id=CONTRACT_ID)
     metrics = {m.label: m.value for m in at.metric}

@@ -11,7 +11,7 @@ from dash_fixtures import TOTAL_COST, contract_root, contract_trace, plain_trace
 
 from dashboard.reconstruct import reconstruct
 from dashboard.synthetic import RoundSpec, build_trace, synthetic_trace
-from dashboard.views import fmt
+from dashboard.views import cells, fmt
 from dashboard.views.audit import audit
 from dashboard.views.compare import cost_diff, node_paths, tree_diff
 from dashboard.views.graph import escape, handoff_dot
@@ -59,7 +59,8 @@ def test_audit_separates_recorded_estimated_and_unpriced() -> None:
     assert result.total.estimated_cost is not None and result.total.estimated_cost > 0
     assert result.total.unpriced_tokens == 100 + 400
     models = result.by_model.set_index("model")
-    assert models.loc["local-llm", "unpriced tokens"] == 100 and pd.isna(models.loc["local-llm", "cost USD"])
+    assert models.loc["local-llm", "unpriced tokens"] == 100
+    assert models.loc["local-llm", "cost USD"] == cells.UNPRICED  # tokens used, no price: never $0
     assert pd.isna(models.loc["no-such-model-xyz", "estimated USD"])
     assert models.loc["gpt-4o", "estimated USD"] > 0
     agents = result.by_agent.set_index("agent")
@@ -85,12 +86,13 @@ def test_compare_paths_and_changes() -> None:
     assert diff.loc["planner/delegate.translator[1]#1", "change"] == "changed"
     assert diff.loc["planner/delegate.writer[1]#1", "change"] == "same"
     costs = cost_diff(a, b).set_index("measure")
-    assert costs.loc["cost USD", "B − A"] == pytest.approx(0.5)
-    assert costs.loc["delegations", "B − A"] == -1
+    assert costs.loc["cost", "B − A"] == "+$0.500000"
+    assert costs.loc["delegations", "B − A"] == "-1"
 
 
 def test_unpriced_cost_diff_is_unknown() -> None:
     spans = [dataclasses.replace(s) for s in contract_trace()]
     a = reconstruct(spans)
     b = reconstruct(plain_trace(), estimate=False)
-    assert pd.isna(cost_diff(a, b).set_index("measure").loc["cost USD", "B − A"])
+    costs = cost_diff(a, b).set_index("measure")
+    assert (costs.loc["cost", "B"], costs.loc["cost", "B − A"]) == (fmt.UNPRICED, fmt.UNPRICED)

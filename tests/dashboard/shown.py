@@ -1,0 +1,30 @@
+"""What a person reads in a table drawn by `st.dataframe`, rebuilt from the AppTest element.
+
+Streamlit draws a styled table's cells from the Styler's display values and every missing
+value as the table's placeholder (or "None" without one); this helper applies the same rules,
+so tests assert on the text on screen, not on the numbers underneath.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from streamlit import dataframe_util
+
+DEFAULT_PLACEHOLDER = "None"
+"""What Streamlit shows for a missing value when the table sets no placeholder."""
+
+
+def shown(element: Any) -> pd.DataFrame:
+    """The cells of an AppTest `Dataframe` element as the browser shows them (strings)."""
+    raw: pd.DataFrame = element.value
+    arrow = element.proto.arrow_data
+    if arrow.HasField("styler") and arrow.styler.display_values:
+        text = dataframe_util.convert_arrow_bytes_to_pandas_df(arrow.styler.display_values)
+        text.index = raw.index
+    else:
+        text = raw.astype(str)
+    proto = element.proto
+    placeholder = proto.placeholder if proto.HasField("placeholder") else DEFAULT_PLACEHOLDER
+    return text.astype(object).where(~raw.isna(), placeholder)

@@ -1,0 +1,111 @@
+"""Every table on every page reads as text a person understands: no "None", no "nan", no "-inf".
+
+Unknown cost reads `unpriced`, a missing count `—`, and money columns keep numbers underneath
+so they sort by amount. Checked on the demo scenarios and on the contract and plain fixtures.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import pytest
+from conftest import OpenPage
+from dash_fixtures import contract_trace, plain_trace
+from shown import shown
+
+from dashboard.memory_source import MemoryTraceSource
+from dashboard.views import cells, fmt
+from tracing.records import SpanRecord
+
+Demo = tuple[list[SpanRecord], dict[str, str]]
+BAD = {"None", "none", "nan", "NaN", "<NA>", "NaT", "-inf", "inf", "-Infinity", ""}
+"""Cell texts that mean the table leaked a raw missing value (empty text included)."""
+
+
+def _bad_cells(at: Any) -> list[tuple[list[str], str, str]]:
+    found = []
+    for element in at.dataframe:
+        text = shown(element)
+        for col in text.columns:
+            for value in text[col]:
+                if str(value).strip() in BAD and not _blank_allowed(col, value):
+                    found.append((list(text.columns)[:3], str(col), repr(value)))
+    return found
+
+
+FREE_TEXT = {"error", "reason", "stop reason", "error.type", "cut by", "attempt errors", "message",
+             "expected", "actual", "conversation", "caller", "span"}  # fmt: skip
+"""Columns where empty text is a fine answer (no error message, no stop reason, ...)."""
+
+
+def _blank_allowed(column: str, value: object) -> bool:
+    return value == "" and column in FREE_TEXT
+
+
+@pytest.fixture(scope="module")
+def source(demo: Demo) -> MemoryTraceSource:
+    return MemoryTraceSource(demo[0] + contract_trace() + plain_trace())
+
+
+def test_list_pages_show_no_raw_missing_values(open_page: OpenPage, source: MemoryTraceSource) -> None:
+    for page in ("traces.py", "costs.py", "failures.py"):
+        at = open_page(source, page)
+        assert at.dataframe, page
+        assert _bad_cells(at) == [], page
+
+
+def test_trace_pages_show_no_raw_missing_values(
+    open_page: OpenPage, source: MemoryTraceSource, demo: Demo
+) -> None:
+    ids = [*demo[1].values(), contract_trace()[0].trace_id, plain_trace()[0].trace_id]
+    for trace_id in ids:
+        at = open_page(source, "trace.py", trace_id=trace_id)
+        assert _bad_cells(at) == [], trace_id
+
+
+def test_compare_page_shows_no_raw_missing_values(
+    open_page: OpenPage, source: MemoryTraceSource, demo: Demo
+) -> None:
+    ids = demo[1]
+    pairs = [
+        (ids["nested_delegation"], ids["unpriced_subagent"]),
+        (contract_trace()[0].trace_id, plain_trace()[0].trace_id),
+    ]
+    for a, b in pairs:
+        at = open_page(source, "compare.py", a=a, b=b)
+        assert _bad_cells(at) == [], (a, b)
+        tree = shown(next(e for e in at.dataframe if "change" in e.value.columns)).set_index("loop")
+        assert set(tree["inclusive Δ USD"]) <= {fmt.UNPRICED, cells.MISSING} | {
+            v for v in tree["inclusive Δ USD"] if v.startswith(("+$", "-$", "$"))
+        }
+
+
+def test_unknown_cost_reads_unpriced_and_sorts_as_a_number(open_page: OpenPage, demo: Demo) -> None:
+    spans, ids = demo
+    at = open_page(MemoryTraceSource(spans), "costs.py")
+    element = next(e for e in at.dataframe if {"agent", "loops"} <= set(e.value.columns))
+    raw, text = element.value.set_index("agent"), shown(element).set_index("agent")
+    # fact_checker runs on a model without a price in the demo: its tokens are unpriced.
+    assert text.loc["fact_checker", "own cost USD"] == fmt.UNPRICED
+    assert raw.loc["fact_checker", "own unpriced tokens"] > 0
+    assert pd.api.types.is_float_dtype(raw["own cost USD"])
+    assert raw.loc["fact_checker", "own cost USD"] < raw["own cost USD"][raw["own cost USD"] > 0].min()
+    tools = shown(
+        next(e for e in at.dataframe if "delegation tool" in e.value.columns and "failing" in e.value.columns)
+    )
+    # A transfer runs no attempt of its own: nothing to price, so "—" and not "unpriced".
+    assert tools.set_index("delegation tool").loc["handoff.billing", "cost USD"] == cells.MISSING
+    assert ids  # the demo ran
+
+
+def test_cost_csv_spells_out_unpriced(open_page: OpenPage, demo: Demo) -> None:
+    at = open_page(MemoryTraceSource(demo[0]), "costs.py")
+    button = next(b for b in at.get("download_button") if "agent" in b.proto.label)
+    assert "by agent" in button.proto.label
+    frame = cells.export_frame(pd.DataFrame({"cost USD": [0.5, cells.UNPRICED, None]}))
+    assert list(frame["cost USD"].astype(object).where(frame["cost USD"].notna(), None)) == [
+        0.5,
+        "unpriced",
+        None,
+    ]
