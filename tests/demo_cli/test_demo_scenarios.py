@@ -14,6 +14,7 @@ import sys
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 from instrumentation.tracing_helpers import contract_problems
@@ -154,3 +155,23 @@ def test_transfer_nested_and_unpriced(demo: dict[str, Seen]) -> None:
     assert bill[c.JANUX_BILL_UNPRICED_TOKENS] == 194 and isinstance(bill[c.JANUX_BILL_COST], float)
     checker_rounds = [s for s in unpriced if attr_str(s.attributes, c.GEN_AI_AGENT_NAME) == "fact_checker"]
     assert checker_rounds and all(c.JANUX_ROUND_COST not in s.attributes for s in checker_rounds)
+
+
+def test_a_failing_scenario_fails_the_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A built-in scenario that raises is reported and turns the exit status to 1 (spans still written)."""
+    import runtime.scenarios as scenarios
+    from cli.main import main
+
+    async def broken(run: object) -> object:
+        raise RuntimeError("scenario bug")
+
+    monkeypatch.setitem(scenarios._SCENARIOS, "plain_answer", broken)
+    out = tmp_path / "x.jsonl"
+    args = ["demo", "--out", str(out), "--scenario", "plain_answer", "--scenario", "delegation"]
+    assert main([*args, "--latency-scale", "0"]) == 1
+    captured = capsys.readouterr()
+    assert "plain_answer" in captured.err and "RuntimeError: scenario bug" in captured.out
+    assert [row.outcome for row in report_rows(captured.out)] == ["error: RuntimeError: scenario bug", "ok"]
+    assert out.read_text(encoding="utf-8").strip()
