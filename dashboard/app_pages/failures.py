@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 import streamlit as st
@@ -15,6 +16,13 @@ from tracing.source import TraceFilter, TraceSource
 
 DEFAULT_MAX_TRACES = 200
 KINDS = ("denied", "failed", "fallback", "cut", "timeout", "open", "error")
+KIND_HELP = {
+    "timeout": "Handoffs with at least one timed-out attempt, whatever their final status "
+    "(a timeout followed by a fallback also counts under fallback).",
+    "open": "Handoffs with a HANDOFF_START and no HANDOFF_END yet.",
+    "error": "Failed agent loops of other runtimes.",
+}
+"""Help text of the kind metrics that need one."""
 
 
 def _trace_ids(source: TraceSource, flt: TraceFilter, limit: int) -> list[str]:
@@ -32,6 +40,27 @@ def _collect(source: TraceSource, flt: TraceFilter, limit: int) -> list[Failure]
     return found
 
 
+def _timeout_note(failures: list[Failure]) -> str:
+    """One line on timed-out attempts: how many, in how many handoffs, and how those ended."""
+    timed_out = [f for f in failures if f.timeouts]
+    if not timed_out:
+        return "No attempt timed out."
+    endings = Counter(f.status for f in timed_out)
+    ends = ", ".join(f"{status} {n}" for status, n in sorted(endings.items()))
+    attempts = sum(f.timeouts for f in timed_out)
+    return (
+        f"Timed out: {attempts} attempt{'s' if attempts != 1 else ''} in {len(timed_out)} "
+        f"handoff{'s' if len(timed_out) != 1 else ''}; final status: {ends}."
+    )
+
+
+def _counts(failures: list[Failure]) -> None:
+    """A metric per kind; `timeout` counts every handoff with a timed-out attempt."""
+    for col, kind in zip(st.columns(len(KINDS)), KINDS, strict=True):
+        col.metric(kind, sum(1 for f in failures if f.has_kind(kind)), help=KIND_HELP.get(kind))
+    st.caption(_timeout_note(failures))
+
+
 def main() -> None:
     """Draw the page."""
     st.title("Failures")
@@ -42,19 +71,18 @@ def main() -> None:
     flt = trace_filter("failures", source, full=False)
     limit = int(st.number_input("Newest traces to scan", 1, 10_000, DEFAULT_MAX_TRACES, key="failures_limit"))
     kinds = st.multiselect("Kinds", KINDS, default=list(KINDS), key="failures_kinds")
-    failures = [f for f in _collect(source, flt, limit) if f.kind in kinds]
-    cols = st.columns(len(KINDS))
-    for col, kind in zip(cols, KINDS, strict=True):
-        col.metric(kind, sum(1 for f in failures if f.kind == kind))
+    failures = [f for f in _collect(source, flt, limit) if any(f.has_kind(k) for k in kinds)]
+    _counts(failures)
     if not failures:
         st.success("No failed handoffs in this range.")
         return
     frame = failures_frame(failures)
-    grouped = frame.groupby(["kind", "reason"]).size().reset_index(name="handoffs")
+    grouped = frame.groupby(["kind", "final status", "reason"]).size().reset_index(name="handoffs")
     st.subheader("By reason")
     show_table(grouped.sort_values("handoffs", ascending=False), key="failures_groups")
     st.subheader("Every failed handoff")
-    frame = frame.assign(open=[trace_link(t) for t in frame["trace"]]).sort_values(["kind", "reason"])
+    frame.insert(0, "open", [trace_link(t) for t in frame["trace"]])
+    frame = frame.sort_values(["kind", "reason"])
     show_table(frame, key="failures_table", visible_rows=25, column_config={"open": OPEN_LINK})
 
 

@@ -56,6 +56,7 @@ def delegation_failures(trace_id: str, tree: HandoffTree) -> list[Failure]:
                 tool=delegation.tool,
                 attempts=delegation.attempt_count,
                 timeouts=timeouts,
+                status=delegation.status,
                 error=delegation.error,
                 duration_ms=delegation.duration_ms,
                 task=delegation.task,
@@ -82,6 +83,8 @@ def loop_failures(trace_id: str, tree: HandoffTree) -> list[Failure]:
                 target=node.agent,
                 tool="",
                 attempts=1,
+                timeouts=1 if node.error_type == c.ERROR_TIMEOUT else 0,
+                status="error",
                 duration_ms=node.duration_ns / 1e6 if node.duration_ns >= 0 else None,
                 start_ns=node.start_ns,
             )

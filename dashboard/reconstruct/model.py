@@ -266,7 +266,10 @@ class Failure:
     attempts: int
     """Attempts that ran."""
     timeouts: int = 0
-    """Attempts that timed out."""
+    """Attempts that timed out (`error.type` = timeout), whatever the final status."""
+    status: str = ""
+    """Final status of the handoff (`completed`, `fallback`, `failed`, ..., `open`; `error` for a
+    failed loop of another runtime): a timed-out attempt may still end in a fallback or a success."""
     error: str | None = None
     """Error text."""
     duration_ms: float | None = None
@@ -277,6 +280,11 @@ class Failure:
     """When it started."""
     delegation: int | None = None
     """Index in `TraceView.delegations`."""
+
+    def has_kind(self, kind: str) -> bool:
+        """True when the handoff belongs under `kind`: its own kind, or `timeout` for any handoff
+        with a timed-out attempt (so a timeout that ended in a fallback is still found as one)."""
+        return self.kind == kind or (kind == "timeout" and self.timeouts > 0)
 
 
 @dataclass(slots=True)

@@ -126,16 +126,18 @@ def budgets_frame(view: TraceView) -> pd.DataFrame:
 
 
 def failures_frame(failures: list[Failure]) -> pd.DataFrame:
-    """Failed handoffs with reason, attempts, error and task (when captured)."""
+    """Failed handoffs with final status, reason, attempts (timed-out ones counted), error and task
+    (when captured)."""
     rows = [
         {
             "kind": f.kind,
+            "final status": f.status,
             "reason": f.reason,
             "caller": f.caller or "",
             "tool": f.tool,
             "target": f.target,
             "attempts": f.attempts,
-            "timeouts": f.timeouts,
+            "timed-out attempts": f.timeouts,
             "error": f.error or "",
             "duration": fmt.ms(f.duration_ms),
             "task": f.task if f.task is not None else "(not captured)",
@@ -144,8 +146,8 @@ def failures_frame(failures: list[Failure]) -> pd.DataFrame:
         }
         for f in failures
     ]
-    columns = ["kind", "reason", "caller", "tool", "target", "attempts", "timeouts", "error", "duration",
-               "task", "trace", "span"]  # fmt: skip
+    columns = ["kind", "final status", "reason", "caller", "tool", "target", "attempts", "timed-out attempts",
+               "error", "duration", "task", "trace", "span"]  # fmt: skip
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -47,6 +47,10 @@ def test_retry_shows_two_attempts(views: dict[str, TraceView]) -> None:
 def test_timeout_then_fallback(views: dict[str, TraceView]) -> None:
     (failure,) = views["timeout_then_fallback"].failures
     assert (failure.kind, failure.reason, failure.timeouts) == (c.STATUS_FALLBACK, c.ERROR_TIMEOUT, 1)
+    assert failure.status == c.STATUS_FALLBACK
+    assert (
+        failure.has_kind("timeout") and failure.has_kind(c.STATUS_FALLBACK) and not failure.has_kind("failed")
+    )
 
 
 @pytest.mark.parametrize("rule", sorted(c.DENY_REASONS))
@@ -134,3 +138,32 @@ def test_pages_on_demo_data_in_memory(open_page: OpenPage, demo: Demo) -> None:
     for name in ("dispatch_synthesize", "transfer_to_specialist", "nested_delegation"):
         at = open_page(source, "trace.py", trace_id=ids[name])
         assert [s.value for s in at.success] == ["All reconciliation checks pass."]
+
+
+def test_failures_page_finds_the_timeout_that_ended_in_a_fallback(open_page: OpenPage, demo: Demo) -> None:
+    spans, ids = demo
+    at = open_page(MemoryTraceSource(spans), "failures.py")
+    metrics = {m.label: m.value for m in at.metric}
+    timed_out = [n for n, v in _views_of(spans).items() if any(f.timeouts for f in v.failures)]
+    assert ids["timeout_then_fallback"] in timed_out
+    assert metrics["timeout"] == str(len(timed_out)) != "0"
+    assert "Timed out: 1 attempt in 1 handoff; final status: fallback 1." in [c.value for c in at.caption]
+    table = next(e.value for e in at.dataframe if "timed-out attempts" in e.value.columns)
+    row = table[table["trace"] == ids["timeout_then_fallback"]].iloc[0]
+    assert (row["kind"], row["final status"], row["reason"], row["timed-out attempts"]) == (
+        c.STATUS_FALLBACK,
+        c.STATUS_FALLBACK,
+        c.ERROR_TIMEOUT,
+        1,
+    )
+    # Asking for timeouts only still finds it, although its kind is fallback.
+    at.multiselect(key="failures_kinds").set_value(["timeout"]).run()
+    table = next(e.value for e in at.dataframe if "timed-out attempts" in e.value.columns)
+    assert list(table["trace"]) == [ids["timeout_then_fallback"]]
+
+
+def _views_of(spans: list[SpanRecord]) -> dict[str, TraceView]:
+    by_trace: dict[str, list[SpanRecord]] = defaultdict(list)
+    for span in spans:
+        by_trace[span.trace_id].append(span)
+    return {trace_id: reconstruct(group) for trace_id, group in by_trace.items()}
