@@ -47,7 +47,9 @@ def assign_costs(index: SpanIndex, tree: HandoffTree, *, estimate: bool = True) 
     for node, pos in zip(tree.nodes, tree.node_span, strict=True):
         if pos != NO_PARENT and node.janux and _has_turn(index, pos):
             node.own = sr.turn_usage(index.spans[pos])
-            if not node.own.rounds:
+            if c.JANUX_TURN_ROUNDS not in index.spans[pos].attributes:
+                # Only a writer that leaves the count out is given its chat spans as rounds; a
+                # recorded 0 (the only round timed out or was cut) stays 0.
                 node.own.rounds = len(node.chat_spans)
             node.own_source = "recorded"
             continue

@@ -167,3 +167,18 @@ def _views_of(spans: list[SpanRecord]) -> dict[str, TraceView]:
     for span in spans:
         by_trace[span.trace_id].append(span)
     return {trace_id: reconstruct(group) for trace_id, group in by_trace.items()}
+
+
+def test_budget_burn_counts_the_rounds_the_loop_recorded(views: dict[str, TraceView]) -> None:
+    view = views["timeout_then_fallback"]
+    (burn,) = view.budgets
+    attempt = view.nodes[burn.node]
+    span = view.span(attempt.span_id)
+    assert span is not None
+    # The only round of the timed-out attempt never finished: the runtime records 0 rounds.
+    assert span.attributes[c.JANUX_TURN_ROUNDS] == 0 and len(attempt.chat_spans) == 1
+    assert burn.turns_used == 0
+    for name in ("cut_max_turns", "cut_max_tokens", "cut_max_time", "delegation"):
+        for burn in views[name].budgets:
+            recorded = views[name].span(views[name].nodes[burn.node].span_id).attributes  # type: ignore[union-attr]
+            assert burn.turns_used == recorded[c.JANUX_TURN_ROUNDS], name
