@@ -43,7 +43,6 @@ def delegation_failures(trace_id: str, tree: HandoffTree) -> list[Failure]:
         kind = _kind(delegation, timeouts)
         if kind is None:
             continue
-        caller = tree.nodes[delegation.parent_node].agent if delegation.parent_node is not None else None
         span_id = delegation.tool_span_id or (delegation.attempts[0].span_id if delegation.attempts else "")
         failures.append(
             Failure(
@@ -51,7 +50,7 @@ def delegation_failures(trace_id: str, tree: HandoffTree) -> list[Failure]:
                 reason=_reason(delegation, kind),
                 trace_id=trace_id,
                 span_id=span_id,
-                caller=caller,
+                caller=delegation.caller,
                 target=delegation.target,
                 tool=delegation.tool,
                 attempts=delegation.attempt_count,

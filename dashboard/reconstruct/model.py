@@ -157,6 +157,9 @@ class Delegation:
     """Inclusive usage of every attempt (and everything they delegated)."""
     recorded: bool = False
     """True for janux delegations (events or `janux.handoff.*` attributes present)."""
+    caller: str | None = None
+    """Agent that delegated or handed off; None when the caller's spans are missing. A loop that
+    transferred is named after its target, so a transfer's caller is the agent it came from."""
 
     @property
     def attempt_count(self) -> int:

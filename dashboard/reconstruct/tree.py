@@ -260,13 +260,23 @@ def _float(value: object, default: float | None) -> float | None:
         return default
 
 
+def _caller(delegation: Delegation, tree: HandoffTree) -> str | None:
+    if delegation.parent_node is None:
+        return None
+    loop = tree.nodes[delegation.parent_node]
+    if delegation.kind == "transfer" and loop.transferred_from and loop.transferred_to == delegation.target:
+        return loop.transferred_from
+    return loop.agent
+
+
 def _finish_delegation(delegation: Delegation, tree: HandoffTree) -> None:
-    """Fill what the tool span did not say: target, start, status for other runtimes."""
+    """Fill what the tool span did not say: target, start, caller, status for other runtimes."""
     first = tree.nodes[delegation.attempts[0].node] if delegation.attempts else None
     if not delegation.target:
         delegation.target = first.agent if first else sr.target_from_tool(delegation.tool)
     if not delegation.tool:
         delegation.tool = delegation.target
+    delegation.caller = _caller(delegation, tree)
     if first is not None and (not delegation.start_ns or delegation.tool_span_id is None):
         delegation.start_ns = first.start_ns
     if delegation.has_start and not delegation.has_end:

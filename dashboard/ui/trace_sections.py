@@ -120,7 +120,7 @@ def delegations(view: TraceView) -> None:
         return
     show_table(frame, key="trace_delegations")
     labels = [
-        f"{i + 1}. {d.tool} → {d.target} ({d.status}, {d.attempt_count} attempts)"
+        f"{i + 1}. {d.tool} → {d.target} ({d.status}, {fmt.count(len(d.attempts), 'attempt')})"
         for i, d in enumerate(view.delegations)
     ]
     default = next((i for i, d in enumerate(view.delegations) if len(d.attempts) > 1), 0)
@@ -131,8 +131,12 @@ def delegations(view: TraceView) -> None:
         format_func=labels.__getitem__,
         key="trace_attempts_of",
     )
-    show_table(tables.attempts_frame(view, int(chosen)), key="trace_attempts")
-    task = view.delegations[int(chosen)].task
+    picked = view.delegations[int(chosen)]
+    if picked.attempts:
+        show_table(tables.attempts_frame(view, int(chosen)), key="trace_attempts")
+    else:
+        st.info(tables.no_attempts_note(picked))
+    task = picked.task
     if task is not None:
         st.text("Task (captured):")
         st.code(task, language=None)

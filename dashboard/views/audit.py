@@ -148,7 +148,7 @@ def _top_delegations(views: list[TraceView], top: int) -> pd.DataFrame:
             rows.append(
                 {
                     "trace": view.trace_id,
-                    "caller": view.nodes[d.parent_node].agent if d.parent_node is not None else "",
+                    "caller": d.caller,
                     "delegation tool": d.tool,
                     "target": d.target,
                     "status": d.status,

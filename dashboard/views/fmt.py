@@ -51,3 +51,8 @@ def ms(value: float | None) -> str:
 def short_id(span_id: str | None) -> str:
     """First 8 characters of an id (full ids live in the inspector)."""
     return (span_id or "")[:8]
+
+
+def count(n: int, noun: str) -> str:
+    """`1 attempt`, `2 attempts`, `0 attempts`."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")

@@ -72,8 +72,10 @@ def _edge_label(delegation: Delegation, attempt_no: int | None, error: str | Non
     parts = [delegation.tool, delegation.status]
     if attempt_no is not None:
         parts.append(f"attempt {attempt_no}/{total}" + (f" ({error})" if error else ""))
+    elif delegation.kind == "transfer":
+        parts.append("transfer")  # runs on in the same loop: it has no attempts to count
     else:
-        parts.append(f"{total} attempt" + ("" if total == 1 else "s"))
+        parts.append(fmt.count(total, "attempt"))
     parts.append(fmt.ms(delegation.duration_ms))
     return _label(parts[0], " · ".join(parts[1:]))
 

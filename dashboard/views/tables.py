@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from dashboard.reconstruct.model import Failure
+from dashboard.reconstruct.model import Delegation, Failure
 from dashboard.reconstruct.rebuild import TraceView
 from dashboard.views import fmt
 from tracing import conventions as c
@@ -43,10 +43,9 @@ def delegations_frame(view: TraceView) -> pd.DataFrame:
     """One row per delegation or transfer: status, attempts, duration, cost."""
     rows = []
     for d in view.delegations:
-        caller = view.nodes[d.parent_node].agent if d.parent_node is not None else "(missing)"
         rows.append(
             {
-                "caller": caller,
+                "caller": d.caller or "(missing)",
                 "tool": d.tool,
                 "kind": d.kind,
                 "target": d.target,
@@ -84,6 +83,19 @@ def attempts_frame(view: TraceView, delegation: int) -> pd.DataFrame:
     return pd.DataFrame(
         rows, columns=["attempt", "duration", "status", "error.type", "stop reason", "cost", "span"]
     )
+
+
+def no_attempts_note(delegation: Delegation) -> str:
+    """Why a delegation has no attempt span to list."""
+    if delegation.kind == "transfer":
+        return (
+            f"A transfer hands the conversation to {delegation.target} inside the same loop: "
+            "there is no attempt span of its own."
+        )
+    why = delegation.deny_reason or delegation.stop_reason or delegation.error
+    if delegation.status == c.STATUS_DENIED:
+        return f"Denied before any attempt ran (rule: {why or 'not recorded'})."
+    return "No attempt span was recorded for this delegation" + (f" ({why})." if why else ".")
 
 
 def checks_frame(view: TraceView) -> pd.DataFrame:

@@ -182,3 +182,17 @@ def test_budget_burn_counts_the_rounds_the_loop_recorded(views: dict[str, TraceV
         for burn in views[name].budgets:
             recorded = views[name].span(views[name].nodes[burn.node].span_id).attributes  # type: ignore[union-attr]
             assert burn.turns_used == recorded[c.JANUX_TURN_ROUNDS], name
+
+
+def test_trace_page_names_who_transferred_and_why_no_attempt(open_page: OpenPage, demo: Demo) -> None:
+    spans, ids = demo
+    at = open_page(MemoryTraceSource(spans), "trace.py", trace_id=ids["transfer_to_specialist"])
+    delegations = next(e.value for e in at.dataframe if "attempt errors" in e.value.columns)
+    # The loop's span carries the target's name after the transfer; the caller is the one handing off.
+    assert list(delegations["caller"]) == ["triage"] and list(delegations["target"]) == ["billing"]
+    assert not [e for e in at.dataframe if "error.type" in e.value.columns]  # no empty attempts table
+    assert any("transfer hands the conversation to billing" in i.value for i in at.info)
+    dot = at.get("graphviz_chart")[0].proto.spec
+    assert "completed · transfer" in dot and "1 attempt" not in dot
+    (failure,) = [f for f in _views_of(spans)[ids["denied_max_depth"]].failures if f.kind == "denied"]
+    assert failure.caller == "researcher"
