@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
@@ -10,7 +9,7 @@ from dashboard.reconstruct.rebuild import TraceView
 from dashboard.ui.table import show_table
 from dashboard.views import fmt, tables
 from dashboard.views.graph import DEFAULT_MAX_NODES, handoff_dot
-from dashboard.views.timeline import DEFAULT_MAX_ROWS, waterfall
+from dashboard.views.timeline import DEFAULT_MAX_ROWS, waterfall, waterfall_chart
 from tracing import conventions as c
 from tracing.records import SpanRecord
 
@@ -94,22 +93,12 @@ def timeline(view: TraceView) -> None:
     if fall.rows.empty:
         st.info("No spans to draw.")
         return
-    height = min(20 * len(fall.rows) + 40, 4000)
-    chart = (
-        alt.Chart(fall.rows)
-        .mark_bar()
-        .encode(
-            x=alt.X("start_ms:Q", title="ms since trace start"),
-            x2="end_ms:Q",
-            y=alt.Y("row:N", sort=None, title=None, axis=alt.Axis(labelLimit=400)),
-            color=alt.Color("kind:N"),
-            tooltip=["name:N", "duration_ms:Q", "status:N", "kind:N", "span_id:N"],
-        )
-        .properties(height=height)
-    )
+    chart = waterfall_chart(fall)
     st.altair_chart(chart, width="stretch")
+    note = "Red outline: the span ended with an error; faded: no end yet."
     if fall.hidden:
-        st.caption(f"{fall.hidden:,} span(s) not drawn (switch to all spans or raise the row limit).")
+        note += f" {fall.hidden:,} span(s) not drawn (switch to all spans or raise the row limit)."
+    st.caption(note)
 
 
 def delegations(view: TraceView) -> None:
@@ -120,7 +109,7 @@ def delegations(view: TraceView) -> None:
         return
     show_table(frame, key="trace_delegations")
     labels = [
-        f"{i + 1}. {d.tool} → {d.target} ({d.status}, {fmt.count(len(d.attempts), 'attempt')})"
+        f"{i + 1}. {d.tool} → {d.target} ({d.status}, {fmt.count(d.attempt_count, 'attempt')})"
         for i, d in enumerate(view.delegations)
     ]
     default = next((i for i, d in enumerate(view.delegations) if len(d.attempts) > 1), 0)

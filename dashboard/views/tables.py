@@ -90,7 +90,7 @@ def no_attempts_note(delegation: Delegation) -> str:
     if delegation.kind == "transfer":
         return (
             f"A transfer hands the conversation to {delegation.target} inside the same loop: "
-            "there is no attempt span of its own."
+            "it runs no agent span of its own, so there is no attempt to list."
         )
     why = delegation.deny_reason or delegation.stop_reason or delegation.error
     if delegation.status == c.STATUS_DENIED:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+import altair as alt
 import pandas as pd
 
 from dashboard.reconstruct import spanread as sr
@@ -13,6 +14,18 @@ from tracing import conventions as c
 
 DEFAULT_MAX_ROWS = 400
 """Rows drawn before the waterfall is cut (the rest are counted, not drawn)."""
+ROW_STEP_PX = 22
+"""Height of one waterfall row: enough for its label, so no label is dropped for overlapping."""
+KIND_COLORS = {
+    "agent": "#1565c0",
+    "delegation": "#64b5f6",
+    "tool": "#90a4ae",
+    "model": "#8e7cc3",
+    "other": "#cfd8dc",
+}
+"""Bar colour per span kind (red is kept for errors, drawn as the bar's outline)."""
+ERROR_OUTLINE = "#d32f2f"
+"""Outline of spans that ended with an error."""
 
 Mode = Literal["handoffs", "all"]
 """`handoffs`: agent loops, delegation tools and error spans; `all`: every span."""
@@ -75,3 +88,24 @@ def waterfall(view: TraceView, *, mode: Mode = "handoffs", max_rows: int = DEFAU
 
 
 _COLUMNS = ["row", "start_ms", "end_ms", "duration_ms", "kind", "status", "name", "span_id", "depth", "open"]
+
+
+def waterfall_chart(fall: Waterfall) -> alt.Chart:
+    """The Altair chart of a waterfall: one labelled row per span, errors outlined in red,
+    open spans (no end yet) drawn to the trace end and faded."""
+    kinds = alt.Scale(domain=list(KIND_COLORS), range=list(KIND_COLORS.values()))
+    chart: alt.Chart = (
+        alt.Chart(fall.rows)
+        .mark_bar(strokeWidth=2)
+        .encode(
+            x=alt.X("start_ms:Q", title="ms since trace start"),
+            x2="end_ms:Q",
+            y=alt.Y("row:N", sort=None, title=None, axis=alt.Axis(labelLimit=400, labelOverlap=False)),
+            color=alt.Color("kind:N", scale=kinds, legend=alt.Legend(title="span")),
+            stroke=alt.condition("datum.status == 'error'", alt.value(ERROR_OUTLINE), alt.value(None)),
+            opacity=alt.condition("datum.open", alt.value(0.45), alt.value(1.0)),
+            tooltip=["name:N", "duration_ms:Q", "status:N", "kind:N", "span_id:N"],
+        )
+        .properties(height=alt.Step(ROW_STEP_PX))
+    )
+    return chart

@@ -96,3 +96,14 @@ def test_unpriced_cost_diff_is_unknown() -> None:
     b = reconstruct(plain_trace(), estimate=False)
     costs = cost_diff(a, b).set_index("measure")
     assert (costs.loc["cost", "B"], costs.loc["cost", "B − A"]) == (fmt.UNPRICED, fmt.UNPRICED)
+
+
+def test_waterfall_chart_gives_every_row_room_for_its_label() -> None:
+    from dashboard.views.timeline import ERROR_OUTLINE, ROW_STEP_PX, waterfall_chart
+
+    fall = waterfall(reconstruct(contract_trace()), mode="all")
+    spec = waterfall_chart(fall).to_dict()
+    assert spec["height"] == {"step": ROW_STEP_PX}  # grows with the rows instead of squeezing them
+    assert spec["encoding"]["y"]["axis"]["labelOverlap"] is False
+    assert spec["encoding"]["stroke"]["condition"]["value"] == ERROR_OUTLINE
+    assert len(spec["datasets"][spec["data"]["name"]]) == len(fall.rows)
