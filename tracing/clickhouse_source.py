@@ -21,7 +21,7 @@ from tracing import conventions as c
 from tracing.otlp.enums import KIND_BY_NAME, STATUS_BY_NAME
 from tracing.records import EventRecord, LinkRecord, SpanRecord
 from tracing.source import IngestStats, TraceFilter, TraceSummary, UsageAggregate, UsageDimension
-from tracing.store.usage import check_dimension, finish
+from tracing.store.usage import MAX_COUNT, check_dimension, finish
 
 logger = logging.getLogger(__name__)
 
@@ -58,11 +58,28 @@ _IS_DELEGATION = f"{_IS_TOOL} AND SpanAttributes['{c.GEN_AI_TOOL_TYPE}'] = '{c.T
 _HAS_BILL = " OR ".join(f"mapContains(SpanAttributes, '{key}')" for key in c.BILL_KEYS)
 
 
+# The same per-span rule as `tracing.store.usage.span_usage`, over the exporter's string values:
+# integers as written, or a finite number truncated; non-finite numbers count as absent.
+
+
+def _to_int(expression: str) -> str:
+    number = (
+        f"coalesce(toInt64OrNull({expression}), "
+        f"accurateCastOrNull(trunc(toFloat64OrNull({expression})), 'Int64'))"
+    )
+    return f"if(abs({number}) <= {MAX_COUNT}, {number}, NULL)"
+
+
+def _to_float(expression: str) -> str:
+    return f"if(isFinite(toFloat64OrNull({expression})), toFloat64OrNull({expression}), NULL)"
+
+
 def _usage(key: str, alias: str) -> str:
     """Sum of one usage attribute over inference spans, and how many inference spans carried it."""
+    number = _to_int(f"SpanAttributes['{key}']")
     return (
-        f"sumIf(toInt64OrZero(SpanAttributes['{key}']), {_IS_INFERENCE}) AS inference_{alias},\n"
-        f"    countIf({_IS_INFERENCE} AND mapContains(SpanAttributes, '{key}')) AS {alias}_spans"
+        f"sumIf(ifNull({number}, 0), {_IS_INFERENCE}) AS inference_{alias},\n"
+        f"    countIf({_IS_INFERENCE} AND {number} IS NOT NULL) AS {alias}_spans"
     )
 
 
@@ -272,11 +289,13 @@ def _status_filters(
 
 
 def _int_or_none(value: Any) -> int | None:
-    """A stored number as an int; absent, unreadable or non-finite ("inf", "nan") is None."""
+    """A stored token count as an int; absent, unreadable, non-finite ("inf", "nan") or beyond
+    `MAX_COUNT` is None (as in the embedded store)."""
     try:
-        return int(float(value)) if value not in (None, "") else None
+        number = int(float(value)) if value not in (None, "") else None
     except (TypeError, ValueError, OverflowError):
         return None
+    return number if number is not None and -MAX_COUNT <= number <= MAX_COUNT else None
 
 
 def _float_or_none(value: Any) -> float | None:
@@ -350,20 +369,6 @@ def _span(row: Any) -> SpanRecord:
 
 
 # ------------------------------------------------------------------------------- usage_by
-
-# The same per-span rule as `tracing.store.usage.span_usage`, over the exporter's string values:
-# integers as written, or a finite number truncated; non-finite numbers count as absent.
-
-
-def _to_int(expression: str) -> str:
-    return (
-        f"coalesce(toInt64OrNull({expression}), "
-        f"accurateCastOrNull(trunc(toFloat64OrNull({expression})), 'Int64'))"
-    )
-
-
-def _to_float(expression: str) -> str:
-    return f"if(isFinite(toFloat64OrNull({expression})), toFloat64OrNull({expression}), NULL)"
 
 
 def _attr(key: str) -> str:

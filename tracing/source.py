@@ -87,6 +87,11 @@ class IngestStats:
     """Spans received again (same trace id and span id) and stored once."""
     rejected: int = 0
     """Spans or records refused as malformed."""
+    truncated: int = 0
+    """Spans stored with an oversized value (attribute, name, event) cut to the store's limit; the
+    span's `janux.store.truncated` attribute lists what was cut."""
+    repaired: int = 0
+    """Spans stored with text that was not valid Unicode replaced by U+FFFD."""
     recent_errors: list[str] = field(default_factory=list)
     """The latest rejection messages, newest first."""
 

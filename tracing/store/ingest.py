@@ -140,9 +140,30 @@ _PARAMS = {
 
 
 def apply_batch(conn: sqlite3.Connection, batch: StagedBatch) -> tuple[int, int]:
-    """Store a staged batch (from `rows.batch_rows`); returns (spans stored, duplicates skipped)."""
+    """Store a staged batch (from `rows.batch_rows`); returns (spans stored, duplicates skipped).
+
+    Text SQLite cannot take (lone UTF-16 surrogates, which JSON `\\ud800` escapes decode to) is
+    replaced and the batch stored again; `batch.repaired` and `batch.notes` say so.
+    """
     if not batch.rows:
         return 0, 0
+    conn.execute("SAVEPOINT batch")
+    try:
+        try:
+            result = _apply(conn, batch)
+        except UnicodeEncodeError:
+            conn.execute("ROLLBACK TO batch")
+            batch.repair_text()
+            result = _apply(conn, batch)
+    except BaseException:
+        conn.execute("ROLLBACK TO batch")
+        conn.execute("RELEASE batch")
+        raise
+    conn.execute("RELEASE batch")
+    return result
+
+
+def _apply(conn: sqlite3.Connection, batch: StagedBatch) -> tuple[int, int]:
     conn.execute("DELETE FROM temp.batch")
     conn.execute("DELETE FROM temp.batch_roots")
     staged = conn.executemany(_STAGE, batch.rows).rowcount

@@ -184,6 +184,8 @@ def ingest_stats(conn: sqlite3.Connection) -> IngestStats:
         traces=int(traces),
         duplicates=int(counters.get("duplicates", 0)),
         rejected=int(counters.get("rejected", 0)),
+        truncated=int(counters.get("truncated", 0)),
+        repaired=int(counters.get("repaired", 0)),
         recent_errors=errors,
     )
 

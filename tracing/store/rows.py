@@ -8,8 +8,9 @@ the spans of a resource); empty lists and maps skip the encoder.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tracing.conventions import (
@@ -28,6 +29,7 @@ from tracing.conventions import (
     TOOL_TYPE_DELEGATE,
 )
 from tracing.records import EventRecord, LinkRecord, SpanRecord, attr_str
+from tracing.store.limits import MAX_VALUE_CHARS, cap_attributes, cap_span
 from tracing.store.schema import FLAG_DELEGATION, FLAG_FAILING
 from tracing.store.usage import safe_float, safe_int, span_usage
 
@@ -49,6 +51,16 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
+_SURROGATES = re.compile("[\ud800-\udfff]")
+MAX_NOTES = 20
+"""How many messages about altered spans one batch keeps (all are counted)."""
+
+
+def _clean(value: Any) -> Any:
+    """A string without lone surrogates (each becomes U+FFFD); anything else as is."""
+    return _SURROGATES.sub("\ufffd", value) if isinstance(value, str) else value
+
+
 @dataclass(slots=True)
 class StagedBatch:
     """A batch converted for the write path (see `schema.BATCH_COLUMNS` / `ROOT_COLUMNS`)."""
@@ -57,24 +69,51 @@ class StagedBatch:
     """One row per span."""
     roots: list[tuple[Any, ...]]
     """One row per root span (agent, conversation, bill)."""
+    truncated: int = 0
+    """Spans with a value cut to `MAX_VALUE_CHARS` (set by `batch_rows`)."""
+    repaired: int = 0
+    """Spans whose text was not valid Unicode and was replaced (set by `repair_text`)."""
+    notes: list[str] = field(default_factory=list)
+    """What was altered, span by span (the first `MAX_NOTES`), for the store's error log."""
 
     def __len__(self) -> int:
         return len(self.rows)
 
+    def note(self, message: str) -> None:
+        """Keep `message` while there is room."""
+        if len(self.notes) < MAX_NOTES:
+            self.notes.append(message)
+
+    def repair_text(self) -> None:
+        """Replace lone surrogates (SQLite stores UTF-8 only) in every text column."""
+        for index, row in enumerate(self.rows):
+            cleaned = tuple(_clean(v) for v in row)
+            if cleaned != row:
+                self.rows[index] = cleaned
+                self.repaired += 1
+                self.note(f"span {row[1]}/{row[2]}: text that is not valid Unicode replaced with U+FFFD")
+        self.roots = [tuple(_clean(v) for v in root) for root in self.roots]
+
 
 def batch_rows(spans: Iterable[SpanRecord]) -> StagedBatch:
     """Staging rows for `spans`: the hot loop of ingestion, kept flat on purpose."""
-    resource_json: dict[int, str] = {}
-    rows: list[tuple[Any, ...]] = []
-    roots: list[tuple[Any, ...]] = []
-    append = rows.append
+    resources: dict[int, _Resource] = {}
+    batch = StagedBatch([], [])
+    append = batch.rows.append
     for span in spans:
+        resource = resources.get(id(span.resource_attributes))
+        if resource is None:
+            resource = _resource(span.resource_attributes)
+            resources[id(span.resource_attributes)] = resource
+        attrs_json = _encode(span.attributes) if span.attributes else "{}"
+        events_json = _events_json(span.events) if span.events else "[]"
+        links_json = _links_json(span.links) if span.links else "[]"
+        # One cheap test per span: only a span this large can hold a value over the limits.
+        size = len(attrs_json) + len(events_json) + len(links_json) + len(span.name) + len(span.trace_state)
+        size += len(span.status_message) + len(span.scope_name) + len(span.scope_version)
+        if size > MAX_VALUE_CHARS or resource.notes:
+            span, attrs_json, events_json, links_json = _within_limits(span, resource, batch)
         attrs = span.attributes
-        resource = span.resource_attributes
-        res_json = resource_json.get(id(resource))
-        if res_json is None:
-            res_json = _encode(resource) if resource else "{}"
-            resource_json[id(resource)] = res_json
         op = _text(attrs.get(GEN_AI_OPERATION_NAME))
         handoff_status = _text(attrs.get(JANUX_HANDOFF_STATUS))
         flags = 0
@@ -87,16 +126,53 @@ def batch_rows(spans: Iterable[SpanRecord]) -> StagedBatch:
         append(
             (
                 span.start_ns, span.trace_id, span.span_id, span.parent_span_id, span.trace_state,
-                span.name, span.kind, span.service_name, res_json, span.scope_name, span.scope_version,
-                _encode(attrs) if attrs else "{}", span.duration_ns, span.status_code,
-                span.status_message, _events_json(span.events) if span.events else "[]",
-                _links_json(span.links) if span.links else "[]", op, handoff_status, flags,
-                *(usage if usage is not None else _NO_USAGE),
+                span.name, span.kind, span.service_name, resource.json, span.scope_name, span.scope_version,
+                attrs_json, span.duration_ns, span.status_code, span.status_message, events_json,
+                links_json, op, handoff_status, flags, *(usage if usage is not None else _NO_USAGE),
             )
         )  # fmt: skip
         if not span.parent_span_id:
-            roots.append((span.trace_id, span.start_ns, span.name, span.service_name, *_root_fields(attrs)))
-    return StagedBatch(rows, roots)
+            batch.roots.append(
+                (span.trace_id, span.start_ns, span.name, span.service_name, *_root_fields(attrs))
+            )
+    return batch
+
+
+@dataclass(slots=True)
+class _Resource:
+    """A resource's attributes as stored: encoded once per batch, capped when too large."""
+
+    json: str
+    attributes: dict[str, Any] | None = None
+    """The capped attributes, when something had to be cut."""
+    notes: list[str] = field(default_factory=list)
+
+
+def _resource(attributes: dict[str, Any]) -> _Resource:
+    encoded = _encode(attributes) if attributes else "{}"
+    if len(encoded) <= MAX_VALUE_CHARS:
+        return _Resource(encoded)
+    notes: list[str] = []
+    capped = cap_attributes(attributes, "resource.", notes)
+    return _Resource(_encode(capped), capped, notes) if notes else _Resource(encoded)
+
+
+def _within_limits(
+    span: SpanRecord, resource: _Resource, batch: StagedBatch
+) -> tuple[SpanRecord, str, str, str]:
+    """The slow path for a large span: cut what is over the limits, record it, re-encode."""
+    kept_resource = resource.attributes if resource.attributes is not None else span.resource_attributes
+    span, notes = cap_span(span, kept_resource, resource.notes)
+    if notes:
+        batch.truncated += 1
+        more = f" (and {len(notes) - 1} more cut(s))" if len(notes) > 1 else ""
+        batch.note(f"span {span.trace_id}/{span.span_id}: {notes[0]}{more}")
+    return (
+        span,
+        _encode(span.attributes) if span.attributes else "{}",
+        _events_json(span.events) if span.events else "[]",
+        _links_json(span.links) if span.links else "[]",
+    )
 
 
 _NO_USAGE = (None,) * 7

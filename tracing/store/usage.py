@@ -40,12 +40,19 @@ class UsageRow(NamedTuple):
     """ERROR loop or round, or a delegation whose final handoff status is failing."""
 
 
+MAX_COUNT = 2**40
+"""Largest token count believed: larger (or infinite) values count as absent, so that sums over
+millions of spans stay within 64-bit integers in every source."""
+
+
 def safe_int(attributes: dict[str, Any], key: str) -> int | None:
-    """`attr_int` that also treats infinities (which `int()` refuses) as absent."""
+    """`attr_int` for token counts: infinities (which `int()` refuses) and counts beyond
+    `MAX_COUNT` are treated as absent."""
     try:
-        return attr_int(attributes, key)
+        value = attr_int(attributes, key)
     except OverflowError:
         return None
+    return value if value is not None and -MAX_COUNT <= value <= MAX_COUNT else None
 
 
 def safe_float(attributes: dict[str, Any], key: str) -> float | None:

@@ -36,6 +36,10 @@ class WriteResult:
     """Spans already stored (same trace id and span id), skipped and counted."""
     rejected: int = 0
     """Malformed spans reported with the batch, counted in the ingest statistics."""
+    truncated: int = 0
+    """Spans stored with an oversized value cut to the store's limit (see `rows.MAX_VALUE_CHARS`)."""
+    repaired: int = 0
+    """Spans stored with text that was not valid Unicode replaced by U+FFFD."""
 
 
 @dataclass(slots=True)
@@ -137,10 +141,14 @@ class GroupCommitWriter:
             else:
                 with self._lock_file.held():
                     results = commit_jobs(conn, batches)
-        except BaseException as err:
-            logger.exception("store commit failed for %d batch(es)", len(jobs))
-            for job in jobs:
-                job.future.set_exception(err)
+        except Exception as err:
+            if len(jobs) > 1:
+                # One bad batch must not fail the others committed with it: retry them one by one.
+                for job in jobs:
+                    self._commit(conn, [job])
+                return
+            logger.exception("store commit failed")
+            jobs[0].future.set_exception(err)
             return
         for job, result in zip(jobs, results, strict=True):
             job.future.set_result(result)
@@ -155,8 +163,8 @@ def commit_jobs(
         results = []
         for rows, rejected, errors in jobs:
             stored, duplicates = apply_batch(conn, rows)
-            results.append(WriteResult(stored, duplicates, rejected))
-            _record_errors(conn, errors)
+            results.append(WriteResult(stored, duplicates, rejected, rows.truncated, rows.repaired))
+            _record_errors(conn, [*errors, *rows.notes])
         _bump_counters(conn, results)
         conn.execute("COMMIT")
     except BaseException:
@@ -171,10 +179,17 @@ def _bump_counters(conn: sqlite3.Connection, results: list[WriteResult]) -> None
         "spans": sum(r.stored for r in results),
         "duplicates": sum(r.duplicates for r in results),
         "rejected": sum(r.rejected for r in results),
+        "truncated": sum(r.truncated for r in results),
+        "repaired": sum(r.repaired for r in results),
     }
     for name, value in totals.items():
         if value:
-            conn.execute("UPDATE store_counters SET Value = Value + ? WHERE Name = ?", (value, name))
+            # An upsert: stores created before a counter existed get its row on first use.
+            conn.execute(
+                "INSERT INTO store_counters (Name, Value) VALUES (?, ?) "
+                "ON CONFLICT (Name) DO UPDATE SET Value = Value + excluded.Value",
+                (name, value),
+            )
 
 
 def _record_errors(conn: sqlite3.Connection, errors: Sequence[str]) -> None:
