@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ingest.helpers import FIXTURES, numbered_spans, pb_request
+from tracing import conventions as c
 from tracing.otlp import DecodeError, decode_json_bytes, decode_json_document, decode_proto_request
 from tracing.otlp.files import TraceFile
+from tracing.source import USAGE_DIMENSIONS, TraceFilter
+from tracing.store import TraceStore, open_store
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
@@ -125,3 +131,81 @@ def test_truncated_and_spliced_fixture_files(tmp_path: Path, cut: int, junk: byt
     with TraceFile(path) as trace_file:
         records = list(trace_file.records())
     assert all((r.result is None) != (r.error is None) for r in records)
+
+
+# ------------------------------------------------------------------------------------------------
+# Whatever decodes can be stored and read back: odd text, times, numbers, cycles, duplicates.
+
+TEXT = st.text(
+    alphabet=st.sampled_from(["a", "é", "\ud800", "\udfff", "\U0001f600", "\x00", " "]), max_size=8
+)
+IDS = st.sampled_from(["0af7651916cd43dd8448eb211c80319c", "5b8efff798038103d269b633813fc60c"])
+SPAN_IDS = st.sampled_from(["00000000000000a1", "00000000000000a2", "00000000000000a3"])
+NUMBERS = st.one_of(
+    st.integers(-(2**63), 2**63 - 1).map(lambda n: {"intValue": str(n)}),
+    st.floats().map(lambda f: {"doubleValue": f if math.isfinite(f) else str(f).replace("inf", "Infinity")}),
+    st.sampled_from(["NaN", "Infinity", "-Infinity", "1e30", "12.7", "7"]).map(lambda s: {"doubleValue": s}),
+    st.sampled_from(["12.7", "7", "inf", "x"]).map(lambda s: {"stringValue": s}),
+    st.booleans().map(lambda b: {"boolValue": b}),
+)
+VALUES = st.one_of(
+    NUMBERS,
+    TEXT.map(lambda t: {"stringValue": t}),
+    st.lists(TEXT.map(lambda t: {"stringValue": t}), max_size=3).map(lambda v: {"arrayValue": {"values": v}}),
+)
+KEYS = st.sampled_from(
+    [c.GEN_AI_OPERATION_NAME, c.GEN_AI_AGENT_NAME, c.GEN_AI_CONVERSATION_ID, c.GEN_AI_TOOL_TYPE,
+     c.GEN_AI_TOOL_NAME, c.GEN_AI_REQUEST_MODEL, c.JANUX_HANDOFF_STATUS, *c.TURN_USAGE_KEYS, *c.BILL_KEYS,
+     c.GEN_AI_USAGE_INPUT_TOKENS, c.GEN_AI_USAGE_OUTPUT_TOKENS, c.JANUX_ROUND_COST, "free"]
+)  # fmt: skip
+OPS = st.sampled_from(
+    [c.OP_INVOKE_AGENT, c.OP_CHAT, c.OP_EXECUTE_TOOL, c.TOOL_TYPE_DELEGATE, *c.FAILING_STATUSES]
+)
+TIMES = st.one_of(st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1).map(str))
+SPANS = st.fixed_dictionaries(
+    {
+        "traceId": IDS,
+        "spanId": SPAN_IDS,
+        "parentSpanId": st.one_of(st.just(""), SPAN_IDS),  # self-parents and cycles included
+        "name": TEXT,
+        "startTimeUnixNano": TIMES,
+        "endTimeUnixNano": TIMES,  # clock skew: often before the start
+        "status": st.fixed_dictionaries({"code": st.integers(0, 2)}),
+        "attributes": st.lists(
+            st.fixed_dictionaries(
+                {"key": KEYS, "value": st.one_of(VALUES, OPS.map(lambda o: {"stringValue": o}))}
+            ),
+            max_size=8,
+        ),
+        "events": st.lists(st.fixed_dictionaries({"name": TEXT, "timeUnixNano": TIMES}), max_size=2),
+    }
+)
+
+
+@pytest.fixture(scope="module")
+def fuzz_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TraceStore]:
+    with open_store(tmp_path_factory.mktemp("fuzz")) as store:
+        yield store
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spans=st.lists(SPANS, min_size=1, max_size=6), service=TEXT)
+def test_whatever_decodes_is_stored_and_read_back(
+    fuzz_store: TraceStore, spans: list[Any], service: str
+) -> None:
+    resource = {"attributes": [{"key": c.SERVICE_NAME, "value": {"stringValue": service}}]}
+    doc = {"resourceSpans": [{"resource": resource, "scopeSpans": [{"spans": spans}]}]}
+    result = decode_json_document(json.loads(json.dumps(doc)))
+    before = fuzz_store.ingest_stats()
+    written = fuzz_store.write(result.spans, result.rejected, result.errors)
+    assert written.stored + written.duplicates == len(result.spans)
+    assert fuzz_store.ingest_stats().rejected == before.rejected + result.rejected
+    for span in result.spans:
+        assert span.span_id in {s.span_id for s in fuzz_store.get_trace(span.trace_id)}
+    flt = TraceFilter()
+    assert len(fuzz_store.list_traces(flt)) == fuzz_store.count_traces(flt) <= 2
+    fuzz_store.failed_handoff_spans(flt)
+    for dimension in USAGE_DIMENSIONS:
+        fuzz_store.usage_by(dimension, flt)
+    for what in ("service", "root_agent", "conversation"):
+        fuzz_store.distinct_values(what)  # type: ignore[arg-type]

@@ -174,6 +174,11 @@ def test_bad_span_is_rejected_with_its_path_and_siblings_are_kept() -> None:
         ({"status": {"code": True}}, "spans[0].status.code"),
         ({"startTimeUnixNano": "soon"}, "spans[0].startTimeUnixNano: expected an integer"),
         ({"endTimeUnixNano": -1}, "spans[0].endTimeUnixNano: integer -1 out of range"),
+        (
+            {"startTimeUnixNano": str(2**64 - 1)},
+            "spans[0].startTimeUnixNano: timestamp 18446744073709551615 is after",
+        ),
+        ({"events": [{"timeUnixNano": 2**63}]}, "spans[0].events[0].timeUnixNano: timestamp"),
         ({"name": 5}, "spans[0].name: expected a string"),
         ({"attributes": {"k": "v"}}, "spans[0].attributes: expected a list"),
         ({"attributes": [{"key": "k", "value": {"intValue": "x"}}]}, "spans[0].attributes[0].value.intValue"),

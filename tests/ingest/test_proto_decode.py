@@ -63,6 +63,8 @@ def test_resource_is_shared_between_spans() -> None:
         (lambda s: setattr(s, "parent_span_id", b"\x01\x02"), "spans[1].parent_span_id: id must be 8 bytes"),
         (lambda s: setattr(s, "kind", 17), "spans[1].kind: unknown enum value 17"),
         (lambda s: s.status.__setattr__("code", 5), "spans[1].status.code: unknown enum value 5"),
+        (lambda s: setattr(s, "end_time_unix_nano", 2**63), "spans[1].end_time_unix_nano: timestamp"),
+        (lambda s: s.events.add(time_unix_nano=2**64 - 1), "spans[1].events[0].time_unix_nano: timestamp"),
     ],
 )
 def test_bad_span_named_and_siblings_kept(mutate: object, message: str) -> None:

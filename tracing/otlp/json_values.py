@@ -41,11 +41,22 @@ def json_int(value: object, path: str, low: int = INT64_MIN, high: int = UINT64_
     return number
 
 
+INT64_MAX = 2**63 - 1
+"""Largest signed 64-bit integer: the last Unix-nanosecond instant stores can hold (2262-04-11)."""
+
+
+def check_time(number: int, path: str) -> int:
+    """`number` if it is a storable Unix-nanosecond time; the `fixed64` field allows more."""
+    if number > INT64_MAX:
+        raise DecodeError(path, f"timestamp {number} is after 2262-04-11 (beyond signed 64-bit nanoseconds)")
+    return number
+
+
 def json_time(value: object, path: str) -> int:
-    """A `fixed64` Unix-nanosecond timestamp; absent means 0."""
+    """A `fixed64` Unix-nanosecond timestamp up to `INT64_MAX`; absent means 0."""
     if value is None:
         return 0
-    return json_int(value, path, 0, UINT64_MAX)
+    return check_time(json_int(value, path, 0, UINT64_MAX), path)
 
 
 def json_double(value: object, path: str) -> float:

@@ -19,6 +19,7 @@ from tracing.conventions import SERVICE_NAME
 from tracing.otlp.enums import KIND_BY_NUMBER, STATUS_BY_NUMBER
 from tracing.otlp.errors import DecodeError, DecodeResult
 from tracing.otlp.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, bytes_id
+from tracing.otlp.json_values import INT64_MAX, check_time
 from tracing.records import EventRecord, LinkRecord, SpanRecord
 
 MAX_VALUE_DEPTH = 32
@@ -99,6 +100,10 @@ def _span(
     if not 0 <= code < _N_STATUSES:
         raise DecodeError("status.code", f"unknown enum value {code}")
     start = span.start_time_unix_nano
+    end = span.end_time_unix_nano
+    if start > INT64_MAX or end > INT64_MAX:
+        check_time(start, "start_time_unix_nano")
+        check_time(end, "end_time_unix_nano")
     try:
         attrs = attributes(span.attributes)
     except DecodeError as err:
@@ -109,7 +114,7 @@ def _span(
         parent_span_id=parent_hex,
         name=span.name,
         start_ns=start,
-        duration_ns=span.end_time_unix_nano - start,
+        duration_ns=end - start,
         kind=KIND_BY_NUMBER[kind],
         status_code=STATUS_BY_NUMBER[code],
         status_message=status.message,
@@ -131,7 +136,9 @@ def _events(span: Span) -> list[EventRecord]:
             attrs = attributes(event.attributes)
         except DecodeError as err:
             raise err.under(f"events[{i}].attributes") from None
-        events.append(EventRecord(event.time_unix_nano, event.name, attrs))
+        events.append(
+            EventRecord(check_time(event.time_unix_nano, f"events[{i}].time_unix_nano"), event.name, attrs)
+        )
     return events
 
 
