@@ -104,3 +104,24 @@ def test_real_sdk_grpc_exporter_works_unchanged(token_receiver: RunningReceiver,
     provider.shutdown()
     (summary,) = store.list_traces(TraceFilter())
     assert summary.span_count == 2 and summary.service_name == "sdk-grpc" and summary.root_name == "root"
+
+
+@pytest.mark.parametrize(
+    ("signal", "service"),
+    [
+        ("metrics", "opentelemetry.proto.collector.metrics.v1.MetricsService"),
+        ("logs", "opentelemetry.proto.collector.logs.v1.LogsService"),
+    ],
+)
+def test_other_signals_are_unimplemented_with_a_reason(
+    receiver: RunningReceiver, signal: str, service: str
+) -> None:
+    with grpc.insecure_channel(f"127.0.0.1:{receiver.grpc_port}") as channel:
+        stub = channel.unary_unary(f"/{service}/Export", request_serializer=None, response_deserializer=None)
+        with pytest.raises(grpc.RpcError) as caught:
+            stub(b"", timeout=30)
+    assert caught.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    assert (
+        f"collects traces only ({METHOD[1:].rsplit('/', 1)[0]}/Export); {signal} are not"
+        in caught.value.details()
+    )

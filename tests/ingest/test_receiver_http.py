@@ -85,10 +85,11 @@ def test_413_for_declared_streamed_and_decompressed_size(
 
 def test_415_for_content_type_and_encoding(receiver: RunningReceiver) -> None:
     body = pb_request(numbered_spans(1)).SerializeToString()
+    # Neither protobuf nor JSON: the answer is JSON, readable by whoever sent it with curl.
     wrong_type = httpx.post(url(receiver), content=body, headers={"content-type": "text/plain"})
-    assert wrong_type.status_code == 415 and "text/plain" in status_of(wrong_type).message
+    assert wrong_type.status_code == 415 and "text/plain" in wrong_type.json()["message"]
     missing = httpx.post(url(receiver), content=body)
-    assert missing.status_code == 415
+    assert missing.status_code == 415 and missing.json()["code"] == 3
     wrong_encoding = httpx.post(url(receiver), content=body, headers={**PROTO, "content-encoding": "br"})
     assert wrong_encoding.status_code == 415 and "br" in status_of(wrong_encoding).message
 
@@ -149,7 +150,41 @@ def test_partial_success_in_json(receiver: RunningReceiver) -> None:
 
 def test_only_post_on_the_traces_path(receiver: RunningReceiver) -> None:
     assert httpx.get(url(receiver)).status_code == 405
-    assert httpx.post(url(receiver).replace("traces", "logs"), content=b"", headers=PROTO).status_code == 404
+    assert httpx.post(url(receiver).replace("traces", "spans"), content=b"", headers=PROTO).status_code == 404
+
+
+@pytest.mark.parametrize("signal", ["metrics", "logs"])
+def test_other_signals_get_a_404_saying_traces_only(receiver: RunningReceiver, signal: str) -> None:
+    other = url(receiver).replace("traces", signal)
+    binary = httpx.post(other, content=b"", headers=PROTO)
+    assert binary.status_code == 404
+    assert status_of(binary).message.startswith(
+        f"this OTLP receiver collects traces only (POST /v1/traces); {signal}"
+    )
+    as_json = httpx.post(other, content=b"{}", headers=JSON_CT)
+    assert as_json.status_code == 404 and f"OTEL_{signal.upper()}_EXPORTER=none" in as_json.json()["message"]
+
+
+def test_sdk_metric_exporter_pointed_here_fails_fast_with_404(
+    receiver: RunningReceiver, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The Python SDK logs the status line only (the Status body with the reason is for curl and
+    # for SDKs that print it); 404 is not retryable, so the exporter gives up at once.
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
+    exporter = OTLPMetricExporter(endpoint=url(receiver).replace("traces", "metrics"))
+    provider = MeterProvider([PeriodicExportingMetricReader(exporter, export_interval_millis=3_600_000)])
+    provider.get_meter("tests").create_counter("calls").add(1)
+    provider.force_flush()
+    provider.shutdown()
+    assert "Failed to export metrics batch code: 404" in caplog.text and "retries" not in caplog.text
+
+
+def test_health(receiver: RunningReceiver) -> None:
+    response = httpx.get(url(receiver).replace("/v1/traces", "/health"))
+    assert response.status_code == 200 and response.json() == {"status": "ok"}
 
 
 def test_duplicate_retry_is_stored_once(receiver: RunningReceiver, store: TraceStore) -> None:

@@ -2,7 +2,9 @@
 
 The request is taken as raw bytes (no deserializer) so a malformed message gets
 INVALID_ARGUMENT naming the problem instead of grpc's generic INTERNAL. grpcio itself enforces
-the size limit (RESOURCE_EXHAUSTED) and handles gzip.
+the size limit (RESOURCE_EXHAUSTED) and handles gzip. The metrics and logs services answer
+UNIMPLEMENTED with a message saying only traces are collected (rather than grpc's bare
+"Method not found"), so an SDK exporting every signal here logs why.
 """
 
 from __future__ import annotations
@@ -23,6 +25,12 @@ logger = logging.getLogger(__name__)
 
 SERVICE_NAME = "opentelemetry.proto.collector.trace.v1.TraceService"
 """Fully qualified gRPC service name of OTLP traces."""
+
+OTHER_SIGNAL_SERVICES = {
+    "metrics": "opentelemetry.proto.collector.metrics.v1.MetricsService",
+    "logs": "opentelemetry.proto.collector.logs.v1.LogsService",
+}
+"""The OTLP/gRPC services of the signals this receiver does not collect, by signal."""
 
 GRPC_WORKERS = 8
 """Threads serving concurrent Export calls (each mostly waits for its commit)."""
@@ -68,6 +76,23 @@ class _TraceService:
             logger.exception("could not record a refused request")
 
 
+def _not_collected_handler(signal: str, service: str) -> grpc.GenericRpcHandler:
+    """`<service>/Export` answering UNIMPLEMENTED with what this receiver does take."""
+    message = (
+        f"this OTLP receiver collects traces only ({SERVICE_NAME}/Export); {signal} are not collected: "
+        f"send them elsewhere or switch that exporter off (OTEL_{signal.upper()}_EXPORTER=none)"
+    )
+
+    def export(request: bytes, context: grpc.ServicerContext) -> bytes:
+        """Refuse the call."""
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, message)
+        return b""  # not reached: abort raises
+
+    return grpc.method_handlers_generic_handler(
+        service, {"Export": grpc.unary_unary_rpc_method_handler(export, response_serializer=None)}
+    )
+
+
 def start_grpc_server(
     store: TraceStore, host: str, port: int, token: str | None, max_body_bytes: int
 ) -> tuple[grpc.Server, int]:
@@ -85,7 +110,7 @@ def start_grpc_server(
     )
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=GRPC_WORKERS, thread_name_prefix="janux-otlp-grpc"),
-        handlers=[handler],
+        handlers=[handler, *(_not_collected_handler(k, v) for k, v in OTHER_SIGNAL_SERVICES.items())],
         options=[
             ("grpc.max_receive_message_length", max_body_bytes),
             ("grpc.so_reuseport", 0),

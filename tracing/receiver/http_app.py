@@ -1,9 +1,11 @@
 """OTLP/HTTP `POST /v1/traces` as a Starlette app (served by uvicorn).
 
 Accepts `application/x-protobuf` and `application/json` bodies, optionally gzip-encoded. Answers
-in the request's encoding: `ExportTraceServiceResponse` on success (with partial success when
-some spans were refused) and a `google.rpc.Status` on error: 401 (token), 413 (size),
-415 (content type or encoding), 400 (malformed, naming the field), 503 (store failure).
+in the request's encoding (protobuf for protobuf, JSON otherwise): `ExportTraceServiceResponse` on
+success (with partial success when some spans were refused) and a `google.rpc.Status` on error:
+401 (token), 413 (size), 415 (content type or encoding), 400 (malformed, naming the field),
+503 (store failure). `POST /v1/metrics` and `/v1/logs` get a 404 saying only traces are received,
+so an SDK exporting every signal to this address logs why; `GET /health` answers 200 while serving.
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ logger = logging.getLogger(__name__)
 
 TRACES_PATH = "/v1/traces"
 """The OTLP/HTTP traces endpoint."""
+OTHER_SIGNAL_PATHS = ("/v1/metrics", "/v1/logs")
+"""OTLP/HTTP endpoints of the signals this receiver does not collect (answered with a clear 404)."""
+HEALTH_PATH = "/health"
+"""`GET` answers 200 `{"status": "ok"}` while the receiver serves (for container health checks)."""
 PROTOBUF = "application/x-protobuf"
 """Content type of binary OTLP."""
 JSON = "application/json"
@@ -40,6 +46,7 @@ JSON = "application/json"
 
 _GRPC_INVALID_ARGUMENT = 3
 _GRPC_RESOURCE_EXHAUSTED = 8
+_GRPC_UNIMPLEMENTED = 12
 _GRPC_UNAVAILABLE = 14
 _GRPC_UNAUTHENTICATED = 16
 
@@ -88,7 +95,28 @@ def build_http_app(store: TraceStore, settings: HttpSettings) -> Starlette:
             return _status_response(reject, content_type)
         return _encode(response_message(outcome), content_type, 200)
 
-    return Starlette(routes=[Route(TRACES_PATH, traces, methods=["POST"])])
+    return Starlette(
+        routes=[
+            Route(TRACES_PATH, traces, methods=["POST"]),
+            *(Route(path, _not_collected, methods=["POST"]) for path in OTHER_SIGNAL_PATHS),
+            Route(HEALTH_PATH, _health, methods=["GET"]),
+        ]
+    )
+
+
+async def _not_collected(request: Request) -> Response:
+    """`POST /v1/metrics` or `/v1/logs`: a 404 naming what this receiver does take."""
+    signal = request.url.path.rsplit("/", 1)[-1]
+    message = (
+        f"this OTLP receiver collects traces only (POST {TRACES_PATH}); {signal} are not collected: "
+        f"send them elsewhere or switch that exporter off (OTEL_{signal.upper()}_EXPORTER=none)"
+    )
+    return _status_response(_Reject(404, _GRPC_UNIMPLEMENTED, message), _content_type(request))
+
+
+async def _health(request: Request) -> Response:
+    """`GET /health`: the receiver is up."""
+    return Response(b'{"status":"ok"}', 200, media_type=JSON)
 
 
 def _content_type(request: Request) -> str:
@@ -157,8 +185,9 @@ def _status_response(reject: _Reject, content_type: str) -> Response:
 
 
 def _encode(message: Message, content_type: str, status_code: int) -> Response:
-    """A protobuf message as the response body, in JSON when the request was JSON."""
-    if content_type == JSON:
+    """A protobuf message as the response body: binary for a protobuf request, else JSON (also for
+    unsupported or missing content types, so a person with curl can read the answer)."""
+    if content_type != PROTOBUF:
         body = json.dumps(MessageToDict(message)).encode()
         return Response(body, status_code, media_type=JSON)
     return Response(message.SerializeToString(), status_code, media_type=PROTOBUF)
