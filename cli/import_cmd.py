@@ -65,6 +65,6 @@ def _run(args: argparse.Namespace) -> int:
     if report.problem_count > _SHOWN_PROBLEMS:
         print(f"  ... and {report.problem_count - _SHOWN_PROBLEMS} more problem(s)", file=sys.stderr)
     if report.nothing_read:
-        print("janux import: nothing could be read", file=sys.stderr)
+        print("janux import: nothing could be read (not one valid span)", file=sys.stderr)
         return 1
     return 0

@@ -50,8 +50,9 @@ class ImportReport:
 
     @property
     def nothing_read(self) -> bool:
-        """True when not a single record could be read (the import failed)."""
-        return self.records == 0
+        """True when not a single span could be read (the import failed): every file missing, empty,
+        unreadable, or with every record or span refused. One readable span makes it a success."""
+        return self.spans_read == 0
 
     def problem(self, message: str) -> None:
         """Count a problem and keep its message while there is room."""

@@ -87,3 +87,61 @@ def test_help_texts_describe_the_commands() -> None:
             check=True,
         )
         assert phrase in result.stdout.replace("\n", " ")
+
+
+def test_exit_status_is_non_zero_only_when_no_span_could_be_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    refused = tmp_path / "refused.jsonl"  # readable JSON lines, but every span is refused
+    refused.write_text('{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"xyz","spanId":"01"}]}]}]}\n')
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    data = str(tmp_path / "d")
+    assert main(["import", str(refused), str(empty), "--data-dir", data]) == 1
+    assert "refused.jsonl:1: resourceSpans[0].scopeSpans[0].spans[0].traceId" in capsys.readouterr().err
+    good = FIXTURES / "jaeger_v3_result.jsonl"
+    assert main(["import", str(refused), str(good), "--data-dir", data]) == 0
+
+
+def test_data_dir_defaults_to_janux_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JANUX_DATA_DIR", str(tmp_path / "from-env"))
+    assert main(["import", str(FIXTURES / "jaeger_v3_result.jsonl")]) == 0
+    with open_store(tmp_path / "from-env") as store:
+        assert store.ingest_stats().spans == 2
+
+
+def _import_with_stderr_on(stderr_fd: int, data_dir: Path) -> subprocess.Popen[bytes]:
+    path = FIXTURES / "collector_file_exporter.jsonl"
+    command = [sys.executable, "-m", "cli.main", "import", str(path), "--data-dir", str(data_dir)]
+    return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr_fd)
+
+
+def test_progress_bar_only_on_a_terminal(tmp_path: Path) -> None:
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a terminal has a size
+    proc = _import_with_stderr_on(slave, tmp_path / "tty")
+    os.close(slave)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the pty closes when the process exits
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(master)
+    assert proc.wait(60) == 0
+    assert b"collector_file_exporter.jsonl:" in shown and b"B/s" in shown
+    piped = subprocess.run(
+        [sys.executable, "-m", "cli.main", "import", str(FIXTURES / "collector_file_exporter.jsonl"),
+         "--data-dir", str(tmp_path / "pipe")],
+        cwd=ROOT, capture_output=True, check=True,
+    )  # fmt: skip
+    assert b"%" not in piped.stderr and b"it/s" not in piped.stderr and b"B/s" not in piped.stderr
