@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import threading
@@ -20,6 +21,12 @@ from tracing.store import DATA_DIR_ENV, TraceStore, open_store
 
 TOKEN_ENV = "JANUX_RECEIVER_TOKEN"
 """Environment variable read for the bearer token when --token is not given."""
+RETENTION_ENV = "JANUX_RETENTION_DAYS"
+"""Environment variable read for the retention in days when --retention-days is not given."""
+PRUNE_INTERVAL_S = 3600.0
+"""How often the retention setting prunes while the receiver runs (and once at start)."""
+
+logger = logging.getLogger(__name__)
 
 
 def register(subparsers: Any) -> None:
@@ -35,7 +42,27 @@ def register(subparsers: Any) -> None:
         ),
     )
     add_receiver_arguments(parser)
+    parser.add_argument(
+        "--retention-days",
+        type=float,
+        default=None,
+        metavar="N",
+        help=f"delete traces that ended more than N days ago, at start and hourly "
+        f"(default: ${RETENTION_ENV}, else keep everything; `janux prune` does it once)",
+    )
     parser.set_defaults(func=_run)
+
+
+def _retention_from_env() -> float | None:
+    value = os.environ.get(RETENTION_ENV, "").strip()
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise SystemExit(
+            f"janux collect: {RETENTION_ENV}: expected a number of days, got {value!r}"
+        ) from None
 
 
 def add_receiver_arguments(parser: argparse.ArgumentParser) -> None:
@@ -80,39 +107,64 @@ def add_receiver_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.retention_days is None:
+        args.retention_days = _retention_from_env()
+    if args.retention_days is not None and args.retention_days < 0:
+        raise SystemExit("janux collect: --retention-days must be >= 0")
     store = open_store(args.data_dir)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     try:
-        receiver = start_receiver(
-            store,
-            host=args.host,
-            http_port=args.http_port,
-            grpc_port=args.grpc_port,
-            token=args.token or None,
-            max_body_bytes=args.max_body_bytes,
-            http_workers=max(1, args.workers),
-        )
+        receiver = start_receiver_from_args(args, store, http_workers=max(1, args.workers))
     except OSError as err:
         store.close()
         raise SystemExit(f"janux collect: {err}") from None
+    retention = f", retention {args.retention_days:g} day(s)" if args.retention_days is not None else ""
     print(
         f"janux collect: OTLP/HTTP on http://{args.host}:{receiver.http_port}/v1/traces, "
-        f"OTLP/gRPC on {args.host}:{receiver.grpc_port}, store {store.path}",
+        f"OTLP/gRPC on {args.host}:{receiver.grpc_port}, store {store.path}{retention}",
         flush=True,
     )
+    pruner = _start_pruner(store, args.retention_days, stop)
     try:
         while not stop.wait(1.0):
             pass
     finally:
         receiver.stop()
+        if pruner is not None:
+            pruner.join()
         store.close()
     print("janux collect: stopped", flush=True)
     return 0
 
 
-def start_receiver_from_args(args: argparse.Namespace, store: TraceStore) -> RunningReceiver:
+def _start_pruner(store: TraceStore, days: float | None, stop: threading.Event) -> threading.Thread | None:
+    """With a retention setting: a thread pruning now and every `PRUNE_INTERVAL_S` until `stop`."""
+    if days is None:
+        return None
+
+    def prune_until_stopped() -> None:
+        """Prune, then wait; a failed prune is logged and retried next time."""
+        while True:
+            try:
+                result = store.prune(days)
+            except Exception:
+                logger.exception("retention: prune failed")
+            else:
+                if result.traces:
+                    logger.info("retention: deleted %d trace(s), %d span(s)", result.traces, result.spans)
+            if stop.wait(PRUNE_INTERVAL_S):
+                return
+
+    thread = threading.Thread(target=prune_until_stopped, name="janux-retention", daemon=True)
+    thread.start()
+    return thread
+
+
+def start_receiver_from_args(
+    args: argparse.Namespace, store: TraceStore, http_workers: int = 1
+) -> RunningReceiver:
     """Start the receiver into `store` as the flags of `add_receiver_arguments` say."""
     return start_receiver(
         store,
@@ -121,4 +173,5 @@ def start_receiver_from_args(args: argparse.Namespace, store: TraceStore) -> Run
         grpc_port=args.grpc_port,
         token=args.token or None,
         max_body_bytes=args.max_body_bytes,
+        http_workers=http_workers,
     )

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ingest.helpers import numbered_spans, pb_request, start_collect
+from ingest.helpers import numbered_spans, pb_request, record, start_collect
 from tracing.source import TraceFilter
 from tracing.store import open_store
 
@@ -84,8 +84,29 @@ def test_collect_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
         == 200
     )
     assert grpc_port > 0
+    with open_store(tmp_path / "data") as reader:  # another process reads them as soon as acknowledged
+        assert reader.ingest_stats().spans == 10 and reader.count_traces(TraceFilter()) == 1
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0 and "stopped" in out
     with open_store(tmp_path / "data") as store:
         assert store.ingest_stats().spans == 10
+
+
+def test_retention_setting_prunes_old_traces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data_dir = tmp_path / "data"
+    with open_store(data_dir) as store:
+        store.write([record("1" * 16, trace_id="1" * 32, start=1_700_000_000_000_000_000)])  # Nov 2023
+        store.write([record("2" * 16, trace_id="2" * 32, start=time.time_ns())])
+    monkeypatch.setenv("JANUX_RETENTION_DAYS", "30")
+    proc, _, _ = start_collect(data_dir, "--workers", "1")
+    try:
+        with open_store(data_dir) as reader:
+            deadline = time.monotonic() + 60
+            while reader.count_traces(TraceFilter()) > 1 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert [s.trace_id for s in reader.list_traces(TraceFilter())] == ["2" * 32]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+    assert proc.returncode == 0
