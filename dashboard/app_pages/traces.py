@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.ui.filters import TRACE_PAGE, trace_filter
+from dashboard.ui.filters import trace_filter, trace_link
 from dashboard.ui.state import active_source, get_views
 from dashboard.ui.table import OPEN_LINK, show_table
 from dashboard.views import cells
@@ -22,7 +22,7 @@ def _table(source: TraceSource, flt: TraceFilter, page_size: int) -> None:
     summaries = source.list_traces(flt, limit=page_size, offset=(page - 1) * page_size)
     st.caption(f"{total:,} traces match; showing {len(summaries)} (page {page} of {pages}).")
     views = get_views([s.trace_id for s in summaries])
-    frame = traces_frame(summaries, views, TRACE_PAGE)
+    frame = traces_frame(summaries, views, trace_link)
     if frame.empty:
         st.info("No traces match these filters.")
         return

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import time
 from typing import Literal
-from urllib.parse import quote
+from urllib.parse import urlencode
 
 import streamlit as st
 
+from dashboard.ui.state import link_params
 from tracing.source import TraceFilter, TraceSource
 
 TIME_RANGES: dict[str, float | None] = {
@@ -26,8 +27,8 @@ TRACE_PAGE = "trace"
 
 
 def trace_link(trace_id: str) -> str:
-    """Relative URL of the Trace page for one trace."""
-    return f"{TRACE_PAGE}?trace_id={quote(trace_id)}"
+    """Relative URL of the Trace page for one trace (with what a new tab needs to find its source)."""
+    return f"{TRACE_PAGE}?{urlencode({'trace_id': trace_id, **link_params()})}"
 
 
 def _distinct(source: TraceSource, what: Literal["service", "root_agent", "conversation"]) -> list[str]:

@@ -8,13 +8,11 @@ uploaded files, or the file named by `JANUX_SOURCE=memory-file:<path>`.
 from __future__ import annotations
 
 import sys
-import uuid
 from dataclasses import replace
 from typing import Any
 
 import streamlit as st
 
-from dashboard.memory_source import MemoryTraceSource
 from dashboard.reconstruct.rebuild import TraceView
 from dashboard.sources import (
     ClickHouseSettings,
@@ -23,14 +21,14 @@ from dashboard.sources import (
     config_from_env,
     open_source,
 )
+from dashboard.ui.uploads import UPLOAD_PARAM, linked_token, uploaded_source
 from dashboard.view_cache import SHARED
 from tracing.source import TraceSource
 
 SOURCE_OVERRIDE = "janux_source"
 """Session-state key of an injected `TraceSource` (tests); it wins over the sidebar choice."""
 _CHOICE = "janux_source_choice"
-_UPLOAD = "janux_upload"
-_UPLOAD_KEY = "janux_upload_key"
+_LINK_PARAMS = "janux_link_params"
 
 STORE, CLICKHOUSE, UPLOAD, FILE = "Embedded store", "ClickHouse otel_traces", "Uploaded files", "Trace file"
 """Labels of the sidebar's source choices."""
@@ -59,27 +57,6 @@ def _clickhouse_inputs(base: ClickHouseSettings) -> ClickHouseSettings:
     )
 
 
-def _uploaded_source() -> tuple[str, TraceSource | None]:
-    from dashboard.loaders import LoadResult, load_trace_bytes
-
-    files = st.sidebar.file_uploader(
-        "OTLP/JSON lines or protobuf files (.json, .jsonl, .pb, .gz, .zst)",
-        accept_multiple_files=True,
-        key="janux_files",
-    )
-    if not files:
-        return "upload:none", None
-    fingerprint = tuple((f.name, f.size, f.file_id) for f in files)
-    if st.session_state.get(_UPLOAD_KEY, (None,))[0] != fingerprint:
-        total = LoadResult()
-        for f in files:
-            total.merge(load_trace_bytes(f.name, f.getvalue()))
-        memory = MemoryTraceSource(total.spans, rejected=total.rejected, errors=total.errors)
-        st.session_state[_UPLOAD_KEY] = (fingerprint, f"upload:{uuid.uuid4().hex}")
-        st.session_state[_UPLOAD] = memory
-    return st.session_state[_UPLOAD_KEY][1], st.session_state[_UPLOAD]
-
-
 def _choose() -> tuple[str, TraceSource | None]:
     """The sidebar selector; returns (cache key, source or None when it cannot be opened)."""
     try:
@@ -89,9 +66,14 @@ def _choose() -> tuple[str, TraceSource | None]:
         cfg = SourceConfig()
     options = [STORE, CLICKHOUSE, UPLOAD] + ([FILE] if cfg.kind == "memory-file" else [])
     default = {"store": STORE, "clickhouse": CLICKHOUSE, "memory-file": FILE}[cfg.kind]
+    if linked_token() is not None:
+        default = UPLOAD  # opened from a link in a tab that showed uploaded files
     choice = st.sidebar.radio("Trace source", options, index=options.index(default), key=_CHOICE)
     if choice == UPLOAD:
-        return _uploaded_source()
+        key, source, token = uploaded_source()
+        if token is not None:
+            st.session_state[_LINK_PARAMS] = {UPLOAD_PARAM: token}
+        return key, source
     if choice == STORE:
         data_dir = st.sidebar.text_input("Data directory", str(cfg.resolved_data_dir()), key="janux_data_dir")
         cfg = replace(cfg, kind="store", data_dir=data_dir)
@@ -125,6 +107,7 @@ def _show_stats(source: TraceSource) -> None:
 
 def render_sidebar() -> None:
     """Draw the source selector and ingest stats; remember the chosen source for the pages."""
+    st.session_state[_LINK_PARAMS] = {}
     injected: Any = st.session_state.get(SOURCE_OVERRIDE)
     if injected is not None:
         st.sidebar.text("Trace source: provided by the host")
@@ -135,6 +118,11 @@ def render_sidebar() -> None:
     st.session_state["janux_active_source"] = source
     if source is not None:
         _show_stats(source)
+
+
+def link_params() -> dict[str, str]:
+    """Query parameters a link to another page must carry to show the same source in a new tab."""
+    return dict(st.session_state.get(_LINK_PARAMS, {}))
 
 
 def active_source() -> tuple[str, TraceSource] | None:

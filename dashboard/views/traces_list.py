@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote
 
 import pandas as pd
 
@@ -43,8 +43,10 @@ def _money(
     return cells.cost_cell(None, unpriced or 0), None
 
 
-def traces_frame(summaries: list[TraceSummary], views: dict[str, TraceView], trace_page: str) -> pd.DataFrame:
-    """One row per trace, newest first, with a link to the Trace page (`trace_page?trace_id=`).
+def traces_frame(
+    summaries: list[TraceSummary], views: dict[str, TraceView], link: Callable[[str], str]
+) -> pd.DataFrame:
+    """One row per trace, newest first, with `link(trace_id)` to its Trace page.
 
     Money columns follow `views.cells`: the bill's cost, `UNPRICED` when tokens went unpriced,
     None when nothing was used; `estimated USD` only for traces of other runtimes.
@@ -58,7 +60,7 @@ def traces_frame(summaries: list[TraceSummary], views: dict[str, TraceView], tra
         cost, estimated = _money(s, view, unpriced)
         rows.append(
             {
-                "open": f"{trace_page}?trace_id={quote(s.trace_id)}",
+                "open": link(s.trace_id),
                 "started (UTC)": datetime.fromtimestamp(s.start_ns / 1e9, tz=UTC).strftime(
                     "%Y-%m-%d %H:%M:%S"
                 ),

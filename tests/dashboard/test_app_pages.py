@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl
 
 import pandas as pd
-from conftest import OpenPage
+from conftest import APP, OpenPage
 from dash_fixtures import DENY_RULE, TASK_TEXT, TOTAL_COST, contract_trace, plain_trace
 from shown import shown
 from streamlit.testing.v1 import AppTest
@@ -255,6 +256,22 @@ def test_uploaded_files_source(open_page: OpenPage) -> None:
     at.run()
     assert not at.exception
     assert list(_frame(at, "traces_table")["trace"]) == [CONTRACT_ID]
+    link = _frame(at, "traces_table")["open"].iloc[0]
+    assert link.startswith(f"trace?trace_id={CONTRACT_ID}&upload=")
+    # The link opens a new tab, i.e. a new session: it must find the uploaded traces, not the store.
+    query = dict(parse_qsl(link.split("?", 1)[1]))
+    tab = AppTest.from_file(str(APP), default_timeout=60)
+    for key, value in query.items():
+        tab.query_params[key] = value
+    tab.switch_page("app_pages/trace.py")
+    tab.run()
+    assert not tab.exception, tab.exception
+    assert tab.sidebar.radio(key="janux_source_choice").value == "Uploaded files"
+    assert _metrics(tab)["Total cost"] == fmt.usd(TOTAL_COST)
+    assert any("a.jsonl" in cap.value for cap in tab.sidebar.caption)
+    # Removing the files in the first session empties that session's source.
+    at.file_uploader(key="janux_files").set_value([]).run()
+    assert any("No trace source is open" in i.value for i in at.info)
 
 
 def test_bad_source_setting_is_shown_not_raised(open_page: OpenPage, monkeypatch) -> None:  # type: ignore[no-untyped-def]
