@@ -7,7 +7,8 @@ Prints a markdown table. Same-run baselines make the figures read as ratios:
   then queryable) next to the raw protobuf parse of the same bodies
   (`ExportTraceServiceRequest.FromString`) and our decode to records;
 - receiver peak RSS; import of a JSON-lines file of `--import-mb` (spans/s, importer peak RSS);
-- trace list / count over `--list-spans` stored spans, and one 10,000-span trace fetch.
+- trace list / count over `--list-spans` stored spans, one 10,000-span trace fetch, and the
+  cost aggregates (`usage_by`) over all of them.
 Targets (design brief): 50,000 spans/s end to end on 2 cores; 1 GB import under 500 MB RSS;
 trace list over 1,000,000 spans under 2 s; a 10,000-span trace fetched under 0.2 s.
 """
@@ -34,7 +35,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from tracing import conventions as c
 from tracing.otlp import decode_proto_request
-from tracing.source import TraceFilter
+from tracing.source import USAGE_DIMENSIONS, TraceFilter
 from tracing.store import TraceStore, open_store
 
 SPANS_PER_REQUEST = 512
@@ -448,6 +449,7 @@ def bench_queries(spans: int, work: Path) -> dict[str, float]:
             "filter_s": _median(lambda: reader.list_traces(filtered, 50)),
             "trace_s": _median(lambda: reader.get_trace(trace_id)),
             "trace_spans": len(reader.get_trace(trace_id)),
+            **{f"usage_{d}_s": _median(lambda d=d: reader.usage_by(d, flt), 3) for d in USAGE_DIMENSIONS},
         }  # fmt: skip
 
 
@@ -496,6 +498,8 @@ def _table(
         ("trace list, root_agent + min_cost filter", f"{queries['filter_s'] * 1000:,.1f} ms", ""),
         (f"fetch one {queries['trace_spans']:,.0f}-span trace", f"{queries['trace_s'] * 1000:,.1f} ms",
          "target < 200 ms"),
+        *((f"usage_by {d}, all traces", f"{queries[f'usage_{d}_s'] * 1000:,.1f} ms", "cost page aggregates")
+          for d in USAGE_DIMENSIONS),
     ]  # fmt: skip
     lines = ["| measure | result | note |", "| --- | --- | --- |"]
     lines += [f"| {a} | {b} | {n} |" for a, b, n in rows]

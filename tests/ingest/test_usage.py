@@ -280,3 +280,35 @@ def test_odd_numbers_count_as_absent_not_fatal(chdb: ChdbClient, tmp_path: Path)
                 None,
                 None,
             )
+
+
+def test_upgrade_replaces_the_partial_parent_index(tmp_path: Path) -> None:
+    with open_store(tmp_path) as store:
+        store.write(hand_built())
+    with sqlite3.connect(tmp_path / DB_FILE_NAME) as conn:  # the shape schema version 2 had
+        conn.execute("DROP INDEX span_usage_parent")
+        conn.execute(
+            "CREATE INDEX span_usage_attempts ON span_usage (TraceId, ParentSpanId) WHERE Dim = 'agent'"
+        )
+        conn.execute("PRAGMA user_version = 2")
+    with open_store(tmp_path) as store:
+        assert store.usage_by("tool", TraceFilter()) == EXPECTED["tool"]
+    with sqlite3.connect(tmp_path / DB_FILE_NAME) as conn:
+        indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE tbl_name = 'span_usage'")}
+    assert "span_usage_parent" in indexes and "span_usage_attempts" not in indexes
+
+
+def test_tool_usage_finds_attempts_through_the_parent_index(tmp_path: Path) -> None:
+    # Walking a trace's rows by primary key for every tool span is quadratic in big traces.
+    from tracing.store.queries import _TOOL_USAGE
+
+    with open_store(tmp_path) as store:
+        store.write(hand_built())
+    with sqlite3.connect(tmp_path / DB_FILE_NAME) as conn:
+        plan = " ".join(
+            str(r[3])
+            for r in conn.execute(
+                "EXPLAIN QUERY PLAN " + _TOOL_USAGE.format(traces="SELECT TraceId FROM trace_summary")
+            )
+        )
+    assert "SEARCH a USING INDEX span_usage_parent (TraceId=? AND ParentSpanId=? AND Dim=?)" in plan
