@@ -21,7 +21,7 @@ from tracing import conventions as c
 from tracing.otlp.enums import KIND_BY_NAME, STATUS_BY_NAME
 from tracing.records import EventRecord, LinkRecord, SpanRecord
 from tracing.source import IngestStats, TraceFilter, TraceSummary, UsageAggregate, UsageDimension
-from tracing.store.usage import MAX_COUNT, check_dimension, finish
+from tracing.store.usage import MAX_COUNT, bill_reconciled, check_dimension, finish
 
 logger = logging.getLogger(__name__)
 
@@ -107,13 +107,18 @@ SELECT
     {_root_attr(c.JANUX_BILL_OUTPUT_TOKENS)} AS bill_output,
     {_root_attr(c.JANUX_BILL_UNPRICED_TOKENS)} AS bill_unpriced,
     {_usage(c.GEN_AI_USAGE_INPUT_TOKENS, "input")},
-    {_usage(c.GEN_AI_USAGE_OUTPUT_TOKENS, "output")}
+    {_usage(c.GEN_AI_USAGE_OUTPUT_TOKENS, "output")},
+    sumIf({_to_int(f"SpanAttributes['{c.JANUX_TURN_INPUT_TOKENS}']")}, {_IS_AGENT}) AS turn_input,
+    sumIf({_to_int(f"SpanAttributes['{c.JANUX_TURN_OUTPUT_TOKENS}']")}, {_IS_AGENT}) AS turn_output,
+    sumIf({_to_float(f"SpanAttributes['{c.JANUX_TURN_COST}']")}, {_IS_AGENT}) AS turn_cost,
+    sumIf({_to_int(f"SpanAttributes['{c.JANUX_TURN_UNPRICED_TOKENS}']")}, {_IS_AGENT}) AS turn_unpriced
 """
 
 _SUMMARY_COLUMNS = (
     "TraceId, start_ns, duration_ns, service, root_name, root_agent, conversation, span_count, delegations, "
     "attempts, failed_handoffs, error_spans, has_bill, bill_cost, bill_input, bill_output, bill_unpriced, "
-    "inference_input, inference_output, input_spans, output_spans"
+    "inference_input, inference_output, input_spans, output_spans, turn_input, turn_output, turn_cost, "
+    "turn_unpriced"
 )
 
 _SPAN_COLUMNS = """
@@ -309,6 +314,8 @@ def _float_or_none(value: Any) -> float | None:
 
 def _summary(row: Any) -> TraceSummary:
     has_bill = bool(row[12])
+    bill = (_int_or_none(row[14]), _int_or_none(row[15]), _float_or_none(row[13]), _int_or_none(row[16]))
+    turns = (_int_or_none(row[21]), _int_or_none(row[22]), _float_or_none(row[23]), _int_or_none(row[24]))
     return TraceSummary(
         trace_id=str(row[0]),
         start_ns=int(row[1]),
@@ -326,6 +333,7 @@ def _summary(row: Any) -> TraceSummary:
         bill_input_tokens=_int_or_none(row[14]) if has_bill else (int(row[17]) if int(row[19]) else None),
         bill_output_tokens=_int_or_none(row[15]) if has_bill else (int(row[18]) if int(row[20]) else None),
         bill_unpriced_tokens=_int_or_none(row[16]) if has_bill else None,
+        bill_reconciled=bill_reconciled(has_bill, bill, turns),
     )
 
 

@@ -73,6 +73,11 @@ class TraceSummary:
     """`janux.bill.output_tokens` of the root, else the sum over inference spans."""
     bill_unpriced_tokens: int | None
     """`janux.bill.unpriced_tokens` of the root."""
+    bill_reconciled: bool | None = None
+    """Invariant 2 of the trace contract, the list's reconciliation flag: the root's `janux.bill.*`
+    equals the sum of `janux.turn.*` over every `invoke_agent` span of the trace (tokens exactly,
+    cost within 1e-9 relative). None when the root carries no bill (other runtimes, or the root not
+    received yet). The per-loop checks need the span tree: the dashboard's rebuild runs them."""
 
 
 @dataclass(slots=True)

@@ -169,6 +169,7 @@ def test_janux_summary(store: TraceStore) -> None:
         root_name="invoke_agent planner", root_agent="planner", conversation_id="conv-1", span_count=6,
         delegations=1, attempts=2, failed_handoffs=1, error_spans=3, bill_cost=0.25, bill_input_tokens=100,
         bill_output_tokens=20, bill_unpriced_tokens=0,
+        bill_reconciled=False,  # it bills 100 tokens, yet no loop records its own janux.turn.*
     )  # fmt: skip
 
 
@@ -178,6 +179,7 @@ def test_other_runtime_summary_sums_inference_spans_only(store: TraceStore) -> N
     assert (summary.attempts, summary.failed_handoffs, summary.delegations) == (1, 1, 0)
     assert (summary.bill_input_tokens, summary.bill_output_tokens, summary.bill_cost) == (7, 3, None)
     assert summary.bill_unpriced_tokens is None and summary.service_name == "other"
+    assert summary.bill_reconciled is None  # no bill: nothing to reconcile
 
 
 def _summaries_after(tmp: Path, batches: list[list[SpanRecord]]) -> list[TraceSummary]:

@@ -312,3 +312,21 @@ def test_tool_usage_finds_attempts_through_the_parent_index(tmp_path: Path) -> N
             )
         )
     assert "SEARCH a USING INDEX span_usage_parent (TraceId=? AND ParentSpanId=? AND Dim=?)" in plan
+
+
+@pytest.mark.parametrize("kind", ["store", "clickhouse"])
+def test_reconciliation_flag_of_the_trace_list(hand: Sources, demo: Sources, kind: str) -> None:
+    flags = {s.trace_id: s.bill_reconciled for s in hand[kind].list_traces(TraceFilter())}
+    assert flags == {T1: True, T2: None}  # the janux bill equals its turns; no bill, nothing to check
+    demo_flags = {s.bill_reconciled for s in demo[kind].list_traces(TraceFilter(), limit=1_000)}
+    assert demo_flags == {True}
+
+
+def test_reconciliation_flag_catches_a_bill_that_differs(chdb: ChdbClient, tmp_path: Path) -> None:
+    spans = hand_built()
+    spans[0].attributes[c.JANUX_BILL_COST] = 0.52  # one cent more than the turns add up to
+    sources = _three_sources(spans, "wrong_bill", chdb, tmp_path)
+    for kind in ("store", "clickhouse"):
+        flags = {s.trace_id: s.bill_reconciled for s in sources[kind].list_traces(TraceFilter())}
+        assert flags == {T1: False, T2: None}, kind
+    sources["store"].close()  # type: ignore[attr-defined]

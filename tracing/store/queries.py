@@ -13,7 +13,7 @@ from tracing.conventions import FAILING_STATUSES, OP_EXECUTE_TOOL, OP_INVOKE_AGE
 from tracing.records import STATUS_ERROR, SpanRecord
 from tracing.source import IngestStats, TraceFilter, TraceSummary, UsageAggregate
 from tracing.store.rows import SELECT_SPAN_COLUMNS, RowReader
-from tracing.store.usage import check_dimension, finish
+from tracing.store.usage import bill_reconciled, check_dimension, finish
 
 MAX_DISTINCT_VALUES = 5_000
 """Most values `distinct_values` returns (a drop-down, not an export)."""
@@ -71,6 +71,7 @@ def _trace_prefix(prefix: str, clauses: list[str], params: list[Any]) -> None:
 
 def _summary(row: tuple[Any, ...]) -> TraceSummary:
     has_bill = bool(row[12])
+    bill = (row[14], row[15], row[13], row[16])
     return TraceSummary(
         trace_id=row[0],
         start_ns=row[1],
@@ -88,17 +89,27 @@ def _summary(row: tuple[Any, ...]) -> TraceSummary:
         bill_input_tokens=row[14] if has_bill else row[17],
         bill_output_tokens=row[15] if has_bill else row[18],
         bill_unpriced_tokens=row[16] if has_bill else None,
+        bill_reconciled=bill_reconciled(has_bill, bill, row[19:23]),
     )
 
 
 def list_traces(conn: sqlite3.Connection, flt: TraceFilter, limit: int, offset: int) -> list[TraceSummary]:
     """Summaries matching `flt`, newest first."""
     where, params = filter_sql(flt)
-    sql = (
+    page = (
         f"SELECT {_SUMMARY_COLUMNS} FROM trace_summary{where} ORDER BY StartNs DESC, TraceId LIMIT ? OFFSET ?"
     )
+    # The turn sums of the bill check, for the rows of this page only.
+    sql = f"SELECT p.*, {_TURN_SUMS} FROM ({page}) p ORDER BY p.StartNs DESC, p.TraceId"
     rows = conn.execute(sql, [*params, max(0, limit), max(0, offset)]).fetchall()
     return [_summary(r) for r in rows]
+
+
+_TURN_SUMS = ", ".join(
+    f"iif(p.RootHasBill, (SELECT sum(u.{column}) FROM span_usage u WHERE u.TraceId = p.TraceId "
+    "AND u.Dim = 'agent'), NULL)"
+    for column in ("InputTokens", "OutputTokens", "Cost", "Unpriced")
+)
 
 
 def count_traces(conn: sqlite3.Connection, flt: TraceFilter) -> int:

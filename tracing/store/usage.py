@@ -169,6 +169,31 @@ def check_dimension(dimension: str) -> UsageDimension:
     raise ValueError(f"dimension: expected one of {', '.join(USAGE_DIMENSIONS)}, got {dimension!r}")
 
 
+UsageSums = tuple[int | None, int | None, float | None, int | None]
+"""(input tokens, output tokens, cost, unpriced tokens); None where nothing was reported."""
+
+
+def bill_reconciled(has_bill: bool, bill: UsageSums, turns: UsageSums) -> bool | None:
+    """Invariant 2: the bill equals the summed turns (tokens exactly, cost within 1e-9 relative);
+    None without a bill. Every source compares with this one function."""
+    if not has_bill:
+        return None
+    if bill[0] != turns[0] or bill[1] != turns[1] or bill[3] != turns[3]:
+        return False
+    if bill[2] is None or turns[2] is None:
+        return bill[2] is None and turns[2] is None
+    return math.isclose(bill[2], turns[2], rel_tol=1e-9, abs_tol=1e-12)
+
+
+def turn_sums(spans: Sequence[SpanRecord]) -> UsageSums:
+    """The summed `janux.turn.*` of every `invoke_agent` span among `spans`."""
+    group = _Group()
+    for _, row in _rows(spans):
+        if row.dimension == "agent":
+            group.add_row(row)
+    return group.input_tokens, group.output_tokens, group.cost, group.unpriced_tokens
+
+
 def _op(span: SpanRecord) -> str:
     value = span.attributes.get(c.GEN_AI_OPERATION_NAME)
     return value if isinstance(value, str) else ""
