@@ -15,7 +15,7 @@ from typing import Literal
 from tracing import conventions as c
 from tracing.records import STATUS_ERROR, SpanRecord, attr_float, attr_int, attr_str
 from tracing.source import IngestStats, TraceFilter, TraceSummary, UsageAggregate, UsageDimension
-from tracing.store.usage import aggregate_usage
+from tracing.store.usage import aggregate_usage, bill_reconciled, bill_sums, turn_sums
 
 MAX_RECENT_ERRORS = 20
 """How many rejection messages `ingest_stats` keeps."""
@@ -90,6 +90,7 @@ def summarize(trace_id: str, spans: Sequence[SpanRecord]) -> TraceSummary:
             attr_int(attrs, c.JANUX_BILL_OUTPUT_TOKENS) if has_bill else _usage_sum(inference, False)
         ),
         bill_unpriced_tokens=attr_int(attrs, c.JANUX_BILL_UNPRICED_TOKENS) if has_bill else None,
+        bill_reconciled=bill_reconciled(has_bill, bill_sums(attrs), turn_sums(spans)),
     )
 
 

@@ -314,7 +314,7 @@ def test_tool_usage_finds_attempts_through_the_parent_index(tmp_path: Path) -> N
     assert "SEARCH a USING INDEX span_usage_parent (TraceId=? AND ParentSpanId=? AND Dim=?)" in plan
 
 
-@pytest.mark.parametrize("kind", ["store", "clickhouse"])
+@pytest.mark.parametrize("kind", ["store", "clickhouse", "memory"])
 def test_reconciliation_flag_of_the_trace_list(hand: Sources, demo: Sources, kind: str) -> None:
     flags = {s.trace_id: s.bill_reconciled for s in hand[kind].list_traces(TraceFilter())}
     assert flags == {T1: True, T2: None}  # the janux bill equals its turns; no bill, nothing to check
@@ -326,7 +326,12 @@ def test_reconciliation_flag_catches_a_bill_that_differs(chdb: ChdbClient, tmp_p
     spans = hand_built()
     spans[0].attributes[c.JANUX_BILL_COST] = 0.52  # one cent more than the turns add up to
     sources = _three_sources(spans, "wrong_bill", chdb, tmp_path)
-    for kind in ("store", "clickhouse"):
+    for kind in ("store", "clickhouse", "memory"):
         flags = {s.trace_id: s.bill_reconciled for s in sources[kind].list_traces(TraceFilter())}
         assert flags == {T1: False, T2: None}, kind
     sources["store"].close()  # type: ignore[attr-defined]
+
+
+def test_three_sources_list_the_demo_traces_alike(demo: Sources) -> None:
+    lists = {kind: source.list_traces(TraceFilter(), limit=1_000) for kind, source in demo.items()}
+    assert lists["clickhouse"] == lists["store"] == lists["memory"]

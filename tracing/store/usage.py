@@ -185,6 +185,16 @@ def bill_reconciled(has_bill: bool, bill: UsageSums, turns: UsageSums) -> bool |
     return math.isclose(bill[2], turns[2], rel_tol=1e-9, abs_tol=1e-12)
 
 
+def bill_sums(attributes: dict[str, Any]) -> UsageSums:
+    """The `janux.bill.*` of a root span's attributes."""
+    return (
+        safe_int(attributes, c.JANUX_BILL_INPUT_TOKENS),
+        safe_int(attributes, c.JANUX_BILL_OUTPUT_TOKENS),
+        safe_float(attributes, c.JANUX_BILL_COST),
+        safe_int(attributes, c.JANUX_BILL_UNPRICED_TOKENS),
+    )
+
+
 def turn_sums(spans: Sequence[SpanRecord]) -> UsageSums:
     """The summed `janux.turn.*` of every `invoke_agent` span among `spans`."""
     group = _Group()
@@ -264,12 +274,7 @@ def _add_conversation(spans: Sequence[SpanRecord], groups: dict[str, _Group]) ->
     group.count += 1
     group.failed += any(s.status_code == STATUS_ERROR for s in spans)
     if any(attrs.get(key) is not None for key in c.BILL_KEYS):
-        group.add_usage(
-            safe_int(attrs, c.JANUX_BILL_INPUT_TOKENS),
-            safe_int(attrs, c.JANUX_BILL_OUTPUT_TOKENS),
-            safe_float(attrs, c.JANUX_BILL_COST),
-            safe_int(attrs, c.JANUX_BILL_UNPRICED_TOKENS),
-        )
+        group.add_usage(*bill_sums(attrs))
         return
     for _, row in _rows(spans):
         if row.dimension == "model":
