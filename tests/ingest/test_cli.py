@@ -145,3 +145,13 @@ def test_progress_bar_only_on_a_terminal(tmp_path: Path) -> None:
         cwd=ROOT, capture_output=True, check=True,
     )  # fmt: skip
     assert b"%" not in piped.stderr and b"it/s" not in piped.stderr and b"B/s" not in piped.stderr
+
+
+def test_collect_defaults_to_loopback_and_the_otlp_ports(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cli.main import build_parser
+
+    monkeypatch.delenv("JANUX_RECEIVER_TOKEN", raising=False)
+
+    args = build_parser().parse_args(["collect"])
+    assert (args.host, args.http_port, args.grpc_port, args.token) == ("127.0.0.1", 4318, 4317, None)
+    assert args.max_body_bytes == 16 * 1024 * 1024

@@ -154,3 +154,19 @@ def test_distinct_values_and_stats(sources: tuple[ClickHouseSource, TraceStore])
 def test_rejects_odd_table_names(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="invalid table name"):
         ClickHouseSource(object(), table="otel_traces; DROP TABLE x")  # type: ignore[arg-type]
+
+
+def test_embedded_store_keeps_the_exporters_logical_schema(tmp_path: Path) -> None:
+    import re
+    import sqlite3
+
+    from tracing.store.schema import DB_FILE_NAME
+
+    table = EXPORTER_DDL.split("(", 1)[1].split("INDEX", 1)[0]
+    exporter_columns = re.findall(r"^\s{4}(\w+) ", table, flags=re.MULTILINE)
+    open_store(tmp_path).close()
+    with sqlite3.connect(tmp_path / DB_FILE_NAME) as conn:
+        stored = [row[1] for row in conn.execute("PRAGMA table_info(otel_traces)")]
+    # Same columns, same order; the store adds two derived ones its write path joins on.
+    assert stored == [*exporter_columns, "Op", "HandoffStatus"]
+    assert len(exporter_columns) == 17 and exporter_columns[0] == "Timestamp" and "Events" in exporter_columns
