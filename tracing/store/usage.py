@@ -114,6 +114,8 @@ def _plus(a: Any, b: Any) -> Any:
 
 @dataclass(slots=True)
 class _Group:
+    """Running totals of one group (the fields of `UsageAggregate` but the key)."""
+
     count: int = 0
     failed: int = 0
     input_tokens: int | None = None
@@ -122,12 +124,14 @@ class _Group:
     unpriced_tokens: int | None = None
 
     def add_usage(self, inputs: Any, outputs: Any, cost: Any, unpriced: Any) -> None:
+        """Add one contribution (None: nothing reported)."""
         self.input_tokens = _plus(self.input_tokens, inputs)
         self.output_tokens = _plus(self.output_tokens, outputs)
         self.cost = _plus(self.cost, cost)
         self.unpriced_tokens = _plus(self.unpriced_tokens, unpriced)
 
     def add_row(self, row: UsageRow) -> None:
+        """Add what one span reported."""
         self.add_usage(row.input_tokens, row.output_tokens, row.cost, row.unpriced_tokens)
 
 
