@@ -141,14 +141,15 @@ class GroupCommitWriter:
             else:
                 with self._lock_file.held():
                     results = commit_jobs(conn, batches)
-        except Exception as err:
-            if len(jobs) > 1:
+        except BaseException as err:
+            if len(jobs) > 1 and isinstance(err, Exception):
                 # One bad batch must not fail the others committed with it: retry them one by one.
                 for job in jobs:
                     self._commit(conn, [job])
                 return
-            logger.exception("store commit failed")
-            jobs[0].future.set_exception(err)
+            logger.exception("store commit failed for %d batch(es)", len(jobs))
+            for job in jobs:
+                job.future.set_exception(err)
             return
         for job, result in zip(jobs, results, strict=True):
             job.future.set_result(result)
