@@ -6,6 +6,7 @@ import streamlit as st
 
 from dashboard.ui.state import active_source, get_views
 from dashboard.ui.table import show_table
+from dashboard.views import fmt
 from dashboard.views.compare import cost_diff, tree_diff
 from dashboard.views.graph import handoff_dot
 
@@ -37,7 +38,7 @@ def main() -> None:
     a, b = views[a_id], views[b_id]
     for trace_id, view in ((a_id, a), (b_id, b)):
         if not view.index.spans:
-            st.warning(f"No spans stored for trace {trace_id}.")
+            st.warning(fmt.markdown_text(f"No spans stored for trace {trace_id}."))
             return
     st.subheader("Cost and shape")
     show_table(cost_diff(a, b), key="compare_costs")

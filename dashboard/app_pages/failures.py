@@ -11,6 +11,7 @@ from dashboard.reconstruct.model import Failure
 from dashboard.ui.filters import trace_filter, trace_link
 from dashboard.ui.state import active_source, get_views
 from dashboard.ui.table import OPEN_LINK, show_table
+from dashboard.views import fmt
 from dashboard.views.tables import failures_frame
 from tracing.source import TraceFilter, TraceSource
 
@@ -58,7 +59,7 @@ def _counts(failures: list[Failure]) -> None:
     """A metric per kind; `timeout` counts every handoff with a timed-out attempt."""
     for col, kind in zip(st.columns(len(KINDS)), KINDS, strict=True):
         col.metric(kind, sum(1 for f in failures if f.has_kind(kind)), help=KIND_HELP.get(kind))
-    st.caption(_timeout_note(failures))
+    st.caption(fmt.markdown_text(_timeout_note(failures)))
 
 
 def main() -> None:

@@ -23,6 +23,7 @@ from dashboard.sources import (
 )
 from dashboard.ui.uploads import UPLOAD_PARAM, linked_token, uploaded_source
 from dashboard.view_cache import SHARED
+from dashboard.views import fmt
 from tracing.source import TraceSource
 
 SOURCE_OVERRIDE = "janux_source"
@@ -62,7 +63,7 @@ def _choose() -> tuple[str, TraceSource | None]:
     try:
         cfg = _configured()
     except SourceUnavailable as exc:
-        st.sidebar.error(str(exc))
+        st.sidebar.error(fmt.markdown_text(str(exc)))
         cfg = SourceConfig()
     options = [STORE, CLICKHOUSE, UPLOAD] + ([FILE] if cfg.kind == "memory-file" else [])
     default = {"store": STORE, "clickhouse": CLICKHOUSE, "memory-file": FILE}[cfg.kind]
@@ -84,7 +85,7 @@ def _choose() -> tuple[str, TraceSource | None]:
     try:
         return cfg.key(), _opened(cfg.key(), cfg)
     except SourceUnavailable as exc:
-        st.sidebar.error(str(exc))
+        st.sidebar.error(fmt.markdown_text(str(exc)))
         return cfg.key(), None
 
 
@@ -92,7 +93,7 @@ def _show_stats(source: TraceSource) -> None:
     try:
         stats = source.ingest_stats()
     except Exception as exc:  # a source that fails must not take the page down
-        st.sidebar.warning(f"ingest stats unavailable: {exc}")
+        st.sidebar.warning(fmt.markdown_text(f"ingest stats unavailable: {exc}"))
         return
     st.sidebar.caption("Ingest")
     st.sidebar.metric("Spans", f"{stats.spans:,}")

@@ -124,7 +124,7 @@ def delegations(view: TraceView) -> None:
     if picked.attempts:
         show_table(tables.attempts_frame(view, int(chosen)), key="trace_attempts")
     else:
-        st.info(tables.no_attempts_note(picked))
+        st.info(fmt.markdown_text(tables.no_attempts_note(picked)))
     task = picked.task
     if task is not None:
         st.text("Task (captured):")

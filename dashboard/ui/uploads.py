@@ -11,6 +11,7 @@ import streamlit as st
 
 from dashboard.memory_source import MemoryTraceSource
 from dashboard.upload_shelf import SHARED_UPLOADS, Upload
+from dashboard.views import fmt
 from tracing.source import TraceSource
 
 UPLOAD_PARAM = "upload"
@@ -72,7 +73,8 @@ def uploaded_source() -> tuple[str, TraceSource | None, str | None]:
             st.session_state.pop(_LINKED, None)  # the person removed the files: nothing to show
         upload = _earlier()
         if upload is not None:
-            st.sidebar.caption("Showing the files uploaded earlier: " + ", ".join(upload.names))
+            names = fmt.markdown_text(", ".join(upload.names))
+            st.sidebar.caption(f"Showing the files uploaded earlier: {names}")
     if upload is None:
         return NO_UPLOAD, None, None
     return f"upload:{upload.token}", upload.source, upload.token

@@ -56,3 +56,16 @@ def short_id(span_id: str | None) -> str:
 def count(n: int, noun: str) -> str:
     """`1 attempt`, `2 attempts`, `0 attempts`."""
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+_MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!|<>~$:&=")
+"""Characters with a meaning in Streamlit markdown (CommonMark, HTML, LaTeX `$`, `:red[...]`
+directives, `:emoji:` codes); each may be backslash-escaped."""
+
+
+def markdown_text(text: str) -> str:
+    """`text` shown literally by a markdown element (`st.info`, `st.caption`, ...): every special
+    character escaped and line breaks flattened, so a name from a trace cannot become a link, an
+    image, a heading or coloured text."""
+    flat = " ".join(str(text).splitlines())
+    return "".join("\\" + ch if ch in _MARKDOWN_SPECIAL else ch for ch in flat)

@@ -7,10 +7,13 @@ so tests assert on the text on screen, not on the numbers underneath.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pandas as pd
 from streamlit import dataframe_util
+
+_ESCAPED = re.compile(r"\\(.)")
 
 DEFAULT_PLACEHOLDER = "None"
 """What Streamlit shows for a missing value when the table sets no placeholder."""
@@ -28,3 +31,8 @@ def shown(element: Any) -> pd.DataFrame:
     proto = element.proto
     placeholder = proto.placeholder if proto.HasField("placeholder") else DEFAULT_PLACEHOLDER
     return text.astype(object).where(~raw.isna(), placeholder)
+
+
+def rendered(markdown: str) -> str:
+    """The text a markdown element shows for backslash-escaped source (`fmt.markdown_text`)."""
+    return _ESCAPED.sub(r"\1", markdown)

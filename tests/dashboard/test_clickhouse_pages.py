@@ -11,6 +11,7 @@ import pytest
 from conftest import OpenPage
 from dash_fixtures import DENY_RULE, TOTAL_COST, contract_trace, plain_trace
 from ingest.clickhouse_rows import EXPORTER_DDL, insert_statement
+from shown import rendered
 
 from cli.ui import free_port
 from dashboard.views import fmt
@@ -21,12 +22,17 @@ CONTRACT_ID = contract_trace()[0].trace_id
 
 
 @pytest.fixture(scope="module")
-def clickhouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClickHouseSource]:
+def chdb_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChdbClient]:
     client = ChdbClient(str(tmp_path_factory.mktemp("chdb")))
     client.command(EXPORTER_DDL)
     client.command(insert_statement(contract_trace() + plain_trace()))
-    yield ClickHouseSource(client)
+    yield client
     client.close()
+
+
+@pytest.fixture(scope="module")
+def clickhouse(chdb_client: ChdbClient) -> ClickHouseSource:
+    return ClickHouseSource(chdb_client)
 
 
 def _table(at: Any, *columns: str) -> Any:
@@ -56,5 +62,40 @@ def test_clickhouse_choice_without_a_server_says_why(
     monkeypatch.setenv("JANUX_SOURCE", "clickhouse")
     monkeypatch.setenv("JANUX_CLICKHOUSE_PORT", str(free_port()))
     at = open_page(None)
-    assert any("cannot open ClickHouse table otel.otel_traces" in e.value for e in at.error)
+    assert any("cannot open ClickHouse table otel.otel_traces" in rendered(e.value) for e in at.error)
     assert any("No trace source is open" in i.value for i in at.info)
+
+
+def test_clickhouse_is_selectable_in_the_sidebar(
+    open_page: OpenPage, chdb_client: ChdbClient, monkeypatch: Any
+) -> None:
+    """Choosing "ClickHouse otel_traces" and typing the server's settings opens that table.
+
+    Only the network client is swapped for the in-process ClickHouse engine (chdb) holding the
+    same rows; the sidebar, the settings, `open_source` and `ClickHouseSource` are the real ones.
+    """
+    import clickhouse_connect
+
+    asked: dict[str, Any] = {}
+
+    def get_client(**settings: Any) -> ChdbClient:
+        asked.update(settings)
+        return chdb_client
+
+    monkeypatch.setattr(clickhouse_connect, "get_client", get_client)
+    port = free_port()
+    at = open_page(None)
+    at.sidebar.radio(key="janux_source_choice").set_value("ClickHouse otel_traces").run()
+    at.sidebar.text_input(key="janux_ch_host").set_value("ch.internal").run()
+    at.sidebar.number_input(key="janux_ch_port").set_value(port).run()
+    at.sidebar.text_input(key="janux_ch_user").set_value("reader").run()
+    assert not at.exception
+    assert (asked["host"], asked["port"], asked["username"], asked["database"]) == (
+        "ch.internal",
+        port,
+        "reader",
+        "otel",
+    )
+    table = _table(at, "trace", "checks").set_index("trace")
+    assert set(table.index) == {CONTRACT_ID, plain_trace()[0].trace_id}
+    assert table.loc[CONTRACT_ID, "cost USD"] == TOTAL_COST

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from conftest import OpenPage
+from shown import rendered
 
 from dashboard.memory_source import MemoryTraceSource
 from dashboard.reconstruct import TraceView, reconstruct
@@ -147,7 +148,9 @@ def test_failures_page_finds_the_timeout_that_ended_in_a_fallback(open_page: Ope
     timed_out = [n for n, v in _views_of(spans).items() if any(f.timeouts for f in v.failures)]
     assert ids["timeout_then_fallback"] in timed_out
     assert metrics["timeout"] == str(len(timed_out)) != "0"
-    assert "Timed out: 1 attempt in 1 handoff; final status: fallback 1." in [c.value for c in at.caption]
+    assert "Timed out: 1 attempt in 1 handoff; final status: fallback 1." in [
+        rendered(c.value) for c in at.caption
+    ]
     table = next(e.value for e in at.dataframe if "timed-out attempts" in e.value.columns)
     row = table[table["trace"] == ids["timeout_then_fallback"]].iloc[0]
     assert (row["kind"], row["final status"], row["reason"], row["timed-out attempts"]) == (
@@ -191,7 +194,7 @@ def test_trace_page_names_who_transferred_and_why_no_attempt(open_page: OpenPage
     # The loop's span carries the target's name after the transfer; the caller is the one handing off.
     assert list(delegations["caller"]) == ["triage"] and list(delegations["target"]) == ["billing"]
     assert not [e for e in at.dataframe if "error.type" in e.value.columns]  # no empty attempts table
-    assert any("transfer hands the conversation to billing" in i.value for i in at.info)
+    assert any("transfer hands the conversation to billing" in rendered(i.value) for i in at.info)
     dot = at.get("graphviz_chart")[0].proto.spec
     assert "completed · transfer" in dot and "1 attempt" not in dot
     (failure,) = [f for f in _views_of(spans)[ids["denied_max_depth"]].failures if f.kind == "denied"]
