@@ -23,7 +23,7 @@ def _table(title: str, frame: pd.DataFrame, key: str) -> None:
     show_table(cells.without_empty_estimates(frame), key=f"costs_{key}")
     st.download_button(
         f"Download {title.lower()} (CSV)",
-        cells.export_frame(frame).to_csv(index=False).encode(),
+        cells.csv_bytes(frame),
         file_name=f"janux-costs-{key}.csv",
         mime="text/csv",
         key=f"costs_dl_{key}",

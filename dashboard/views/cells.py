@@ -108,3 +108,9 @@ def export_frame(frame: pd.DataFrame) -> pd.DataFrame:
         if is_money(col):
             out[col] = [fmt.UNPRICED if v == UNPRICED else (None if _missing(v) else v) for v in out[col]]
     return out
+
+
+def csv_bytes(frame: pd.DataFrame) -> bytes:
+    """The frame as a UTF-8 CSV file (see `export_frame`)."""
+    text: str = export_frame(frame).to_csv(index=False)
+    return text.encode()

@@ -6,6 +6,7 @@ so they sort by amount. Checked on the demo scenarios and on the contract and pl
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import pandas as pd
@@ -15,7 +16,9 @@ from dash_fixtures import contract_trace, plain_trace
 from shown import shown
 
 from dashboard.memory_source import MemoryTraceSource
+from dashboard.reconstruct import TraceView, reconstruct
 from dashboard.views import cells, fmt
+from dashboard.views.audit import audit
 from tracing.records import SpanRecord
 
 Demo = tuple[list[SpanRecord], dict[str, str]]
@@ -99,13 +102,32 @@ def test_unknown_cost_reads_unpriced_and_sorts_as_a_number(open_page: OpenPage, 
     assert ids  # the demo ran
 
 
-def test_cost_csv_spells_out_unpriced(open_page: OpenPage, demo: Demo) -> None:
-    at = open_page(MemoryTraceSource(demo[0]), "costs.py")
-    button = next(b for b in at.get("download_button") if "agent" in b.proto.label)
-    assert "by agent" in button.proto.label
-    frame = cells.export_frame(pd.DataFrame({"cost USD": [0.5, cells.UNPRICED, None]}))
-    assert list(frame["cost USD"].astype(object).where(frame["cost USD"].notna(), None)) == [
-        0.5,
-        "unpriced",
-        None,
+def test_cost_csv_download_has_every_row_and_spells_out_unpriced(open_page: OpenPage, demo: Demo) -> None:
+    spans, _ = demo
+    at = open_page(MemoryTraceSource(spans), "costs.py")
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert labels == [
+        "Download by agent (own vs inclusive) (CSV)",
+        "Download by delegation tool (CSV)",
+        "Download by model (CSV)",
+        "Download by conversation (CSV)",
     ]
+    # The page offers `cells.csv_bytes(table)`; read it back as a spreadsheet would.
+    result = audit(_views(spans))
+    by_agent = pd.read_csv(io.BytesIO(cells.csv_bytes(result.by_agent)), keep_default_na=False)
+    assert list(by_agent.columns) == list(result.by_agent.columns)  # estimate columns kept in the file
+    rows = by_agent.set_index("agent")
+    assert rows.loc["fact_checker", "own cost USD"] == fmt.UNPRICED
+    assert float(rows.loc["triage", "own cost USD"]) == pytest.approx(
+        result.by_agent.set_index("agent").loc["triage", "own cost USD"]
+    )
+    assert rows.loc["triage", "own estimated USD"] == ""  # nothing estimated: an empty cell, not 0
+    by_conversation = pd.read_csv(io.BytesIO(cells.csv_bytes(result.by_conversation)))
+    assert len(by_conversation) == len(result.by_conversation) == len(_views(spans))
+
+
+def _views(spans: list[SpanRecord]) -> list[TraceView]:
+    by_trace: dict[str, list[SpanRecord]] = {}
+    for span in spans:
+        by_trace.setdefault(span.trace_id, []).append(span)
+    return [reconstruct(group) for group in by_trace.values()]

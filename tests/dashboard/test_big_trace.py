@@ -1,0 +1,54 @@
+"""A 10,000-span trace on the Trace page: everything is drawn collapsed by default.
+
+Speed is measured in bench/bench_reconstruct.py (server side and in Chromium); here only what
+"collapsed" means: a bounded graph, waterfall, span picker and tables, with the rest counted.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import OpenPage
+from streamlit import dataframe_util
+
+from dashboard.memory_source import MemoryTraceSource
+from dashboard.reconstruct import TraceView, reconstruct
+from dashboard.synthetic import synthetic_trace
+from dashboard.ui.trace_sections import MAX_INSPECTOR_CHOICES
+from dashboard.views.graph import DEFAULT_MAX_NODES
+from dashboard.views.timeline import DEFAULT_MAX_ROWS
+from tracing.records import SpanRecord
+
+SPANS = 10_000
+
+
+@pytest.fixture(scope="module")
+def big() -> tuple[list[SpanRecord], TraceView]:
+    spans = synthetic_trace(SPANS, seed=7)
+    return spans, reconstruct(spans)
+
+
+def test_big_trace_page_is_collapsed_by_default(
+    open_page: OpenPage, big: tuple[list[SpanRecord], TraceView]
+) -> None:
+    spans, view = big
+    assert len(view.index.spans) >= SPANS and len(view.nodes) > DEFAULT_MAX_NODES
+    at = open_page(MemoryTraceSource(spans), "trace.py", trace_id=spans[0].trace_id)
+    # Handoff tree: DEFAULT_MAX_NODES loops drawn, every other loop counted in a "+N more" node.
+    dot = at.get("graphviz_chart")[0].proto.spec
+    assert len(re.findall(r"^  n\d+ \[", dot, flags=re.M)) == DEFAULT_MAX_NODES
+    hidden = sum(int(n) for n in re.findall(r'"\+(\d+) more loops"', dot))
+    assert hidden == len(view.nodes) - DEFAULT_MAX_NODES
+    limit = at.number_input(key="trace_tree_limit")
+    assert limit.value == DEFAULT_MAX_NODES and f"of {len(view.nodes):,}" in limit.label
+    # Waterfall: handoff level, at most DEFAULT_MAX_ROWS rows, the rest counted in the caption.
+    assert at.radio(key="trace_tl_mode").value == "handoffs"
+    (chart,) = at.get("vega_lite_chart")
+    rows = [dataframe_util.convert_arrow_bytes_to_pandas_df(d.data.data) for d in chart.proto.datasets]
+    assert sum(len(r) for r in rows) == DEFAULT_MAX_ROWS
+    notes = [c.value for c in at.caption if "not drawn" in c.value]
+    assert len(notes) == 1 and re.search(r"[\d,]+ span\(s\) not drawn", notes[0])
+    # Span picker: bounded, loops and delegation tools first.
+    assert len(at.selectbox(key="trace_span_pick").options) == MAX_INSPECTOR_CHOICES
+    assert not at.exception
