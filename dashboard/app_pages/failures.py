@@ -17,13 +17,14 @@ from tracing.source import TraceFilter, TraceSource
 
 DEFAULT_MAX_TRACES = 200
 KINDS = ("denied", "failed", "fallback", "cut", "timeout", "open", "error")
+# Help text of the kind metrics that need one. (A bare string here would be drawn on the page:
+# Streamlit's "magic" writes every top-level expression of a page script.)
 KIND_HELP = {
     "timeout": "Handoffs with at least one timed-out attempt, whatever their final status "
     "(a timeout followed by a fallback also counts under fallback).",
     "open": "Handoffs with a HANDOFF_START and no HANDOFF_END yet.",
     "error": "Failed agent loops of other runtimes.",
 }
-"""Help text of the kind metrics that need one."""
 
 
 def _trace_ids(source: TraceSource, flt: TraceFilter, limit: int) -> list[str]:

@@ -302,3 +302,20 @@ def test_inspector_shows_content_only_when_captured(
     assert "Content not captured for this span." in [cap.value for cap in at.caption]
     at.text_input(key="trace_span_id").set_value("0" * 16).run()
     assert "No span with that id in this trace." in [w.value for w in at.warning]
+
+
+def test_page_scripts_have_no_stray_top_level_expressions() -> None:
+    """Streamlit's magic draws every top-level expression of a page script (an attribute
+    docstring after a constant would appear on the page); only the module docstring and the
+    `main()` call may stand alone."""
+    import ast
+
+    pages = Path(__file__).resolve().parents[2] / "dashboard" / "app_pages"
+    for path in [*pages.glob("*.py"), pages.parent / "streamlit_app.py"]:
+        body = ast.parse(path.read_text()).body
+        stray = [
+            node.lineno
+            for node in body[1:]
+            if isinstance(node, ast.Expr) and not isinstance(node.value, ast.Call)
+        ]
+        assert stray == [], (path.name, stray)
