@@ -35,14 +35,17 @@ def headline(view: TraceView) -> None:
     top[0].metric(label, fmt.usage_cost(total))
     top[1].metric("Tokens in / out", f"{total.input_tokens:,} / {total.output_tokens:,}")
     top[2].metric("Unpriced tokens", f"{total.unpriced_tokens:,}")
-    counts = st.columns(4)
+    counts = st.columns(5)
     counts[0].metric("Agent loops", f"{len(view.nodes):,}")
     counts[1].metric("Delegations", f"{len(view.delegations):,}")
     counts[2].metric("Attempts", f"{sum(len(d.attempts) for d in view.delegations):,}")
-    counts[3].metric("Failed handoffs", f"{len(view.failures):,}")
-    failed = view.failed_checks
-    if failed:
-        st.error(f"{len(failed)} reconciliation check(s) failed: see the Checks tab.")
+    # A handoff whose attempt timed out but which then completed did not fail: counted apart.
+    failed = sum(1 for f in view.failures if f.status != c.STATUS_COMPLETED)
+    counts[3].metric("Failed handoffs", f"{failed:,}")
+    counts[4].metric("Timed-out attempts", f"{sum(f.timeouts for f in view.failures):,}")
+    broken = view.failed_checks
+    if broken:
+        st.error(f"{len(broken)} reconciliation check(s) failed: see the Checks tab.")
     elif view.is_janux:
         st.success("All reconciliation checks pass.")
     if view.bill is not None and view.bill.total_cost is not None and total.is_estimated:

@@ -102,6 +102,8 @@ def test_trace_page_numbers(open_page: OpenPage, two_traces: MemoryTraceSource) 
     assert metrics["Delegations"] == "5"
     assert metrics["Agent loops"] == "5"
     assert metrics["Unpriced tokens"] == "100"
+    # denied, cut and fallback failed; the researcher's timeout was retried and completed.
+    assert (metrics["Failed handoffs"], metrics["Timed-out attempts"]) == ("3", "1")
     assert [s.value for s in at.success] == ["All reconciliation checks pass."]
     attempts = _frame(at, "trace_attempts")
     assert list(attempts["attempt"]) == [1, 2]
@@ -126,6 +128,7 @@ def test_trace_page_other_runtime_is_estimated(open_page: OpenPage, two_traces: 
     assert "Total cost (estimated)" in metrics
     assert metrics["Total cost (estimated)"].startswith("≈ $")
     assert metrics["Unpriced tokens"] == "400"
+    assert (metrics["Failed handoffs"], metrics["Timed-out attempts"]) == ("0", "1")
     assert _frame(at, "trace_attempts")["status"].tolist() == ["error", "ok"]
 
 
