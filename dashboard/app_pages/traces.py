@@ -30,7 +30,11 @@ def _table(source: TraceSource, flt: TraceFilter, page_size: int) -> None:
         cells.without_empty_estimates(frame),
         key="traces_table",
         visible_rows=25,
-        column_config={"open": OPEN_LINK, "trace": st.column_config.TextColumn("trace", width="large")},
+        column_config={
+            "open": OPEN_LINK,
+            "checks": st.column_config.TextColumn("checks", width="medium"),
+            "trace": st.column_config.TextColumn("trace", width="large"),
+        },
     )
 
 

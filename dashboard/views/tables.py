@@ -6,13 +6,22 @@ from typing import Any
 
 import pandas as pd
 
-from dashboard.reconstruct.model import Delegation, Failure
+from dashboard.reconstruct.model import AgentNode, Delegation, Failure
 from dashboard.reconstruct.rebuild import TraceView
 from dashboard.views import fmt
 from tracing import conventions as c
 
 FAILING_OR_OPEN = c.FAILING_STATUSES | {"open"}
 """Statuses whose error type explains the delegation's outcome."""
+
+
+def _loop_status(node: AgentNode) -> str:
+    """`ok`, `open`, `cut: max_turns` or `error: timeout`."""
+    if node.stop_reason:
+        return f"cut: {node.stop_reason}"
+    if node.status == "error" and node.error_type:
+        return f"error: {node.error_type}"
+    return node.status
 
 
 def nodes_frame(view: TraceView) -> pd.DataFrame:
@@ -23,7 +32,7 @@ def nodes_frame(view: TraceView) -> pd.DataFrame:
             {
                 "loop": "    " * node.depth + node.agent + (f" #{node.attempt}" if node.attempt else ""),
                 "depth": node.depth,
-                "status": f"cut: {node.stop_reason}" if node.stop_reason else node.status,
+                "status": _loop_status(node),
                 "own cost": fmt.usage_cost(node.own),
                 "inclusive cost": fmt.usage_cost(node.inclusive),
                 "own tokens": fmt.tokens(node.own),

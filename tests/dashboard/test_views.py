@@ -107,3 +107,12 @@ def test_waterfall_chart_gives_every_row_room_for_its_label() -> None:
     assert spec["encoding"]["y"]["axis"]["labelOverlap"] is False
     assert spec["encoding"]["stroke"]["condition"]["value"] == ERROR_OUTLINE
     assert len(spec["datasets"][spec["data"]["name"]]) == len(fall.rows)
+
+
+def test_loop_status_names_the_error_and_the_budget_line() -> None:
+    from dashboard.views.tables import nodes_frame
+
+    frame = nodes_frame(reconstruct(contract_trace())).set_index("loop")
+    assert frame.loc["    researcher #1", "status"] == "error: timeout"
+    assert frame.loc["    writer #1", "status"] == "cut: max_turns"
+    assert frame.loc["planner", "status"] == "ok"
