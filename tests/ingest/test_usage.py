@@ -282,36 +282,36 @@ def test_odd_numbers_count_as_absent_not_fatal(chdb: ChdbClient, tmp_path: Path)
             )
 
 
-def test_upgrade_replaces_the_partial_parent_index(tmp_path: Path) -> None:
+def test_upgrade_rebuilds_usage_rows_of_an_older_layout(tmp_path: Path) -> None:
     with open_store(tmp_path) as store:
         store.write(hand_built())
-    with sqlite3.connect(tmp_path / DB_FILE_NAME) as conn:  # the shape schema version 2 had
-        conn.execute("DROP INDEX span_usage_parent")
+    with sqlite3.connect(tmp_path / DB_FILE_NAME) as conn:  # the layout schema versions 2 and 3 had
+        conn.execute("DROP TABLE span_usage")
         conn.execute(
-            "CREATE INDEX span_usage_attempts ON span_usage (TraceId, ParentSpanId) WHERE Dim = 'agent'"
+            "CREATE TABLE span_usage (TraceId TEXT, SpanId TEXT, ParentSpanId TEXT, Dim TEXT, Key TEXT, "
+            "InputTokens INTEGER, OutputTokens INTEGER, Cost REAL, Unpriced INTEGER, Failed INTEGER, "
+            "PRIMARY KEY (TraceId, SpanId)) WITHOUT ROWID"
         )
-        conn.execute("PRAGMA user_version = 2")
+        conn.execute("CREATE INDEX span_usage_parent ON span_usage (TraceId, ParentSpanId, Dim)")
+        conn.execute("PRAGMA user_version = 3")
     with open_store(tmp_path) as store:
-        assert store.usage_by("tool", TraceFilter()) == EXPECTED["tool"]
+        for dimension in USAGE_DIMENSIONS:
+            assert store.usage_by(dimension, TraceFilter()) == EXPECTED[dimension]
     with sqlite3.connect(tmp_path / DB_FILE_NAME) as conn:
-        indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE tbl_name = 'span_usage'")}
-    assert "span_usage_parent" in indexes and "span_usage_attempts" not in indexes
+        indexes = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")]
+    assert "span_usage_parent" not in indexes
 
 
-def test_tool_usage_finds_attempts_through_the_parent_index(tmp_path: Path) -> None:
-    # Walking a trace's rows by primary key for every tool span is quadratic in big traces.
+def test_tool_usage_finds_attempts_by_key_prefix(tmp_path: Path) -> None:
+    # Walking a trace's rows for every tool span would be quadratic in big traces.
     from tracing.store.queries import _TOOL_USAGE
 
     with open_store(tmp_path) as store:
         store.write(hand_built())
+    sql = "EXPLAIN QUERY PLAN " + _TOOL_USAGE.format(traces="SELECT TraceId FROM trace_summary")
     with sqlite3.connect(tmp_path / DB_FILE_NAME) as conn:
-        plan = " ".join(
-            str(r[3])
-            for r in conn.execute(
-                "EXPLAIN QUERY PLAN " + _TOOL_USAGE.format(traces="SELECT TraceId FROM trace_summary")
-            )
-        )
-    assert "SEARCH a USING INDEX span_usage_parent (TraceId=? AND ParentSpanId=? AND Dim=?)" in plan
+        plan = " ".join(str(r[3]) for r in conn.execute(sql))
+    assert "SEARCH a USING PRIMARY KEY (TraceId=? AND ParentSpanId=?)" in plan
 
 
 @pytest.mark.parametrize("kind", ["store", "clickhouse", "memory"])

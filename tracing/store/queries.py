@@ -201,17 +201,15 @@ def ingest_stats(conn: sqlite3.Connection) -> IngestStats:
     )
 
 
-# Per delegate tool span: the own usage of its direct attempts (agent rows whose parent it is).
-# INDEXED BY: left alone, the planner walks every row of the trace by primary key for each tool
-# span (quadratic in a trace of thousands of delegations).
+# Per delegate tool span: the own usage of its direct attempts (agent rows whose parent it is),
+# found by the (TraceId, ParentSpanId) prefix of the primary key.
 _TOOL_USAGE = """
 SELECT Key, count(*), sum(Failed), sum(i), sum(o), sum(c), sum(u) FROM (
     SELECT tl.TraceId, tl.SpanId, tl.Key, tl.Failed, sum(a.InputTokens) AS i, sum(a.OutputTokens) AS o,
         sum(a.Cost) AS c, sum(a.Unpriced) AS u
     FROM ({traces}) t
     JOIN span_usage tl ON tl.TraceId = t.TraceId AND tl.Dim = 'tool'
-    LEFT JOIN span_usage a INDEXED BY span_usage_parent
-        ON a.TraceId = tl.TraceId AND a.ParentSpanId = tl.SpanId AND a.Dim = 'agent'
+    LEFT JOIN span_usage a ON a.TraceId = tl.TraceId AND a.ParentSpanId = tl.SpanId AND a.Dim = 'agent'
     GROUP BY tl.TraceId, tl.SpanId
 ) GROUP BY Key
 """

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from tracing import conventions as c
 from tracing.records import STATUS_ERROR, SpanRecord, attr_float, attr_int, attr_str
@@ -62,38 +62,63 @@ def safe_float(attributes: dict[str, Any], key: str) -> float | None:
 
 
 def _key(attributes: dict[str, Any], name: str) -> str:
+    value = attributes.get(name)
+    if type(value) is str:  # the common case, on the write path's hot loop
+        return value
     return attr_str(attributes, name) or ""
+
+
+def _count(attributes: dict[str, Any], key: str) -> int | None:
+    """`safe_int` with the common cases (absent, a plain int) first."""
+    value = attributes.get(key)
+    if value is None:
+        return None
+    if type(value) is int:
+        return value if -MAX_COUNT <= value <= MAX_COUNT else None
+    return safe_int(attributes, key)
+
+
+def _money(attributes: dict[str, Any], key: str) -> float | None:
+    """`safe_float` with the common cases (absent, a finite float) first."""
+    value = attributes.get(key)
+    if value is None:
+        return None
+    if type(value) is float and math.isfinite(value):
+        return value
+    return safe_float(attributes, key)
+
+
+_AGENT: Final = c.OP_INVOKE_AGENT
+_INFERENCE: Final = c.INFERENCE_OPERATIONS
+_TOOL: Final = c.OP_EXECUTE_TOOL
+_row = tuple.__new__  # builds a UsageRow without NamedTuple's Python-level __new__ (hot loop)
 
 
 def span_usage(op: str, attributes: dict[str, Any], status_code: str) -> UsageRow | None:
     """The usage row of a span with operation `op`, or None when it adds to no dimension."""
-    if op == c.OP_INVOKE_AGENT:
-        return UsageRow(
+    if op == _AGENT:
+        values = (
             "agent",
             _key(attributes, c.GEN_AI_AGENT_NAME),
-            safe_int(attributes, c.JANUX_TURN_INPUT_TOKENS),
-            safe_int(attributes, c.JANUX_TURN_OUTPUT_TOKENS),
-            safe_float(attributes, c.JANUX_TURN_COST),
-            safe_int(attributes, c.JANUX_TURN_UNPRICED_TOKENS),
+            _count(attributes, c.JANUX_TURN_INPUT_TOKENS),
+            _count(attributes, c.JANUX_TURN_OUTPUT_TOKENS),
+            _money(attributes, c.JANUX_TURN_COST),
+            _count(attributes, c.JANUX_TURN_UNPRICED_TOKENS),
             status_code == STATUS_ERROR,
         )
-    if op in c.INFERENCE_OPERATIONS:
-        inputs = safe_int(attributes, c.GEN_AI_USAGE_INPUT_TOKENS)
-        outputs = safe_int(attributes, c.GEN_AI_USAGE_OUTPUT_TOKENS)
-        cost = safe_float(attributes, c.JANUX_ROUND_COST)
-        return UsageRow(
-            "model",
-            _key(attributes, c.GEN_AI_REQUEST_MODEL),
-            inputs,
-            outputs,
-            cost,
-            unpriced_of_round(inputs, outputs, cost),
-            status_code == STATUS_ERROR,
-        )
-    if op == c.OP_EXECUTE_TOOL and attributes.get(c.GEN_AI_TOOL_TYPE) == c.TOOL_TYPE_DELEGATE:
+    elif op in _INFERENCE:
+        inputs = _count(attributes, c.GEN_AI_USAGE_INPUT_TOKENS)
+        outputs = _count(attributes, c.GEN_AI_USAGE_OUTPUT_TOKENS)
+        cost = _money(attributes, c.JANUX_ROUND_COST)
+        unpriced = unpriced_of_round(inputs, outputs, cost)
+        model = _key(attributes, c.GEN_AI_REQUEST_MODEL)
+        values = ("model", model, inputs, outputs, cost, unpriced, status_code == STATUS_ERROR)
+    elif op == _TOOL and attributes.get(c.GEN_AI_TOOL_TYPE) == c.TOOL_TYPE_DELEGATE:
         failing = attr_str(attributes, c.JANUX_HANDOFF_STATUS) in c.FAILING_STATUSES
-        return UsageRow("tool", _key(attributes, c.GEN_AI_TOOL_NAME), None, None, None, None, failing)
-    return None
+        values = ("tool", _key(attributes, c.GEN_AI_TOOL_NAME), None, None, None, None, failing)
+    else:
+        return None
+    return _row(UsageRow, values)
 
 
 def unpriced_of_round(inputs: int | None, outputs: int | None, cost: float | None) -> int | None:
