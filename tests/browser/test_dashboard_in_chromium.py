@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from dashboard.synthetic import synthetic_trace
 from dashboard.views.fmt import usd
 from tracing.conventions import JANUX_HANDOFF_DENY_REASON
 from tracing.source import TraceFilter, TraceSummary
@@ -37,6 +38,8 @@ CHROMIUM_FLAGS = [
 ]  # fmt: skip
 DEMO_TRACES = 19
 UI_WAIT_MS = 30_000
+TABLE_HEADER_PX, TABLE_ROW_PX = 38, 35
+"""Streamlit's table header and row heights (to click a link drawn on the table canvas)."""
 
 
 def _free_port() -> int:
@@ -51,6 +54,8 @@ class Served:
     traces: list[TraceSummary]
     denied_by: dict[str, str]
     """Trace id of a denied handoff, by the rule that denied it."""
+    data_dir: Path
+    """The store `janux serve` writes to (a second writer may add traces)."""
 
 
 def _wait_for_demo(data_dir: Path, process: subprocess.Popen[bytes], timeout_s: float) -> list[TraceSummary]:
@@ -101,7 +106,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         url = f"http://127.0.0.1:{ui_port}"
         traces = _wait_for_demo(data_dir, process, 120)
         _wait_for_ui(url, 60)
-        yield Served(url, traces, _denials(data_dir))
+        yield Served(url, traces, _denials(data_dir), data_dir)
     finally:
         process.send_signal(signal.SIGTERM)
         try:
@@ -142,11 +147,16 @@ def _shot(page: Page, name: str) -> None:
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=False)
 
 
-def _trace_with(traces: list[TraceSummary], *, attempts: int, failed: int, delegations: int) -> TraceSummary:
+def _trace_with(
+    traces: list[TraceSummary], *, attempts: int, failed: int, delegations: int, errors: int | None = None
+) -> TraceSummary:
     return next(
         t
         for t in traces
-        if t.attempts == attempts and t.failed_handoffs == failed and t.delegations == delegations
+        if t.attempts == attempts
+        and t.failed_handoffs == failed
+        and t.delegations == delegations
+        and (errors is None or t.error_spans == errors)
     )
 
 
@@ -190,9 +200,75 @@ def test_costs_page_shows_the_total_of_every_bill(served: Served, page: Page) ->
     _shot(page, "costs")
 
 
+def test_failures_page_finds_the_timeout_that_fell_back(served: Served, page: Page) -> None:
+    """A timed-out attempt whose handoff ended in a fallback is counted and explained."""
+    _open(page, f"{served.url}/failures", "Failures")
+    timeout = page.locator("[data-testid='stMetric']").filter(has_text="timeout")
+    expect(timeout.first).to_contain_text("1", timeout=UI_WAIT_MS)
+    note = "Timed out: 1 attempt in 1 handoff; final status: fallback 1."
+    expect(page.get_by_text(note, exact=True)).to_be_visible()
+    # The constants' help text stays in the tooltips, not on the page.
+    expect(page.get_by_text("Help text", exact=False)).to_have_count(0)
+
+
+def test_timeline_outlines_the_attempt_that_timed_out(served: Served, page: Page) -> None:
+    fallback = _trace_with(served.traces, attempts=1, failed=1, delegations=1, errors=2)
+    _open(page, f"{served.url}/trace?trace_id={fallback.trace_id}", "Trace")
+    page.get_by_role("tab", name="Timeline").click()
+    chart = page.locator("[data-testid='stVegaLiteChart']").first
+    expect(chart).to_be_visible(timeout=UI_WAIT_MS)
+    expect(page.get_by_text("Red outline: the span ended with an error", exact=False)).to_be_visible()
+    _shot(page, "trace-timeline")
+
+
 def test_compare_page_diffs_two_traces(served: Served, page: Page) -> None:
     retried = _trace_with(served.traces, attempts=2, failed=0, delegations=1)
     plain = next(t for t in served.traces if t.delegations == 0 and t.root_agent == "triage")
     _open(page, f"{served.url}/compare?a={plain.trace_id}&b={retried.trace_id}", "Compare")
     expect(page.locator("svg").get_by_text("researcher", exact=False).first).to_be_visible(timeout=UI_WAIT_MS)
     _shot(page, "compare")
+
+
+def test_uploaded_traces_open_in_a_new_tab(served: Served, page: Page, tmp_path: Path) -> None:
+    """ "open ›" opens a new tab (a new session): it must show the uploaded trace, not the store."""
+    trace_file = tmp_path / "one.jsonl"
+    demo = [
+        sys.executable,
+        "-m",
+        "cli.main",
+        "demo",
+        "--out",
+        str(trace_file),
+        "--scenario",
+        "retry_then_success",
+    ]
+    subprocess.run(demo, cwd=REPO, check=True, capture_output=True, timeout=120)
+    _open(page, served.url, "Traces")
+    page.get_by_text("Uploaded files", exact=True).click()
+    page.locator("input[type='file']").set_input_files(str(trace_file))
+    expect(page.get_by_text("1 traces match", exact=False)).to_be_visible(timeout=UI_WAIT_MS)
+    table = page.locator("[data-testid='stDataFrame']").first
+    box = table.bounding_box()
+    assert box is not None
+    # The link is drawn on the table's canvas: first column of the first row.
+    x, y = box["x"] + 30, box["y"] + TABLE_HEADER_PX + TABLE_ROW_PX / 2
+    with page.context.expect_page() as opened:
+        page.mouse.move(x, y)
+        page.mouse.click(x, y)
+    tab = opened.value
+    expect(tab.get_by_role("heading", name="Trace", exact=True)).to_be_visible(timeout=UI_WAIT_MS)
+    attempts = tab.locator("[data-testid='stMetric']").filter(has_text="Attempts")
+    expect(attempts.first).to_contain_text("2", timeout=UI_WAIT_MS)
+    expect(tab.get_by_text("No spans stored", exact=False)).to_have_count(0)
+    assert "upload=" in tab.url
+
+
+def test_live_tail_shows_a_trace_that_arrives(served: Served, page: Page) -> None:
+    """Runs last: it adds a trace to the store while the Traces page is open, without a reload."""
+    _open(page, served.url, "Traces")
+    expect(page.get_by_text(f"{len(served.traces)} traces match")).to_be_visible(timeout=UI_WAIT_MS)
+    page.get_by_text("Live tail", exact=False).click()
+    arriving = synthetic_trace(30, seed=2024)
+    with open_store(served.data_dir) as store:
+        store.write(arriving)
+    expect(page.get_by_text(f"{len(served.traces) + 1} traces match")).to_be_visible(timeout=UI_WAIT_MS)
