@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard.ui.filters import trace_filter, trace_link
-from dashboard.ui.state import active_source, get_views
+from dashboard.ui.filters import scan_inputs, trace_link
+from dashboard.ui.state import get_views
 from dashboard.ui.table import OPEN_LINK, show_table
 from dashboard.views import cells
 from dashboard.views.audit import CostAudit, audit
@@ -48,12 +48,10 @@ def _headline(result: CostAudit) -> None:
 def main() -> None:
     """Draw the page."""
     st.title("Costs")
-    active = active_source()
-    if active is None:
+    inputs = scan_inputs("costs", "Newest traces to audit", 100_000, DEFAULT_MAX_TRACES)
+    if inputs is None:
         return
-    _, source = active
-    flt = trace_filter("costs", source, full=False)
-    limit = int(st.number_input("Newest traces to audit", 1, 100_000, DEFAULT_MAX_TRACES, key="costs_limit"))
+    source, flt, limit = inputs
     matching = source.count_traces(flt)
     summaries = source.list_traces(flt, limit=limit)
     if matching > len(summaries):

@@ -8,8 +8,8 @@ from dataclasses import replace
 import streamlit as st
 
 from dashboard.reconstruct.model import Failure
-from dashboard.ui.filters import trace_filter, trace_link
-from dashboard.ui.state import active_source, get_views
+from dashboard.ui.filters import scan_inputs, trace_link
+from dashboard.ui.state import get_views
 from dashboard.ui.table import OPEN_LINK, show_table
 from dashboard.views import fmt
 from dashboard.views.tables import failures_frame
@@ -66,12 +66,10 @@ def _counts(failures: list[Failure]) -> None:
 def main() -> None:
     """Draw the page."""
     st.title("Failures")
-    active = active_source()
-    if active is None:
+    inputs = scan_inputs("failures", "Newest traces to scan", 10_000, DEFAULT_MAX_TRACES)
+    if inputs is None:
         return
-    _, source = active
-    flt = trace_filter("failures", source, full=False)
-    limit = int(st.number_input("Newest traces to scan", 1, 10_000, DEFAULT_MAX_TRACES, key="failures_limit"))
+    source, flt, limit = inputs
     kinds = st.multiselect("Kinds", KINDS, default=list(KINDS), key="failures_kinds")
     failures = [f for f in _collect(source, flt, limit) if any(f.has_kind(k) for k in kinds)]
     _counts(failures)

@@ -28,22 +28,23 @@ def is_inference(op: str) -> bool:
     return op in c.INFERENCE_OPERATIONS
 
 
-def agent_name(span: SpanRecord) -> str:
-    """`gen_ai.agent.name`, else the span name without its operation word."""
-    name = attr_str(span.attributes, c.GEN_AI_AGENT_NAME)
+def _named(span: SpanRecord, key: str) -> str:
+    """The attribute `key`, else the span name without its operation word."""
+    name = attr_str(span.attributes, key)
     if name:
         return name
     parts = span.name.split(" ", 1)
     return parts[1] if len(parts) == 2 else span.name
+
+
+def agent_name(span: SpanRecord) -> str:
+    """`gen_ai.agent.name`, else the span name without its operation word."""
+    return _named(span, c.GEN_AI_AGENT_NAME)
 
 
 def tool_name(span: SpanRecord) -> str:
     """`gen_ai.tool.name`, else the span name without its operation word."""
-    name = attr_str(span.attributes, c.GEN_AI_TOOL_NAME)
-    if name:
-        return name
-    parts = span.name.split(" ", 1)
-    return parts[1] if len(parts) == 2 else span.name
+    return _named(span, c.GEN_AI_TOOL_NAME)
 
 
 def target_from_tool(tool: str) -> str:

@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from dashboard.ui.state import link_params
+from dashboard.ui.state import active_source, link_params
 from tracing.source import TraceFilter, TraceSource
 
 TIME_RANGES: dict[str, float | None] = {
@@ -44,6 +44,20 @@ def time_range(prefix: str, container: st.delta_generator.DeltaGenerator | None 
     label = where.selectbox("Time range", list(TIME_RANGES), key=f"{prefix}_range")
     seconds = TIME_RANGES[label]
     return None if seconds is None else time.time_ns() - int(seconds * 1e9)
+
+
+def scan_inputs(
+    prefix: str, limit_label: str, max_limit: int, default: int
+) -> tuple[TraceSource, TraceFilter, int] | None:
+    """The active source, the range filters and how many of the newest traces to read, for the
+    pages that aggregate over traces (Costs, Failures); None when no source is open."""
+    active = active_source()
+    if active is None:
+        return None
+    _, source = active
+    flt = trace_filter(prefix, source, full=False)
+    limit = int(st.number_input(limit_label, 1, max_limit, default, key=f"{prefix}_limit"))
+    return source, flt, limit
 
 
 def trace_filter(prefix: str, source: TraceSource, *, full: bool = True) -> TraceFilter:

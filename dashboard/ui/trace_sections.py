@@ -106,13 +106,21 @@ def timeline(view: TraceView) -> None:
     st.caption(note)
 
 
+def _table_or_note(frame: pd.DataFrame, key: str, note: str) -> bool:
+    """Draw the table, or the note when it has no rows; True when a table was drawn."""
+    if frame.empty:
+        st.info(note)
+        return False
+    show_table(frame, key=key)
+    return True
+
+
 def delegations(view: TraceView) -> None:
     """Every delegation, then the attempts of the chosen one."""
-    frame = tables.delegations_frame(view)
-    if frame.empty:
-        st.info("No delegations in this trace.")
+    if not _table_or_note(
+        tables.delegations_frame(view), "trace_delegations", "No delegations in this trace."
+    ):
         return
-    show_table(frame, key="trace_delegations")
     labels = [
         f"{i + 1}. {d.tool} → {d.target} ({d.status}, {fmt.count(d.attempt_count, 'attempt')})"
         for i, d in enumerate(view.delegations)
@@ -145,20 +153,13 @@ def costs(view: TraceView) -> None:
 
 def budgets(view: TraceView) -> None:
     """Budget burn per delegated loop."""
-    frame = tables.budgets_frame(view)
-    if frame.empty:
-        st.info("No loop in this trace recorded a budget.")
-        return
-    show_table(frame, key="trace_budgets")
+    _table_or_note(tables.budgets_frame(view), "trace_budgets", "No loop in this trace recorded a budget.")
 
 
 def checks(view: TraceView) -> None:
     """The reconciliation checks, failures first."""
-    frame = tables.checks_frame(view)
-    if frame.empty:
-        st.info("Nothing to reconcile: this trace carries no janux accounting.")
-        return
-    show_table(frame, key="trace_checks")
+    note = "Nothing to reconcile: this trace carries no janux accounting."
+    _table_or_note(tables.checks_frame(view), "trace_checks", note)
 
 
 def _inspector_choices(view: TraceView) -> list[str]:
