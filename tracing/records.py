@@ -129,7 +129,7 @@ def attr_int(attributes: Attributes, key: str) -> int | None:
         return value
     try:
         return int(float(value))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: inf from a hostile sender
         return None
 
 

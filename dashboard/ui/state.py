@@ -100,6 +100,11 @@ def _show_stats(source: TraceSource) -> None:
     left, right = st.sidebar.columns(2)
     left.metric("Duplicates", f"{stats.duplicates:,}")
     right.metric("Rejected", f"{stats.rejected:,}")
+    if stats.truncated or stats.repaired:
+        # Stored, but not exactly as sent: say so next to the counts instead of hiding it.
+        left, right = st.sidebar.columns(2)
+        left.metric("Truncated", f"{stats.truncated:,}", help="spans with values cut to the store's limits")
+        right.metric("Repaired", f"{stats.repaired:,}", help="spans whose invalid text was replaced")
     if stats.recent_errors:
         with st.sidebar.expander(f"Latest rejections ({len(stats.recent_errors)})"):
             for message in stats.recent_errors:

@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 from dashboard.memory_source import MemoryTraceSource
 from dashboard.views import cells, fmt
 from tracing import conventions as c
+from tracing.source import IngestStats
 
 CONTRACT_ID = contract_trace()[0].trace_id
 PLAIN_ID = plain_trace()[0].trace_id
@@ -322,3 +323,25 @@ def test_page_scripts_have_no_stray_top_level_expressions() -> None:
             if isinstance(node, ast.Expr) and not isinstance(node.value, ast.Call)
         ]
         assert stray == [], (path.name, stray)
+
+
+class _StoreThatCutValues(MemoryTraceSource):
+    """A source whose store reports cut and repaired spans (as the embedded store does)."""
+
+    def ingest_stats(self) -> IngestStats:
+        stats = super().ingest_stats()
+        stats.truncated, stats.repaired = 3, 2
+        return stats
+
+
+def test_sidebar_shows_truncated_and_repaired_spans(open_page: OpenPage) -> None:
+    at = open_page(_StoreThatCutValues(contract_trace()))
+    values = {m.label: m.value for m in at.sidebar.metric}
+    assert values["Truncated"] == "3"
+    assert values["Repaired"] == "2"
+
+
+def test_sidebar_hides_truncated_and_repaired_when_nothing_was_cut(open_page: OpenPage) -> None:
+    at = open_page(MemoryTraceSource(contract_trace()))
+    labels = {m.label for m in at.sidebar.metric}
+    assert "Truncated" not in labels and "Duplicates" in labels
