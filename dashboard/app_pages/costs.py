@@ -1,78 +1,134 @@
-"""Costs: an audit over a time range by agent, delegation tool, model and conversation."""
+"""Costs: an audit over a time range by agent, delegation tool, model and conversation.
+
+The headline and the four own-cost tables are the source's exact aggregates over every trace in
+the range (`usage_by`, one query each); inclusive cost and the costliest delegations need handoff
+trees, so they are rebuilt from the newest traces only, and say how many.
+"""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from dashboard.ui.filters import scan_inputs, trace_link
-from dashboard.ui.state import get_views
+from dashboard.reconstruct.pricing import price_source
+from dashboard.ui.filters import trace_filter, trace_link
+from dashboard.ui.state import active_source, get_views
 from dashboard.ui.table import OPEN_LINK, show_table
-from dashboard.views import cells
-from dashboard.views.audit import CostAudit, audit
+from dashboard.views import cells, fmt
+from dashboard.views.audit import audit
+from dashboard.views.usage_tables import RangeUsage, range_usage
+from tracing.source import TraceFilter, TraceSource
 
 DEFAULT_MAX_TRACES = 500
+MAX_TRACES = 100_000
+EAGER_CSV_ROWS = 5_000
+# Captions under the exact tables: what each row counts (a bare string would be drawn by magic).
+NOTES = {
+    "agent": "Each agent's own model rounds (`janux.turn.*`), never its delegations. Agents of "
+    "other runtimes record no own usage: their rounds are under By model.",
+    "tool": "What the delegated loops themselves used (the delegation's attempts); a delegation "
+    "made inside an attempt counts under its own tool. A transfer or a denied call runs no loop: —.",
+    "model": "Every model round, by requested model; rounds without a recorded cost are unpriced.",
+    "conversation": "The bill of each trace; traces without one add their model rounds.",
+}
+UNPRICED_HELP = (
+    "Tokens of rounds without a recorded price: agents without a price, and other runtimes' "
+    "rounds (estimated below from the price table where the model is known)."
+)
 
 
-def _table(title: str, frame: pd.DataFrame, key: str) -> None:
-    st.subheader(title)
-    if frame.empty:
-        st.info("Nothing in this range.")
-        return
-    # Estimate columns empty everywhere are left out of the view; the CSV keeps every column.
-    show_table(cells.without_empty_estimates(frame), key=f"costs_{key}")
+def _csv_button(title: str, frame: pd.DataFrame, key: str) -> None:
+    # A long table's file is only written when asked for (a callable runs on the click).
+    data = cells.csv_bytes(frame) if len(frame) <= EAGER_CSV_ROWS else lambda: cells.csv_bytes(frame)
     st.download_button(
         f"Download {title.lower()} (CSV)",
-        cells.csv_bytes(frame),
+        data,
         file_name=f"janux-costs-{key}.csv",
         mime="text/csv",
         key=f"costs_dl_{key}",
     )
 
 
-def _headline(result: CostAudit) -> None:
-    total = result.total
-    money = st.columns(2)
-    money[0].metric("Recorded cost", cells.money_metric(cells.cost_cell(total.cost, total.unpriced_tokens)))
-    money[1].metric(
-        "Estimated cost (other runtimes)",
-        cells.money_metric(total.estimated_cost, estimated=True),
-        help="Rounds without a recorded cost, priced from the genai-prices table.",
+def _table(title: str, frame: pd.DataFrame, key: str, note: str | None = None) -> None:
+    st.subheader(title)
+    if frame.empty:
+        st.info("Nothing in this range.")
+        return
+    # Estimate columns empty everywhere are left out of the view; the CSV keeps every column.
+    show_table(cells.without_empty_estimates(frame), key=f"costs_{key}")
+    if note:
+        st.caption(note)
+    _csv_button(title, frame, key)
+
+
+def _headline(usage: RangeUsage) -> None:
+    total = usage.total
+    cols = st.columns(4)
+    cols[0].metric("Recorded cost", cells.money_metric(cells.cost_cell(total.cost, total.unpriced_tokens)))
+    cols[1].metric("Unpriced tokens", f"{total.unpriced_tokens:,}", help=UNPRICED_HELP)
+    cols[2].metric("Tokens in / out", f"{total.input_tokens:,} / {total.output_tokens:,}")
+    cols[3].metric("Traces", f"{usage.traces:,}")
+    if not usage.complete:
+        st.warning(
+            f"This range holds more conversations than the {len(usage.tables['conversation']):,} "
+            "read: the totals leave the cheapest out. Narrow the range."
+        )
+
+
+def _exact(usage: RangeUsage) -> None:
+    st.caption("Exact over every trace in the range (the store's aggregates).")
+    _headline(usage)
+    _table("By agent (own)", usage.tables["agent"], "agent", NOTES["agent"])
+    _table("By delegation tool", usage.tables["tool"], "tool", NOTES["tool"])
+    _table("By model", usage.tables["model"], "model", NOTES["model"])
+    _table("By conversation", usage.tables["conversation"], "conversation", NOTES["conversation"])
+
+
+def _rebuilt(source: TraceSource, flt: TraceFilter, in_range: int) -> None:
+    st.header("Inclusive cost and costliest delegations")
+    limit = int(
+        st.number_input("Newest traces to rebuild", 1, MAX_TRACES, DEFAULT_MAX_TRACES, key="costs_limit")
     )
-    counts = st.columns(3)
-    counts[0].metric("Unpriced tokens", f"{total.unpriced_tokens:,}")
-    counts[1].metric("Tokens in / out", f"{total.input_tokens:,} / {total.output_tokens:,}")
-    counts[2].metric("Traces", f"{result.traces:,}")
+    summaries = source.list_traces(flt, limit=limit)
+    views = get_views([s.trace_id for s in summaries])
+    result = audit(views[s.trace_id] for s in summaries)
+    note = (
+        f"Rebuilt from the newest {result.traces:,} of {in_range:,} traces in the range: "
+        "inclusive cost and single delegations need each trace's handoff tree."
+    )
+    if result.traces < in_range:
+        st.info(note)  # older traces are left out of what follows: say so plainly
+    else:
+        st.caption(note)
+    st.metric(
+        "Estimated cost (other runtimes)",
+        cells.money_metric(result.total.estimated_cost, estimated=True),
+        help="Rounds of the rebuilt traces without a recorded cost, priced from "
+        f"{fmt.markdown_text(price_source())}.",
+    )
+    _table("Inclusive cost by agent", result.inclusive_by_agent, "inclusive")
+    top = result.top_delegations
+    st.subheader("Most expensive delegations")
+    if top.empty:
+        st.info("No priced delegation in these traces.")
+        return
+    shown = top.copy()
+    shown.insert(0, "open", [trace_link(t) for t in top["trace"]])
+    show_table(cells.without_empty_estimates(shown), key="costs_top", column_config={"open": OPEN_LINK})
+    _csv_button("Most expensive delegations", top, "top")
 
 
 def main() -> None:
     """Draw the page."""
     st.title("Costs")
-    inputs = scan_inputs("costs", "Newest traces to audit", 100_000, DEFAULT_MAX_TRACES)
-    if inputs is None:
+    active = active_source()
+    if active is None:
         return
-    source, flt, limit = inputs
-    matching = source.count_traces(flt)
-    summaries = source.list_traces(flt, limit=limit)
-    if matching > len(summaries):
-        st.warning(
-            f"Auditing the newest {len(summaries):,} of {matching:,} traces: "
-            "narrow the range or raise the limit."
-        )
-    views = get_views([s.trace_id for s in summaries])
-    result = audit(views[s.trace_id] for s in summaries)
-    _headline(result)
-    _table("By agent (own vs inclusive)", result.by_agent, "agent")
-    _table("By delegation tool", result.by_tool, "tool")
-    _table("By model", result.by_model, "model")
-    _table("By conversation", result.by_conversation, "conversation")
-    top = result.top_delegations
-    st.subheader("Most expensive delegations")
-    if top.empty:
-        st.info("No priced delegation in this range.")
-    else:
-        top.insert(0, "open", [trace_link(t) for t in top["trace"]])
-        show_table(cells.without_empty_estimates(top), key="costs_top", column_config={"open": OPEN_LINK})
+    _, source = active
+    flt = trace_filter("costs", source, full=False)
+    usage = range_usage(source, flt)
+    _exact(usage)
+    _rebuilt(source, flt, usage.traces if usage.complete else source.count_traces(flt))
 
 
 main()

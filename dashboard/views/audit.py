@@ -1,26 +1,22 @@
-"""Cost audit over many traces: by agent, delegation tool, model and conversation.
+"""Cost audit over rebuilt traces: what needs handoff trees (inclusive cost, costly delegations).
 
+The exact per-range tables (own cost by agent, tool, model, conversation) come from the source's
+aggregates (`dashboard.views.usage_tables`); this module covers the rest from the newest traces.
 Recorded cost (`janux.*`), estimated cost (price table, other runtimes) and unpriced tokens are
 kept in separate columns: an unknown price is never added in as $0.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from dashboard.reconstruct import spanread as sr
-from dashboard.reconstruct.costs import rounds_usage
 from dashboard.reconstruct.model import Usage
 from dashboard.reconstruct.rebuild import TraceView
 from dashboard.views import cells
-from tracing import conventions as c
-
-NO_CONVERSATION = "(none)"
-"""Conversation key of traces without `gen_ai.conversation.id`."""
 
 
 def usage_columns(usage: Usage) -> dict[str, Any]:
@@ -35,110 +31,44 @@ def usage_columns(usage: Usage) -> dict[str, Any]:
 
 
 @dataclass(slots=True)
-class _Group:
-    usage: Usage = field(default_factory=Usage)
-    extra: Usage = field(default_factory=Usage)
-    counts: dict[str, int] = field(default_factory=dict)
-
-    def count(self, name: str, n: int = 1) -> None:
-        self.counts[name] = self.counts.get(name, 0) + n
-
-
-def _frame(
-    groups: dict[Any, _Group], key_names: tuple[str, ...], row: Callable[[_Group], dict[str, Any]]
-) -> pd.DataFrame:
-    rows = []
-    for key, group in groups.items():
-        keys = key if isinstance(key, tuple) else (key,)
-        rows.append({**dict(zip(key_names, keys, strict=True)), **row(group)})
-    frame = pd.DataFrame(rows)
-    if not frame.empty:
-        frame = frame.sort_values(by=list(key_names)).reset_index(drop=True)
-    return frame
-
-
-@dataclass(slots=True)
-class CostAudit:
-    """Every table of the Costs page."""
+class RebuiltAudit:
+    """What only rebuilt traces tell (trees are needed): inclusive cost and priced delegations."""
 
     traces: int
-    """Traces audited."""
+    """Traces rebuilt."""
     total: Usage
-    """Sum over traces (each trace's bill when recorded, else its computed usage)."""
-    by_agent: pd.DataFrame
-    """agent, loops, own and inclusive usage."""
-    by_tool: pd.DataFrame
-    """delegation tool, delegations, attempts, failing, usage."""
-    by_model: pd.DataFrame
-    """provider, model, rounds, usage."""
-    by_conversation: pd.DataFrame
-    """conversation, traces, usage."""
+    """Sum over those traces (each trace's bill when recorded, else its computed usage, with the
+    price-table estimate of other runtimes' rounds)."""
+    inclusive_by_agent: pd.DataFrame
+    """agent, loops, own cost and inclusive usage (own plus every delegation below)."""
     top_delegations: pd.DataFrame
-    """The most expensive delegations, with their trace."""
+    """The most expensive delegations (inclusive of their attempts' subtrees), with their trace."""
 
 
-def _by_agent(views: list[TraceView]) -> pd.DataFrame:
-    groups: dict[str, _Group] = {}
+def _inclusive_by_agent(views: list[TraceView]) -> pd.DataFrame:
+    """Per agent: loops, own cost, and inclusive usage; highest inclusive cost first."""
+    loops: dict[str, int] = {}
+    own: dict[str, Usage] = {}
+    inclusive: dict[str, Usage] = {}
     for view in views:
         for node in view.nodes:
-            group = groups.setdefault(node.agent, _Group())
-            group.usage.add(node.own)
-            group.extra.add(node.inclusive)
-            group.count("loops")
-
-    def row(g: _Group) -> dict[str, Any]:
-        return {
-            "loops": g.counts["loops"],
-            **{f"own {k}": v for k, v in usage_columns(g.usage).items()},
-            **{f"inclusive {k}": v for k, v in usage_columns(g.extra).items()},
+            loops[node.agent] = loops.get(node.agent, 0) + 1
+            own.setdefault(node.agent, Usage()).add(node.own)
+            inclusive.setdefault(node.agent, Usage()).add(node.inclusive)
+    rows = [
+        {
+            "agent": agent,
+            "loops": count,
+            "own cost USD": cells.cost_cell(own[agent].cost, own[agent].unpriced_tokens),
+            "own estimated USD": own[agent].estimated_cost,
+            **{f"inclusive {k}": v for k, v in usage_columns(inclusive[agent]).items()},
         }
-
-    return _frame(groups, ("agent",), row)
-
-
-def _by_tool(views: list[TraceView]) -> pd.DataFrame:
-    groups: dict[str, _Group] = {}
-    for view in views:
-        for d in view.delegations:
-            group = groups.setdefault(d.tool, _Group())
-            group.usage.add(d.cost)
-            group.count("delegations")
-            group.count("attempts", d.attempt_count)
-            group.count("failing", 1 if d.status in c.FAILING_STATUSES else 0)
-
-    def row(g: _Group) -> dict[str, Any]:
-        counts = {k: g.counts.get(k, 0) for k in ("delegations", "attempts", "failing")}
-        return {**counts, **usage_columns(g.usage)}
-
-    return _frame(groups, ("delegation tool",), row)
-
-
-def _by_model(views: list[TraceView], estimate: bool) -> pd.DataFrame:
-    groups: dict[tuple[str, str], _Group] = {}
-    for view in views:
-        for node in view.nodes:
-            for pos in node.chat_spans:
-                span = view.index.spans[pos]
-                key = (sr.round_provider(span) or "?", sr.round_model(span) or "?")
-                group = groups.setdefault(key, _Group())
-                group.usage.add(rounds_usage(view.index, [pos], estimate=estimate and not node.janux))
-                group.count("rounds")
-    return _frame(
-        groups, ("provider", "model"), lambda g: {"rounds": g.counts["rounds"], **usage_columns(g.usage)}
-    )
-
-
-def _by_conversation(views: list[TraceView]) -> pd.DataFrame:
-    groups: dict[str, _Group] = {}
-    for view in views:
-        roots = view.roots or view.nodes[:1]
-        conversation = next((n.conversation_id for n in roots if n.conversation_id), None)
-        group = groups.setdefault(conversation or NO_CONVERSATION, _Group())
-        group.usage.add(view.total)
-        group.count("traces")
-    return _frame(
-        groups, ("conversation",), lambda g: {"traces": g.counts["traces"], **usage_columns(g.usage)}
-    )
+        for agent, count in loops.items()
+    ]
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame
+    return frame.sort_values(["inclusive cost USD", "agent"], ascending=[False, True]).reset_index(drop=True)
 
 
 def _top_delegations(views: list[TraceView], top: int) -> pd.DataFrame:
@@ -163,18 +93,15 @@ def _top_delegations(views: list[TraceView], top: int) -> pd.DataFrame:
     return pd.DataFrame(rows[:top])
 
 
-def audit(views: Iterable[TraceView], *, top: int = 20, estimate: bool = True) -> CostAudit:
-    """Aggregate rebuilt traces into the Costs page's tables."""
+def audit(views: Iterable[TraceView], *, top: int = 20) -> RebuiltAudit:
+    """Aggregate rebuilt traces into the Costs page's rebuilt tables."""
     views = list(views)
     total = Usage()
     for view in views:
         total.add(view.total)
-    return CostAudit(
+    return RebuiltAudit(
         traces=len(views),
         total=total,
-        by_agent=_by_agent(views),
-        by_tool=_by_tool(views),
-        by_model=_by_model(views, estimate),
-        by_conversation=_by_conversation(views),
+        inclusive_by_agent=_inclusive_by_agent(views),
         top_delegations=_top_delegations(views, top),
     )

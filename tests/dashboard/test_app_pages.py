@@ -34,8 +34,10 @@ TABLES = {
     "trace_nodes": {"loop", "own cost", "inclusive cost"},
     "trace_checks": {"check", "result", "expected"},
     "trace_budgets": {"loop", "turns", "cut by"},
-    "costs_agent": {"agent", "loops"},
+    "costs_agent": {"agent", "failed loops"},
+    "costs_inclusive": {"agent", "inclusive cost USD"},
     "costs_tool": {"delegation tool", "delegations"},
+    "costs_model": {"model", "rounds"},
     "costs_conversation": {"conversation", "traces"},
     "costs_top": {"delegation tool", "total USD"},
     "failures_table": {"kind", "reason", "task", "open"},
@@ -172,19 +174,24 @@ def test_costs_page(open_page: OpenPage) -> None:
     metrics = _metrics(at)
     assert metrics["Recorded cost"] == fmt.usd(2 * TOTAL_COST)
     assert metrics["Estimated cost (other runtimes)"].startswith("≈ $")
-    assert metrics["Unpriced tokens"] == str(2 * 100 + 400)
     assert metrics["Traces"] == "3"
     by_agent = _shown(at, "costs_agent").set_index("agent")
     assert by_agent.loc["translator", "own cost USD"] == fmt.UNPRICED
     assert by_agent.loc["planner", "own cost USD"] == cells.money_text(2 * 0.375)
     assert _frame(at, "costs_agent").set_index("agent").loc["translator", "own unpriced tokens"] == 200
+    inclusive = _frame(at, "costs_inclusive").set_index("agent")
+    assert inclusive.loc["planner", "inclusive cost USD"] == 2 * TOTAL_COST
     by_conv = _frame(at, "costs_conversation").set_index("conversation")
     assert by_conv.loc["conv-2", "cost USD"] == TOTAL_COST
     by_tool = _frame(at, "costs_tool").set_index("delegation tool")
-    assert by_tool.loc["delegate.researcher", "attempts"] == 2 * 2
+    assert (by_tool.loc["delegate.researcher", "delegations"], by_tool.loc["delegate.writer", "failing"]) == (
+        2,
+        2,
+    )
+    assert _frame(at, "costs_model").set_index("model").loc["local-llm", "rounds"] == 2
     top = _frame(at, "costs_top")
     assert top.iloc[0]["delegation tool"] == "delegate.researcher"
-    assert len(at.get("download_button")) == 4
+    assert len(at.get("download_button")) == 6
 
 
 def test_failures_page(open_page: OpenPage, two_traces: MemoryTraceSource) -> None:

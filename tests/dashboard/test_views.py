@@ -16,6 +16,8 @@ from dashboard.views.audit import audit
 from dashboard.views.compare import cost_diff, node_paths, tree_diff
 from dashboard.views.graph import escape, handoff_dot
 from dashboard.views.timeline import waterfall
+from dashboard.views.usage_tables import NO_KEY, TOOL, total_usage, usage_frame
+from tracing.source import UsageAggregate
 
 
 def test_money_never_shows_unknown_as_zero() -> None:
@@ -55,18 +57,48 @@ def test_waterfall_handoff_mode_and_row_limit() -> None:
 def test_audit_separates_recorded_estimated_and_unpriced() -> None:
     views = [reconstruct(contract_trace(seed=1)), reconstruct(plain_trace())]
     result = audit(views)
+    assert result.traces == 2
     assert result.total.cost == pytest.approx(TOTAL_COST)
     assert result.total.estimated_cost is not None and result.total.estimated_cost > 0
     assert result.total.unpriced_tokens == 100 + 400
-    models = result.by_model.set_index("model")
-    assert models.loc["local-llm", "unpriced tokens"] == 100
-    assert models.loc["local-llm", "cost USD"] == cells.UNPRICED  # tokens used, no price: never $0
-    assert pd.isna(models.loc["no-such-model-xyz", "estimated USD"])
-    assert models.loc["gpt-4o", "estimated USD"] > 0
-    agents = result.by_agent.set_index("agent")
+    agents = result.inclusive_by_agent.set_index("agent")
     assert agents.loc["planner", "loops"] == 2
+    assert agents.loc["planner", "inclusive cost USD"] == pytest.approx(TOTAL_COST)
+    assert agents.loc["planner", "inclusive estimated USD"] > 0  # the other runtime's planner
     assert agents.loc["researcher", "own cost USD"] == pytest.approx(0.5625)
+    assert agents.loc["translator", "inclusive cost USD"] == cells.UNPRICED  # tokens, no price: never $0
+    assert list(agents.index[:2]) == ["planner", "researcher"]  # highest inclusive cost first
     assert result.top_delegations.iloc[0]["delegation tool"] == "delegate.researcher"
+
+
+def test_usage_frame_cells() -> None:
+    def group(
+        key: str, tokens: tuple[int | None, int | None, int | None], cost: float | None
+    ) -> UsageAggregate:
+        inputs, outputs, unpriced = tokens
+        return UsageAggregate(
+            key=key,
+            count=1,
+            failed=0,
+            input_tokens=inputs,
+            output_tokens=outputs,
+            cost=cost,
+            unpriced_tokens=unpriced,
+        )
+
+    groups = [
+        group("a", (10, 5, 0), 0.5),
+        group("", (7, 3, None), None),
+        group("c", (None, None, None), None),
+    ]
+    frame = usage_frame(groups, TOOL).set_index("delegation tool")
+    assert frame.loc["a", "cost USD"] == 0.5
+    assert frame.loc[NO_KEY, "cost USD"] == cells.UNPRICED  # tokens without a recorded price
+    assert pd.isna(frame.loc["c", "cost USD"]) and pd.isna(frame.loc["c", "input tokens"])  # nothing used
+    assert frame["input tokens"].dtype == "Int64" and frame["cost USD"].dtype == "float64"
+    total = total_usage(groups)
+    assert (total.cost, total.input_tokens, total.output_tokens, total.unpriced_tokens) == (0.5, 17, 8, 0)
+    assert total_usage(groups[1:]).cost is None  # nothing priced: unknown, not 0
 
 
 def test_compare_paths_and_changes() -> None:
