@@ -8,7 +8,7 @@ from dashboard.ui.filters import trace_filter, trace_link
 from dashboard.ui.state import active_source, get_views
 from dashboard.ui.table import OPEN_LINK, show_table
 from dashboard.views import cells
-from dashboard.views.traces_list import traces_frame
+from dashboard.views.traces_list import CHECKS_HELP, needs_rebuild, traces_frame
 from tracing.source import TraceFilter, TraceSource
 
 PAGE_SIZES = (25, 50, 100)
@@ -21,7 +21,8 @@ def _table(source: TraceSource, flt: TraceFilter, page_size: int) -> None:
     page = int(st.columns(4)[0].number_input(f"Page (of {pages})", 1, pages, 1, key="traces_page"))
     summaries = source.list_traces(flt, limit=page_size, offset=(page - 1) * page_size)
     st.caption(f"{total:,} traces match; showing {len(summaries)} (page {page} of {pages}).")
-    views = get_views([s.trace_id for s in summaries])
+    # Rows whose source already says whether the bill reconciles are not rebuilt.
+    views = get_views([s.trace_id for s in summaries if needs_rebuild(s)])
     frame = traces_frame(summaries, views, trace_link)
     if frame.empty:
         st.info("No traces match these filters.")
@@ -32,7 +33,7 @@ def _table(source: TraceSource, flt: TraceFilter, page_size: int) -> None:
         visible_rows=25,
         column_config={
             "open": OPEN_LINK,
-            "checks": st.column_config.TextColumn("checks", width="medium"),
+            "checks": st.column_config.TextColumn("checks", width="medium", help=CHECKS_HELP),
             "trace": st.column_config.TextColumn("trace", width="large"),
         },
     )

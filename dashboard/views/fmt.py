@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from dashboard.reconstruct.model import Usage
 
 UNPRICED = "unpriced"
@@ -46,6 +48,11 @@ def ms(value: float | None) -> str:
     if value is None:
         return "open"
     return f"{value:,.1f} ms" if value < 10 else f"{value:,.0f} ms"
+
+
+def utc(unix_ns: int) -> str:
+    """`2025-01-31 09:15:02` (UTC, to the second)."""
+    return datetime.fromtimestamp(unix_ns / 1e9, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def short_id(span_id: str | None) -> str:

@@ -1,9 +1,12 @@
-"""Rows of the trace list: the source's summaries plus what only a rebuild knows (badge, estimate)."""
+"""Rows of the trace list: the source's summaries plus what only a rebuild knows.
+
+The reconciliation badge comes from the source's `bill_reconciled` flag; only traces without
+one (other runtimes, or a root not received yet) are rebuilt, for their badge and estimate.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
@@ -16,6 +19,28 @@ BADGE_OK = "✓ ok"
 """Badge of a trace whose contract checks all pass."""
 BADGE_NA = "– no janux data"
 """Badge of a trace from another runtime (no accounting to reconcile)."""
+BADGE_BILL_DIFFERS = "✗ bill ≠ loops"
+"""Badge of a trace whose recorded bill differs from the sum of its loops (from the source's flag)."""
+CHECKS_HELP = (
+    "✓ / ✗: the root's bill equals the sum of every agent loop's own usage (the source's flag, "
+    "no rebuild). Traces without a bill are rebuilt and checked in full. Open a trace for every "
+    "check, per loop."
+)
+"""Tooltip of the `checks` column."""
+
+
+def needs_rebuild(summary: TraceSummary) -> bool:
+    """True when the list row needs the rebuilt trace: the source has no reconciliation flag for
+    it (no bill: another runtime, or the root not received yet), so the badge, the cost estimate
+    and the unpriced tokens come from the rebuild."""
+    return summary.bill_reconciled is None
+
+
+def summary_badge(summary: TraceSummary, view: TraceView | None) -> str:
+    """The list's badge: the source's reconciliation flag when it has one, else `badge(view)`."""
+    if summary.bill_reconciled is None:
+        return badge(view)
+    return BADGE_OK if summary.bill_reconciled else BADGE_BILL_DIFFERS
 
 
 def badge(view: TraceView | None) -> str:
@@ -61,14 +86,12 @@ def traces_frame(
         rows.append(
             {
                 "open": link(s.trace_id),
-                "started (UTC)": datetime.fromtimestamp(s.start_ns / 1e9, tz=UTC).strftime(
-                    "%Y-%m-%d %H:%M:%S"
-                ),
+                "started (UTC)": fmt.utc(s.start_ns),
                 "root agent": s.root_agent or "",
                 "conversation": s.conversation_id or "",
                 "cost USD": cost,
                 "estimated USD": estimated,
-                "checks": badge(view),
+                "checks": summary_badge(s, view),
                 "failed handoffs": s.failed_handoffs,
                 "attempts": s.attempts,
                 "delegations": s.delegations,
