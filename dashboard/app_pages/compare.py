@@ -1,4 +1,8 @@
-"""Compare: two traces side by side (tree diff and cost diff), e.g. before and after a prompt change."""
+"""Compare: two traces side by side (tree diff and cost diff), e.g. before and after a prompt change.
+
+Each side is picked from the newest traces (labelled with start time, root agent and cost) or
+typed as a trace id; both stay in step with `?a=<id>&b=<id>`, so a comparison can be linked.
+"""
 
 from __future__ import annotations
 
@@ -7,32 +11,96 @@ import streamlit as st
 from dashboard.ui.state import active_source, get_views
 from dashboard.ui.table import show_table
 from dashboard.views import fmt
-from dashboard.views.compare import cost_diff, tree_diff
+from dashboard.views.compare import cost_diff, trace_label, tree_diff
 from dashboard.views.graph import handoff_dot
+from tracing.source import TraceFilter, TraceSource
 
 MAX_NODES = 60
+RECENT = 100
+NOTHING = ""
 
 
-def _pick(label: str, param: str) -> str:
-    current = str(st.query_params.get(param, ""))
-    typed = st.text_input(label, value=current, key=f"compare_{param}").strip().lower()
-    if typed and typed != current:
-        st.query_params[param] = typed
-    return typed
+def _keys(param: str) -> tuple[str, str]:
+    """Session-state keys of one side's picker and typed id."""
+    return f"compare_{param}_pick", f"compare_{param}"
+
+
+def _show_in_url(param: str, trace_id: str) -> None:
+    if trace_id:
+        st.query_params[param] = trace_id
+    elif param in st.query_params:
+        del st.query_params[param]
+
+
+def _picked(param: str) -> None:
+    """A trace was chosen in the picker: the id field and the URL follow."""
+    pick_key, typed_key = _keys(param)
+    st.session_state[typed_key] = st.session_state[pick_key]
+    _show_in_url(param, st.session_state[pick_key])
+
+
+def _typed(param: str) -> None:
+    """An id was typed: the picker and the URL follow (the picker offers it on the next run)."""
+    pick_key, typed_key = _keys(param)
+    trace_id = str(st.session_state[typed_key]).strip().lower()
+    st.session_state[pick_key] = trace_id
+    _show_in_url(param, trace_id)
+
+
+def _labels(source: TraceSource, wanted: list[str]) -> dict[str, str]:
+    """Picker labels of the newest traces, plus those of the wanted ids that are older."""
+    labels = {s.trace_id: trace_label(s) for s in source.list_traces(TraceFilter(), limit=RECENT)}
+    for trace_id in wanted:
+        if trace_id and trace_id not in labels:
+            found = source.list_traces(TraceFilter(trace_id=trace_id), limit=1)
+            known = found and found[0].trace_id == trace_id
+            labels[trace_id] = trace_label(found[0]) if known else f"{trace_id} (not in this source)"
+    return labels
+
+
+def _side(label: str, param: str, labels: dict[str, str]) -> str:
+    """One side's picker and id field; returns the chosen trace id ("" when none)."""
+    pick_key, typed_key = _keys(param)
+    trace_id = str(st.session_state[typed_key]).strip().lower()
+    if st.session_state.get(pick_key) != trace_id:
+        st.session_state[pick_key] = trace_id  # the URL or the id field changed it
+    st.selectbox(
+        label,
+        [NOTHING, *labels],
+        format_func=lambda t: labels.get(t, "(choose a trace)"),
+        key=pick_key,
+        on_change=_picked,
+        args=(param,),
+    )
+    st.text_input("or its trace id", key=typed_key, on_change=_typed, args=(param,))
+    return trace_id
+
+
+def _chosen(source: TraceSource) -> tuple[str, str]:
+    """Both sides' trace ids, starting from `?a=&b=` on the first run of the page."""
+    for param in ("a", "b"):
+        typed_key = _keys(param)[1]
+        if typed_key not in st.session_state:
+            st.session_state[typed_key] = str(st.query_params.get(param, "")).strip().lower()
+    wanted = [str(st.session_state[_keys(p)[1]]).strip().lower() for p in ("a", "b")]
+    labels = _labels(source, wanted)
+    left, right = st.columns(2)
+    with left:
+        a_id = _side("Trace A", "a", labels)
+    with right:
+        b_id = _side("Trace B", "b", labels)
+    return a_id, b_id
 
 
 def main() -> None:
     """Draw the page."""
     st.title("Compare")
-    if active_source() is None:
+    active = active_source()
+    if active is None:
         return
-    left, right = st.columns(2)
-    with left:
-        a_id = _pick("Trace A", "a")
-    with right:
-        b_id = _pick("Trace B", "b")
+    a_id, b_id = _chosen(active[1])
     if not a_id or not b_id:
-        st.info("Enter two trace ids (or open `compare?a=<id>&b=<id>`).")
+        st.info("Pick two traces (or type their ids, or open `compare?a=<id>&b=<id>`).")
         return
     views = get_views([a_id, b_id])
     a, b = views[a_id], views[b_id]

@@ -9,6 +9,7 @@ import pandas as pd
 from dashboard.reconstruct.model import AgentNode
 from dashboard.reconstruct.rebuild import TraceView
 from dashboard.views import cells, fmt
+from tracing.source import TraceSummary
 
 
 def node_paths(view: TraceView) -> dict[str, AgentNode]:
@@ -104,3 +105,24 @@ def cost_diff(a: TraceView, b: TraceView) -> pd.DataFrame:
 
 def _attempts(view: TraceView) -> int:
     return sum(len(d.attempts) for d in view.delegations)
+
+
+def summary_cost(summary: TraceSummary) -> str:
+    """The recorded bill of a trace as text: `$0.001234`, `unpriced` (tokens used, no recorded
+    price: also every trace of another runtime), or `—` (no tokens)."""
+    if summary.bill_cost is not None:
+        return cells.money_text(summary.bill_cost)
+    used = (
+        (summary.bill_unpriced_tokens or 0)
+        + (summary.bill_input_tokens or 0)
+        + (summary.bill_output_tokens or 0)
+    )
+    return fmt.UNPRICED if used else cells.MISSING
+
+
+def trace_label(summary: TraceSummary) -> str:
+    """How a trace is offered in a picker: `2025-01-31 09:15:02 · triage · $0.001234 · 4547684b`."""
+    agent = summary.root_agent or summary.root_name or "(no root yet)"
+    return (
+        f"{fmt.utc(summary.start_ns)} · {agent} · {summary_cost(summary)} · {fmt.short_id(summary.trace_id)}"
+    )
