@@ -86,12 +86,19 @@ def _exact(usage: RangeUsage) -> None:
 
 def _rebuilt(source: TraceSource, flt: TraceFilter, in_range: int) -> None:
     st.header("Inclusive cost and costliest delegations")
+    left, right = st.columns([1, 3])
     limit = int(
-        st.number_input("Newest traces to rebuild", 1, MAX_TRACES, DEFAULT_MAX_TRACES, key="costs_limit")
+        left.number_input("Newest traces to rebuild", 1, MAX_TRACES, DEFAULT_MAX_TRACES, key="costs_limit")
     )
     summaries = source.list_traces(flt, limit=limit)
     views = get_views([s.trace_id for s in summaries])
     result = audit(views[s.trace_id] for s in summaries)
+    right.metric(
+        "Estimated cost (other runtimes)",
+        cells.money_metric(result.total.estimated_cost, estimated=True),
+        help="Rounds of the rebuilt traces without a recorded cost, priced from "
+        f"{fmt.markdown_text(price_source())}.",
+    )
     note = (
         f"Rebuilt from the newest {result.traces:,} of {in_range:,} traces in the range: "
         "inclusive cost and single delegations need each trace's handoff tree."
@@ -100,12 +107,6 @@ def _rebuilt(source: TraceSource, flt: TraceFilter, in_range: int) -> None:
         st.info(note)  # older traces are left out of what follows: say so plainly
     else:
         st.caption(note)
-    st.metric(
-        "Estimated cost (other runtimes)",
-        cells.money_metric(result.total.estimated_cost, estimated=True),
-        help="Rounds of the rebuilt traces without a recorded cost, priced from "
-        f"{fmt.markdown_text(price_source())}.",
-    )
     _table("Inclusive cost by agent", result.inclusive_by_agent, "inclusive")
     top = result.top_delegations
     st.subheader("Most expensive delegations")
