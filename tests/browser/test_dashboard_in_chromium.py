@@ -9,6 +9,7 @@ screenshots it takes are the ones the README shows (docs/screenshots/).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -24,6 +25,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from dashboard.synthetic import synthetic_trace
+from dashboard.views.cells import money_text
 from dashboard.views.fmt import usd
 from tracing.conventions import JANUX_HANDOFF_DENY_REASON
 from tracing.source import TraceFilter, TraceSummary
@@ -197,7 +199,18 @@ def test_costs_page_shows_the_total_of_every_bill(served: Served, page: Page) ->
     _open(page, f"{served.url}/costs", "Costs")
     recorded = page.locator("[data-testid='stMetric']").filter(has_text="Recorded cost")
     expect(recorded.first).to_contain_text(usd(total), timeout=UI_WAIT_MS)
+    traces = page.locator("[data-testid='stMetric']").filter(has_text="Traces")
+    expect(traces.first).to_contain_text(str(len(served.traces)))
     _shot(page, "costs")
+    # Below the exact tables: what is rebuilt from the newest traces, with how many.
+    rebuilt = f"Rebuilt from the newest {len(served.traces)} of {len(served.traces)} traces in the range"
+    note = page.get_by_text(rebuilt, exact=False)
+    expect(note).to_have_count(1, timeout=UI_WAIT_MS)
+    heading = page.get_by_role("heading", name="Inclusive cost and costliest delegations")
+    heading.evaluate("element => element.scrollIntoView({block: 'start'})")
+    expect(page.get_by_role("heading", name="Most expensive delegations")).to_be_visible(timeout=UI_WAIT_MS)
+    expect(page.get_by_role("button", name="Download most expensive delegations (CSV)")).to_be_visible()
+    _shot(page, "costs-rebuilt")
 
 
 def test_failures_page_finds_the_timeout_that_fell_back(served: Served, page: Page) -> None:
@@ -226,7 +239,26 @@ def test_compare_page_diffs_two_traces(served: Served, page: Page) -> None:
     plain = next(t for t in served.traces if t.delegations == 0 and t.root_agent == "triage")
     _open(page, f"{served.url}/compare?a={plain.trace_id}&b={retried.trace_id}", "Compare")
     expect(page.locator("svg").get_by_text("researcher", exact=False).first).to_be_visible(timeout=UI_WAIT_MS)
+    # The pickers show which traces the URL chose: start time, root agent, cost, short id.
+    assert plain.bill_cost is not None
+    label_a = f" · triage · {money_text(plain.bill_cost)} · {plain.trace_id[:8]}"
+    expect(page.get_by_role("combobox", name="Trace A")).to_have_value(re.compile(re.escape(label_a) + "$"))
+    expect(page.get_by_role("combobox", name="Trace B")).to_have_value(re.compile(retried.trace_id[:8] + "$"))
     _shot(page, "compare")
+
+
+def test_compare_page_picks_two_traces_from_the_list(served: Served, page: Page) -> None:
+    retried = _trace_with(served.traces, attempts=2, failed=0, delegations=1)
+    plain = next(t for t in served.traces if t.delegations == 0 and t.root_agent == "triage")
+    _open(page, f"{served.url}/compare", "Compare")
+    expect(page.get_by_text("Pick two traces", exact=False)).to_be_visible(timeout=UI_WAIT_MS)
+    for side, trace in enumerate((plain, retried)):
+        page.get_by_role("combobox", name=f"Trace {'AB'[side]}").click()
+        page.get_by_role("option").filter(has_text=trace.trace_id[:8]).click()
+        typed = page.get_by_role("textbox", name="or its trace id").nth(side)
+        expect(typed).to_have_value(trace.trace_id, timeout=UI_WAIT_MS)  # the id field follows
+    expect(page.locator("svg").get_by_text("researcher", exact=False).first).to_be_visible(timeout=UI_WAIT_MS)
+    expect(page).to_have_url(re.compile(f"a={plain.trace_id}.*b={retried.trace_id}"))
 
 
 def test_uploaded_traces_open_in_a_new_tab(served: Served, page: Page, tmp_path: Path) -> None:
