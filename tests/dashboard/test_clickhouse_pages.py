@@ -14,7 +14,7 @@ from ingest.clickhouse_rows import EXPORTER_DDL, insert_statement
 from shown import rendered
 
 from cli.ui import free_port
-from dashboard.views import fmt
+from dashboard.views import cells, fmt
 from tracing.clickhouse_chdb import ChdbClient
 from tracing.clickhouse_source import ClickHouseSource
 
@@ -54,6 +54,17 @@ def test_failures_page_on_clickhouse_rows(open_page: OpenPage, clickhouse: Click
     at = open_page(clickhouse, "failures.py")
     table = _table(at, "kind", "reason", "task")
     assert list(table[table["kind"] == "denied"]["reason"]) == [DENY_RULE]
+
+
+def test_costs_page_on_clickhouse_rows(open_page: OpenPage, clickhouse: ClickHouseSource) -> None:
+    """The exact tables come from ClickHouse's own aggregates (`usage_by` in SQL)."""
+    at = open_page(clickhouse, "costs.py")
+    metrics = {m.label: m.value for m in at.metric}
+    assert (metrics["Recorded cost"], metrics["Traces"]) == (fmt.usd(TOTAL_COST), "2")
+    agents = _table(at, "agent", "failed loops").set_index("agent")
+    assert agents.loc["researcher", "loops"] == 2 + 2  # the contract's 2 attempts, the plain trace's 2
+    assert agents.loc["translator", "own unpriced tokens"] == 100
+    assert agents.loc["translator", "own cost USD"] == cells.UNPRICED
 
 
 def test_clickhouse_choice_without_a_server_says_why(
