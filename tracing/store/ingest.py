@@ -1,12 +1,14 @@
-"""The write path's SQL: stage a batch, drop duplicates, store spans, update trace summaries.
+"""The write path inside one transaction: store a staged batch and keep `trace_summary` current.
 
-Everything after staging runs inside SQLite (no per-span Python). Must be called inside a write
-transaction opened by the caller, so a batch and its summary changes commit together or not at all.
+Spans go straight into `otel_traces` with multi-row `INSERT OR IGNORE` statements (`bulk.py`);
+a span already stored (same trace id and span id) is skipped and counted. New rows get rowids
+above the largest one before the batch (SQLite assigns max(rowid) + 1, and the write lock keeps
+other writers out), so "the spans of this batch" is a rowid range: no staging table. Only when
+some spans were skipped does the batch go back to the database to learn which.
 
-Summary counts that depend on a parent and its child (attempts: `invoke_agent` under
-`execute_tool`; failed handoffs of other runtimes: an `execute_tool` span with an ERROR
-`invoke_agent` child) are counted exactly once, by whichever of the two spans arrives second,
-so they stay right when a child is exported before its parent, in a later batch or twice.
+Summary rows (counts, sums, first service, root columns) are computed from the staged rows
+(`summary.py`) and upserted in one statement; attempts and other runtimes' failed handoffs need
+the spans stored before and are joined in SQL against the rowid range.
 """
 
 from __future__ import annotations
@@ -15,37 +17,26 @@ import sqlite3
 
 from tracing.conventions import OP_EXECUTE_TOOL, OP_INVOKE_AGENT
 from tracing.records import STATUS_ERROR
+from tracing.store.bulk import insert_rows
 from tracing.store.rows import StagedBatch
-from tracing.store.schema import BATCH_COLUMNS, FLAG_DELEGATION, FLAG_FAILING, ROOT_COLUMNS, SPAN_COLUMNS
+from tracing.store.schema import SPAN_COLUMNS, USAGE_COLUMNS
+from tracing.store.summary import ROOT_FIRST, SUMMARY_COLUMNS
 
-_STAGE = (
-    f"INSERT OR IGNORE INTO temp.batch ({', '.join(BATCH_COLUMNS)}) "
-    f"VALUES ({', '.join('?' * len(BATCH_COLUMNS))})"
+_STORE = f"INSERT OR IGNORE INTO main.otel_traces ({', '.join(SPAN_COLUMNS)})"
+
+_STORE_USAGE = f"INSERT INTO main.span_usage ({', '.join(USAGE_COLUMNS)})"
+
+_SUMMARY = f"INSERT INTO main.trace_summary ({', '.join(SUMMARY_COLUMNS)})"
+
+# A stored row's root columns are replaced only by an earlier root; a root whose span was a
+# duplicate was not counted, so it never gets here.
+_NEWER_ROOT = (
+    "excluded.RootStartNs IS NOT NULL AND (RootStartNs IS NULL OR excluded.RootStartNs < RootStartNs)"
 )
-
-_STAGE_ROOTS = (
-    f"INSERT INTO temp.batch_roots ({', '.join(ROOT_COLUMNS)}) VALUES ({', '.join('?' * len(ROOT_COLUMNS))})"
+_ROOT_UPDATES = ",\n    ".join(
+    f"{column} = iif({_NEWER_ROOT}, excluded.{column}, {column})" for column in SUMMARY_COLUMNS[ROOT_FIRST:]
 )
-
-_DROP_DUPLICATES = """
-DELETE FROM temp.batch WHERE EXISTS (
-    SELECT 1 FROM main.otel_traces o WHERE o.TraceId = batch.TraceId AND o.SpanId = batch.SpanId)
-"""
-
-_STORE = (
-    f"INSERT INTO main.otel_traces ({', '.join(SPAN_COLUMNS)}) "
-    f"SELECT {', '.join(SPAN_COLUMNS)} FROM temp.batch"
-)
-
-_SUMMARY_UPSERT = """
-INSERT INTO main.trace_summary (
-    TraceId, StartNs, EndNs, SpanCount, Delegations, Attempts, FailedHandoffs, ForeignFailed,
-    ErrorSpans, FirstService, InferenceInput, InferenceOutput)
-SELECT b.TraceId, min(b.Timestamp), max(b.Timestamp + b.Duration), count(*),
-    sum((b.Flags & :delegation) != 0), 0, sum((b.Flags & :failing) != 0), 0, sum(b.StatusCode = :error),
-    (SELECT f.ServiceName FROM temp.batch f WHERE f.TraceId = b.TraceId ORDER BY f.Timestamp LIMIT 1),
-    sum(iif(b.UsageDim = 'model', b.UsageIn, NULL)), sum(iif(b.UsageDim = 'model', b.UsageOut, NULL))
-FROM temp.batch b WHERE true GROUP BY b.TraceId
+_SUMMARY_MERGE = f"""
 ON CONFLICT (TraceId) DO UPDATE SET
     FirstService = CASE WHEN excluded.StartNs < StartNs THEN excluded.FirstService ELSE FirstService END,
     StartNs = min(StartNs, excluded.StartNs),
@@ -57,48 +48,31 @@ ON CONFLICT (TraceId) DO UPDATE SET
     InferenceInput = CASE WHEN excluded.InferenceInput IS NULL THEN InferenceInput
         ELSE coalesce(InferenceInput, 0) + excluded.InferenceInput END,
     InferenceOutput = CASE WHEN excluded.InferenceOutput IS NULL THEN InferenceOutput
-        ELSE coalesce(InferenceOutput, 0) + excluded.InferenceOutput END
+        ELSE coalesce(InferenceOutput, 0) + excluded.InferenceOutput END,
+    {_ROOT_UPDATES}
 """
 
-_STORE_USAGE = """
-INSERT INTO main.span_usage (
-    TraceId, SpanId, ParentSpanId, Dim, Key, InputTokens, OutputTokens, Cost, Unpriced, Failed)
-SELECT TraceId, SpanId, ParentSpanId, UsageDim, UsageKey, UsageIn, UsageOut, UsageCost, UsageUnpriced,
-    UsageFailed
-FROM temp.batch WHERE UsageDim IS NOT NULL
-"""
+# The operation names are literals (not parameters) so the planner can use the partial index
+# `otel_traces_agent_children`. The batch's spans are read by their rowid range (NOT INDEXED: else
+# the planner may scan the whole partial index instead) and CROSS JOIN pins the join order: walk
+# the batch, probe the big table by key. `rowid <= :before` means "stored before this batch".
+_AGENT = f"'{OP_INVOKE_AGENT}'"
+_TOOL = f"'{OP_EXECUTE_TOOL}'"
+_ERROR = f"'{STATUS_ERROR}'"
 
-# CROSS JOIN pins the join order: always walk the (small) batch and probe the big table by key.
-
-# The earliest root of the batch replaces the stored root only when it started earlier; a root
-# whose span was a duplicate has the same start and so changes nothing.
-_ROOTS = """
-UPDATE main.trace_summary SET
-    RootStartNs = r.Timestamp, RootName = r.SpanName, RootService = r.ServiceName,
-    RootAgent = r.Agent, ConversationId = r.Conversation, RootHasBill = r.HasBill,
-    BillCost = r.BillCost, BillInput = r.BillInput, BillOutput = r.BillOutput,
-    BillUnpriced = r.BillUnpriced
-FROM (
-    SELECT b.* FROM temp.batch_roots b WHERE b.Timestamp = (
-        SELECT min(x.Timestamp) FROM temp.batch_roots x WHERE x.TraceId = b.TraceId)
-) AS r
-WHERE trace_summary.TraceId = r.TraceId
-    AND (trace_summary.RootStartNs IS NULL OR r.Timestamp < trace_summary.RootStartNs)
-"""
-
-_ATTEMPTS = """
+_ATTEMPTS = f"""
 UPDATE main.trace_summary SET Attempts = Attempts + d.n
 FROM (
     SELECT TraceId, sum(n) AS n FROM (
-        SELECT c.TraceId, count(*) AS n FROM temp.batch c
+        SELECT c.TraceId, count(*) AS n FROM main.otel_traces c NOT INDEXED
         CROSS JOIN main.otel_traces p ON p.TraceId = c.TraceId AND p.SpanId = c.ParentSpanId
-        WHERE c.Op = :agent AND p.Op = :tool
+        WHERE c.rowid > :before AND c.Op = {_AGENT} AND p.Op = {_TOOL}
         GROUP BY c.TraceId
         UNION ALL
-        SELECT p.TraceId, count(*) AS n FROM temp.batch p
-        CROSS JOIN main.otel_traces c ON c.TraceId = p.TraceId AND c.ParentSpanId = p.SpanId AND c.Op = :agent
-        WHERE p.Op = :tool AND NOT EXISTS (
-            SELECT 1 FROM temp.batch x WHERE x.TraceId = c.TraceId AND x.SpanId = c.SpanId)
+        SELECT p.TraceId, count(*) AS n FROM main.otel_traces p NOT INDEXED
+        CROSS JOIN main.otel_traces c
+            ON c.TraceId = p.TraceId AND c.ParentSpanId = p.SpanId AND c.Op = {_AGENT}
+        WHERE p.rowid > :before AND p.Op = {_TOOL} AND c.rowid <= :before
         GROUP BY p.TraceId
     ) GROUP BY TraceId
 ) AS d
@@ -107,36 +81,29 @@ WHERE trace_summary.TraceId = d.TraceId
 
 # A tool span of another runtime (no janux.handoff.status) counts once it has an ERROR agent child:
 # counted when the tool span arrives after such a child, or when its first such child arrives.
-_FOREIGN_FAILED = """
+_FOREIGN_FAILED = f"""
 UPDATE main.trace_summary SET ForeignFailed = ForeignFailed + d.n
 FROM (
     SELECT TraceId, count(*) AS n FROM (
-        SELECT t.TraceId, t.SpanId FROM temp.batch t
-        WHERE t.Op = :tool AND t.HandoffStatus = '' AND EXISTS (
+        SELECT t.TraceId, t.SpanId FROM main.otel_traces t NOT INDEXED
+        WHERE t.rowid > :before AND t.Op = {_TOOL} AND t.HandoffStatus = '' AND EXISTS (
             SELECT 1 FROM main.otel_traces c WHERE c.TraceId = t.TraceId AND c.ParentSpanId = t.SpanId
-                AND c.Op = :agent AND c.StatusCode = :error)
+                AND c.Op = {_AGENT} AND c.StatusCode = {_ERROR})
         UNION
-        SELECT t.TraceId, t.SpanId FROM temp.batch c
+        SELECT t.TraceId, t.SpanId FROM main.otel_traces c NOT INDEXED
         CROSS JOIN main.otel_traces t ON t.TraceId = c.TraceId AND t.SpanId = c.ParentSpanId
-        WHERE c.Op = :agent AND c.StatusCode = :error AND t.Op = :tool AND t.HandoffStatus = ''
-            AND NOT EXISTS (SELECT 1 FROM temp.batch x WHERE x.TraceId = t.TraceId AND x.SpanId = t.SpanId)
+        WHERE c.rowid > :before AND c.Op = {_AGENT} AND c.StatusCode = {_ERROR} AND t.Op = {_TOOL}
+            AND t.HandoffStatus = '' AND t.rowid <= :before
             AND NOT EXISTS (
                 SELECT 1 FROM main.otel_traces o WHERE o.TraceId = t.TraceId AND o.ParentSpanId = t.SpanId
-                    AND o.Op = :agent AND o.StatusCode = :error
-                    AND NOT EXISTS (
-                        SELECT 1 FROM temp.batch y WHERE y.TraceId = o.TraceId AND y.SpanId = o.SpanId))
+                    AND o.Op = {_AGENT} AND o.StatusCode = {_ERROR} AND o.rowid <= :before)
     ) GROUP BY TraceId
 ) AS d
 WHERE trace_summary.TraceId = d.TraceId
 """
 
-_PARAMS = {
-    "agent": OP_INVOKE_AGENT,
-    "tool": OP_EXECUTE_TOOL,
-    "error": STATUS_ERROR,
-    "delegation": FLAG_DELEGATION,
-    "failing": FLAG_FAILING,
-}
+_LINKED_OPS = frozenset({OP_INVOKE_AGENT, OP_EXECUTE_TOOL})
+_OP = SPAN_COLUMNS.index("Op")
 
 
 def apply_batch(conn: sqlite3.Connection, batch: StagedBatch) -> tuple[int, int]:
@@ -164,22 +131,17 @@ def apply_batch(conn: sqlite3.Connection, batch: StagedBatch) -> tuple[int, int]
 
 
 def _apply(conn: sqlite3.Connection, batch: StagedBatch) -> tuple[int, int]:
-    conn.execute("DELETE FROM temp.batch")
-    conn.execute("DELETE FROM temp.batch_roots")
-    staged = conn.executemany(_STAGE, batch.rows).rowcount
-    in_batch_duplicates = len(batch.rows) - staged
-    stored_before = conn.execute(_DROP_DUPLICATES).rowcount
-    new = staged - stored_before
-    if new > 0:
-        if batch.roots:
-            conn.executemany(_STAGE_ROOTS, batch.roots)
-        conn.execute(_STORE)
-        conn.execute(_STORE_USAGE)
-        conn.execute(_SUMMARY_UPSERT, _PARAMS)
-        if batch.roots:
-            conn.execute(_ROOTS)
-        conn.execute(_ATTEMPTS, _PARAMS)
-        conn.execute(_FOREIGN_FAILED, _PARAMS)
-    conn.execute("DELETE FROM temp.batch")
-    conn.execute("DELETE FROM temp.batch_roots")
-    return new, in_batch_duplicates + stored_before
+    before = conn.execute("SELECT coalesce(max(rowid), 0) FROM main.otel_traces").fetchone()[0]
+    stored = insert_rows(conn, _STORE, len(SPAN_COLUMNS), batch.rows)
+    duplicates = len(batch.rows) - stored
+    if stored == 0:
+        return 0, duplicates
+    if duplicates:
+        new = conn.execute("SELECT TraceId, SpanId FROM main.otel_traces WHERE rowid > ?", (before,))
+        batch = batch.only(set(new.fetchall()))
+    insert_rows(conn, _STORE_USAGE, len(USAGE_COLUMNS), batch.usage)
+    insert_rows(conn, _SUMMARY, len(SUMMARY_COLUMNS), batch.traces, _SUMMARY_MERGE)
+    if any(row[_OP] in _LINKED_OPS for row in batch.rows):
+        conn.execute(_ATTEMPTS, {"before": before})
+        conn.execute(_FOREIGN_FAILED, {"before": before})
+    return stored, duplicates

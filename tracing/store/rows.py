@@ -1,15 +1,17 @@
 """Conversion between `SpanRecord` and the store's rows: the write path's hot loop and its inverse.
 
-JSON is used for attribute maps, events and links so values keep their types. The encoder is
-built once; a resource's attributes are encoded once per batch (decoders share one dict among
-the spans of a resource); empty lists and maps skip the encoder.
+JSON is used for attribute maps, events and links so values keep their types. One C encoder is
+built once and called directly (`JSONEncoder.encode` builds a new one on every call); a
+resource's attributes are encoded once per batch (decoders share one dict among the spans of a
+resource); empty lists and maps skip the encoder.
 """
 
 from __future__ import annotations
 
 import json
+import json.encoder
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +33,7 @@ from tracing.conventions import (
 from tracing.records import EventRecord, LinkRecord, SpanRecord, attr_str
 from tracing.store.limits import MAX_VALUE_CHARS, cap_attributes, cap_span
 from tracing.store.schema import FLAG_DELEGATION, FLAG_FAILING
+from tracing.store.summary import summarize
 from tracing.store.usage import safe_float, safe_int, span_usage
 
 
@@ -43,12 +46,25 @@ def _fallback(value: object) -> Any:
     return str(value)
 
 
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_fallback).encode
+def _make_encoder() -> Callable[[Any], str]:
+    """Compact JSON text of a value, as `json.dumps(separators=(",", ":"), ensure_ascii=False)`.
+
+    The C encoder is made once without a circular-reference check: decoded attributes are trees,
+    and a cycle still fails (RecursionError) instead of looping.
+    """
+    encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_fallback)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - an interpreter without the C accelerator
+        return encoder.encode
+    try:
+        c_encode = make(None, _fallback, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+    except TypeError:  # pragma: no cover - a future signature: keep the documented path
+        return encoder.encode
+    join = "".join
+    return lambda value: join(c_encode(value, 0))
 
 
-def _text(value: object) -> str:
-    """A string attribute as is, anything else as "" (the derived columns are text)."""
-    return value if isinstance(value, str) else ""
+_encode = _make_encoder()
 
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
@@ -61,14 +77,28 @@ def _clean(value: Any) -> Any:
     return _SURROGATES.sub("\ufffd", value) if isinstance(value, str) else value
 
 
+def _cleaned(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    return [tuple(_clean(v) for v in row) for row in rows]
+
+
 @dataclass(slots=True)
 class StagedBatch:
-    """A batch converted for the write path (see `schema.BATCH_COLUMNS` / `ROOT_COLUMNS`)."""
+    """A batch converted for the write path: rows for each table the batch touches."""
 
     rows: list[tuple[Any, ...]]
-    """One row per span."""
+    """One `otel_traces` row per span (`schema.SPAN_COLUMNS`)."""
+    flags: list[int]
+    """The `schema.FLAG_*` bits of each row."""
+    usage: list[tuple[Any, ...]]
+    """`span_usage` rows (`schema.USAGE_COLUMNS`) of the spans that add to a `usage_by` dimension."""
+    usage_of: list[int]
+    """Index in `rows` of the span of each `usage` row."""
     roots: list[tuple[Any, ...]]
-    """One row per root span (agent, conversation, bill)."""
+    """One `(TraceId, SpanId, Timestamp, SpanName, ServiceName, *root_fields)` per root span."""
+    root_of: list[int]
+    """Index in `rows` of each root."""
+    traces: list[tuple[Any, ...]] = field(default_factory=list)
+    """What the spans add to `trace_summary`, one row per trace (`summary.SUMMARY_COLUMNS`)."""
     truncated: int = 0
     """Spans with a value cut to `MAX_VALUE_CHARS` (set by `batch_rows`)."""
     repaired: int = 0
@@ -84,6 +114,29 @@ class StagedBatch:
         if len(self.notes) < MAX_NOTES:
             self.notes.append(message)
 
+    def summarize(self) -> None:
+        """(Re)compute `traces` from the rows."""
+        self.traces = summarize(self.rows, self.flags, self.usage, self.roots)
+
+    def only(self, keys: set[tuple[str, str]]) -> StagedBatch:
+        """The spans whose (TraceId, SpanId) is in `keys`, each once (its first row), summarized."""
+        kept: list[int] = []
+        seen: set[tuple[str, str]] = set()
+        for index, row in enumerate(self.rows):
+            key = (row[1], row[2])
+            if key in keys and key not in seen:
+                seen.add(key)
+                kept.append(index)
+        position = {index: n for n, index in enumerate(kept)}
+        usage = [(position[i], u) for i, u in zip(self.usage_of, self.usage, strict=True) if i in position]
+        roots = [(position[i], r) for i, r in zip(self.root_of, self.roots, strict=True) if i in position]
+        batch = StagedBatch(
+            [self.rows[i] for i in kept], [self.flags[i] for i in kept],
+            [u for _, u in usage], [i for i, _ in usage], [r for _, r in roots], [i for i, _ in roots],
+        )  # fmt: skip
+        batch.summarize()
+        return batch
+
     def repair_text(self) -> None:
         """Replace lone surrogates (SQLite stores UTF-8 only) in every text column."""
         for index, row in enumerate(self.rows):
@@ -92,15 +145,18 @@ class StagedBatch:
                 self.rows[index] = cleaned
                 self.repaired += 1
                 self.note(f"span {row[1]}/{row[2]}: text that is not valid Unicode replaced with U+FFFD")
-        self.roots = [tuple(_clean(v) for v in root) for root in self.roots]
+        self.usage = _cleaned(self.usage)
+        self.roots = _cleaned(self.roots)
+        self.summarize()
 
 
 def batch_rows(spans: Iterable[SpanRecord]) -> StagedBatch:
     """Staging rows for `spans`: the hot loop of ingestion, kept flat on purpose."""
     resources: dict[int, _Resource] = {}
-    batch = StagedBatch([], [])
-    append = batch.rows.append
-    for span in spans:
+    batch = StagedBatch([], [], [], [], [], [])
+    add_row = batch.rows.append
+    add_flags = batch.flags.append
+    for index, span in enumerate(spans):
         resource = resources.get(id(span.resource_attributes))
         if resource is None:
             resource = _resource(span.resource_attributes)
@@ -114,28 +170,46 @@ def batch_rows(spans: Iterable[SpanRecord]) -> StagedBatch:
         if size > MAX_VALUE_CHARS or resource.notes:
             span, attrs_json, events_json, links_json = _within_limits(span, resource, batch)
         attrs = span.attributes
-        op = _text(attrs.get(GEN_AI_OPERATION_NAME))
-        handoff_status = _text(attrs.get(JANUX_HANDOFF_STATUS))
-        flags = 0
-        if op == OP_EXECUTE_TOOL:
-            if attrs.get(GEN_AI_TOOL_TYPE) == TOOL_TYPE_DELEGATE:
-                flags |= FLAG_DELEGATION
-            if handoff_status in FAILING_STATUSES:
-                flags |= FLAG_FAILING
-        usage = span_usage(op, attrs, span.status_code) if op else None
-        append(
+        op = attrs.get(GEN_AI_OPERATION_NAME)
+        op = op if isinstance(op, str) else ""
+        handoff_status = attrs.get(JANUX_HANDOFF_STATUS)
+        handoff_status = handoff_status if isinstance(handoff_status, str) else ""
+        add_row(
             (
                 span.start_ns, span.trace_id, span.span_id, span.parent_span_id, span.trace_state,
                 span.name, span.kind, span.service_name, resource.json, span.scope_name, span.scope_version,
                 attrs_json, span.duration_ns, span.status_code, span.status_message, events_json,
-                links_json, op, handoff_status, flags, *(usage if usage is not None else _NO_USAGE),
+                links_json, op, handoff_status,
             )
         )  # fmt: skip
+        add_flags(_flags(attrs, handoff_status) if op == OP_EXECUTE_TOOL else 0)
+        if op:
+            _add_usage(batch, index, span, op)
         if not span.parent_span_id:
-            batch.roots.append(
-                (span.trace_id, span.start_ns, span.name, span.service_name, *_root_fields(attrs))
-            )
+            _add_root(batch, index, span)
+    batch.summarize()
     return batch
+
+
+def _flags(attrs: dict[str, Any], handoff_status: str) -> int:
+    """The `FLAG_*` bits of an `execute_tool` span."""
+    flags = FLAG_DELEGATION if attrs.get(GEN_AI_TOOL_TYPE) == TOOL_TYPE_DELEGATE else 0
+    return flags | FLAG_FAILING if handoff_status in FAILING_STATUSES else flags
+
+
+def _add_usage(batch: StagedBatch, index: int, span: SpanRecord, op: str) -> None:
+    """The span's `span_usage` row, when it adds to a dimension."""
+    found = span_usage(op, span.attributes, span.status_code)
+    if found is not None:
+        batch.usage.append((span.trace_id, span.span_id, span.parent_span_id, *found))
+        batch.usage_of.append(index)
+
+
+def _add_root(batch: StagedBatch, index: int, span: SpanRecord) -> None:
+    """What a root span tells the summary: its name, service, agent, conversation and bill."""
+    fields = root_fields(span.attributes)
+    batch.roots.append((span.trace_id, span.span_id, span.start_ns, span.name, span.service_name, *fields))
+    batch.root_of.append(index)
 
 
 @dataclass(slots=True)
@@ -175,12 +249,9 @@ def _within_limits(
     )
 
 
-_NO_USAGE = (None,) * 7
-"""The usage columns of a span that adds to no `usage_by` dimension."""
-
-
-def _root_fields(attrs: dict[str, Any]) -> tuple[Any, ...]:
-    """Agent, conversation and the whole-turn bill of a root span."""
+def root_fields(attrs: dict[str, Any]) -> tuple[Any, ...]:
+    """Agent, conversation and the whole-turn bill of a root span (the last root columns of
+    `summary.SUMMARY_COLUMNS`)."""
     has_bill = any(attrs.get(key) is not None for key in BILL_KEYS)
     return (
         attr_str(attrs, GEN_AI_AGENT_NAME),

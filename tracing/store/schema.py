@@ -29,6 +29,8 @@ DB_FILE_NAME = "traces.sqlite3"
 RECENT_ERRORS_KEPT = 100
 """How many rejection messages `ingest_errors` keeps."""
 
+# otel_traces stays a rowid table: the write path finds the rows of a batch by their rowid range
+# (see ingest.py), and a clustered primary key would move kilobytes of JSON on every insert.
 _TABLES = f"""
 CREATE TABLE IF NOT EXISTS otel_traces (
     Timestamp INTEGER NOT NULL,
@@ -105,35 +107,23 @@ CREATE TABLE IF NOT EXISTS ingest_errors (
 );
 """
 
-BATCH_COLUMNS = (
+SPAN_COLUMNS = (
     "Timestamp", "TraceId", "SpanId", "ParentSpanId", "TraceState", "SpanName", "SpanKind",
     "ServiceName", "ResourceAttributes", "ScopeName", "ScopeVersion", "SpanAttributes", "Duration",
     "StatusCode", "StatusMessage", "Events", "Links", "Op", "HandoffStatus",
-    "Flags", "UsageDim", "UsageKey", "UsageIn", "UsageOut", "UsageCost", "UsageUnpriced", "UsageFailed",
 )  # fmt: skip
-"""Columns of one staged span: the 19 stored columns, the summary flags, then its usage row
-(`tracing.store.usage.UsageRow`, all NULL for a span that adds to no dimension)."""
+"""Columns of `otel_traces`, in table order (the order of a staged span row)."""
+
+USAGE_COLUMNS = (
+    "TraceId", "SpanId", "ParentSpanId", "Dim", "Key", "InputTokens", "OutputTokens", "Cost", "Unpriced",
+    "Failed",
+)  # fmt: skip
+"""Columns of `span_usage`, in table order (a span's ids, then its `tracing.store.usage.UsageRow`)."""
 
 FLAG_DELEGATION = 1
-"""`Flags` bit: an `execute_tool` span of a delegate tool."""
+"""Summary flag of a staged span: an `execute_tool` span of a delegate tool."""
 FLAG_FAILING = 2
-"""`Flags` bit: an `execute_tool` span whose final handoff status is failing."""
-
-ROOT_COLUMNS = (
-    "TraceId", "Timestamp", "SpanName", "ServiceName", "Agent", "Conversation", "HasBill", "BillCost",
-    "BillInput", "BillOutput", "BillUnpriced",
-)  # fmt: skip
-"""Columns of one staged root span (only roots carry agent, conversation and bill)."""
-
-SPAN_COLUMNS = BATCH_COLUMNS[:19]
-"""Columns of `otel_traces`, in table order."""
-
-# A rowid table (not WITHOUT ROWID): staged rows carry kilobytes of JSON, which a clustered
-# primary key would have to move around on every insert.
-_BATCH_TABLES = (
-    "CREATE TEMP TABLE IF NOT EXISTS batch (" + ", ".join(BATCH_COLUMNS) + ", UNIQUE (TraceId, SpanId))",
-    "CREATE TEMP TABLE IF NOT EXISTS batch_roots (" + ", ".join(ROOT_COLUMNS) + ")",
-)
+"""Summary flag of a staged span: an `execute_tool` span whose final handoff status is failing."""
 
 
 def database_path(data_dir: Path) -> Path:
@@ -155,9 +145,6 @@ def connect(path: Path, *, writer: bool) -> sqlite3.Connection:
     conn.execute("PRAGMA synchronous = FULL")
     conn.execute("PRAGMA cache_size = -65536")
     conn.execute("PRAGMA temp_store = MEMORY")
-    if writer:
-        for statement in _BATCH_TABLES:
-            conn.execute(statement)
     return conn
 
 
