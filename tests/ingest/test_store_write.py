@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from ingest.test_store import janux_turn, other_runtime_turn
 from tracing import conventions as c
 from tracing.records import SpanRecord
 from tracing.source import TraceFilter, TraceSummary
-from tracing.store import open_store
+from tracing.store import open_store, writer
 from tracing.store.bulk import MAX_ROWS_PER_STATEMENT, insert_rows
 
 T = "0123456789abcdef0123456789abcdef"
@@ -90,3 +91,21 @@ def test_stored_attribute_text_is_compact_json(tmp_path: Path) -> None:
     plain = json.dumps(attrs, ensure_ascii=False, separators=(",", ":"))
     assert text.startswith(plain[:-1] + ",")
     assert back.attributes == {**attrs, "bytes": "00ff", "tuple": [1, 2], "set": [3], "obj": "p"}
+
+
+def test_the_writer_checkpoints_the_wal_itself_every_few_thousand_spans(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(writer, "CHECKPOINT_EVERY_SPANS", 600)
+    db = tmp_path / "traces.sqlite3"
+    spans = _turns(120)
+    with open_store(tmp_path) as store:
+        empty = db.stat().st_size
+        store.write(spans[:550])  # still only in the log
+        assert db.stat().st_size == empty
+        store.write(spans[550:])  # past 600 spans: copied into the database file after the commit
+        deadline = time.monotonic() + 30
+        while db.stat().st_size == empty and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert db.stat().st_size > empty + 50 * 4096
+        assert store.ingest_stats().spans == len(spans)

@@ -145,6 +145,8 @@ def connect(path: Path, *, writer: bool) -> sqlite3.Connection:
     conn.execute("PRAGMA synchronous = FULL")
     conn.execute("PRAGMA cache_size = -65536")
     conn.execute("PRAGMA temp_store = MEMORY")
+    if writer:  # the store's writer checkpoints after commits, outside the write lock (writer.py)
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
     return conn
 
 

@@ -3,6 +3,10 @@
 Callers hand a batch to `submit` and get a future; the writer thread takes every batch waiting
 in the queue (up to a span budget), stores them in ONE transaction (one fsync), and resolves each
 future only after COMMIT returned, so an acknowledgement always means "durably stored".
+
+The writer checkpoints the WAL itself, after a commit and outside the inter-process write lock
+(the connection's automatic checkpoint would run inside COMMIT, with the lock held): while one
+receiver process copies pages into the database file, another can commit.
 """
 
 from __future__ import annotations
@@ -24,6 +28,15 @@ logger = logging.getLogger(__name__)
 
 MAX_GROUP_SPANS = 20_000
 """Most spans committed in one transaction (bounds commit latency and the WAL's growth)."""
+
+CHECKPOINT_EVERY_SPANS = 8_000
+"""Spans committed between two WAL checkpoints of a writer (about 2,000 pages of log, twice
+SQLite's automatic checkpoint interval)."""
+
+WAL_RESET_PAGES = 25_000
+"""Log size (pages) past which a checkpoint runs under the write lock. Checkpoints outside it race
+the other writers' appends and may never catch up; one under the lock completes, so the next
+transaction starts the log from the beginning again (bounds the WAL file at ~100 MB)."""
 
 
 @dataclass(slots=True)
@@ -68,6 +81,7 @@ class GroupCommitWriter:
         self._start_error: BaseException | None = None
         self._closed = False
         self._lock = threading.Lock()
+        self._uncheckpointed = 0
 
     def submit(self, rows: StagedBatch, rejected: int = 0, errors: Sequence[str] = ()) -> Future[WriteResult]:
         """Queue staged rows (and rejection counts) for the next commit; the future resolves after it."""
@@ -110,6 +124,10 @@ class GroupCommitWriter:
                 jobs, running = self._take()
                 if jobs:
                     self._commit(conn, jobs)
+                    self._uncheckpointed += sum(len(job.rows) for job in jobs)
+                    if self._uncheckpointed >= CHECKPOINT_EVERY_SPANS or not running:
+                        self._uncheckpointed = 0
+                        self._checkpoint(conn)
         finally:
             conn.close()
             if self._lock_file is not None:
@@ -133,6 +151,16 @@ class GroupCommitWriter:
             spans += len(job.rows)
         return jobs, True
 
+    def _checkpoint(self, conn: sqlite3.Connection) -> None:
+        """Copy committed pages from the WAL into the database file; never fails a write."""
+        try:
+            pages = _checkpoint(conn)
+            if pages > WAL_RESET_PAGES and self._lock_file is not None:
+                with self._lock_file.held():
+                    _checkpoint(conn)
+        except sqlite3.Error as err:  # busy (another checkpoint runs) or I/O: the next one retries
+            logger.debug("WAL checkpoint skipped: %s", err)
+
     def _commit(self, conn: sqlite3.Connection, jobs: list[_Job]) -> None:
         try:
             batches = [(j.rows, j.rejected, j.errors) for j in jobs]
@@ -153,6 +181,12 @@ class GroupCommitWriter:
             return
         for job, result in zip(jobs, results, strict=True):
             job.future.set_result(result)
+
+
+def _checkpoint(conn: sqlite3.Connection) -> int:
+    """A passive checkpoint (waits for no reader or writer); returns the pages in the log."""
+    row = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    return int(row[1]) if row is not None else 0
 
 
 def commit_jobs(
