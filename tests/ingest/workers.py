@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 import time
@@ -38,7 +39,7 @@ def writer(data_dir: str, batches: int, progress: str) -> None:
     with open_store(data_dir) as store:
         for batch_no in range(1, batches + 1):
             store.write(batch_spans(batch_no))
-            Path(progress).write_text(str(batch_no))
+            _write_progress(progress, batch_no)
 
 
 def endless_writer(data_dir: str, progress: str) -> None:
@@ -48,7 +49,7 @@ def endless_writer(data_dir: str, progress: str) -> None:
         while True:
             batch_no += 1
             store.write(batch_spans(batch_no))
-            Path(progress).write_text(str(batch_no))
+            _write_progress(progress, batch_no)
 
 
 def reader(data_dir: str, progress: str, done: str) -> None:
@@ -69,6 +70,14 @@ def reader(data_dir: str, progress: str, done: str) -> None:
                     sys.exit(f"partial trace fetched: {len(spans)} spans")
             checks += 1
             time.sleep(0.005)
+
+
+def _write_progress(path: str, batch_no: int) -> None:
+    """Record the acknowledged batch count atomically: a writer killed mid-write must not leave an
+    empty file behind (truncate-then-write would read as 0 acknowledged batches)."""
+    temporary = Path(f"{path}.tmp")
+    temporary.write_text(str(batch_no))
+    os.replace(temporary, path)
 
 
 def _read_int(path: str) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import itertools
 import json
 import logging
 import zlib
@@ -69,10 +70,17 @@ class HttpSettings:
     """Required bearer token, or None for no authentication."""
     max_body_bytes: int
     """Largest body accepted, both as sent and after decompression."""
+    reconnect_every: int = 0
+    """End every Nth answered export's keep-alive connection (`Connection: close`); 0 never.
+
+    With several receiver processes on one socket, a connection stays with the process that
+    accepted it, and a burst of new connections mostly goes to one process. A client told to
+    reconnect lands on whichever process is free to accept first, so the load evens out."""
 
 
 def build_http_app(store: TraceStore, settings: HttpSettings) -> Starlette:
     """The Starlette app serving `POST /v1/traces` into `store`."""
+    answered = itertools.count(1)
 
     async def traces(request: Request) -> Response:
         """`POST /v1/traces`: check, read, decode, store, then answer."""
@@ -93,7 +101,10 @@ def build_http_app(store: TraceStore, settings: HttpSettings) -> Starlette:
                 raise _Reject(400, _GRPC_INVALID_ARGUMENT, outcome.message)
         except _Reject as reject:
             return _status_response(reject, content_type)
-        return _encode(response_message(outcome), content_type, 200)
+        response = _encode(response_message(outcome), content_type, 200)
+        if settings.reconnect_every and next(answered) % settings.reconnect_every == 0:
+            response.headers["connection"] = "close"
+        return response
 
     return Starlette(
         routes=[

@@ -13,6 +13,7 @@ import uvicorn
 
 from tracing.receiver.grpc_server import start_grpc_server
 from tracing.receiver.http_app import HttpSettings, build_http_app
+from tracing.receiver.process import settle_heap
 from tracing.receiver.workers import start_http_workers, stop_http_workers
 from tracing.store import TraceStore
 
@@ -27,6 +28,9 @@ DEFAULT_GRPC_PORT = 4317
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 """Largest request accepted (after decompression): 413 / RESOURCE_EXHAUSTED beyond it."""
 _STARTUP_TIMEOUT_S = 15.0
+RECONNECT_EVERY = 8
+"""With several OTLP/HTTP processes, every 8th answer of a process ends its connection
+(see `HttpSettings.reconnect_every`)."""
 
 
 class RunningReceiver:
@@ -125,7 +129,8 @@ def start_receiver(
     adds that many minus one OTLP/HTTP worker processes on the same socket and data directory
     (more cores for decoding; each still acknowledges only after its own commit).
     """
-    settings = HttpSettings(token=token, max_body_bytes=max_body_bytes)
+    # Several processes share the socket: make clients reconnect now and then to spread the load.
+    settings = HttpSettings(token, max_body_bytes, RECONNECT_EVERY if http_workers > 1 else 0)
     http: tuple[uvicorn.Server, threading.Thread, int] | None = None
     workers: list[BaseProcess] = []
     if http_port is not None:
@@ -143,6 +148,7 @@ def start_receiver(
             http[0].should_exit = True
             http[1].join(10)
         raise
+    settle_heap()
     receiver = RunningReceiver(
         http[0] if http else None,
         http[1] if http else None,

@@ -23,6 +23,7 @@ from pathlib import Path
 import uvicorn
 
 from tracing.receiver.http_app import HttpSettings, build_http_app
+from tracing.receiver.process import settle_heap
 from tracing.store import open_store
 
 logger = logging.getLogger(__name__)
@@ -86,6 +87,7 @@ def _worker_main(sock: socket.socket, data_dir: str, settings: HttpSettings, par
             build_http_app(store, settings), log_level="warning", access_log=False, lifespan="off",
             timeout_graceful_shutdown=5,
         )  # fmt: skip
+        settle_heap()
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         store.close()
