@@ -35,6 +35,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.sdk.version import __version__ as sdk_version
 
+from tracing.setup_call import BoundedCall
 from tracing.setup_config import (
     SettingsOverrides,
     TelemetrySettings,
@@ -43,7 +44,6 @@ from tracing.setup_config import (
 from tracing.setup_env import TelemetryConfigError
 from tracing.setup_exporters import build_metric_exporter, build_span_exporter
 from tracing.setup_guard import (
-    BoundedCall,
     BoundedSpanProcessor,
     GuardedMetricExporter,
     quiet_exporter_repeats,

@@ -77,7 +77,8 @@ class BatchSettings:
     max_export_batch_size: int = 512
     """Spans per export call (never more than max_queue_size)."""
     export_timeout_ms: int = 30000
-    """Longest one export call may take before its batch is counted as dropped."""
+    """Longest wait for the exporter at flush and shutdown (and for each metric export); a batch a
+    hanging export still holds when shutdown ends is counted as dropped."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -2,39 +2,34 @@
 
 Three guarantees, whatever the exporter does (refuse connections, hang, raise):
 - the run never waits: ended spans go into a bounded queue, export happens on a worker thread;
-- every export call is bounded in time: it runs on a daemon thread that is abandoned after the
-  timeout, and while an abandoned call is still hanging later batches are dropped at once
-  instead of piling up threads;
+- nothing waits for a hanging exporter but the export thread: the queue fills and new spans are
+  refused (and counted), while flush, shutdown and the metric exporter's calls run on call
+  threads that are abandoned after the timeout;
 - every lost span is counted: refused because the queue was full, lost in a failed, raising or
   timed-out export, or still queued when shutdown gave up. Each kind of failure is logged once.
 
 The SDK's BatchSpanProcessor drops silently when its queue is full, so `BoundedSpanProcessor`
-admits spans itself: it never hands the SDK processor more than its queue can hold.
+keeps its own queue (`tracing.setup_batch`): on the agent's thread it costs no more than the SDK's
+(a deque append, a wake-up per full batch), and every refusal is counted on a slow path.
 """
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, MetricsData
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from tracing.setup_batch import BatchWorker, SpanAccounting
+from tracing.setup_call import BoundedCall, Outcome
 from tracing.setup_config import BatchSettings
 
 _log = logging.getLogger(__name__)
-
-T = TypeVar("T")
-
-OutcomeKind = Literal["ok", "failure", "error", "timeout", "busy"]
-"""How one bounded call ended: returned success, returned failure, raised, timed out, or was
-refused because an earlier call is still hanging."""
 
 
 class LogOnce:
@@ -106,132 +101,16 @@ def quiet_exporter_repeats() -> RepeatFilter:
     return fresh
 
 
-@dataclass(frozen=True)
-class Outcome(Generic[T]):
-    """Result of one `BoundedCall.run`."""
+class GuardedSpanExporter(SpanExporter):
+    """Wraps a span exporter: no exception escapes, every outcome counted, shutdown and flush bounded.
 
-    kind: OutcomeKind
-    value: T | None = None
-    error: BaseException | None = None
-
-
-class BoundedCall:
-    """Runs a blocking call on a daemon thread and stops waiting for it after a timeout.
-
-    A daemon thread is used (not an executor) so a call that never returns cannot keep the
-    interpreter from exiting. The caller's context is copied so the SDK's "suppress
-    instrumentation" flag reaches the exporter's own HTTP/gRPC calls.
+    `export` runs on the processor's export thread (`tracing.setup_batch.BatchWorker`), which
+    alone may wait for a slow exporter; `shutdown` and `force_flush` run on a call thread and are
+    abandoned after the export timeout.
     """
 
-    def __init__(self, name: str) -> None:
-        """`name` labels the worker threads (visible in thread dumps)."""
-        self._name = name
-        self._hanging: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def run(self, func: Callable[[], T], timeout_s: float) -> Outcome[T]:
-        """Call `func`, waiting at most `timeout_s`; never raises."""
-        with self._lock:
-            if self._hanging is not None and self._hanging.is_alive():
-                return Outcome("busy")
-            self._hanging = None
-        box: dict[str, Any] = {}
-        done = threading.Event()
-
-        def target() -> None:
-            try:
-                box["value"] = func()
-            except BaseException as error:  # a broken exporter must not kill the worker
-                box["error"] = error
-            finally:
-                done.set()
-
-        context = contextvars.copy_context()
-        thread = threading.Thread(target=context.run, args=(target,), name=self._name, daemon=True)
-        thread.start()
-        if not done.wait(timeout_s):
-            with self._lock:
-                self._hanging = thread
-            return Outcome("timeout")
-        if "error" in box:
-            return Outcome("error", error=box["error"])
-        return Outcome("ok", value=box.get("value"))
-
-
-class SpanAccounting:
-    """Counts of spans admitted, handed to the exporter, exported and dropped (thread-safe)."""
-
-    def __init__(self, capacity: int) -> None:
-        """`capacity` is the most spans that may wait for export at once."""
-        self._capacity = capacity
-        self._lock = threading.Lock()
-        self.admitted = 0
-        """Spans accepted into the queue."""
-        self.handed_off = 0
-        """Spans taken from the queue by an export call (or written off at shutdown)."""
-        self.exported = 0
-        """Spans the exporter acknowledged."""
-        self.dropped_queue_full = 0
-        """Spans refused because the queue was full."""
-        self.dropped_export = 0
-        """Spans in batches that failed, raised, timed out or met a still-hanging export."""
-        self.dropped_shutdown = 0
-        """Spans ended after shutdown, or still queued when shutdown gave up."""
-
-    @property
-    def capacity(self) -> int:
-        """The most spans that may wait for export at once."""
-        return self._capacity
-
-    @property
-    def dropped(self) -> int:
-        """Every span that will never reach the exporter's destination."""
-        with self._lock:
-            return self.dropped_queue_full + self.dropped_export + self.dropped_shutdown
-
-    @property
-    def pending(self) -> int:
-        """Spans admitted but not yet taken by an export call."""
-        with self._lock:
-            return self.admitted - self.handed_off
-
-    def try_admit(self) -> bool:
-        """Admit one span if the queue has room; count it as dropped otherwise."""
-        with self._lock:
-            if self.admitted - self.handed_off >= self._capacity:
-                self.dropped_queue_full += 1
-                return False
-            self.admitted += 1
-            return True
-
-    def record_batch(self, count: int, exported: bool) -> None:
-        """One export call took `count` spans and succeeded or not."""
-        with self._lock:
-            self.handed_off += count
-            if exported:
-                self.exported += count
-            else:
-                self.dropped_export += count
-
-    def record_after_shutdown(self) -> None:
-        """A span ended after shutdown."""
-        with self._lock:
-            self.dropped_shutdown += 1
-
-    def write_off_pending(self) -> int:
-        """Count every still-queued span as dropped (shutdown is over); return how many."""
-        with self._lock:
-            left = self.admitted - self.handed_off
-            self.handed_off += left
-            self.dropped_shutdown += left
-            return left
-
-
-class GuardedSpanExporter(SpanExporter):
-    """Wraps a span exporter: bounded time, no exception escapes, every outcome counted."""
-
     def __init__(self, inner: SpanExporter, accounting: SpanAccounting, timeout_ms: int) -> None:
-        """Guard `inner`; an export slower than `timeout_ms` is abandoned and its batch dropped."""
+        """Guard `inner`; shutdown and flush wait at most `timeout_ms`."""
         self._inner = inner
         self._accounting = accounting
         self._timeout_s = timeout_ms / 1000
@@ -244,8 +123,11 @@ class GuardedSpanExporter(SpanExporter):
         return self._inner
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        """Export one batch through the inner exporter; never raises, never blocks past the timeout."""
-        outcome = self._call.run(lambda: self._inner.export(spans), self._timeout_s)
+        """Export one batch through the inner exporter, on the calling thread; never raises."""
+        try:
+            outcome: Outcome[SpanExportResult] = Outcome("ok", value=self._inner.export(spans))
+        except Exception as error:  # a broken exporter must not kill the export thread
+            outcome = Outcome("error", error=error)
         ok = outcome.kind == "ok" and outcome.value == SpanExportResult.SUCCESS
         self._accounting.record_batch(len(spans), ok)
         if not ok:
@@ -308,21 +190,23 @@ class GuardedMetricExporter(MetricExporter):
 
 
 class BoundedSpanProcessor(SpanProcessor):
-    """A BatchSpanProcessor that admits spans itself, so none is ever dropped without being counted."""
+    """A batch span processor that never blocks the agent and never drops a span without counting it.
+
+    `on_end` runs on the agent's thread for every span: a sampled check, a length check, a deque
+    append, and a wake-up of the export thread when a full batch is queued. No lock, no logging
+    work: refusals (queue full, after shutdown) take the slow path. See `tracing.setup_batch`.
+    """
 
     def __init__(self, exporter: SpanExporter, batch: BatchSettings) -> None:
         """Batch spans to `exporter` (wrapped in a `GuardedSpanExporter`) under `batch` limits."""
         self.accounting = SpanAccounting(batch.max_queue_size)
         """Counts of admitted, exported and dropped spans."""
         self.exporter = GuardedSpanExporter(exporter, self.accounting, batch.export_timeout_ms)
-        """The guarded exporter the batch processor calls."""
-        self._batch = BatchSpanProcessor(
-            self.exporter,
-            max_queue_size=batch.max_queue_size,
-            schedule_delay_millis=batch.schedule_delay_ms,
-            max_export_batch_size=batch.max_export_batch_size,
-            export_timeout_millis=batch.export_timeout_ms,
-        )
+        """The guarded exporter the export thread calls."""
+        self._queue = self.accounting.queue
+        self._capacity = batch.max_queue_size
+        self._batch_size = batch.max_export_batch_size
+        self._worker = BatchWorker(self.accounting, self.exporter.export, batch)
         self._once = LogOnce(_log)
         self._closed = False
         self._shutdown_lock = threading.Lock()
@@ -331,22 +215,33 @@ class BoundedSpanProcessor(SpanProcessor):
         """Nothing to do when a span starts."""
 
     def on_end(self, span: ReadableSpan) -> None:
-        """Queue an ended, sampled span, or count it as dropped when the queue is full."""
-        if not (span.context and span.context.trace_flags.sampled):
+        """Queue an ended, sampled span, or count it as dropped (queue full, or after shutdown)."""
+        context = span.context
+        if not (context and context.trace_flags.sampled):
             return
+        queue = self._queue
+        if len(queue) >= self._capacity or self._closed:
+            self._refuse()
+            return
+        queue.append(span)
+        if len(queue) >= self._batch_size:
+            wake = self._worker.wake
+            if not wake.is_set():
+                wake.set()
+
+    def _refuse(self) -> None:
+        """The slow path of `on_end`: count the span and say why, once."""
         if self._closed:
             self.accounting.record_after_shutdown()
             self._once.warning("closed", "telemetry: span ended after shutdown; dropped and counted")
             return
-        if not self.accounting.try_admit():
-            self._once.warning(
-                "full",
-                "telemetry: span queue full (%d spans), the exporter is not keeping up; "
-                "dropping new spans and counting them (see Telemetry.dropped_spans)",
-                self.accounting.capacity,
-            )
-            return
-        self._batch.on_end(span)
+        self.accounting.refuse_full()
+        self._once.warning(
+            "full",
+            "telemetry: span queue full (%d spans), the exporter is not keeping up; "
+            "dropping new spans and counting them (see Telemetry.dropped_spans)",
+            self.accounting.capacity,
+        )
 
     def shutdown(self) -> None:
         """Export what is queued (bounded by the export timeout), then count what is left as dropped."""
@@ -354,7 +249,8 @@ class BoundedSpanProcessor(SpanProcessor):
             if self._closed:
                 return
             self._closed = True
-        self._batch.shutdown()  # type: ignore[no-untyped-call]
+        self._worker.stop()
+        self.exporter.shutdown()
         left = self.accounting.write_off_pending()
         if left:
             _log.warning("telemetry: %d queued spans could not be exported before shutdown", left)
@@ -364,7 +260,7 @@ class BoundedSpanProcessor(SpanProcessor):
         if self._closed:
             return False
         before = self.accounting.dropped
-        flushed = self._batch.force_flush(timeout_millis)
+        flushed = self._worker.flush(timeout_millis / 1000)
         return flushed and self.accounting.dropped == before and self.accounting.pending == 0
 
 
