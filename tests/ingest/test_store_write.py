@@ -18,6 +18,10 @@ from tracing.records import SpanRecord
 from tracing.source import TraceFilter, TraceSummary
 from tracing.store import open_store, writer
 from tracing.store.bulk import MAX_ROWS_PER_STATEMENT, insert_rows
+from tracing.store.ingest import apply_batches
+from tracing.store.lock import WriteLock
+from tracing.store.rows import batch_rows
+from tracing.store.schema import connect, database_path
 
 T = "0123456789abcdef0123456789abcdef"
 
@@ -109,3 +113,53 @@ def test_the_writer_checkpoints_the_wal_itself_every_few_thousand_spans(
             time.sleep(0.01)
         assert db.stat().st_size > empty + 50 * 4096
         assert store.ingest_stats().spans == len(spans)
+
+
+def test_a_group_of_batches_is_stored_as_one_with_the_results_of_one_after_the_other(tmp_path: Path) -> None:
+    spans = _turns(40)
+    expected = _state(tmp_path / "one", [spans])
+    extra = record("f" * 16, trace_id=T)
+    batches = [spans[:10], spans[10:70], spans[60:150], [*spans[150:], extra], spans[:5]]
+    with open_store(tmp_path / "group") as store:
+        # While the test holds the inter-process write lock, the writer waits with the first batch
+        # and the others queue up: they are committed as one group (a copy inside it, one before).
+        lock = WriteLock(store.data_dir)
+        with lock.held():
+            futures = [store.submit(batch) for batch in batches]
+            time.sleep(0.2)
+        lock.close()
+        results = [(f.result(30).stored, f.result(30).duplicates) for f in futures]
+        summaries = store.list_traces(TraceFilter(), limit=1000)
+        stats = store.ingest_stats()
+    assert results == [(10, 0), (60, 0), (80, 10), (len(spans) - 150 + 1, 0), (0, 5)]
+    assert [s for s in summaries if s.trace_id != T] == expected[0]
+    assert (stats.spans, stats.duplicates) == (len(spans) + 1, 15)
+
+
+def test_a_group_with_text_to_repair_counts_the_repair_on_its_own_batch(tmp_path: Path) -> None:
+    good = _turns(3)
+    bad = [record("1" * 16, name="plan\ud800", trace_id=T)]
+    with open_store(tmp_path) as store:
+        lock = WriteLock(store.data_dir)
+        with lock.held():
+            futures = [store.submit(good[2:]), store.submit(good), store.submit(bad), store.submit(good[:2])]
+            time.sleep(0.2)
+        lock.close()
+        results = [f.result(30) for f in futures]
+        counts = [(r.stored, r.duplicates, r.repaired) for r in results]
+        assert counts == [(len(good) - 2, 0, 0), (2, len(good) - 2, 0), (1, 0, 1), (0, 2, 0)]
+        assert store.get_trace(T)[0].name == "plan\ufffd"
+
+
+def test_apply_batches_shares_stored_and_skipped_spans_as_if_one_after_the_other(tmp_path: Path) -> None:
+    spans = _turns(20)
+    expected = _state(tmp_path / "one", [spans])
+    open_store(tmp_path / "direct").close()
+    conn = connect(database_path(tmp_path / "direct"), writer=True)
+    batches = [batch_rows(part) for part in (spans[:30], spans[20:80], spans[80:], spans[:3])]
+    conn.execute("BEGIN IMMEDIATE")
+    assert apply_batches(conn, batches) == [(30, 0), (50, 10), (len(spans) - 80, 0), (0, 3)]
+    conn.execute("COMMIT")
+    conn.close()
+    with open_store(tmp_path / "direct") as store:
+        assert store.list_traces(TraceFilter(), limit=1000) == expected[0]

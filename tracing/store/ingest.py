@@ -14,6 +14,7 @@ the spans stored before and are joined in SQL against the rowid range.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 
 from tracing.conventions import OP_EXECUTE_TOOL, OP_INVOKE_AGENT
 from tracing.records import STATUS_ERROR
@@ -117,31 +118,80 @@ def apply_batch(conn: sqlite3.Connection, batch: StagedBatch) -> tuple[int, int]
     conn.execute("SAVEPOINT batch")
     try:
         try:
-            result = _apply(conn, batch)
+            stored, _ = _apply(conn, batch)
         except UnicodeEncodeError:
             conn.execute("ROLLBACK TO batch")
             batch.repair_text()
-            result = _apply(conn, batch)
+            stored, _ = _apply(conn, batch)
     except BaseException:
         conn.execute("ROLLBACK TO batch")
         conn.execute("RELEASE batch")
         raise
     conn.execute("RELEASE batch")
-    return result
+    return stored, len(batch.rows) - stored
 
 
-def _apply(conn: sqlite3.Connection, batch: StagedBatch) -> tuple[int, int]:
+def apply_batches(conn: sqlite3.Connection, batches: Sequence[StagedBatch]) -> list[tuple[int, int]]:
+    """Store several staged batches as one, with the result of storing them one after the other:
+    (spans stored, duplicates skipped) per batch.
+
+    One set of statements for the whole group: each statement hands the GIL back and forth once,
+    and the group holds the inter-process write lock meanwhile. A group with text to repair is
+    stored batch by batch (the repair is counted per batch).
+    """
+    if len(batches) == 1:
+        return [apply_batch(conn, batches[0])]
+    merged = StagedBatch.merge(batches)
+    if not merged.rows:
+        return [(0, 0) for _ in batches]
+    conn.execute("SAVEPOINT batches")
+    try:
+        _, stored_keys = _apply(conn, merged)
+    except UnicodeEncodeError:
+        conn.execute("ROLLBACK TO batches")
+        conn.execute("RELEASE batches")
+        return [apply_batch(conn, batch) for batch in batches]
+    except BaseException:
+        conn.execute("ROLLBACK TO batches")
+        conn.execute("RELEASE batches")
+        raise
+    conn.execute("RELEASE batches")
+    return _shares(batches, stored_keys)
+
+
+def _shares(
+    batches: Sequence[StagedBatch], stored_keys: set[tuple[str, str]] | None
+) -> list[tuple[int, int]]:
+    """Stored and skipped spans of each batch; `stored_keys` None means every span was stored."""
+    if stored_keys is None:
+        return [(len(batch.rows), 0) for batch in batches]
+    seen: set[tuple[str, str]] = set()
+    shares = []
+    for batch in batches:
+        stored = 0
+        for row in batch.rows:
+            key = (row[1], row[2])
+            if key in stored_keys and key not in seen:  # the first copy is the one stored
+                seen.add(key)
+                stored += 1
+        shares.append((stored, len(batch.rows) - stored))
+    return shares
+
+
+def _apply(conn: sqlite3.Connection, batch: StagedBatch) -> tuple[int, set[tuple[str, str]] | None]:
+    """Store the batch; returns the spans stored and, when some were skipped, the stored keys."""
     before = conn.execute("SELECT coalesce(max(rowid), 0) FROM main.otel_traces").fetchone()[0]
     stored = insert_rows(conn, _STORE, len(SPAN_COLUMNS), batch.rows)
-    duplicates = len(batch.rows) - stored
     if stored == 0:
-        return 0, duplicates
-    if duplicates:
+        return 0, set()
+    stored_keys = None
+    if stored < len(batch.rows):
         new = conn.execute("SELECT TraceId, SpanId FROM main.otel_traces WHERE rowid > ?", (before,))
-        batch = batch.only(set(new.fetchall()))
+        stored_keys = set(new.fetchall())
+        batch = batch.only(stored_keys)
     insert_rows(conn, _STORE_USAGE, len(USAGE_COLUMNS), batch.usage)
     insert_rows(conn, _SUMMARY, len(SUMMARY_COLUMNS), batch.traces, _SUMMARY_MERGE)
     if any(row[_OP] in _LINKED_OPS for row in batch.rows):
         conn.execute(_ATTEMPTS, {"before": before})
         conn.execute(_FOREIGN_FAILED, {"before": before})
-    return stored, duplicates
+    return stored, stored_keys

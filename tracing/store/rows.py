@@ -114,6 +114,22 @@ class StagedBatch:
         if len(self.notes) < MAX_NOTES:
             self.notes.append(message)
 
+    @staticmethod
+    def merge(batches: Iterable[StagedBatch]) -> StagedBatch:
+        """One batch holding the rows of `batches` in order. Their summary rows are concatenated,
+        not recomputed: upserted in order, two rows of one trace add up as two batches would."""
+        merged = StagedBatch([], [], [], [], [], [])
+        for batch in batches:
+            offset = len(merged.rows)
+            merged.rows += batch.rows
+            merged.flags += batch.flags
+            merged.usage += batch.usage
+            merged.usage_of += [index + offset for index in batch.usage_of]
+            merged.roots += batch.roots
+            merged.root_of += [index + offset for index in batch.root_of]
+            merged.traces += batch.traces
+        return merged
+
     def summarize(self) -> None:
         """(Re)compute `traces` from the rows."""
         self.traces = summarize(self.rows, self.flags, self.usage, self.roots)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from tracing.store.ingest import apply_batch
+from tracing.store.ingest import apply_batches
 from tracing.store.lock import WriteLock
 from tracing.store.rows import StagedBatch
 from tracing.store.schema import RECENT_ERRORS_KEPT
@@ -196,8 +196,8 @@ def commit_jobs(
     conn.execute("BEGIN IMMEDIATE")
     try:
         results = []
-        for rows, rejected, errors in jobs:
-            stored, duplicates = apply_batch(conn, rows)
+        counts = apply_batches(conn, [rows for rows, _, _ in jobs])
+        for (rows, rejected, errors), (stored, duplicates) in zip(jobs, counts, strict=True):
             results.append(WriteResult(stored, duplicates, rejected, rows.truncated, rows.repaired))
             _record_errors(conn, [*errors, *rows.notes])
         _bump_counters(conn, results)
