@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+import sys
 import time
 from pathlib import Path
 
@@ -163,3 +164,18 @@ def test_apply_batches_shares_stored_and_skipped_spans_as_if_one_after_the_other
     conn.close()
     with open_store(tmp_path / "direct") as store:
         assert store.list_traces(TraceFilter(), limit=1000) == expected[0]
+
+
+def test_a_writing_process_switches_threads_often_enough_for_the_writer(tmp_path: Path) -> None:
+    before = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.005)
+        with open_store(tmp_path) as store:
+            store.write(_turns(1))
+            assert sys.getswitchinterval() == pytest.approx(writer.SWITCH_INTERVAL_S)
+        sys.setswitchinterval(writer.SWITCH_INTERVAL_S / 10)  # never raised
+        with open_store(tmp_path) as store:
+            store.write(_turns(2))
+            assert sys.getswitchinterval() == pytest.approx(writer.SWITCH_INTERVAL_S / 10)
+    finally:
+        sys.setswitchinterval(before)

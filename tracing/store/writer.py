@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import queue
 import sqlite3
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -32,6 +33,13 @@ MAX_GROUP_SPANS = 20_000
 CHECKPOINT_EVERY_SPANS = 8_000
 """Spans committed between two WAL checkpoints of a writer (about 2,000 pages of log, twice
 SQLite's automatic checkpoint interval)."""
+
+SWITCH_INTERVAL_S = 0.0005
+"""The thread switch interval of a process that writes to the store (CPython's default is 5 ms;
+the writer only ever lowers it). Each statement of the write path hands the GIL over while
+SQLite works and must win it back: with the default, a writer whose process is busy in Python
+(decoding the next request) waits up to 5 ms per statement, with the write lock held. A group of
+4 requests took 60 us per span that way, 13 us with 0.5 ms (7 us on an idle process)."""
 
 WAL_RESET_PAGES = 25_000
 """Log size (pages) past which a checkpoint runs under the write lock. Checkpoints outside it race
@@ -110,6 +118,8 @@ class GroupCommitWriter:
             self._thread.join()
 
     def _run(self) -> None:
+        if sys.getswitchinterval() > SWITCH_INTERVAL_S:
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
         try:
             conn = self._connect()
             self._lock_file = self._make_lock() if self._make_lock is not None else None
