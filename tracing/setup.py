@@ -80,6 +80,8 @@ class Telemetry:
         """True when the providers became the OpenTelemetry globals."""
         self._processor = processor
         self._closed = False
+        # One for every flush: its call thread is kept between calls (see BoundedCall).
+        self._flush_call = BoundedCall("janux-telemetry-flush")
 
     @property
     def dropped_spans(self) -> int:
@@ -99,7 +101,7 @@ class Telemetry:
     def force_flush(self, timeout_ms: int | None = None) -> bool:
         """Export everything queued now; False when it did not all get out within the bound."""
         budget = self._bound(timeout_ms)
-        outcome = BoundedCall("janux-telemetry-flush").run(lambda: self._flush_all(budget), budget / 1000)
+        outcome = self._flush_call.run(lambda: self._flush_all(budget), budget / 1000)
         return outcome.kind == "ok" and bool(outcome.value)
 
     def shutdown(self, timeout_ms: int | None = None) -> bool:

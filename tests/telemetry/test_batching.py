@@ -131,3 +131,14 @@ def test_bounded_call_keeps_its_thread_and_answers_busy_while_a_call_hangs() -> 
     assert after.kind == "ok" and after.value is not first.value  # the hung call's thread left
     raised = call.run(lambda: 1 / 0, 5)
     assert raised.kind == "error" and isinstance(raised.error, ZeroDivisionError)
+
+
+def test_repeated_flushes_reuse_one_call_thread() -> None:
+    from tracing.setup import configure_telemetry
+
+    telemetry = configure_telemetry(exporter=Recording(), metrics=False, set_global=False, env={})
+    before = threading.active_count()
+    for _ in range(20):
+        assert telemetry.force_flush(timeout_ms=5_000)
+    assert threading.active_count() <= before + 1
+    assert telemetry.shutdown(timeout_ms=5_000)
