@@ -133,7 +133,7 @@ class GroupCommitWriter:
             while running:
                 jobs, running = self._take()
                 if jobs:
-                    self._commit(conn, jobs)
+                    running = self._commit_group(conn, jobs, running)
                     self._uncheckpointed += sum(len(job.rows) for job in jobs)
                     if self._uncheckpointed >= CHECKPOINT_EVERY_SPANS or not running:
                         self._uncheckpointed = 0
@@ -144,22 +144,26 @@ class GroupCommitWriter:
                 self._lock_file.close()
 
     def _take(self) -> tuple[list[_Job], bool]:
-        """Block for one job, then drain whatever else is waiting (up to the span budget)."""
+        """Block for one job, then drain whatever else is waiting; False once close was asked."""
         first = self._queue.get()
         if first is None:
             return [], False
         jobs = [first]
-        spans = len(first.rows)
+        return jobs, self._drain(jobs)
+
+    def _drain(self, jobs: list[_Job]) -> bool:
+        """Add the jobs waiting now to `jobs` (up to the span budget); False if close was asked."""
+        spans = sum(len(job.rows) for job in jobs)
         while spans < MAX_GROUP_SPANS:
             try:
                 job = self._queue.get_nowait()
             except queue.Empty:
-                break
+                return True
             if job is None:
-                return jobs, False
+                return False
             jobs.append(job)
             spans += len(job.rows)
-        return jobs, True
+        return True
 
     def _checkpoint(self, conn: sqlite3.Connection) -> None:
         """Copy committed pages from the WAL into the database file; never fails a write."""
@@ -171,14 +175,23 @@ class GroupCommitWriter:
         except sqlite3.Error as err:  # busy (another checkpoint runs) or I/O: the next one retries
             logger.debug("WAL checkpoint skipped: %s", err)
 
+    def _commit_group(self, conn: sqlite3.Connection, jobs: list[_Job], running: bool) -> bool:
+        """Commit `jobs` under the write lock, with the jobs queued while waiting for it (another
+        process was committing: a bigger group costs one commit and one lock hand-over less).
+        Returns False once close was asked."""
+        if self._lock_file is None:
+            self._commit(conn, jobs)
+            return running
+        with self._lock_file.held():
+            if running:
+                running = self._drain(jobs)
+            self._commit(conn, jobs)
+        return running
+
     def _commit(self, conn: sqlite3.Connection, jobs: list[_Job]) -> None:
+        """Commit `jobs` in one transaction (the caller holds the write lock)."""
         try:
-            batches = [(j.rows, j.rejected, j.errors) for j in jobs]
-            if self._lock_file is None:
-                results = commit_jobs(conn, batches)
-            else:
-                with self._lock_file.held():
-                    results = commit_jobs(conn, batches)
+            results = commit_jobs(conn, [(j.rows, j.rejected, j.errors) for j in jobs])
         except BaseException as err:
             if len(jobs) > 1 and isinstance(err, Exception):
                 # One bad batch must not fail the others committed with it: retry them one by one.
