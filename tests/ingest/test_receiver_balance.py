@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 
 from ingest.helpers import numbered_spans, pb_request
-from tracing.receiver import start_receiver
+from tracing.receiver import process, start_receiver
 from tracing.receiver.process import YOUNG_COLLECTION_THRESHOLD, settle_heap
 from tracing.receiver.server import RECONNECT_EVERY
 from tracing.store import open_store
@@ -45,9 +45,13 @@ def test_several_processes_end_every_few_connections_one_process_never(tmp_path:
 def test_settle_heap_freezes_start_up_objects_and_collects_young_objects_less_often() -> None:
     before = gc.get_threshold()
     try:
+        process._settled.clear()
         settle_heap()
         assert gc.get_freeze_count() > 0
         assert gc.get_threshold()[0] >= YOUNG_COLLECTION_THRESHOLD
+        gc.unfreeze()
+        settle_heap()  # once per process
+        assert gc.get_freeze_count() == 0
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
