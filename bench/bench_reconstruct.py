@@ -18,13 +18,13 @@ import argparse
 import statistics
 import subprocess
 import time
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+from cli.demo import wait_until_up
 from dashboard.reconstruct.checks import run_checks
 from dashboard.reconstruct.costs import assign_costs, billed_spans
 from dashboard.reconstruct.failures import budget_burn, delegation_failures, loop_failures
@@ -180,15 +180,8 @@ def _browser_seconds(big: list[SpanRecord], small: list[SpanRecord], runs: int) 
 
 
 def _wait_healthy(url: str, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
-                if answer.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise RuntimeError("the dashboard never answered its health check")
+    if not wait_until_up(f"{url}/_stcore/health", timeout_s, interval_s=0.3):
+        raise RuntimeError("the dashboard never answered its health check")
 
 
 def _print_browser(runs: int) -> bool:

@@ -17,7 +17,7 @@ import threading
 from typing import Any
 
 from cli.collect import add_receiver_arguments, start_receiver_from_args
-from cli.ui import DEFAULT_PORT, free_port, launch_ui
+from cli.ui import DEFAULT_PORT, free_port, launch_ui, stop_child
 from tracing.store import open_store
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -97,19 +97,8 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         for child in (demo, dashboard):
             if child is not None:
-                _stop(child)
+                stop_child(child)
         receiver.stop()
         store.close()
     print("janux serve: stopped", flush=True)
     return 0
-
-
-def _stop(child: subprocess.Popen[bytes]) -> None:
-    if child.poll() is not None:
-        return
-    child.terminate()
-    try:
-        child.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait()

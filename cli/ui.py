@@ -141,11 +141,14 @@ def _run(args: argparse.Namespace) -> int:
     try:
         return child.wait()
     except KeyboardInterrupt:
-        _stop(child)
+        stop_child(child)
         return 130
 
 
-def _stop(child: subprocess.Popen[bytes]) -> None:
+def stop_child(child: subprocess.Popen[bytes]) -> None:
+    """Terminate a child process, killing it if it has not exited within 10 s."""
+    if child.poll() is not None:
+        return
     child.terminate()
     try:
         child.wait(timeout=10)

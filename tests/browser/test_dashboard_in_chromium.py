@@ -16,7 +16,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from cli.demo import wait_until_up
 from dashboard.synthetic import synthetic_trace
 from dashboard.views.cells import money_text
 from dashboard.views.fmt import usd
@@ -84,15 +84,7 @@ def _denials(data_dir: Path) -> dict[str, str]:
 
 
 def _wait_for_ui(url: str, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise AssertionError("the dashboard never answered its health check")
+    assert wait_until_up(f"{url}/_stcore/health", timeout_s), "the dashboard never answered its health check"
 
 
 @pytest.fixture(scope="module")
