@@ -15,7 +15,7 @@ COPY pyproject.toml README.md ./
 COPY runtime ./runtime
 COPY tracing ./tracing
 COPY dashboard ./dashboard
-COPY cli ./cli
+COPY janux ./janux
 
 RUN pip install ".[clickhouse]" \
     && useradd --create-home --uid 10001 --shell /usr/sbin/nologin janux

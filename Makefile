@@ -26,7 +26,8 @@ browser-deps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
 
 lint: install
-	$(BIN)/ruff check runtime tracing dashboard cli tests bench
+	$(BIN)/ruff check janux runtime tracing dashboard tests bench
+	$(BIN)/lint-imports
 
 typecheck: install
 	$(BIN)/mypy

@@ -33,10 +33,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from tracing import conventions as c
-from tracing.otlp import decode_proto_request
-from tracing.source import USAGE_DIMENSIONS, TraceFilter
-from tracing.store import TraceStore, open_store
+from janux.tracing import conventions as c
+from janux.tracing.otlp import decode_proto_request
+from janux.tracing.sources.protocol import USAGE_DIMENSIONS, TraceFilter
+from janux.tracing.sources.store import TraceStore, open_store
 
 SPANS_PER_REQUEST = 512
 """Spans per OTLP/HTTP request, as the OTel SDK's batch processor sends them."""
@@ -240,7 +240,7 @@ def _peak_rss_mb(pid: int) -> float:
 
 
 def _start_collector(data_dir: Path, workers: int = 1) -> tuple[subprocess.Popen[str], int]:
-    command = [sys.executable, "-m", "cli.main", "collect", "--data-dir", str(data_dir)]
+    command = [sys.executable, "-m", "janux", "collect", "--data-dir", str(data_dir)]
     proc = subprocess.Popen(
         [*command, "--workers", str(workers), "--http-port", "0", "--grpc-port", "0"],
         cwd=_ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
@@ -365,7 +365,7 @@ def bench_import(megabytes: int, work: Path) -> dict[str, float]:
     path = work / "import.jsonl"
     spans = write_jsonl(path, megabytes)
     size_mb = path.stat().st_size / 1024 / 1024
-    command = [sys.executable, "-m", "cli.main", "import", str(path), "--data-dir", str(work / "import")]
+    command = [sys.executable, "-m", "janux", "import", str(path), "--data-dir", str(work / "import")]
     start = time.perf_counter()
     proc = subprocess.Popen(command, cwd=_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)

@@ -24,16 +24,16 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from cli.demo import wait_until_up
-from dashboard.reconstruct.checks import run_checks
-from dashboard.reconstruct.costs import assign_costs, billed_spans
-from dashboard.reconstruct.failures import budget_burn, delegation_failures, loop_failures
-from dashboard.reconstruct.pricing import clear_price_cache
-from dashboard.reconstruct.rebuild import reconstruct
-from dashboard.reconstruct.spanindex import build_index
-from dashboard.reconstruct.tree import build_tree
-from dashboard.synthetic import synthetic_trace
-from tracing.records import SpanRecord
+from janux.cli.demo import wait_until_up
+from janux.dashboard.reconstruct.checks import run_checks
+from janux.dashboard.reconstruct.costs import assign_costs, billed_spans
+from janux.dashboard.reconstruct.failures import budget_burn, delegation_failures, loop_failures
+from janux.dashboard.reconstruct.pricing import clear_price_cache
+from janux.dashboard.reconstruct.rebuild import reconstruct
+from janux.dashboard.reconstruct.tree import build_tree
+from janux.tracing.records import SpanRecord
+from janux.tracing.spantree.index import build_index
+from janux.tracing.testing import synthetic_trace
 
 TARGET_10K_S = 0.3
 """The design target for a 10,000-span trace."""
@@ -100,9 +100,9 @@ def _page_seconds(spans: list[SpanRecord]) -> tuple[float, float]:
     """Server-side time of the Trace page (AppTest) for one trace: first run, then a cached rerun."""
     from streamlit.testing.v1 import AppTest
 
-    from dashboard.memory_source import MemoryTraceSource
-    from dashboard.ui.state import SOURCE_OVERRIDE
-    from dashboard.view_cache import SHARED
+    from janux.dashboard.ui.state import SOURCE_OVERRIDE
+    from janux.dashboard.ui.view_cache import SHARED
+    from janux.tracing.sources.memory import MemoryTraceSource
 
     SHARED.clear()
     app = Path(__file__).resolve().parents[1] / "dashboard" / "streamlit_app.py"
@@ -152,8 +152,8 @@ def _browser_seconds(big: list[SpanRecord], small: list[SpanRecord], runs: int) 
 
     from playwright.sync_api import sync_playwright
 
-    from cli.ui import free_port, launch_ui
-    from tracing.store import open_store
+    from janux.cli.ui import free_port, launch_ui
+    from janux.tracing.sources.store import open_store
 
     ready = ["[data-testid='stGraphVizChart'] svg", "[data-testid='stMetric']"]
     with tempfile.TemporaryDirectory() as data_dir:

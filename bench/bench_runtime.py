@@ -32,9 +32,9 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NoOpTracerProvider, SpanKind
 
-from runtime import Agent, Cost, Subagent
-from runtime.testing import ScriptedModel, ScriptStep, call_tools, delegate, reply
-from tracing import conventions as c
+from janux.runtime import Agent, Cost, Subagent
+from janux.runtime.testing import ScriptedModel, ScriptStep, call_tools, delegate, reply
+from janux.tracing import conventions as c
 
 _PARENT_STEPS = (
     call_tools(delegate("researcher", "find the refund policy", id="c1"), input_tokens=400, output_tokens=30),

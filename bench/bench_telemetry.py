@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-from tracing.setup_config import BatchSettings
-from tracing.setup_guard import BoundedSpanProcessor
+from janux.tracing.sdk.processor import BoundedSpanProcessor
+from janux.tracing.sdk.settings import BatchSettings
 
 
 class _NullExporter(SpanExporter):

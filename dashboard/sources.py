@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from tracing.source import TraceSource
+from janux.tracing.sources.protocol import TraceSource
 
 SOURCE_ENV = "JANUX_SOURCE"
 """Environment variable choosing the source (`store`, `clickhouse`, `memory-file:<path>`)."""
@@ -130,7 +130,7 @@ def open_source(cfg: SourceConfig) -> TraceSource:
     if cfg.kind == "store":
         return _open_store(cfg.resolved_data_dir())
     if cfg.kind == "memory-file":
-        from dashboard.loaders import source_from_files
+        from janux.tracing.sources.file_loader import source_from_files
 
         if not Path(cfg.path).is_file():
             raise SourceUnavailable(f"{SOURCE_ENV}: no such trace file: {cfg.path}")
@@ -140,7 +140,7 @@ def open_source(cfg: SourceConfig) -> TraceSource:
 
 def _open_store(data_dir: Path) -> TraceSource:
     try:
-        from tracing.store import open_store
+        from janux.tracing.sources.store import open_store
     except ImportError as exc:  # the store ships with janux; this guards partial installs
         raise SourceUnavailable(f"the embedded store is not available: {exc}") from exc
     try:
@@ -152,7 +152,7 @@ def _open_store(data_dir: Path) -> TraceSource:
 
 def _open_clickhouse(settings: ClickHouseSettings) -> TraceSource:
     try:
-        from tracing.clickhouse_source import ClickHouseSource
+        from janux.tracing.sources.clickhouse import ClickHouseSource
 
         clickhouse_connect: Any = importlib.import_module("clickhouse_connect")
     except ImportError as exc:

@@ -1,7 +1,7 @@
 """Janux dashboard entry point: `streamlit run dashboard/streamlit_app.py [-- --data-dir DIR --source S]`.
 
-Pages live in `dashboard/app_pages/`; all logic lives in plain modules (`dashboard.reconstruct`,
-`dashboard.views`), the pages only lay it out.
+Pages live in `dashboard/app_pages/`; all logic lives in plain modules (`janux.dashboard.reconstruct`,
+`janux.dashboard.views`), the pages only lay it out.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard.ui.state import render_sidebar
+from janux.dashboard.ui.state import render_sidebar
 
 _PAGES = Path(__file__).parent / "app_pages"
 

@@ -3,8 +3,8 @@
 See docs/runtime.md for the API and a runnable example.
 """
 
-from runtime.agent import Agent
-from runtime.definitions import (
+from janux.runtime.agent import Agent
+from janux.runtime.definitions import (
     Cost,
     DelegationRequest,
     Handoff,
@@ -15,15 +15,15 @@ from runtime.definitions import (
     Subagent,
     ToolFilter,
 )
-from runtime.dispatch import dispatch_and_synthesize
-from runtime.errors import (
+from janux.runtime.dispatch import dispatch_and_synthesize
+from janux.runtime.errors import (
     DefinitionError,
     GuardrailRefused,
     JanuxError,
     ModelUnavailableError,
     UnknownAgentError,
 )
-from runtime.model import (
+from janux.runtime.model import (
     Message,
     Model,
     ModelError,
@@ -33,9 +33,9 @@ from runtime.model import (
     ToolCall,
     ToolSpec,
 )
-from runtime.result import RunResult
-from runtime.tools import Tool, function_tool
-from runtime.usage import Usage
+from janux.runtime.result import RunResult
+from janux.runtime.tools import Tool, function_tool
+from janux.runtime.usage import Usage
 
 __all__ = [
     "Agent",

@@ -23,8 +23,8 @@ from typing import Any
 
 from opentelemetry.trace import TracerProvider
 
-from runtime.agent_spec import AgentSpec
-from runtime.catalog import (
+from janux.runtime.agent_spec import AgentSpec
+from janux.runtime.catalog import (
     Role,
     Surface,
     ToolEntry,
@@ -33,7 +33,7 @@ from runtime.catalog import (
     function_entry,
     handoff_entry,
 )
-from runtime.definitions import (
+from janux.runtime.definitions import (
     Cost,
     Guardrail,
     Handoff,
@@ -43,18 +43,18 @@ from runtime.definitions import (
     Subagent,
     ToolFilter,
 )
-from runtime.errors import UnknownAgentError
-from runtime.model import Model, ModelSettings
-from runtime.names import delegate_tool_name, handoff_tool_name
-from runtime.policy import SlidingWindow
-from runtime.result import RunResult
-from runtime.sessions import SessionRegistry
-from runtime.threads import InMemoryThreadStore, ThreadStore
-from runtime.tools import Tool
-from runtime.turn import run_turn
-from runtime.usage import Price
-from tracing.content import ContentCapture
-from tracing.instrument import instrumentation_for_run
+from janux.runtime.errors import UnknownAgentError
+from janux.runtime.model import Model, ModelSettings
+from janux.runtime.policy import SlidingWindow
+from janux.runtime.result import RunResult
+from janux.runtime.sessions import SessionRegistry
+from janux.runtime.threads import InMemoryThreadStore, ThreadStore
+from janux.runtime.tool_names import delegate_tool_name, handoff_tool_name
+from janux.runtime.tools import Tool
+from janux.runtime.turn import run_turn
+from janux.runtime.usage import Price
+from janux.tracing.instrument.content import ContentCapture
+from janux.tracing.instrument.run import instrumentation_for_run
 
 
 class Agent:

@@ -7,10 +7,18 @@ from typing import Any
 
 from pydantic import Field, InstanceOf, field_validator, model_validator
 
-from runtime.definitions import Cost, Definition, Handoff, HandoffPolicy, RateLimit, Subagent, ToolFilter
-from runtime.model import Model, ModelSettings
-from runtime.names import delegate_tool_name, handoff_tool_name
-from runtime.tools import Tool, make_tool
+from janux.runtime.definitions import (
+    Cost,
+    Definition,
+    Handoff,
+    HandoffPolicy,
+    RateLimit,
+    Subagent,
+    ToolFilter,
+)
+from janux.runtime.model import Model, ModelSettings
+from janux.runtime.tool_names import delegate_tool_name, handoff_tool_name
+from janux.runtime.tools import Tool, make_tool
 
 
 def _as_tool(item: Any) -> Any:
@@ -67,7 +75,7 @@ class AgentSpec(Definition):
     @classmethod
     def _explain_references(cls, data: Any) -> Any:
         """Say what is wrong with the two common slips: a target by name, a subagent without budget."""
-        from runtime.agent import Agent
+        from janux.runtime.agent import Agent
 
         if not isinstance(data, dict):
             return data
@@ -75,7 +83,7 @@ class AgentSpec(Definition):
             if isinstance(item, str):
                 raise ValueError(
                     f"handoffs.{index}: unknown handoff target {item!r}: pass the Agent itself (or a "
-                    "Handoff); names are resolved only by runtime.config.agents_from_config"
+                    "Handoff); names are resolved only by janux.runtime.config.agents_from_config"
                 )
         for index, item in enumerate(data.get("subagents") or ()):
             if isinstance(item, Agent):
@@ -95,7 +103,7 @@ class AgentSpec(Definition):
     @field_validator("handoffs", mode="before")
     @classmethod
     def _wrap_agents(cls, value: Any) -> Any:
-        from runtime.agent import Agent
+        from janux.runtime.agent import Agent
 
         if isinstance(value, (list, tuple)):
             return [Handoff(agent=item) if isinstance(item, Agent) else item for item in value]

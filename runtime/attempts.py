@@ -2,7 +2,7 @@
 
 An attempt runs the subagent's loop from a fresh history (or its REUSE_SESSION memory) at depth
 caller + 1. A per-attempt timeout and the delegation's `max_ms` budget both cancel the attempt for
-real (`runtime.deadline`); the first is a failure (`timeout`, retried when retries are left), the
+real (`janux.runtime.deadline`); the first is a failure (`timeout`, retried when retries are left), the
 second a budget cut (`max_time`). A `max_turns` / `max_tokens` cut ends the delegation, not retried.
 """
 
@@ -15,15 +15,15 @@ from dataclasses import dataclass, field
 
 from opentelemetry.trace import Span
 
-import runtime.loop as loop_module
-from runtime.context import ActiveAgent, LoopContext, enter_depth, leave_depth
-from runtime.deadline import cancel_reason, run_with_deadline
-from runtime.definitions import HandoffPolicy, Subagent
-from runtime.errors import CODE_TIMEOUT, DeadlineExceeded, error_type_of
-from runtime.events import HandoffEvent
-from runtime.messages import system, user
-from runtime.model import Message, ToolCall
-from tracing.conventions import ERROR_TIMEOUT, STOP_MAX_TIME
+import janux.runtime.loop as loop_module
+from janux.runtime.context import ActiveAgent, LoopContext, enter_depth, leave_depth
+from janux.runtime.deadline import cancel_reason, run_with_deadline
+from janux.runtime.definitions import HandoffPolicy, Subagent
+from janux.runtime.errors import CODE_TIMEOUT, DeadlineExceeded, error_type_of
+from janux.runtime.events import HandoffEvent
+from janux.runtime.messages import system, user
+from janux.runtime.model import Message, ToolCall
+from janux.tracing.conventions import ERROR_TIMEOUT, STOP_MAX_TIME
 
 
 @dataclass(slots=True, eq=False)

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from runtime.definitions import Handoff, Subagent, ToolFilter
-from runtime.model import ToolSpec
-from runtime.names import allowed_by
-from runtime.tools import Tool
-from tracing.conventions import TOOL_TYPE_DELEGATE, TOOL_TYPE_FUNCTION, TOOL_TYPE_HANDOFF
+from janux.runtime.definitions import Handoff, Subagent, ToolFilter
+from janux.runtime.model import ToolSpec
+from janux.runtime.tool_names import allowed_by
+from janux.runtime.tools import Tool
+from janux.tracing.conventions import TOOL_TYPE_DELEGATE, TOOL_TYPE_FUNCTION, TOOL_TYPE_HANDOFF
 
 
 class Role(Enum):

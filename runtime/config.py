@@ -23,8 +23,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from runtime.agent import Agent
-from runtime.definitions import (
+from janux.runtime.agent import Agent
+from janux.runtime.definitions import (
     Cost,
     Handoff,
     HandoffPolicy,
@@ -34,9 +34,9 @@ from runtime.definitions import (
     ToolFilter,
     describe_definition_error,
 )
-from runtime.errors import DefinitionError
-from runtime.model import Model
-from runtime.tools import Tool
+from janux.runtime.errors import DefinitionError
+from janux.runtime.model import Model
+from janux.runtime.tools import Tool
 
 T = TypeVar("T")
 

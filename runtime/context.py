@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry.trace import Span
 
-from runtime.catalog import Role, Surface
-from runtime.definitions import ToolFilter
-from runtime.model import Message, Model, ModelSettings
-from runtime.usage import Price, Usage, UsageLimits
-from tracing.instrument import RunInstrumentation
+from janux.runtime.catalog import Role, Surface
+from janux.runtime.definitions import ToolFilter
+from janux.runtime.model import Message, Model, ModelSettings
+from janux.runtime.usage import Price, Usage, UsageLimits
+from janux.tracing.instrument.run import RunInstrumentation
 
 if TYPE_CHECKING:
-    from runtime.agent import Agent
+    from janux.runtime.agent import Agent
 
 _DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("janux_depth", default=0)
 

@@ -14,8 +14,8 @@ import contextvars
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from runtime.errors import DeadlineExceeded
-from tracing.conventions import ERROR_CANCELLED
+from janux.runtime.errors import DeadlineExceeded
+from janux.tracing.conventions import ERROR_CANCELLED
 
 T = TypeVar("T")
 

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, InstanceOf, ValidationError
 
-from runtime.errors import DefinitionError
-from runtime.usage import Price
-from tracing.conventions import SESSION_NEW, SESSION_REUSE
+from janux.runtime.errors import DefinitionError
+from janux.runtime.usage import Price
+from janux.tracing.conventions import SESSION_NEW, SESSION_REUSE
 
 if TYPE_CHECKING:
-    from runtime.agent import Agent
+    from janux.runtime.agent import Agent
 
 
 class SessionMode(StrEnum):

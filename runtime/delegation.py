@@ -14,12 +14,12 @@ import json
 import logging
 from dataclasses import dataclass
 
-from runtime.attempts import AttemptsResult, Delegation, run_attempts
-from runtime.catalog import Role, ToolEntry
-from runtime.context import ActiveAgent, LoopContext, current_depth
-from runtime.deadline import cancel_reason
-from runtime.definitions import DelegationRequest, OnFailure, SessionMode
-from runtime.errors import (
+from janux.runtime.attempts import AttemptsResult, Delegation, run_attempts
+from janux.runtime.catalog import Role, ToolEntry
+from janux.runtime.context import ActiveAgent, LoopContext, current_depth
+from janux.runtime.deadline import cancel_reason
+from janux.runtime.definitions import DelegationRequest, OnFailure, SessionMode
+from janux.runtime.errors import (
     CODE_CANCELLED,
     CODE_FALLBACK_UNAVAILABLE,
     CODE_GUARDRAIL,
@@ -29,11 +29,11 @@ from runtime.errors import (
     CODE_TOOL_FORBIDDEN,
     error_type_of,
 )
-from runtime.events import emit_end, open_handoff
-from runtime.messages import user
-from runtime.model import Message, ToolCall
-from runtime.models import resolve_model
-from runtime.policy import (
+from janux.runtime.events import emit_end, open_handoff
+from janux.runtime.messages import user
+from janux.runtime.model import Message, ToolCall
+from janux.runtime.model_registry import resolve_model
+from janux.runtime.policy import (
     HandoffDenied,
     InputFilterError,
     apply_input_filter,
@@ -41,9 +41,9 @@ from runtime.policy import (
     first_refusal,
     fold_input,
 )
-from runtime.primary import invoke_tool
-from runtime.usage import UsageLimits
-from tracing.conventions import (
+from janux.runtime.primary import invoke_tool
+from janux.runtime.usage import UsageLimits
+from janux.tracing.conventions import (
     DENY_GUARDRAIL,
     DENY_RATE_LIMITED,
     DENY_TOOL_FORBIDDEN,

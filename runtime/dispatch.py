@@ -11,17 +11,17 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from runtime.catalog import ToolEntry
-from runtime.errors import DefinitionError
-from runtime.loop import HandleResponse
-from runtime.model import Model, ModelResponse, ToolCall
-from runtime.result import RunResult
-from runtime.turn import run_turn
-from tracing.conventions import TOOL_TYPE_DELEGATE
-from tracing.instrument import instrumentation_for_run
+from janux.runtime.catalog import ToolEntry
+from janux.runtime.errors import DefinitionError
+from janux.runtime.loop import HandleResponse
+from janux.runtime.model import Model, ModelResponse, ToolCall
+from janux.runtime.result import RunResult
+from janux.runtime.turn import run_turn
+from janux.tracing.conventions import TOOL_TYPE_DELEGATE
+from janux.tracing.instrument.run import instrumentation_for_run
 
 if TYPE_CHECKING:
-    from runtime.agent import Agent
+    from janux.runtime.agent import Agent
 
 
 def _worker_tools(synthesizer: Agent, workers: Sequence[str] | str | None) -> list[str]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from runtime.model import ModelError
-from tracing.conventions import (
+from janux.runtime.model import ModelError
+from janux.tracing.conventions import (
     DENY_GUARDRAIL,
     DENY_RATE_LIMITED,
     DENY_TOOL_FORBIDDEN,

@@ -1,7 +1,7 @@
 """HANDOFF_START / HANDOFF_END: one event pair per delegation or transfer, always paired.
 
 The same `HandoffEvent` feeds three places: the span events of the tool span (through
-`tracing.instrument`), the turn's event list (`RunResult.handoff_events`) and the listeners
+`janux.tracing.instrument.run`), the turn's event list (`RunResult.handoff_events`) and the listeners
 registered on the calling agent (and on the turn's entry agent, which hears every delegation of
 the turn, nested ones included). Listener exceptions are logged and never reach the run.
 """
@@ -16,9 +16,9 @@ from typing import Any
 
 from opentelemetry.trace import Span
 
-from runtime.context import LoopContext
-from runtime.model import ToolCall
-from tracing.conventions import EVENT_HANDOFF_END, EVENT_HANDOFF_START, STATUS_STARTING
+from janux.runtime.context import LoopContext
+from janux.runtime.model import ToolCall
+from janux.tracing.conventions import EVENT_HANDOFF_END, EVENT_HANDOFF_START, STATUS_STARTING
 
 _log = logging.getLogger("janux.runtime")
 

@@ -1,7 +1,7 @@
 """Tool execution: the fork-join over one round's tool calls, and the primary (function) executor.
 
 Every call gets an `execute_tool` span. Delegate and handoff calls go to the governance wrapper
-(`runtime.delegation`, `runtime.handoff`); plain function tools pass straight through here and are
+(`janux.runtime.delegation`, `janux.runtime.handoff`); plain function tools pass straight through here and are
 never touched by the policy. A call outside the loop's surface is refused with `tool_forbidden`
 and never executed; malformed arguments and tool exceptions become tool results the model reads.
 """
@@ -11,16 +11,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from runtime.catalog import ToolEntry, tool_error
-from runtime.context import LoopContext
-from runtime.deadline import cancel_reason
-from runtime.delegation import run_delegation
-from runtime.errors import CODE_TOOL_FORBIDDEN, CODE_UNKNOWN_TOOL
-from runtime.events import start_tool_span
-from runtime.handoff import run_transfer
-from runtime.model import Message, ToolCall
-from runtime.primary import invoke_tool
-from tracing.conventions import TOOL_TYPE_DELEGATE, TOOL_TYPE_FUNCTION, TOOL_TYPE_HANDOFF
+from janux.runtime.catalog import ToolEntry, tool_error
+from janux.runtime.context import LoopContext
+from janux.runtime.deadline import cancel_reason
+from janux.runtime.delegation import run_delegation
+from janux.runtime.errors import CODE_TOOL_FORBIDDEN, CODE_UNKNOWN_TOOL
+from janux.runtime.events import start_tool_span
+from janux.runtime.handoff import run_transfer
+from janux.runtime.model import Message, ToolCall
+from janux.runtime.primary import invoke_tool
+from janux.tracing.conventions import TOOL_TYPE_DELEGATE, TOOL_TYPE_FUNCTION, TOOL_TYPE_HANDOFF
 
 
 async def execute_calls(loop: LoopContext, calls: Sequence[ToolCall]) -> list[Message]:

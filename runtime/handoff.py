@@ -13,21 +13,21 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from runtime.catalog import Role, ToolEntry
-from runtime.context import ActiveAgent, LoopContext, Transfer, current_depth
-from runtime.errors import (
+from janux.runtime.catalog import Role, ToolEntry
+from janux.runtime.context import ActiveAgent, LoopContext, Transfer, current_depth
+from janux.runtime.errors import (
     CODE_HANDOFF_DENIED,
     CODE_HANDOFF_IGNORED,
     CODE_HANDOFF_MODEL_UNAVAILABLE,
     CODE_TOOL_FORBIDDEN,
 )
-from runtime.events import emit_end, open_handoff
-from runtime.messages import system, text_only, transfer_note
-from runtime.model import Model, ToolCall
-from runtime.models import resolve_model
-from runtime.policy import HandoffDenied, check_policy
-from runtime.usage import UsageLimits
-from tracing.conventions import (
+from janux.runtime.events import emit_end, open_handoff
+from janux.runtime.messages import system, text_only, transfer_note
+from janux.runtime.model import Model, ToolCall
+from janux.runtime.model_registry import resolve_model
+from janux.runtime.policy import HandoffDenied, check_policy
+from janux.runtime.usage import UsageLimits
+from janux.tracing.conventions import (
     DENY_TOOL_FORBIDDEN,
     KIND_TRANSFER,
     SESSION_REUSE,
@@ -38,7 +38,7 @@ from tracing.conventions import (
 )
 
 if TYPE_CHECKING:
-    from runtime.agent import Agent
+    from janux.runtime.agent import Agent
 
 
 def _reason(arguments: str) -> str:

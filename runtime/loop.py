@@ -13,13 +13,13 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from runtime.context import LoopContext
-from runtime.deadline import cancel_reason
-from runtime.errors import error_type_of
-from runtime.executor import execute_calls
-from runtime.handoff import apply_transfer
-from runtime.messages import messages_json
-from runtime.model import Message, ModelResponse
+from janux.runtime.context import LoopContext
+from janux.runtime.deadline import cancel_reason
+from janux.runtime.errors import error_type_of
+from janux.runtime.executor import execute_calls
+from janux.runtime.handoff import apply_transfer
+from janux.runtime.messages import messages_json
+from janux.runtime.model import Message, ModelResponse
 
 
 @dataclass(slots=True, frozen=True)

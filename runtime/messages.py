@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from runtime.model import Message
+from janux.runtime.model import Message
 
 
 def system(text: str) -> Message:

@@ -1,6 +1,6 @@
 """The model boundary: messages in, one response out, through a single async method.
 
-Every model client (the scripted and function models of `runtime.testing`, the OpenAI-compatible
+Every model client (the scripted and function models of `janux.runtime.testing`, the OpenAI-compatible
 client) implements `Model`. Tracing wraps this boundary rather than living in each client.
 """
 

@@ -1,6 +1,6 @@
 """An OpenAI-compatible chat-completions client: OpenAI, vLLM, Ollama, LM Studio and the like.
 
-`OpenAIChatModel` implements `runtime.model.Model` over `POST {base_url}/chat/completions`. It
+`OpenAIChatModel` implements `janux.runtime.model.Model` over `POST {base_url}/chat/completions`. It
 retries 429, 5xx and connection failures with exponential backoff and jitter (honouring
 `Retry-After`), raises `ModelError` at once on any other 4xx, and turns a malformed body into a
 `ModelError` naming what was missing. Tool names that a provider would refuse (`delegate.researcher`:
@@ -28,8 +28,16 @@ from typing import Any
 
 import httpx
 
-from runtime.model import Message, ModelError, ModelResponse, ModelSettings, ModelUsage, ToolCall, ToolSpec
-from runtime.tool_names import ToolNameCodec
+from janux.runtime.model import (
+    Message,
+    ModelError,
+    ModelResponse,
+    ModelSettings,
+    ModelUsage,
+    ToolCall,
+    ToolSpec,
+)
+from janux.runtime.tool_name_codec import ToolNameCodec
 
 logger = logging.getLogger("janux.openai")
 
@@ -488,7 +496,7 @@ class OpenAIChatModel:
         if os.environ.get("PYTEST_CURRENT_TEST") and not is_loopback_url(self.base_url):
             raise RealModelInTestError(
                 f"a test tried to call the real model server {self.base_url}; tests must use "
-                "runtime.testing.ScriptedModel/FunctionModel or a server on 127.0.0.1"
+                "janux.runtime.testing.ScriptedModel/FunctionModel or a server on 127.0.0.1"
             )
 
     async def _client(self) -> httpx.AsyncClient:

@@ -1,6 +1,6 @@
 """The governance checks of delegation tools: deny rules, input folding, input filter, guardrails.
 
-Pure functions over the definitions; `runtime.delegation` applies them in the order the
+Pure functions over the definitions; `janux.runtime.delegation` applies them in the order the
 `HandoffPolicy` documents. A denial is raised as `HandoffDenied`, which names the rule.
 """
 
@@ -14,10 +14,10 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from runtime.definitions import DelegationRequest, Guardrail, HandoffPolicy, RateLimit
-from runtime.errors import JanuxError
-from runtime.names import matches_any
-from tracing.conventions import DENY_ALLOWED_TOOLS, DENY_DENIED_TOOLS, DENY_MAX_DEPTH
+from janux.runtime.definitions import DelegationRequest, Guardrail, HandoffPolicy, RateLimit
+from janux.runtime.errors import JanuxError
+from janux.runtime.tool_names import matches_any
+from janux.tracing.conventions import DENY_ALLOWED_TOOLS, DENY_DENIED_TOOLS, DENY_MAX_DEPTH
 
 _log = logging.getLogger("janux.runtime")
 

@@ -6,10 +6,10 @@ that was denied or failed is handed, under the same name, to the caller's `fallb
 
 from __future__ import annotations
 
-from runtime.catalog import tool_error
-from runtime.errors import CODE_INVALID_ARGUMENTS, CODE_TOOL_ERROR
-from runtime.model import ToolCall
-from runtime.tools import Tool, ToolArgumentsError
+from janux.runtime.catalog import tool_error
+from janux.runtime.errors import CODE_INVALID_ARGUMENTS, CODE_TOOL_ERROR
+from janux.runtime.model import ToolCall
+from janux.runtime.tools import Tool, ToolArgumentsError
 
 
 async def invoke_tool(tool: Tool, call: ToolCall) -> tuple[str, str | None, str | None]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime.usage import Usage
+from janux.runtime.usage import Usage
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from runtime.model import Message
+from janux.runtime.model import Message
 
 
 @dataclass(slots=True, eq=False)

@@ -27,8 +27,16 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime.model import Message, ModelError, ModelResponse, ModelSettings, ModelUsage, ToolCall, ToolSpec
-from runtime.names import delegate_tool_name, handoff_tool_name
+from janux.runtime.model import (
+    Message,
+    ModelError,
+    ModelResponse,
+    ModelSettings,
+    ModelUsage,
+    ToolCall,
+    ToolSpec,
+)
+from janux.runtime.tool_names import delegate_tool_name, handoff_tool_name
 
 MessagesPredicate = Callable[[list[Message]], bool]
 """Decides whether a step answers a request, from the request's messages."""

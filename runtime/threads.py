@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from runtime.messages import message_json
-from runtime.model import Message, Role, ToolCall
+from janux.runtime.messages import message_json
+from janux.runtime.model import Message, Role, ToolCall
 
 _ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
 
@@ -95,7 +95,7 @@ class InMemoryThreadStore:
 def message_to_json(message: Message) -> dict[str, Any]:
     """Encode one message as a JSON object; fields at their defaults are left out.
 
-    The content-capture form (`runtime.messages.message_json`) plus the author's `name`, which a
+    The content-capture form (`janux.runtime.messages.message_json`) plus the author's `name`, which a
     thread needs to remember which agent wrote each answer.
     """
     out = message_json(message)

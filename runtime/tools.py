@@ -20,7 +20,7 @@ from typing import Any, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from runtime.model import ToolSpec
+from janux.runtime.model import ToolSpec
 
 
 class ToolArgumentsError(ValueError):

@@ -13,22 +13,22 @@ from typing import TYPE_CHECKING
 
 from opentelemetry.trace import Span
 
-from runtime.catalog import Role
-from runtime.context import ActiveAgent, LoopContext, TurnContext, enter_depth, leave_depth
-from runtime.deadline import cancel_reason
-from runtime.errors import GuardrailRefused, ModelUnavailableError, error_type_of
-from runtime.loop import End, Step, run_loop
-from runtime.messages import system, text_only, user
-from runtime.model import Model
-from runtime.models import resolve_model
-from runtime.policy import first_refusal
-from runtime.result import RunResult
-from runtime.threads import ThreadState
-from runtime.usage import Usage, UsageLimits
-from tracing.instrument import RunInstrumentation, trace_id_hex
+from janux.runtime.catalog import Role
+from janux.runtime.context import ActiveAgent, LoopContext, TurnContext, enter_depth, leave_depth
+from janux.runtime.deadline import cancel_reason
+from janux.runtime.errors import GuardrailRefused, ModelUnavailableError, error_type_of
+from janux.runtime.loop import End, Step, run_loop
+from janux.runtime.messages import system, text_only, user
+from janux.runtime.model import Model
+from janux.runtime.model_registry import resolve_model
+from janux.runtime.policy import first_refusal
+from janux.runtime.result import RunResult
+from janux.runtime.threads import ThreadState
+from janux.runtime.usage import Usage, UsageLimits
+from janux.tracing.instrument.run import RunInstrumentation, trace_id_hex
 
 if TYPE_CHECKING:
-    from runtime.agent import Agent
+    from janux.runtime.agent import Agent
 
 
 async def run_turn(

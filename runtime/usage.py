@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runtime.model import ModelUsage
-from tracing.conventions import STOP_MAX_TOKENS, STOP_MAX_TURNS
+from janux.runtime.model import ModelUsage
+from janux.tracing.conventions import STOP_MAX_TOKENS, STOP_MAX_TURNS
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)

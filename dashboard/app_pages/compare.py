@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.ui.state import active_source, get_views
-from dashboard.ui.table import show_table
-from dashboard.views import fmt
-from dashboard.views.compare import cost_diff, trace_label, tree_diff
-from dashboard.views.graph import handoff_dot
-from tracing.source import TraceFilter, TraceSource
+from janux.dashboard.ui.state import active_source, get_views
+from janux.dashboard.ui.table import show_table
+from janux.dashboard.views import fmt
+from janux.dashboard.views.compare import cost_diff, trace_label, tree_diff
+from janux.dashboard.views.graph import handoff_dot
+from janux.tracing.sources.protocol import TraceFilter, TraceSource
 
 MAX_NODES = 60
 RECENT = 100

@@ -10,14 +10,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard.reconstruct.pricing import price_source
-from dashboard.ui.filters import trace_filter, trace_link
-from dashboard.ui.state import active_source, get_views
-from dashboard.ui.table import OPEN_LINK, show_table
-from dashboard.views import cells, fmt
-from dashboard.views.audit import audit
-from dashboard.views.usage_tables import RangeUsage, range_usage
-from tracing.source import TraceFilter, TraceSource
+from janux.dashboard.reconstruct.pricing import price_source
+from janux.dashboard.ui.filters import trace_filter, trace_link
+from janux.dashboard.ui.state import active_source, get_views
+from janux.dashboard.ui.table import OPEN_LINK, show_table
+from janux.dashboard.views import cells, fmt
+from janux.dashboard.views.audit import audit
+from janux.dashboard.views.usage_tables import RangeUsage, range_usage
+from janux.tracing.sources.protocol import TraceFilter, TraceSource
 
 DEFAULT_MAX_TRACES = 500
 MAX_TRACES = 100_000

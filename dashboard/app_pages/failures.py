@@ -7,13 +7,13 @@ from dataclasses import replace
 
 import streamlit as st
 
-from dashboard.reconstruct.model import Failure
-from dashboard.ui.filters import scan_inputs, trace_link
-from dashboard.ui.state import get_views
-from dashboard.ui.table import OPEN_LINK, show_table
-from dashboard.views import fmt
-from dashboard.views.tables import failures_frame
-from tracing.source import TraceFilter, TraceSource
+from janux.dashboard.reconstruct.model import Failure
+from janux.dashboard.ui.filters import scan_inputs, trace_link
+from janux.dashboard.ui.state import get_views
+from janux.dashboard.ui.table import OPEN_LINK, show_table
+from janux.dashboard.views import fmt
+from janux.dashboard.views.tables import failures_frame
+from janux.tracing.sources.protocol import TraceFilter, TraceSource
 
 DEFAULT_MAX_TRACES = 200
 KINDS = ("denied", "failed", "fallback", "cut", "timeout", "open", "error")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.ui import trace_sections as sections
-from dashboard.ui.state import active_source, get_views
+from janux.dashboard.ui import trace_sections as sections
+from janux.dashboard.ui.state import active_source, get_views
 
 
 def _trace_id() -> str:

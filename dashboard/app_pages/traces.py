@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.ui.filters import trace_filter, trace_link
-from dashboard.ui.state import active_source, get_views
-from dashboard.ui.table import OPEN_LINK, show_table
-from dashboard.views import cells
-from dashboard.views.traces_list import CHECKS_HELP, needs_rebuild, traces_frame
-from tracing.source import TraceFilter, TraceSource
+from janux.dashboard.ui.filters import trace_filter, trace_link
+from janux.dashboard.ui.state import active_source, get_views
+from janux.dashboard.ui.table import OPEN_LINK, show_table
+from janux.dashboard.views import cells
+from janux.dashboard.views.traces_list import CHECKS_HELP, needs_rebuild, traces_frame
+from janux.tracing.sources.protocol import TraceFilter, TraceSource
 
 PAGE_SIZES = (25, 50, 100)
 LIVE_EVERY_S = 5

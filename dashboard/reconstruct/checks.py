@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import math
 
-from dashboard.reconstruct import spanread as sr
-from dashboard.reconstruct.costs import rounds_usage
-from dashboard.reconstruct.model import Check, Usage
-from dashboard.reconstruct.spanindex import NO_PARENT, SpanIndex
-from dashboard.reconstruct.tree import HandoffTree
-from tracing import conventions as c
-from tracing.records import attr_int
+from janux.dashboard.reconstruct import spanread as sr
+from janux.dashboard.reconstruct.costs import rounds_usage
+from janux.dashboard.reconstruct.model import Check, Usage
+from janux.dashboard.reconstruct.tree import HandoffTree
+from janux.tracing import conventions as c
+from janux.tracing.records import attr_int
+from janux.tracing.spantree.index import NO_PARENT, SpanIndex
 
 
 def _cost_equal(a: float | None, b: float | None) -> bool:

@@ -8,13 +8,13 @@ below; it is computed bottom-up in one pass.
 
 from __future__ import annotations
 
-from dashboard.reconstruct import spanread as sr
-from dashboard.reconstruct.model import Usage
-from dashboard.reconstruct.pricing import estimate_round_cost
-from dashboard.reconstruct.spanindex import NO_PARENT, SpanIndex
-from dashboard.reconstruct.tree import HandoffTree
-from tracing import conventions as c
-from tracing.records import attr_float
+from janux.dashboard.reconstruct import spanread as sr
+from janux.dashboard.reconstruct.model import Usage
+from janux.dashboard.reconstruct.pricing import estimate_round_cost
+from janux.dashboard.reconstruct.tree import HandoffTree
+from janux.tracing import conventions as c
+from janux.tracing.records import attr_float
+from janux.tracing.spantree.index import NO_PARENT, SpanIndex
 
 
 def rounds_usage(index: SpanIndex, positions: list[int], *, estimate: bool) -> Usage:

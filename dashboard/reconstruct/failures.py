@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dashboard.reconstruct.model import BudgetBurn, Delegation, Failure, FailureKind
-from dashboard.reconstruct.spanindex import NO_PARENT, SpanIndex
-from dashboard.reconstruct.tree import HandoffTree
-from tracing import conventions as c
-from tracing.records import attr_float, attr_int
+from janux.dashboard.reconstruct.model import BudgetBurn, Delegation, Failure, FailureKind
+from janux.dashboard.reconstruct.tree import HandoffTree
+from janux.tracing import conventions as c
+from janux.tracing.records import attr_float, attr_int
+from janux.tracing.spantree.index import NO_PARENT, SpanIndex
 
 MISSING_END = "missing HANDOFF_END"
 """Reason shown for a handoff whose HANDOFF_START has no HANDOFF_END."""

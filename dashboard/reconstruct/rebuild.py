@@ -5,21 +5,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from dashboard.reconstruct.checks import run_checks
-from dashboard.reconstruct.costs import assign_costs, billed_spans, computed_total, recorded_bill
-from dashboard.reconstruct.failures import budget_burn, delegation_failures, loop_failures
-from dashboard.reconstruct.model import (
+from janux.dashboard.reconstruct.checks import run_checks
+from janux.dashboard.reconstruct.costs import assign_costs, billed_spans, computed_total, recorded_bill
+from janux.dashboard.reconstruct.failures import budget_burn, delegation_failures, loop_failures
+from janux.dashboard.reconstruct.model import (
     AgentNode,
     BudgetBurn,
     Check,
     Delegation,
     Failure,
-    TraceIssues,
     Usage,
 )
-from dashboard.reconstruct.spanindex import SpanIndex, build_index
-from dashboard.reconstruct.tree import HandoffTree, build_tree
-from tracing.records import SpanRecord
+from janux.dashboard.reconstruct.tree import HandoffTree, build_tree
+from janux.tracing.records import SpanRecord
+from janux.tracing.spantree.index import SpanIndex, TraceIssues, build_index
 
 
 @dataclass(slots=True)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from dashboard.reconstruct.model import Usage
-from tracing import conventions as c
-from tracing.records import STATUS_ERROR, SpanRecord, attr_float, attr_int, attr_str
+from janux.dashboard.reconstruct.model import Usage
+from janux.tracing import conventions as c
+from janux.tracing.records import STATUS_ERROR, SpanRecord, attr_float, attr_int, attr_str
 
 _KNOWN_OPS = frozenset({c.OP_INVOKE_AGENT, c.OP_CHAT, c.OP_EXECUTE_TOOL}) | c.INFERENCE_OPERATIONS
 _DELEGATING_TOOL_TYPES = frozenset({c.TOOL_TYPE_DELEGATE, c.TOOL_TYPE_HANDOFF})

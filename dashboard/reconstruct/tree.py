@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dashboard.reconstruct import spanread as sr
-from dashboard.reconstruct.model import AgentNode, Attempt, Delegation
-from dashboard.reconstruct.spanindex import NO_PARENT, SpanIndex
-from tracing import conventions as c
-from tracing.records import attr_int, attr_str
+from janux.dashboard.reconstruct import spanread as sr
+from janux.dashboard.reconstruct.model import AgentNode, Attempt, Delegation
+from janux.tracing import conventions as c
+from janux.tracing.records import attr_int, attr_str
+from janux.tracing.spantree.index import NO_PARENT, SpanIndex
 
 LOOSE_AGENT = "(no agent)"
 """Name of the stand-in node holding inference spans that run outside any agent loop."""

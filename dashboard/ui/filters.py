@@ -1,4 +1,4 @@
-"""Filter widgets shared by the list pages, producing a `tracing.source.TraceFilter`."""
+"""Filter widgets shared by the list pages, producing a `janux.tracing.sources.protocol.TraceFilter`."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from dashboard.ui.state import active_source, link_params
-from tracing.source import TraceFilter, TraceSource
+from janux.dashboard.ui.state import active_source, link_params
+from janux.tracing.sources.protocol import TraceFilter, TraceSource
 
 TIME_RANGES: dict[str, float | None] = {
     "All time": None,

@@ -13,18 +13,18 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard.reconstruct.rebuild import TraceView
-from dashboard.sources import (
+from janux.dashboard.reconstruct.rebuild import TraceView
+from janux.dashboard.sources import (
     ClickHouseSettings,
     SourceConfig,
     SourceUnavailable,
     config_from_env,
     open_source,
 )
-from dashboard.ui.uploads import UPLOAD_PARAM, linked_token, uploaded_source
-from dashboard.view_cache import SHARED
-from dashboard.views import fmt
-from tracing.source import TraceSource
+from janux.dashboard.ui.uploads import UPLOAD_PARAM, linked_token, uploaded_source
+from janux.dashboard.ui.view_cache import SHARED
+from janux.dashboard.views import fmt
+from janux.tracing.sources.protocol import TraceSource
 
 SOURCE_OVERRIDE = "janux_source"
 """Session-state key of an injected `TraceSource` (tests); it wins over the sidebar choice."""

@@ -7,13 +7,13 @@ from itertools import islice
 import pandas as pd
 import streamlit as st
 
-from dashboard.reconstruct.rebuild import TraceView
-from dashboard.ui.table import show_table
-from dashboard.views import fmt, tables
-from dashboard.views.graph import DEFAULT_MAX_NODES, handoff_dot
-from dashboard.views.timeline import DEFAULT_MAX_ROWS, waterfall, waterfall_chart
-from tracing import conventions as c
-from tracing.records import SpanRecord
+from janux.dashboard.reconstruct.rebuild import TraceView
+from janux.dashboard.ui.table import show_table
+from janux.dashboard.views import fmt, tables
+from janux.dashboard.views.graph import DEFAULT_MAX_NODES, handoff_dot
+from janux.dashboard.views.timeline import DEFAULT_MAX_ROWS, waterfall, waterfall_chart
+from janux.tracing import conventions as c
+from janux.tracing.records import SpanRecord
 
 CONTENT_KEYS = (
     c.GEN_AI_INPUT_MESSAGES,

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.memory_source import MemoryTraceSource
-from dashboard.upload_shelf import SHARED_UPLOADS, Upload
-from dashboard.views import fmt
-from tracing.source import TraceSource
+from janux.dashboard.ui.upload_shelf import SHARED_UPLOADS, Upload
+from janux.dashboard.views import fmt
+from janux.tracing.sources.memory import MemoryTraceSource
+from janux.tracing.sources.protocol import TraceSource
 
 UPLOAD_PARAM = "upload"
 """Query parameter naming the upload a link refers to."""
@@ -32,7 +32,7 @@ def linked_token() -> str | None:
 
 def _load(files: list[st.runtime.uploaded_file_manager.UploadedFile]) -> Upload:
     """The upload of these files (read once per set of files)."""
-    from dashboard.loaders import LoadResult, load_trace_bytes
+    from janux.tracing.sources.file_loader import LoadResult, load_trace_bytes
 
     fingerprint = tuple((f.name, f.size, f.file_id) for f in files)
     loaded = st.session_state.get(_LOADED)

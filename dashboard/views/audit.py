@@ -1,7 +1,7 @@
 """Cost audit over rebuilt traces: what needs handoff trees (inclusive cost, costly delegations).
 
 The exact per-range tables (own cost by agent, tool, model, conversation) come from the source's
-aggregates (`dashboard.views.usage_tables`); this module covers the rest from the newest traces.
+aggregates (`janux.dashboard.views.usage_tables`); this module covers the rest from the newest traces.
 Recorded cost (`janux.*`), estimated cost (price table, other runtimes) and unpriced tokens are
 kept in separate columns: an unknown price is never added in as $0.
 """
@@ -14,9 +14,9 @@ from typing import Any
 
 import pandas as pd
 
-from dashboard.reconstruct.model import Usage
-from dashboard.reconstruct.rebuild import TraceView
-from dashboard.views import cells
+from janux.dashboard.reconstruct.model import Usage
+from janux.dashboard.reconstruct.rebuild import TraceView
+from janux.dashboard.views import cells
 
 
 def usage_columns(usage: Usage) -> dict[str, Any]:

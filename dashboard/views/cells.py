@@ -21,8 +21,8 @@ from typing import Any, Final
 import pandas as pd
 from pandas.io.formats.style import Styler
 
-from dashboard.reconstruct.model import Usage
-from dashboard.views import fmt
+from janux.dashboard.reconstruct.model import Usage
+from janux.dashboard.views import fmt
 
 UNPRICED: Final = float("-inf")
 """Value of a money cell whose price is unknown although tokens were used."""

@@ -6,10 +6,10 @@ from typing import Any
 
 import pandas as pd
 
-from dashboard.reconstruct.model import AgentNode
-from dashboard.reconstruct.rebuild import TraceView
-from dashboard.views import cells, fmt
-from tracing.source import TraceSummary
+from janux.dashboard.reconstruct.model import AgentNode
+from janux.dashboard.reconstruct.rebuild import TraceView
+from janux.dashboard.views import cells, fmt
+from janux.tracing.sources.protocol import TraceSummary
 
 
 def node_paths(view: TraceView) -> dict[str, AgentNode]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from dashboard.reconstruct.model import Usage
+from janux.dashboard.reconstruct.model import Usage
 
 UNPRICED = "unpriced"
 """Shown where no price is known."""

@@ -11,9 +11,9 @@ from typing import Any
 
 import pandas as pd
 
-from dashboard.reconstruct.rebuild import TraceView
-from dashboard.views import cells, fmt
-from tracing.source import TraceSummary
+from janux.dashboard.reconstruct.rebuild import TraceView
+from janux.dashboard.views import cells, fmt
+from janux.tracing.sources.protocol import TraceSummary
 
 BADGE_OK = "✓ ok"
 """Badge of a trace whose contract checks all pass."""

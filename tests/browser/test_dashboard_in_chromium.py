@@ -23,13 +23,13 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from cli.demo import wait_until_up
-from dashboard.synthetic import synthetic_trace
-from dashboard.views.cells import money_text
-from dashboard.views.fmt import usd
-from tracing.conventions import JANUX_HANDOFF_DENY_REASON
-from tracing.source import TraceFilter, TraceSummary
-from tracing.store import open_store
+from janux.cli.demo import wait_until_up
+from janux.dashboard.views.cells import money_text
+from janux.dashboard.views.fmt import usd
+from janux.tracing.conventions import JANUX_HANDOFF_DENY_REASON
+from janux.tracing.sources.protocol import TraceFilter, TraceSummary
+from janux.tracing.sources.store import open_store
+from janux.tracing.testing import synthetic_trace
 
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = REPO / "docs" / "screenshots"
@@ -92,7 +92,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     data_dir = tmp_path_factory.mktemp("store")
     ui_port = _free_port()
     command = [
-        sys.executable, "-m", "cli.main", "serve", "--demo", "--data-dir", str(data_dir),
+        sys.executable, "-m", "janux", "serve", "--demo", "--data-dir", str(data_dir),
         "--http-port", "0", "--grpc-port", "0", "--ui-port", str(ui_port),
     ]  # fmt: skip
     process = subprocess.Popen(command, cwd=REPO, env=dict(os.environ, PYTHONUNBUFFERED="1"))
@@ -259,7 +259,7 @@ def test_uploaded_traces_open_in_a_new_tab(served: Served, page: Page, tmp_path:
     demo = [
         sys.executable,
         "-m",
-        "cli.main",
+        "janux",
         "demo",
         "--out",
         str(trace_file),

@@ -50,7 +50,7 @@ def test_dockerignore_keeps_the_context_small_but_complete() -> None:
 
 
 def test_cmd_is_a_valid_janux_command() -> None:
-    from cli.main import build_parser
+    from janux.cli.main import build_parser
 
     cmd = parse_dockerfile().cmd
     args = build_parser().parse_args(cmd[1:])

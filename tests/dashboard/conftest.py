@@ -10,9 +10,9 @@ import pytest
 from dash_fixtures import contract_trace, plain_trace
 from streamlit.testing.v1 import AppTest
 
-from dashboard.memory_source import MemoryTraceSource
-from dashboard.ui.state import SOURCE_OVERRIDE
-from dashboard.view_cache import SHARED
+from janux.dashboard.ui.state import SOURCE_OVERRIDE
+from janux.dashboard.ui.view_cache import SHARED
+from janux.tracing.sources.memory import MemoryTraceSource
 
 APP = Path(__file__).resolve().parents[2] / "dashboard" / "streamlit_app.py"
 """The dashboard entry script."""
@@ -67,8 +67,8 @@ def demo() -> tuple[list[Any], dict[str, str]]:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from runtime.scenarios import run_scenarios
-    from tracing.sdk_convert import span_records_from_readable
+    from janux.demo.scenarios import run_scenarios
+    from janux.tracing.sdk.convert import span_records_from_readable
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 
-from dashboard.synthetic import DelegationSpec, LoopSpec, RoundSpec, build_trace
-from tracing import conventions as c
-from tracing.records import SpanRecord
+from janux.tracing import conventions as c
+from janux.tracing.records import SpanRecord
+from janux.tracing.testing import DelegationSpec, LoopSpec, RoundSpec, build_trace
 
 # Prices are chosen so sums are exact in binary floating point.
 PLANNER_ROUNDS = [RoundSpec(1000, 100, 0.25), RoundSpec(500, 50, 0.125)]

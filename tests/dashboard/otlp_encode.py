@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tracing.records import SpanRecord
+from janux.tracing.records import SpanRecord
 
 _KINDS = {"Unspecified": 0, "Internal": 1, "Server": 2, "Client": 3, "Producer": 4, "Consumer": 5}
 _STATUS = {"Unset": 0, "Ok": 1, "Error": 2}

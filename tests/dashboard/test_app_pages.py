@@ -13,10 +13,10 @@ from dash_fixtures import DENY_RULE, TASK_TEXT, TOTAL_COST, contract_trace, plai
 from shown import rendered, shown
 from streamlit.testing.v1 import AppTest
 
-from dashboard.memory_source import MemoryTraceSource
-from dashboard.views import cells, fmt
-from tracing import conventions as c
-from tracing.source import IngestStats
+from janux.dashboard.views import cells, fmt
+from janux.tracing import conventions as c
+from janux.tracing.sources.memory import MemoryTraceSource
+from janux.tracing.sources.protocol import IngestStats
 
 CONTRACT_ID = contract_trace()[0].trace_id
 PLAIN_ID = plain_trace()[0].trace_id
@@ -229,7 +229,7 @@ def test_compare_page(open_page: OpenPage) -> None:
 
 
 def test_embedded_store_source_with_ingest_stats(open_page: OpenPage, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from tracing.store import open_store
+    from janux.tracing.sources.store import open_store
 
     data_dir = tmp_path / "data"
     with open_store(data_dir) as store:

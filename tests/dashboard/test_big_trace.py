@@ -12,13 +12,13 @@ import pytest
 from conftest import OpenPage
 from streamlit import dataframe_util
 
-from dashboard.memory_source import MemoryTraceSource
-from dashboard.reconstruct import TraceView, reconstruct
-from dashboard.synthetic import synthetic_trace
-from dashboard.ui.trace_sections import MAX_INSPECTOR_CHOICES
-from dashboard.views.graph import DEFAULT_MAX_NODES
-from dashboard.views.timeline import DEFAULT_MAX_ROWS
-from tracing.records import SpanRecord
+from janux.dashboard.reconstruct import TraceView, reconstruct
+from janux.dashboard.ui.trace_sections import MAX_INSPECTOR_CHOICES
+from janux.dashboard.views.graph import DEFAULT_MAX_NODES
+from janux.dashboard.views.timeline import DEFAULT_MAX_ROWS
+from janux.tracing.records import SpanRecord
+from janux.tracing.sources.memory import MemoryTraceSource
+from janux.tracing.testing import synthetic_trace
 
 SPANS = 10_000
 

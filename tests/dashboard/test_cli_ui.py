@@ -13,8 +13,8 @@ import httpx
 import pytest
 from dash_fixtures import contract_trace
 
-from cli.main import build_parser
-from cli.ui import DEFAULT_HOST, app_path, free_port, ui_command, ui_env
+from janux.cli.main import build_parser
+from janux.cli.ui import DEFAULT_HOST, app_path, free_port, ui_command, ui_env
 
 
 def test_command_is_headless_local_and_without_usage_stats(tmp_path: Path) -> None:
@@ -59,7 +59,7 @@ def test_bad_source_is_refused_with_the_field_named() -> None:
 
 @pytest.mark.slow
 def test_janux_ui_serves_the_dashboard_on_a_data_dir(tmp_path: Path) -> None:
-    from tracing.store import open_store
+    from janux.tracing.sources.store import open_store
 
     data_dir = tmp_path / "data"
     with open_store(data_dir) as store:
@@ -67,7 +67,7 @@ def test_janux_ui_serves_the_dashboard_on_a_data_dir(tmp_path: Path) -> None:
     port = free_port()
     env = dict(os.environ, HOME=str(tmp_path))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "ui", "--data-dir", str(data_dir), "--port", str(port)],
+        [sys.executable, "-m", "janux", "ui", "--data-dir", str(data_dir), "--port", str(port)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

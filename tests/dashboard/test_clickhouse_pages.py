@@ -13,10 +13,10 @@ from dash_fixtures import DENY_RULE, TOTAL_COST, contract_trace, plain_trace
 from ingest.clickhouse_rows import EXPORTER_DDL, insert_statement
 from shown import rendered
 
-from cli.ui import free_port
-from dashboard.views import cells, fmt
-from tracing.clickhouse_chdb import ChdbClient
-from tracing.clickhouse_source import ClickHouseSource
+from janux.cli.ui import free_port
+from janux.dashboard.views import cells, fmt
+from janux.tracing.sources.chdb_client import ChdbClient
+from janux.tracing.sources.clickhouse import ClickHouseSource
 
 CONTRACT_ID = contract_trace()[0].trace_id
 

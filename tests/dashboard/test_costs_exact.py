@@ -21,14 +21,14 @@ from conftest import OpenPage
 from dash_fixtures import TOTAL_COST, contract_trace, plain_trace
 from shown import rendered, shown
 
-from dashboard.memory_source import MemoryTraceSource
-from dashboard.reconstruct import TraceView, Usage, reconstruct
-from dashboard.reconstruct.costs import rounds_usage
-from dashboard.views import cells, fmt
-from dashboard.views.usage_tables import AGENT, total_usage, usage_frame
-from tracing import conventions as c
-from tracing.records import SpanRecord, attr_str
-from tracing.source import TraceFilter, TraceSource, UsageAggregate
+from janux.dashboard.reconstruct import TraceView, Usage, reconstruct
+from janux.dashboard.reconstruct.costs import rounds_usage
+from janux.dashboard.views import cells, fmt
+from janux.dashboard.views.usage_tables import AGENT, total_usage, usage_frame
+from janux.tracing import conventions as c
+from janux.tracing.records import SpanRecord, attr_str
+from janux.tracing.sources.memory import MemoryTraceSource
+from janux.tracing.sources.protocol import TraceFilter, TraceSource, UsageAggregate
 
 Demo = tuple[list[SpanRecord], dict[str, str]]
 ALL = TraceFilter()
@@ -50,7 +50,7 @@ def demo_source(
     if request.param == "memory":
         yield MemoryTraceSource(demo[0])
         return
-    from tracing.store import open_store
+    from janux.tracing.sources.store import open_store
 
     with open_store(tmp_path_factory.mktemp("costs-store")) as store:
         store.write(demo[0])

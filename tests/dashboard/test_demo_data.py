@@ -13,10 +13,10 @@ import pytest
 from conftest import OpenPage
 from shown import rendered
 
-from dashboard.memory_source import MemoryTraceSource
-from dashboard.reconstruct import TraceView, reconstruct
-from tracing import conventions as c
-from tracing.records import SpanRecord
+from janux.dashboard.reconstruct import TraceView, reconstruct
+from janux.tracing import conventions as c
+from janux.tracing.records import SpanRecord
+from janux.tracing.sources.memory import MemoryTraceSource
 
 Demo = tuple[list[SpanRecord], dict[str, str]]
 
@@ -95,7 +95,7 @@ def test_unpriced_subagent_stays_unpriced(views: dict[str, TraceView]) -> None:
 
 
 def _demo_store(tmp_path: Path, demo: Demo) -> Path:
-    from tracing.store import open_store
+    from janux.tracing.sources.store import open_store
 
     data_dir = tmp_path / "data"
     with open_store(data_dir) as store:

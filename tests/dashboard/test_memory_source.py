@@ -8,10 +8,10 @@ from pathlib import Path
 from dash_fixtures import TOTAL_COST, contract_trace, plain_trace
 from otlp_encode import json_lines
 
-from dashboard.loaders import load_trace_bytes, load_trace_file, source_from_files
-from dashboard.memory_source import MemoryTraceSource
-from tracing import conventions as c
-from tracing.source import TraceFilter
+from janux.tracing import conventions as c
+from janux.tracing.sources.file_loader import load_trace_bytes, load_trace_file, source_from_files
+from janux.tracing.sources.memory import MemoryTraceSource
+from janux.tracing.sources.protocol import TraceFilter
 
 CONTRACT = contract_trace()
 PLAIN = plain_trace()

@@ -15,10 +15,10 @@ from typing import Any
 from conftest import OpenPage
 from shown import rendered
 
-from dashboard.memory_source import MemoryTraceSource
-from dashboard.synthetic import DelegationSpec, LoopSpec, RoundSpec, build_trace
-from dashboard.views import fmt
-from tracing import conventions as c
+from janux.dashboard.views import fmt
+from janux.tracing import conventions as c
+from janux.tracing.sources.memory import MemoryTraceSource
+from janux.tracing.testing import DelegationSpec, LoopSpec, RoundSpec, build_trace
 
 HOSTILE = (
     "x ![pix](http://evil.example/p.png) [go](http://e.example) <img src=x onerror=alert(1)> :red[boom] $x$"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from genai_prices import Usage, calc_price
 
-from dashboard.reconstruct.pricing import clear_price_cache, estimate_round_cost, price_source
+from janux.dashboard.reconstruct.pricing import clear_price_cache, estimate_round_cost, price_source
 
 
 @pytest.mark.parametrize(

@@ -17,9 +17,9 @@ from dash_fixtures import (
     stringify,
 )
 
-from dashboard.reconstruct import TraceView, reconstruct
-from tracing import conventions as c
-from tracing.records import SpanRecord
+from janux.dashboard.reconstruct import TraceView, reconstruct
+from janux.tracing import conventions as c
+from janux.tracing.records import SpanRecord
 
 
 def _by_target(view: TraceView) -> dict[str, int]:

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dashboard.reconstruct import reconstruct
-from dashboard.synthetic import DelegationSpec, LoopSpec, RoundSpec, build_trace, loop_inclusive_usage
-from tracing import conventions as c
-from tracing.records import SpanRecord
+from janux.dashboard.reconstruct import reconstruct
+from janux.tracing import conventions as c
+from janux.tracing.records import SpanRecord
+from janux.tracing.testing import DelegationSpec, LoopSpec, RoundSpec, build_trace, loop_inclusive_usage
 
 AGENTS = st.sampled_from(["planner", "researcher", "coder", "writer"])
 ROUNDS = st.lists(

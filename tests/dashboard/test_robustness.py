@@ -6,9 +6,9 @@ import dataclasses
 
 from dash_fixtures import contract_root, contract_trace
 
-from dashboard.reconstruct import reconstruct
-from dashboard.synthetic import build_trace
-from tracing import conventions as c
+from janux.dashboard.reconstruct import reconstruct
+from janux.tracing import conventions as c
+from janux.tracing.testing import build_trace
 
 
 def _find(spans, prefix: str, agent: str | None = None):  # type: ignore[no-untyped-def]

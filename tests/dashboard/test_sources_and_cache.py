@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from dash_fixtures import contract_trace
 
-from dashboard.memory_source import MemoryTraceSource
-from dashboard.sources import SourceUnavailable, config_from_env, open_source
-from dashboard.view_cache import ViewCache
+from janux.dashboard.sources import SourceUnavailable, config_from_env, open_source
+from janux.dashboard.ui.view_cache import ViewCache
+from janux.tracing.sources.memory import MemoryTraceSource
 
 
 def test_defaults_to_the_embedded_store(tmp_path: Path) -> None:

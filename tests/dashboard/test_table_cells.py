@@ -15,11 +15,11 @@ from conftest import OpenPage
 from dash_fixtures import contract_trace, plain_trace
 from shown import shown
 
-from dashboard.memory_source import MemoryTraceSource
-from dashboard.reconstruct import TraceView, reconstruct
-from dashboard.views import cells, fmt
-from dashboard.views.audit import audit
-from tracing.records import SpanRecord
+from janux.dashboard.reconstruct import TraceView, reconstruct
+from janux.dashboard.views import cells, fmt
+from janux.dashboard.views.audit import audit
+from janux.tracing.records import SpanRecord
+from janux.tracing.sources.memory import MemoryTraceSource
 
 Demo = tuple[list[SpanRecord], dict[str, str]]
 BAD = {"None", "none", "nan", "NaN", "<NA>", "NaT", "-inf", "inf", "-Infinity", ""}

@@ -15,12 +15,12 @@ import pytest
 from conftest import OpenPage
 from dash_fixtures import contract_trace, plain_trace
 
-from dashboard.memory_source import MemoryTraceSource
-from dashboard.reconstruct import reconstruct
-from dashboard.views.traces_list import BADGE_BILL_DIFFERS, BADGE_NA, BADGE_OK, badge
-from tracing import conventions as c
-from tracing.records import SpanRecord
-from tracing.source import TraceFilter, TraceSource
+from janux.dashboard.reconstruct import reconstruct
+from janux.dashboard.views.traces_list import BADGE_BILL_DIFFERS, BADGE_NA, BADGE_OK, badge
+from janux.tracing import conventions as c
+from janux.tracing.records import SpanRecord
+from janux.tracing.sources.memory import MemoryTraceSource
+from janux.tracing.sources.protocol import TraceFilter, TraceSource
 
 GOOD = contract_trace(seed=1)
 PLAIN = plain_trace()
@@ -57,7 +57,7 @@ def flagged(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TraceSou
     if request.param == "memory":
         yield MemoryTraceSource(spans)
         return
-    from tracing.store import open_store
+    from janux.tracing.sources.store import open_store
 
     with open_store(tmp_path / "data") as store:
         store.write(spans)

@@ -14,10 +14,10 @@ from conftest import OpenPage
 from dash_fixtures import contract_trace, plain_trace
 from streamlit.testing.v1 import AppTest
 
-from dashboard.memory_source import MemoryTraceSource
-from dashboard.synthetic import LoopSpec, RoundSpec, build_trace
-from tracing.records import SpanRecord
-from tracing.source import TraceFilter
+from janux.tracing.records import SpanRecord
+from janux.tracing.sources.memory import MemoryTraceSource
+from janux.tracing.sources.protocol import TraceFilter
+from janux.tracing.testing import LoopSpec, RoundSpec, build_trace
 
 MINUTE_NS = 60 * 1_000_000_000
 BULK = 22

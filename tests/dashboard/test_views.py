@@ -9,15 +9,15 @@ import pandas as pd
 import pytest
 from dash_fixtures import TOTAL_COST, contract_root, contract_trace, plain_trace
 
-from dashboard.reconstruct import reconstruct
-from dashboard.synthetic import RoundSpec, build_trace, synthetic_trace
-from dashboard.views import cells, fmt
-from dashboard.views.audit import audit
-from dashboard.views.compare import cost_diff, node_paths, tree_diff
-from dashboard.views.graph import escape, handoff_dot
-from dashboard.views.timeline import waterfall
-from dashboard.views.usage_tables import NO_KEY, TOOL, total_usage, usage_frame
-from tracing.source import UsageAggregate
+from janux.dashboard.reconstruct import reconstruct
+from janux.dashboard.views import cells, fmt
+from janux.dashboard.views.audit import audit
+from janux.dashboard.views.compare import cost_diff, node_paths, tree_diff
+from janux.dashboard.views.graph import escape, handoff_dot
+from janux.dashboard.views.timeline import waterfall
+from janux.dashboard.views.usage_tables import NO_KEY, TOOL, total_usage, usage_frame
+from janux.tracing.sources.protocol import UsageAggregate
+from janux.tracing.testing import RoundSpec, build_trace, synthetic_trace
 
 
 def test_money_never_shows_unknown_as_zero() -> None:
@@ -131,7 +131,7 @@ def test_unpriced_cost_diff_is_unknown() -> None:
 
 
 def test_waterfall_chart_gives_every_row_room_for_its_label() -> None:
-    from dashboard.views.timeline import ERROR_OUTLINE, ROW_STEP_PX, waterfall_chart
+    from janux.dashboard.views.timeline import ERROR_OUTLINE, ROW_STEP_PX, waterfall_chart
 
     fall = waterfall(reconstruct(contract_trace()), mode="all")
     spec = waterfall_chart(fall).to_dict()
@@ -142,7 +142,7 @@ def test_waterfall_chart_gives_every_row_room_for_its_label() -> None:
 
 
 def test_loop_status_names_the_error_and_the_budget_line() -> None:
-    from dashboard.views.tables import nodes_frame
+    from janux.dashboard.views.tables import nodes_frame
 
     frame = nodes_frame(reconstruct(contract_trace())).set_index("loop")
     assert frame.loc["    researcher #1", "status"] == "error: timeout"

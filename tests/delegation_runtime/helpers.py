@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runtime import Agent, RunResult
-from runtime.testing import ScriptedModel
+from janux.runtime import Agent, RunResult
+from janux.runtime.testing import ScriptedModel
 
 
 def end_events(result: RunResult) -> list[dict[str, Any]]:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from runtime import Agent, HandoffPolicy, SessionMode, Subagent
-from runtime.testing import ScriptedModel, call_tools, delegate, fail, reply, tool_call
+from janux.runtime import Agent, HandoffPolicy, SessionMode, Subagent
+from janux.runtime.testing import ScriptedModel, call_tools, delegate, fail, reply, tool_call
 
 from .helpers import end_events, tool_results
 

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from runtime import Agent, Cost, DefinitionError, HandoffPolicy, RateLimit, Subagent, ToolFilter
-from runtime.config import agents_from_config
-from runtime.testing import ScriptedModel, reply
-from runtime.tools import make_tool
+from janux.runtime import Agent, Cost, DefinitionError, HandoffPolicy, RateLimit, Subagent, ToolFilter
+from janux.runtime.config import agents_from_config
+from janux.runtime.testing import ScriptedModel, reply
+from janux.runtime.tools import make_tool
 
 
 def _agent(name: str = "worker") -> Agent:

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from runtime import Agent, Subagent
-from runtime.names import delegate_tool_name, handoff_tool_name, normalize_agent_name
-from runtime.policy import fold_input
-from runtime.testing import ScriptedModel, call_tools, delegate, reply, tool_call
+from janux.runtime import Agent, Subagent
+from janux.runtime.policy import fold_input
+from janux.runtime.testing import ScriptedModel, call_tools, delegate, reply, tool_call
+from janux.runtime.tool_names import delegate_tool_name, handoff_tool_name, normalize_agent_name
 
 from .helpers import end_events, leaf, tool_results
 

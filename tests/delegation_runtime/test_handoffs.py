@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from runtime import Agent, Subagent, ToolFilter, UnknownAgentError
-from runtime.testing import ScriptedModel, call_tools, delegate, reply, tool_call, transfer
-from runtime.threads import SqliteThreadStore
+from janux.runtime import Agent, Subagent, ToolFilter, UnknownAgentError
+from janux.runtime.testing import ScriptedModel, call_tools, delegate, reply, tool_call, transfer
+from janux.runtime.threads import SqliteThreadStore
 
 from .helpers import end_events, tool_results
 
@@ -233,9 +233,9 @@ async def test_handoff_calls_after_the_first_get_a_tool_result_saying_they_were_
 
 _DESK_PROCESS = """
 import asyncio, json, sys
-from runtime import Agent
-from runtime.testing import ScriptedModel, call_tools, reply, transfer
-from runtime.threads import SqliteThreadStore
+from janux.runtime import Agent
+from janux.runtime.testing import ScriptedModel, call_tools, reply, transfer
+from janux.runtime.threads import SqliteThreadStore
 
 db, step = sys.argv[1], sys.argv[2]
 billing_model = ScriptedModel([reply("refund issued" if step == "1" else "welcome back")])

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from runtime import Agent, Cost, GuardrailRefused, HandoffPolicy, RateLimit, Subagent
-from runtime.testing import ScriptedModel, call_tools, delegate, reply
+from janux.runtime import Agent, Cost, GuardrailRefused, HandoffPolicy, RateLimit, Subagent
+from janux.runtime.testing import ScriptedModel, call_tools, delegate, reply
 
 from .helpers import end_events, tool_results
 

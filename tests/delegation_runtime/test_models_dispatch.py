@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from runtime import Agent, ModelError, ModelResponse, ModelSettings, Subagent, dispatch_and_synthesize
-from runtime.model import Message
-from runtime.scenarios import SCENARIO_NAMES, run_scenarios
-from runtime.testing import (
+from janux.demo.scenarios import SCENARIO_NAMES, run_scenarios
+from janux.runtime import Agent, ModelError, ModelResponse, ModelSettings, Subagent, dispatch_and_synthesize
+from janux.runtime.model import Message
+from janux.runtime.testing import (
     FunctionModel,
     ScriptedModel,
     UnconsumedSteps,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 
-from runtime import Agent, HandoffPolicy, OnFailure, Subagent, function_tool
-from runtime.context import current_depth
-from runtime.testing import ScriptedModel, call_tools, delegate, fail, reply, tool_call, user_contains
+from janux.runtime import Agent, HandoffPolicy, OnFailure, Subagent, function_tool
+from janux.runtime.context import current_depth
+from janux.runtime.testing import ScriptedModel, call_tools, delegate, fail, reply, tool_call, user_contains
 
 from .helpers import end_events, leaf, tool_results
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 
-from runtime import (
+from janux.runtime import (
     Agent,
     DelegationRequest,
     HandoffPolicy,
@@ -18,8 +18,8 @@ from runtime import (
     ToolFilter,
     function_tool,
 )
-from runtime.testing import ScriptedModel, call_tools, delegate, fail, reply, tool_call
-from tracing.conventions import ERROR_TYPE
+from janux.runtime.testing import ScriptedModel, call_tools, delegate, fail, reply, tool_call
+from janux.tracing.conventions import ERROR_TYPE
 
 from .helpers import end_events, leaf, tool_results
 

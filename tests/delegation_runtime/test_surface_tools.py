@@ -5,9 +5,9 @@ from __future__ import annotations
 import gc
 import json
 
-from runtime import Agent, Subagent, ToolFilter, function_tool
-from runtime.catalog import Role
-from runtime.testing import ScriptedModel, call_tools, delegate, reply, tool_call
+from janux.runtime import Agent, Subagent, ToolFilter, function_tool
+from janux.runtime.catalog import Role
+from janux.runtime.testing import ScriptedModel, call_tools, delegate, reply, tool_call
 
 from .helpers import end_events, tool_results
 

@@ -27,9 +27,9 @@ _DIGITS = re.compile(r"-?[0-9]+")
 def janux(
     *args: str, env: dict[str, str] | None = None, timeout: float = 180
 ) -> subprocess.CompletedProcess[str]:
-    """Run the installed `janux` script (or `python -m cli.main`) with no OTEL_* variable inherited."""
+    """Run the installed `janux` script (or `python -m janux.cli.main`) with no OTEL_* variable inherited."""
     script = Path(sys.executable).with_name("janux")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "cli.main"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "janux"]
     base = {key: value for key, value in os.environ.items() if not key.startswith("OTEL_")}
     return subprocess.run([*command, *args], cwd=ROOT, env={**base, **(env or {})}, capture_output=True,
                           text=True, timeout=timeout, check=False)

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
-from cli.demo import wait_until_up
-from cli.main import build_parser
-from runtime.scenarios import SCENARIO_NAMES
-from tracing import conventions as c
+from janux.cli.demo import wait_until_up
+from janux.cli.main import build_parser
+from janux.demo.scenarios import SCENARIO_NAMES
+from janux.tracing import conventions as c
 
 from .helpers import ROOT, HttpSink, janux, read_otlp_json_lines, refused_port, report_rows, serve_http_sink
 

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from instrumentation.tracing_helpers import contract_problems
 
-from tracing import conventions as c
-from tracing.otlp.json_decode import decode_json_bytes
-from tracing.records import SpanRecord, attr_int, attr_str
+from janux.tracing import conventions as c
+from janux.tracing.otlp.json_decode import decode_json_bytes
+from janux.tracing.records import SpanRecord, attr_int, attr_str
 
 from .helpers import ROOT, report_rows
 
@@ -34,7 +34,7 @@ def refuse(*args, **kwargs):
     raise AssertionError("janux demo --out must not start a server")
 socket.socket.listen = refuse  # every Python-level server (asyncio, uvicorn, http.server) listens
 grpc.server = grpc.aio.server = refuse  # gRPC's C core binds on its own
-from cli.main import main
+from janux.cli.main import main
 status = main(sys.argv[1:])
 print(f"SERVER-ATTEMPTS:{len(attempts)}", file=sys.stderr)
 sys.exit(status)
@@ -161,8 +161,8 @@ def test_a_failing_scenario_fails_the_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A built-in scenario that raises is reported and turns the exit status to 1 (spans still written)."""
-    import runtime.scenarios as scenarios
-    from cli.main import main
+    import janux.demo.scenarios as scenarios
+    from janux.cli.main import main
 
     async def broken(run: object) -> object:
         raise RuntimeError("scenario bug")

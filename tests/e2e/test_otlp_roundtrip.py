@@ -23,12 +23,12 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from runtime.scenarios import SCENARIO_NAMES, run_scenarios
-from tracing.normalize import normalized_tree
-from tracing.receiver import start_receiver
-from tracing.records import SpanRecord
-from tracing.sdk_convert import span_records_from_readable
-from tracing.store import TraceStore, open_store
+from janux.demo.scenarios import SCENARIO_NAMES, run_scenarios
+from janux.tracing.receiver import start_receiver
+from janux.tracing.records import SpanRecord
+from janux.tracing.sdk.convert import span_records_from_readable
+from janux.tracing.sources.store import TraceStore, open_store
+from janux.tracing.spantree.normalize import normalized_tree
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -81,7 +81,7 @@ def test_http_grpc_and_file_paths_give_the_in_memory_tree(
     assert all(o.error is None and o.trace_id for o in outcomes)
 
     imported = subprocess.run(
-        [sys.executable, "-m", "cli.main", "import", str(file_path), "--data-dir", str(tmp_path / "import")],
+        [sys.executable, "-m", "janux", "import", str(file_path), "--data-dir", str(tmp_path / "import")],
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert imported.returncode == 0, imported.stderr

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tracing.records import SpanRecord
+from janux.tracing.records import SpanRecord
 
 EXPORTER_DDL = """
 CREATE TABLE IF NOT EXISTS otel_traces (

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tracing.receiver import RunningReceiver, start_receiver
-from tracing.store import TraceStore, open_store
+from janux.tracing.receiver import RunningReceiver, start_receiver
+from janux.tracing.sources.store import TraceStore, open_store
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from tracing import conventions as c
-from tracing.records import EventRecord, SpanRecord
+from janux.tracing import conventions as c
+from janux.tracing.records import EventRecord, SpanRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -145,7 +145,7 @@ def start_collect(data_dir: Path, *extra: str) -> tuple[subprocess.Popen[str], i
         [
             sys.executable,
             "-m",
-            "cli.main",
+            "janux",
             "collect",
             "--data-dir",
             str(data_dir),

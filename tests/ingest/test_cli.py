@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import main
 from ingest.helpers import FIXTURES, ROOT
-from tracing.source import TraceFilter
-from tracing.store import open_store
+from janux.cli.main import main
+from janux.tracing.sources.protocol import TraceFilter
+from janux.tracing.sources.store import open_store
 
 ALL_FIXTURES = [
     "collector_file_exporter.jsonl", "otlp_json_file_exporter.jsonl", "single_document.json",
@@ -80,7 +80,7 @@ def test_prune_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
 def test_help_texts_describe_the_commands() -> None:
     for command, phrase in (("collect", "OTLP/HTTP"), ("import", "JSON lines"), ("prune", "days ago")):
         result = subprocess.run(
-            [sys.executable, "-m", "cli.main", command, "--help"],
+            [sys.executable, "-m", "janux", command, "--help"],
             cwd=ROOT,
             capture_output=True,
             text=True,
@@ -112,7 +112,7 @@ def test_data_dir_defaults_to_janux_data_dir(tmp_path: Path, monkeypatch: pytest
 
 def _import_with_stderr_on(stderr_fd: int, data_dir: Path) -> subprocess.Popen[bytes]:
     path = FIXTURES / "collector_file_exporter.jsonl"
-    command = [sys.executable, "-m", "cli.main", "import", str(path), "--data-dir", str(data_dir)]
+    command = [sys.executable, "-m", "janux", "import", str(path), "--data-dir", str(data_dir)]
     return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr_fd)
 
 
@@ -140,7 +140,7 @@ def test_progress_bar_only_on_a_terminal(tmp_path: Path) -> None:
     assert proc.wait(60) == 0
     assert b"collector_file_exporter.jsonl:" in shown and b"B/s" in shown
     piped = subprocess.run(
-        [sys.executable, "-m", "cli.main", "import", str(FIXTURES / "collector_file_exporter.jsonl"),
+        [sys.executable, "-m", "janux", "import", str(FIXTURES / "collector_file_exporter.jsonl"),
          "--data-dir", str(tmp_path / "pipe")],
         cwd=ROOT, capture_output=True, check=True,
     )  # fmt: skip
@@ -148,7 +148,7 @@ def test_progress_bar_only_on_a_terminal(tmp_path: Path) -> None:
 
 
 def test_collect_defaults_to_loopback_and_the_otlp_ports(monkeypatch: pytest.MonkeyPatch) -> None:
-    from cli.main import build_parser
+    from janux.cli.main import build_parser
 
     monkeypatch.delenv("JANUX_RECEIVER_TOKEN", raising=False)
 

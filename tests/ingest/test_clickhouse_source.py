@@ -14,12 +14,12 @@ import pytest
 from ingest.clickhouse_rows import EXPORTER_DDL, as_string, insert_statement
 from ingest.helpers import FIXTURES, record
 from ingest.test_store import janux_turn, other_runtime_turn
-from tracing.clickhouse_chdb import ChdbClient
-from tracing.clickhouse_source import ClickHouseSource
-from tracing.otlp.files import TraceFile
-from tracing.records import EventRecord, LinkRecord, SpanRecord
-from tracing.source import TraceFilter
-from tracing.store import TraceStore, open_store
+from janux.tracing.otlp.files import TraceFile
+from janux.tracing.records import EventRecord, LinkRecord, SpanRecord
+from janux.tracing.sources.chdb_client import ChdbClient
+from janux.tracing.sources.clickhouse import ClickHouseSource
+from janux.tracing.sources.protocol import TraceFilter
+from janux.tracing.sources.store import TraceStore, open_store
 
 
 def _fixture_spans() -> list[SpanRecord]:
@@ -160,7 +160,7 @@ def test_embedded_store_keeps_the_exporters_logical_schema(tmp_path: Path) -> No
     import re
     import sqlite3
 
-    from tracing.store.schema import DB_FILE_NAME
+    from janux.tracing.sources.store.schema import DB_FILE_NAME
 
     table = EXPORTER_DDL.split("(", 1)[1].split("INDEX", 1)[0]
     exporter_columns = re.findall(r"^\s{4}(\w+) ", table, flags=re.MULTILINE)

@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from ingest.helpers import numbered_spans, pb_request, record, start_collect
-from tracing.source import TraceFilter
-from tracing.store import open_store
+from janux.tracing.sources.protocol import TraceFilter
+from janux.tracing.sources.store import open_store
 
 SPANS_PER_REQUEST = 50
 

@@ -11,8 +11,8 @@ import zstandard
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
 from ingest.helpers import FIXTURES, numbered_spans, pb_request
-from tracing.otlp.files import TraceFile
-from tracing.records import SpanRecord
+from janux.tracing.otlp.files import TraceFile
+from janux.tracing.records import SpanRecord
 
 
 def read(path: Path, max_record_bytes: int = 1 << 20) -> tuple[list[SpanRecord], list[str], int]:

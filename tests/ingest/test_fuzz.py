@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ingest.helpers import FIXTURES, numbered_spans, pb_request
-from tracing import conventions as c
-from tracing.otlp import DecodeError, decode_json_bytes, decode_json_document, decode_proto_request
-from tracing.otlp.files import TraceFile
-from tracing.source import USAGE_DIMENSIONS, TraceFilter
-from tracing.store import TraceStore, open_store
+from janux.tracing import conventions as c
+from janux.tracing.otlp import DecodeError, decode_json_bytes, decode_json_document, decode_proto_request
+from janux.tracing.otlp.files import TraceFile
+from janux.tracing.sources.protocol import USAGE_DIMENSIONS, TraceFilter
+from janux.tracing.sources.store import TraceStore, open_store
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),

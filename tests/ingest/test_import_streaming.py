@@ -6,8 +6,8 @@ import json
 import tracemalloc
 from pathlib import Path
 
-from tracing.importer import import_files
-from tracing.store import open_store
+from janux.tracing.receiver.file_import import import_files
+from janux.tracing.sources.store import open_store
 
 SPANS_PER_LINE = 10
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ingest.helpers import b64
-from tracing.otlp import DecodeError, decode_json_bytes, decode_json_document
+from janux.tracing.otlp import DecodeError, decode_json_bytes, decode_json_document
 
 TRACE = "5b8efff798038103d269b633813fc60c"
 SPAN = "eee19b7ec3c1b174"

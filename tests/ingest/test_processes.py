@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from ingest import workers
-from tracing.store.schema import DB_FILE_NAME
+from janux.tracing.sources.store.schema import DB_FILE_NAME
 
 SPAWN = multiprocessing.get_context("spawn")
 

@@ -9,7 +9,7 @@ from google.protobuf.json_format import MessageToDict
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
 from ingest.helpers import pb_request, pb_span
-from tracing.otlp import DecodeError, decode_json_document, decode_proto_message, decode_proto_request
+from janux.tracing.otlp import DecodeError, decode_json_document, decode_proto_message, decode_proto_request
 
 T = "0af7651916cd43dd8448eb211c80319c"
 S1 = "b7ad6b7169203331"

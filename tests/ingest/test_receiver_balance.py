@@ -9,10 +9,10 @@ from pathlib import Path
 import httpx
 
 from ingest.helpers import numbered_spans, pb_request
-from tracing.receiver import process, start_receiver
-from tracing.receiver.process import YOUNG_COLLECTION_THRESHOLD, settle_heap
-from tracing.receiver.server import RECONNECT_EVERY
-from tracing.store import open_store
+from janux.tracing.receiver import process, start_receiver
+from janux.tracing.receiver.process import YOUNG_COLLECTION_THRESHOLD, settle_heap
+from janux.tracing.receiver.server import RECONNECT_EVERY
+from janux.tracing.sources.store import open_store
 
 PROTO = {"content-type": "application/x-protobuf"}
 

@@ -9,9 +9,9 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from ingest.helpers import numbered_spans, pb_request, pb_span
-from tracing.receiver import RunningReceiver
-from tracing.source import TraceFilter
-from tracing.store import TraceStore
+from janux.tracing.receiver import RunningReceiver
+from janux.tracing.sources.protocol import TraceFilter
+from janux.tracing.sources.store import TraceStore
 
 METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 T = "0af7651916cd43dd8448eb211c80319c"

@@ -11,9 +11,9 @@ from google.rpc.status_pb2 import Status
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from ingest.helpers import numbered_spans, pb_request, pb_span
-from tracing.receiver import RunningReceiver
-from tracing.source import TraceFilter
-from tracing.store import TraceStore, open_store
+from janux.tracing.receiver import RunningReceiver
+from janux.tracing.sources.protocol import TraceFilter
+from janux.tracing.sources.store import TraceStore, open_store
 
 PROTO = {"content-type": "application/x-protobuf"}
 JSON_CT = {"content-type": "application/json"}
@@ -223,7 +223,7 @@ def test_real_sdk_http_exporter_works_unchanged(
 
 
 def test_extra_worker_processes_share_the_port_and_stop(store: TraceStore) -> None:
-    from tracing.receiver import start_receiver
+    from janux.tracing.receiver import start_receiver
 
     running = start_receiver(store, "127.0.0.1", 0, None, http_workers=3)
     try:

@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ingest.helpers import record
-from tracing import conventions as c
-from tracing.records import EventRecord, LinkRecord, SpanRecord
-from tracing.source import TraceFilter, TraceSummary
-from tracing.store import TraceStore, open_store
+from janux.tracing import conventions as c
+from janux.tracing.records import EventRecord, LinkRecord, SpanRecord
+from janux.tracing.sources.protocol import TraceFilter, TraceSummary
+from janux.tracing.sources.store import TraceStore, open_store
 
 T2 = "0af7651916cd43dd8448eb211c80319c"
 
@@ -288,7 +288,7 @@ def test_store_reopens_with_data(tmp_path: Path) -> None:
 
 
 def test_default_data_dir_honours_env(tmp_path: Path, monkeypatch: object) -> None:
-    from tracing.store import default_data_dir
+    from janux.tracing.sources.store import default_data_dir
 
     monkeypatch.setenv("JANUX_DATA_DIR", str(tmp_path / "x"))  # type: ignore[attr-defined]
     assert default_data_dir() == tmp_path / "x"

@@ -7,13 +7,13 @@ import httpx
 import pytest
 
 from ingest.helpers import pb_request, pb_span, record
-from tracing import conventions as c
-from tracing.receiver import start_receiver
-from tracing.records import EventRecord
-from tracing.source import TraceFilter
-from tracing.store import TraceStore
-from tracing.store.limits import MAX_FIELD_CHARS, MAX_VALUE_CHARS, TRUNCATED_ATTRIBUTE
-from tracing.store.lock import WriteLock
+from janux.tracing import conventions as c
+from janux.tracing.receiver import start_receiver
+from janux.tracing.records import EventRecord
+from janux.tracing.sources.protocol import TraceFilter
+from janux.tracing.sources.store import TraceStore
+from janux.tracing.sources.store.limits import MAX_FIELD_CHARS, MAX_VALUE_CHARS, TRUNCATED_ATTRIBUTE
+from janux.tracing.sources.store.lock import WriteLock
 
 T = "0af7651916cd43dd8448eb211c80319c"
 BIG = MAX_VALUE_CHARS + 10

@@ -14,15 +14,15 @@ import pytest
 
 from ingest.helpers import record
 from ingest.test_store import janux_turn, other_runtime_turn
-from tracing import conventions as c
-from tracing.records import SpanRecord
-from tracing.source import TraceFilter, TraceSummary
-from tracing.store import open_store, writer
-from tracing.store.bulk import MAX_ROWS_PER_STATEMENT, insert_rows
-from tracing.store.ingest import apply_batches
-from tracing.store.lock import WriteLock
-from tracing.store.rows import batch_rows
-from tracing.store.schema import connect, database_path
+from janux.tracing import conventions as c
+from janux.tracing.records import SpanRecord
+from janux.tracing.sources.protocol import TraceFilter, TraceSummary
+from janux.tracing.sources.store import open_store, writer
+from janux.tracing.sources.store.bulk import MAX_ROWS_PER_STATEMENT, insert_rows
+from janux.tracing.sources.store.ingest import apply_batches
+from janux.tracing.sources.store.lock import WriteLock
+from janux.tracing.sources.store.rows import batch_rows
+from janux.tracing.sources.store.schema import connect, database_path
 
 T = "0123456789abcdef0123456789abcdef"
 

@@ -16,16 +16,16 @@ from typing import Any
 
 import pytest
 
-from dashboard.memory_source import MemoryTraceSource
 from ingest.clickhouse_rows import EXPORTER_DDL, insert_statement
 from ingest.helpers import record
-from tracing import conventions as c
-from tracing.clickhouse_chdb import ChdbClient
-from tracing.clickhouse_source import ClickHouseSource
-from tracing.records import SpanRecord
-from tracing.source import USAGE_DIMENSIONS, TraceFilter, TraceSource, UsageAggregate
-from tracing.store import open_store
-from tracing.store.schema import DB_FILE_NAME
+from janux.tracing import conventions as c
+from janux.tracing.records import SpanRecord
+from janux.tracing.sources.chdb_client import ChdbClient
+from janux.tracing.sources.clickhouse import ClickHouseSource
+from janux.tracing.sources.memory import MemoryTraceSource
+from janux.tracing.sources.protocol import USAGE_DIMENSIONS, TraceFilter, TraceSource, UsageAggregate
+from janux.tracing.sources.store import open_store
+from janux.tracing.sources.store.schema import DB_FILE_NAME
 
 T1, T2 = "1" * 32, "2" * 32
 
@@ -104,8 +104,8 @@ def demo_spans() -> list[SpanRecord]:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from runtime.scenarios import run_scenarios
-    from tracing.sdk_convert import span_records_from_readable
+    from janux.demo.scenarios import run_scenarios
+    from janux.tracing.sdk.convert import span_records_from_readable
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -304,7 +304,7 @@ def test_upgrade_rebuilds_usage_rows_of_an_older_layout(tmp_path: Path) -> None:
 
 def test_tool_usage_finds_attempts_by_key_prefix(tmp_path: Path) -> None:
     # Walking a trace's rows for every tool span would be quadratic in big traces.
-    from tracing.store.queries import _TOOL_USAGE
+    from janux.tracing.sources.store.queries import _TOOL_USAGE
 
     with open_store(tmp_path) as store:
         store.write(hand_built())

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ingest.helpers import record
-from tracing.records import SpanRecord
-from tracing.source import TraceFilter
-from tracing.store import open_store
+from janux.tracing.records import SpanRecord
+from janux.tracing.sources.protocol import TraceFilter
+from janux.tracing.sources.store import open_store
 
 TRACES_PER_BATCH = 4
 """Each batch writes this many new traces..."""

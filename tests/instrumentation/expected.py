@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tracing import conventions as c
+from janux.tracing import conventions as c
 
 PROVIDER = "janux.scripted"
 """`gen_ai.provider.name` of the scripted test models."""

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from runtime import Agent, Cost, HandoffPolicy, Subagent
-from runtime.testing import ScriptedModel, ScriptStep, call_tools, delegate, fail, reply, tool_call
-from tracing import conventions as c
+from janux.runtime import Agent, Cost, HandoffPolicy, Subagent
+from janux.runtime.testing import ScriptedModel, ScriptStep, call_tools, delegate, fail, reply, tool_call
+from janux.tracing import conventions as c
 
 from .tracing_helpers import Traced, contract_problems
 

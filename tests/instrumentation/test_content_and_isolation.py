@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 
-from runtime import Agent, Subagent, function_tool
-from runtime.testing import ScriptedModel, call_tools, delegate, reply, tool_call
-from tracing import conventions as c
-from tracing.content import ContentCapture, resolve_capture
+from janux.runtime import Agent, Subagent, function_tool
+from janux.runtime.testing import ScriptedModel, call_tools, delegate, reply, tool_call
+from janux.tracing import conventions as c
+from janux.tracing.instrument.content import ContentCapture, resolve_capture
 
 from .tracing_helpers import Traced, outline
 
@@ -205,7 +205,7 @@ def _leaves(value: Any) -> list[str]:
 
 
 async def _demo_records(monkeypatch: pytest.MonkeyPatch, capture: bool) -> list[Any]:
-    from runtime.scenarios import run_scenarios
+    from janux.demo.scenarios import run_scenarios
 
     if capture:
         monkeypatch.setenv(c.CAPTURE_CONTENT_ENV, "true")
@@ -221,7 +221,7 @@ async def test_a_demo_run_records_no_prompt_task_argument_or_output_text_by_defa
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """What capture on records, capture off must record nowhere: no attribute, event or status."""
-    from runtime.scenarios import ASK
+    from janux.demo.scenarios import ASK
 
     captured = await _demo_records(monkeypatch, capture=True)
     names = {str(v) for span in captured for k, v in span.attributes.items() if k not in CONTENT_KEYS}

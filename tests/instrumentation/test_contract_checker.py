@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 import pytest
 
-from runtime import Agent, Cost, Subagent
-from runtime.testing import ScriptedModel, call_tools, delegate, reply
-from tracing import conventions as c
-from tracing.records import SpanRecord
+from janux.runtime import Agent, Cost, Subagent
+from janux.runtime.testing import ScriptedModel, call_tools, delegate, reply
+from janux.tracing import conventions as c
+from janux.tracing.records import SpanRecord
 
 from .tracing_helpers import Traced, contract_problems
 

@@ -12,9 +12,9 @@ from typing import Any
 
 from opentelemetry import trace
 
-from runtime import Agent, function_tool
-from runtime.model import Message, ModelResponse, ToolCall
-from runtime.testing import FunctionModel, ScriptedModel, call_tools, reply, tool_call
+from janux.runtime import Agent, function_tool
+from janux.runtime.model import Message, ModelResponse, ToolCall
+from janux.runtime.testing import FunctionModel, ScriptedModel, call_tools, reply, tool_call
 
 from .tracing_helpers import Traced, contract_problems
 

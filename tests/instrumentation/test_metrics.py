@@ -8,9 +8,9 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from runtime import Agent, HandoffPolicy, ModelError, Subagent
-from runtime.testing import ScriptedModel, call_tools, delegate, fail, reply
-from tracing import conventions as c
+from janux.runtime import Agent, HandoffPolicy, ModelError, Subagent
+from janux.runtime.testing import ScriptedModel, call_tools, delegate, fail, reply
+from janux.tracing import conventions as c
 
 # Copied by hand from open-telemetry/semantic-conventions docs/gen-ai/gen-ai-metrics.md
 # ("This metric SHOULD be specified with ExplicitBucketBoundaries of ..."), not from our constants.
@@ -98,7 +98,7 @@ async def test_failed_rounds_record_duration_with_error_type_and_no_tokens() -> 
 
 async def test_handoff_counter_by_status_and_kind_over_every_demo_scenario() -> None:
     """The counter's totals equal the HANDOFF_END statuses the runs report, transfers included."""
-    from runtime.scenarios import run_scenarios
+    from janux.demo.scenarios import run_scenarios
 
     reader = InMemoryMetricReader()
     outcomes = await run_scenarios(meter_provider=MeterProvider(metric_readers=[reader]), latency_scale=0)

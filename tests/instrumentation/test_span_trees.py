@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from runtime import Agent, Cost, HandoffPolicy, OnFailure, Subagent, function_tool
-from runtime.testing import ScriptedModel, call_tools, delegate, fail, reply, tool_call, transfer
-from runtime.tools import Tool
-from tracing import conventions as c
+from janux.runtime import Agent, Cost, HandoffPolicy, OnFailure, Subagent, function_tool
+from janux.runtime.testing import ScriptedModel, call_tools, delegate, fail, reply, tool_call, transfer
+from janux.runtime.tools import Tool
+from janux.tracing import conventions as c
 
 from .expected import (
     Bill,

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from runtime import Agent, Cost, HandoffPolicy, ModelError, RateLimit, Subagent, ToolFilter
-from runtime.testing import ScriptedModel, call_tools, delegate, fail, reply, tool_call
-from tracing import conventions as c
+from janux.runtime import Agent, Cost, HandoffPolicy, ModelError, RateLimit, Subagent, ToolFilter
+from janux.runtime.testing import ScriptedModel, call_tools, delegate, fail, reply, tool_call
+from janux.tracing import conventions as c
 
 from .expected import Bill, Handoff, Own, attempt, chat, failed_chat, handoff_tool, turn
 from .test_span_trees import FRONT_OWN, THREAD, _check, _delegation, _front_turn, _parent, _run

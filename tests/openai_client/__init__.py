@@ -1,1 +1,1 @@
-"""Tests of runtime.openai_client."""
+"""Tests of janux.runtime.openai_client."""

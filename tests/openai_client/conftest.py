@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from runtime.openai_client import OpenAIChatModel, RetryPolicy
+from janux.runtime.openai_client import OpenAIChatModel, RetryPolicy
 
 from .chat_server import ChatServer, serve
 

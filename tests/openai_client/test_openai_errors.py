@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from runtime.model import Message, ModelError, ModelSettings
-from runtime.openai_client import OpenAIChatModel, RealModelInTestError, RetryPolicy
+from janux.runtime.model import Message, ModelError, ModelSettings
+from janux.runtime.openai_client import OpenAIChatModel, RealModelInTestError, RetryPolicy
 
 from .chat_server import ChatServer, Reply, completion, json_reply, wire_call
 from .conftest import SleepRecorder

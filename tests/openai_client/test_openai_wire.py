@@ -9,8 +9,8 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from runtime.model import Message, Model, ModelError, ModelSettings, ModelUsage, ToolCall, ToolSpec
-from runtime.openai_client import OpenAIChatModel, shared_http_client
+from janux.runtime.model import Message, Model, ModelError, ModelSettings, ModelUsage, ToolCall, ToolSpec
+from janux.runtime.openai_client import OpenAIChatModel, shared_http_client
 
 from .chat_server import ChatServer, completion, json_reply, wire_call
 

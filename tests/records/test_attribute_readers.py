@@ -7,7 +7,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tracing.records import attr_float, attr_int, attr_list, attr_str
+from janux.tracing.records import attr_float, attr_int, attr_list, attr_str
 
 ANY_VALUE = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(),

@@ -1,1 +1,1 @@
-"""Tests of runtime.threads."""
+"""Tests of janux.runtime.threads."""

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.model import Message, ToolCall
-from runtime.threads import (
+from janux.runtime.model import Message, ToolCall
+from janux.runtime.threads import (
     InMemoryThreadStore,
     SqliteThreadStore,
     ThreadState,
@@ -110,8 +110,8 @@ async def test_thread_survives_a_process_restart(tmp_path: Path) -> None:
     run_python(
         f"""
         import asyncio
-        from runtime.model import Message
-        from runtime.threads import SqliteThreadStore, ThreadState
+        from janux.runtime.model import Message
+        from janux.runtime.threads import SqliteThreadStore, ThreadState
         async def main():
             async with SqliteThreadStore({str(db)!r}) as store:
                 await store.save("t1", ThreadState(agent="billing", messages=[
@@ -133,7 +133,7 @@ async def test_thread_survives_a_process_restart(tmp_path: Path) -> None:
     out = run_python(
         f"""
         import asyncio
-        from runtime.threads import SqliteThreadStore
+        from janux.runtime.threads import SqliteThreadStore
         async def main():
             async with SqliteThreadStore({str(db)!r}) as store:
                 state = await store.load("t1")
@@ -227,8 +227,8 @@ def test_concurrent_writer_processes(tmp_path: Path) -> None:
     code = textwrap.dedent(
         """
         import asyncio, sys
-        from runtime.model import Message
-        from runtime.threads import SqliteThreadStore, ThreadState
+        from janux.runtime.model import Message
+        from janux.runtime.threads import SqliteThreadStore, ThreadState
         async def main(base):
             async with SqliteThreadStore(sys.argv[1]) as store:
                 await asyncio.gather(*(store.save(f"p{n}", ThreadState(agent=None,

@@ -19,8 +19,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from runtime.scenarios import SCENARIO_NAMES, ScenarioOutcome, run_scenarios
-from tracing.setup import Telemetry, configure_telemetry
+from janux.demo.scenarios import SCENARIO_NAMES, ScenarioOutcome, run_scenarios
+from janux.tracing.sdk.telemetry import Telemetry, configure_telemetry
 
 from .otlp_sink import refused_port
 

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from tracing.setup_call import BoundedCall
-from tracing.setup_config import BatchSettings
-from tracing.setup_guard import BoundedSpanProcessor
+from janux.tracing.sdk.bounded_call import BoundedCall
+from janux.tracing.sdk.processor import BoundedSpanProcessor
+from janux.tracing.sdk.settings import BatchSettings
 
 WAIT_S = 10.0
 """Upper bound for background work that normally takes milliseconds."""
@@ -134,7 +134,7 @@ def test_bounded_call_keeps_its_thread_and_answers_busy_while_a_call_hangs() -> 
 
 
 def test_repeated_flushes_reuse_one_call_thread() -> None:
-    from tracing.setup import configure_telemetry
+    from janux.tracing.sdk import configure_telemetry
 
     telemetry = configure_telemetry(exporter=Recording(), metrics=False, set_global=False, env={})
     before = threading.active_count()

@@ -13,8 +13,8 @@ from opentelemetry.exporter.otlp.json.file import FileSpanExporter
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
-from tracing import conventions as c
-from tracing.setup import Telemetry, configure_telemetry
+from janux.tracing import conventions as c
+from janux.tracing.sdk.telemetry import Telemetry, configure_telemetry
 
 from .otlp_json import attributes, parse_lines
 from .otlp_sink import Sink
@@ -141,7 +141,7 @@ def test_global_install_reads_the_process_environment(tmp_path: Path) -> None:
     script = textwrap.dedent(
         """
         from opentelemetry import trace
-        from tracing.setup import Telemetry, configure_telemetry
+        from janux.tracing.sdk.telemetry import Telemetry, configure_telemetry
         telemetry = configure_telemetry()
         assert telemetry.installed_globally
         trace.get_tracer("t").start_span("via-global").end()
@@ -196,7 +196,7 @@ def test_environment_alone_selects_http_endpoint_protocol_service_and_exporter(
 
 def test_json_lines_of_a_real_agent_run_are_spec_compliant(tmp_path: Path) -> None:
     """Every scenario's spans through the file exporter: strict OTLP/JSON, contract values typed."""
-    from runtime.scenarios import run_scenarios
+    from janux.demo.scenarios import run_scenarios
 
     path = tmp_path / "agents.jsonl"
     telemetry = configure_telemetry(exporter="otlp_json_file", file_path=path, set_global=False, env={})

@@ -17,7 +17,7 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter, SpanExportResult
 
-from tracing.setup import Telemetry, configure_telemetry
+from janux.tracing.sdk.telemetry import Telemetry, configure_telemetry
 
 from .otlp_sink import refused_port
 from .workload import SPANS_PER_TURN, expected_results, run_turns
@@ -101,7 +101,7 @@ def test_raising_exporter_is_contained_and_logged_once(caplog: pytest.LogCapture
     exporter = RaisingExporter()
     telemetry = configure_telemetry(exporter=exporter, max_export_batch_size=8, schedule_delay_ms=20,
                                     set_global=False, env={})
-    with caplog.at_level(logging.WARNING, logger="tracing.setup_guard"):
+    with caplog.at_level(logging.WARNING, logger="janux.tracing.sdk.processor"):
         assert timed_run(telemetry) < RUN_BOUND_S
         assert not telemetry.force_flush(timeout_ms=5000)
         ok, _ = timed_shutdown(telemetry)
@@ -134,7 +134,7 @@ def test_full_queue_drops_are_counted_and_logged_once(
     telemetry = configure_telemetry(exporter=hanging, max_queue_size=10, max_export_batch_size=5,
                                     schedule_delay_ms=60_000, export_timeout_ms=5000,
                                     set_global=False, env={})
-    with caplog.at_level(logging.WARNING, logger="tracing.setup_guard"):
+    with caplog.at_level(logging.WARNING, logger="janux.tracing.sdk.processor"):
         assert timed_run(telemetry) < RUN_BOUND_S
     processor = telemetry._processor
     assert processor is not None

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from tracing.setup_config import (
+from janux.tracing.sdk.env import TelemetryConfigError
+from janux.tracing.sdk.settings import (
     DEFAULT_SERVICE_NAME,
     SettingsOverrides,
     TelemetrySettings,
     resolve_settings,
 )
-from tracing.setup_env import TelemetryConfigError
 
 
 def resolve(env: dict[str, str], **overrides: object) -> TelemetrySettings:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer, TracerProvider
 
-from tracing import conventions as c
+from janux.tracing import conventions as c
 
 SPANS_PER_TURN = 5
 """root + 2 chat rounds + 1 tool span + 1 delegated agent."""

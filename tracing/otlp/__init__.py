@@ -13,9 +13,9 @@ raises `DecodeError`, whose message names the field.
 
 from __future__ import annotations
 
-from tracing.otlp.errors import DecodeError, DecodeResult
-from tracing.otlp.json_decode import decode_json_bytes, decode_json_document
-from tracing.otlp.proto_decode import decode_proto_message, decode_proto_request
+from janux.tracing.otlp.errors import DecodeError, DecodeResult
+from janux.tracing.otlp.json_decode import decode_json_bytes, decode_json_document
+from janux.tracing.otlp.proto_decode import decode_proto_message, decode_proto_request
 
 __all__ = [
     "DecodeError",

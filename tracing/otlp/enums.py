@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tracing.otlp.errors import DecodeError
-from tracing.records import (
+from janux.tracing.otlp.errors import DecodeError
+from janux.tracing.records import (
     KIND_CLIENT,
     KIND_CONSUMER,
     KIND_INTERNAL,

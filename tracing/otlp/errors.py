@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tracing.records import SpanRecord
+from janux.tracing.records import SpanRecord
 
 MAX_ERROR_MESSAGES = 20
 """How many rejection messages one result keeps; the count keeps growing past it."""

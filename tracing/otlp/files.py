@@ -23,9 +23,9 @@ from typing import IO, Any
 
 import zstandard
 
-from tracing.otlp.errors import DecodeError, DecodeResult
-from tracing.otlp.json_decode import decode_json_bytes
-from tracing.otlp.proto_decode import decode_proto_request
+from janux.tracing.otlp.errors import DecodeError, DecodeResult
+from janux.tracing.otlp.json_decode import decode_json_bytes
+from janux.tracing.otlp.proto_decode import decode_proto_request
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 """First bytes of a zstd frame."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 
-from tracing.otlp.errors import DecodeError
+from janux.tracing.otlp.errors import DecodeError
 
 TRACE_ID_BYTES = 16
 """A trace id is 16 bytes."""

@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tracing.conventions import SERVICE_NAME
-from tracing.otlp.enums import span_kind, status_code
-from tracing.otlp.errors import DecodeError, DecodeResult
-from tracing.otlp.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, json_id
-from tracing.otlp.json_values import (
+from janux.tracing.conventions import SERVICE_NAME
+from janux.tracing.otlp.enums import span_kind, status_code
+from janux.tracing.otlp.errors import DecodeError, DecodeResult
+from janux.tracing.otlp.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, json_id
+from janux.tracing.otlp.json_values import (
     json_list,
     json_object,
     json_str,
@@ -23,8 +23,8 @@ from tracing.otlp.json_values import (
     key_values,
     pick,
 )
-from tracing.otlp.wrappers import resource_span_lists
-from tracing.records import EventRecord, LinkRecord, SpanRecord
+from janux.tracing.otlp.wrappers import resource_span_lists
+from janux.tracing.records import EventRecord, LinkRecord, SpanRecord
 
 
 def decode_json_bytes(body: bytes | str) -> DecodeResult:

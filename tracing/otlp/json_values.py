@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tracing.otlp.errors import DecodeError
+from janux.tracing.otlp.errors import DecodeError
 
 INT64_MIN = -(2**63)
 """Smallest signed 64-bit integer (`intValue`)."""

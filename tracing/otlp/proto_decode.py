@@ -15,12 +15,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
-from tracing.conventions import SERVICE_NAME
-from tracing.otlp.enums import KIND_BY_NUMBER, STATUS_BY_NUMBER
-from tracing.otlp.errors import DecodeError, DecodeResult
-from tracing.otlp.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, bytes_id
-from tracing.otlp.json_values import INT64_MAX, check_time
-from tracing.records import EventRecord, LinkRecord, SpanRecord
+from janux.tracing.conventions import SERVICE_NAME
+from janux.tracing.otlp.enums import KIND_BY_NUMBER, STATUS_BY_NUMBER
+from janux.tracing.otlp.errors import DecodeError, DecodeResult
+from janux.tracing.otlp.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, bytes_id
+from janux.tracing.otlp.json_values import INT64_MAX, check_time
+from janux.tracing.records import EventRecord, LinkRecord, SpanRecord
 
 MAX_VALUE_DEPTH = 32
 """Deepest nesting of arrays/kvlists accepted in one AnyValue."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracing.otlp.errors import DecodeError
+from janux.tracing.otlp.errors import DecodeError
 
 _LIST_KEYS = ("resourceSpans", "resource_spans", "batches")
 _WRAPPER_KEYS = ("trace", "result")

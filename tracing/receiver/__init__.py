@@ -7,7 +7,7 @@ receiver.stop()
 
 from __future__ import annotations
 
-from tracing.receiver.server import (
+from janux.tracing.receiver.server import (
     DEFAULT_GRPC_PORT,
     DEFAULT_HOST,
     DEFAULT_HTTP_PORT,

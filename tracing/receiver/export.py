@@ -15,8 +15,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from tracing.otlp.errors import DecodeResult
-from tracing.store import TraceStore, WriteResult
+from janux.tracing.otlp.errors import DecodeResult
+from janux.tracing.sources.store import TraceStore, WriteResult
 
 
 @dataclass(slots=True)

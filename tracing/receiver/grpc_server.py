@@ -16,10 +16,10 @@ from concurrent import futures
 import grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from tracing.otlp.errors import DecodeError
-from tracing.otlp.proto_decode import decode_proto_request
-from tracing.receiver.export import response_message, submit
-from tracing.store import TraceStore
+from janux.tracing.otlp.errors import DecodeError
+from janux.tracing.otlp.proto_decode import decode_proto_request
+from janux.tracing.receiver.export import response_message, submit
+from janux.tracing.sources.store import TraceStore
 
 logger = logging.getLogger(__name__)
 

@@ -26,11 +26,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from tracing.otlp.errors import DecodeError, DecodeResult
-from tracing.otlp.json_decode import decode_json_bytes
-from tracing.otlp.proto_decode import decode_proto_request
-from tracing.receiver.export import response_message, submit
-from tracing.store import TraceStore
+from janux.tracing.otlp.errors import DecodeError, DecodeResult
+from janux.tracing.otlp.json_decode import decode_json_bytes
+from janux.tracing.otlp.proto_decode import decode_proto_request
+from janux.tracing.receiver.export import response_message, submit
+from janux.tracing.sources.store import TraceStore
 
 logger = logging.getLogger(__name__)
 

@@ -11,11 +11,11 @@ from multiprocessing.process import BaseProcess
 import grpc
 import uvicorn
 
-from tracing.receiver.grpc_server import start_grpc_server
-from tracing.receiver.http_app import HttpSettings, build_http_app
-from tracing.receiver.process import settle_heap
-from tracing.receiver.workers import start_http_workers, stop_http_workers
-from tracing.store import TraceStore
+from janux.tracing.receiver.grpc_server import start_grpc_server
+from janux.tracing.receiver.http_app import HttpSettings, build_http_app
+from janux.tracing.receiver.process import settle_heap
+from janux.tracing.receiver.workers import start_http_workers, stop_http_workers
+from janux.tracing.sources.store import TraceStore
 
 logger = logging.getLogger(__name__)
 

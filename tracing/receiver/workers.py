@@ -22,9 +22,9 @@ from pathlib import Path
 
 import uvicorn
 
-from tracing.receiver.http_app import HttpSettings, build_http_app
-from tracing.receiver.process import settle_heap
-from tracing.store import open_store
+from janux.tracing.receiver.http_app import HttpSettings, build_http_app
+from janux.tracing.receiver.process import settle_heap
+from janux.tracing.sources.store import open_store
 
 logger = logging.getLogger(__name__)
 

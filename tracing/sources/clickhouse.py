@@ -1,0 +1,451 @@
+"""`TraceSource` over the `otel_traces` table the OTel Collector's ClickHouse exporter writes.
+
+Works with any client whose `query(sql, parameters=...)` returns an object with `result_rows`
+(a `clickhouse_connect` client in production; `janux.tracing.sources.chdb_client.ChdbClient` in tests), with
+server-side `{name:Type}` parameters, so the SQL is the same everywhere.
+
+The exporter's attribute maps are `Map(LowCardinality(String), String)`, so attribute values come
+back as strings (read them with `janux.tracing.records.attr_*`). Both spellings of status codes and span
+kinds (`Error` / `STATUS_CODE_ERROR`, `Internal` / `SPAN_KIND_INTERNAL`) are understood. Rows the
+exporter wrote twice (retries) are counted once (`LIMIT 1 BY TraceId, SpanId`). Summaries are
+aggregated at query time with the same semantics as the embedded store's `trace_summary`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any, Literal, Protocol
+
+from janux.tracing import conventions as c
+from janux.tracing.otlp.enums import KIND_BY_NAME, STATUS_BY_NAME
+from janux.tracing.records import EventRecord, LinkRecord, SpanRecord
+from janux.tracing.sources.protocol import (
+    IngestStats,
+    TraceFilter,
+    TraceSummary,
+    UsageAggregate,
+    UsageDimension,
+)
+from janux.tracing.sources.store.usage import MAX_COUNT, bill_reconciled, check_dimension, finish
+
+logger = logging.getLogger(__name__)
+
+
+class QueryClient(Protocol):
+    """The part of a ClickHouse client this source needs (`clickhouse_connect` has it)."""
+
+    def query(self, query: str, parameters: dict[str, Any] | None = None) -> Any:
+        """Run `query`; the result has `result_rows` (a sequence of row sequences)."""
+        ...
+
+
+_OP = f"SpanAttributes['{c.GEN_AI_OPERATION_NAME}']"
+_IS_ERROR = "StatusCode IN ('Error', 'STATUS_CODE_ERROR')"
+_IS_ROOT = "ParentSpanId = ''"
+_FAILING = "(" + ", ".join(f"'{s}'" for s in sorted(c.FAILING_STATUSES)) + ")"
+_INFERENCE = "(" + ", ".join(f"'{s}'" for s in sorted(c.INFERENCE_OPERATIONS)) + ")"
+_STATUS_ATTR = f"SpanAttributes['{c.JANUX_HANDOFF_STATUS}']"
+
+
+def _root(expression: str) -> str:
+    """The value of `expression` on the earliest root span ('' when the trace has no root)."""
+    return f"argMinIf({expression}, Timestamp, {_IS_ROOT})"
+
+
+def _root_attr(key: str) -> str:
+    return _root(f"SpanAttributes['{key}']")
+
+
+_IS_TOOL = f"{_OP} = '{c.OP_EXECUTE_TOOL}'"
+_IS_AGENT = f"{_OP} = '{c.OP_INVOKE_AGENT}'"
+_IS_INFERENCE = f"{_OP} IN {_INFERENCE}"
+_IS_DELEGATION = f"{_IS_TOOL} AND SpanAttributes['{c.GEN_AI_TOOL_TYPE}'] = '{c.TOOL_TYPE_DELEGATE}'"
+_HAS_BILL = " OR ".join(f"mapContains(SpanAttributes, '{key}')" for key in c.BILL_KEYS)
+
+
+# The same per-span rule as `janux.tracing.sources.store.usage.span_usage`, over the exporter's string values:
+# integers as written, or a finite number truncated; non-finite numbers count as absent.
+
+
+def _to_int(expression: str) -> str:
+    number = (
+        f"coalesce(toInt64OrNull({expression}), "
+        f"accurateCastOrNull(trunc(toFloat64OrNull({expression})), 'Int64'))"
+    )
+    return f"if(abs({number}) <= {MAX_COUNT}, {number}, NULL)"
+
+
+def _to_float(expression: str) -> str:
+    return f"if(isFinite(toFloat64OrNull({expression})), toFloat64OrNull({expression}), NULL)"
+
+
+def _usage(key: str, alias: str) -> str:
+    """Sum of one usage attribute over inference spans, and how many inference spans carried it."""
+    number = _to_int(f"SpanAttributes['{key}']")
+    return (
+        f"sumIf(ifNull({number}, 0), {_IS_INFERENCE}) AS inference_{alias},\n"
+        f"    countIf({_IS_INFERENCE} AND {number} IS NOT NULL) AS {alias}_spans"
+    )
+
+
+_SUMMARY_SELECT = f"""
+SELECT
+    TraceId,
+    min(toUnixTimestamp64Nano(Timestamp)) AS start_ns,
+    max(toUnixTimestamp64Nano(Timestamp) + toInt64(Duration)) - start_ns AS duration_ns,
+    if(countIf({_IS_ROOT}) > 0, {_root("ServiceName")}, argMin(ServiceName, Timestamp)) AS service,
+    {_root("SpanName")} AS root_name,
+    {_root_attr(c.GEN_AI_AGENT_NAME)} AS root_agent,
+    {_root_attr(c.GEN_AI_CONVERSATION_ID)} AS conversation,
+    count() AS span_count,
+    countIf({_IS_DELEGATION}) AS delegations,
+    groupArrayIf(SpanId, {_IS_TOOL}) AS tool_ids,
+    arrayCount(p -> has(tool_ids, p), groupArrayIf(ParentSpanId, {_IS_AGENT})) AS attempts,
+    groupArrayIf(SpanId, {_IS_TOOL} AND {_STATUS_ATTR} = '') AS foreign_tools,
+    groupArrayIf(ParentSpanId, {_IS_AGENT} AND {_IS_ERROR}) AS error_agent_parents,
+    countIf({_IS_TOOL} AND {_STATUS_ATTR} IN {_FAILING})
+        + length(arrayFilter(t -> has(error_agent_parents, t), foreign_tools)) AS failed_handoffs,
+    countIf({_IS_ERROR}) AS error_spans,
+    {_root(_HAS_BILL)} AS has_bill,
+    {_root_attr(c.JANUX_BILL_COST)} AS bill_cost,
+    {_root_attr(c.JANUX_BILL_INPUT_TOKENS)} AS bill_input,
+    {_root_attr(c.JANUX_BILL_OUTPUT_TOKENS)} AS bill_output,
+    {_root_attr(c.JANUX_BILL_UNPRICED_TOKENS)} AS bill_unpriced,
+    {_usage(c.GEN_AI_USAGE_INPUT_TOKENS, "input")},
+    {_usage(c.GEN_AI_USAGE_OUTPUT_TOKENS, "output")},
+    sumIf({_to_int(f"SpanAttributes['{c.JANUX_TURN_INPUT_TOKENS}']")}, {_IS_AGENT}) AS turn_input,
+    sumIf({_to_int(f"SpanAttributes['{c.JANUX_TURN_OUTPUT_TOKENS}']")}, {_IS_AGENT}) AS turn_output,
+    sumIf({_to_float(f"SpanAttributes['{c.JANUX_TURN_COST}']")}, {_IS_AGENT}) AS turn_cost,
+    sumIf({_to_int(f"SpanAttributes['{c.JANUX_TURN_UNPRICED_TOKENS}']")}, {_IS_AGENT}) AS turn_unpriced
+"""
+
+_SUMMARY_COLUMNS = (
+    "TraceId, start_ns, duration_ns, service, root_name, root_agent, conversation, span_count, delegations, "
+    "attempts, failed_handoffs, error_spans, has_bill, bill_cost, bill_input, bill_output, bill_unpriced, "
+    "inference_input, inference_output, input_spans, output_spans, turn_input, turn_output, turn_cost, "
+    "turn_unpriced"
+)
+
+_SPAN_COLUMNS = """
+    toUnixTimestamp64Nano(Timestamp), TraceId, SpanId, ParentSpanId, TraceState, SpanName, SpanKind,
+    ServiceName, ResourceAttributes, ScopeName, ScopeVersion, SpanAttributes, toInt64(Duration), StatusCode,
+    StatusMessage, arrayMap(t -> toUnixTimestamp64Nano(t), Events.Timestamp), Events.Name, Events.Attributes,
+    Links.TraceId, Links.SpanId, Links.TraceState, Links.Attributes
+"""
+
+MAX_DISTINCT_VALUES = 5_000
+"""Most values `distinct_values` returns."""
+
+
+class ClickHouseSource:
+    """The dashboard's queries over the Collector's `otel_traces` table."""
+
+    def __init__(self, client: QueryClient, table: str = "otel_traces") -> None:
+        if not table.replace("_", "").replace(".", "").isalnum():
+            raise ValueError(f"invalid table name {table!r}")
+        self._client = client
+        self._table = table
+
+    def _rows(self, sql: str, parameters: dict[str, Any]) -> list[Any]:
+        return list(self._client.query(sql, parameters=parameters).result_rows)
+
+    def _summaries_sql(self, flt: TraceFilter, parameters: dict[str, Any]) -> str:
+        """Per-trace aggregates of the traces matching `flt` (one row per trace)."""
+        prefilter, having = _filter_sql(flt, parameters)
+        source = f"SELECT * FROM {self._table}"
+        if prefilter:
+            source += f" WHERE TraceId IN (SELECT TraceId FROM {self._table} WHERE {prefilter})"
+        return f"{_SUMMARY_SELECT} FROM ({source} LIMIT 1 BY TraceId, SpanId) GROUP BY TraceId" + (
+            f" HAVING {having}" if having else ""
+        )
+
+    def list_traces(self, flt: TraceFilter, limit: int = 50, offset: int = 0) -> list[TraceSummary]:
+        """Trace summaries matching `flt`, newest first."""
+        parameters: dict[str, Any] = {"limit": max(0, limit), "offset": max(0, offset)}
+        sql = (
+            f"SELECT {_SUMMARY_COLUMNS} FROM ({self._summaries_sql(flt, parameters)}) "
+            "ORDER BY start_ns DESC, TraceId LIMIT {limit:UInt64} OFFSET {offset:UInt64}"
+        )
+        return [_summary(row) for row in self._rows(sql, parameters)]
+
+    def count_traces(self, flt: TraceFilter) -> int:
+        """How many traces match `flt`."""
+        parameters: dict[str, Any] = {}
+        rows = self._rows(f"SELECT count() FROM ({self._summaries_sql(flt, parameters)})", parameters)
+        return int(rows[0][0]) if rows else 0
+
+    def get_trace(self, trace_id: str) -> list[SpanRecord]:
+        """All spans of one trace (each span once), in start order."""
+        return self.get_traces([trace_id]).get(trace_id.strip().lower(), [])
+
+    def get_traces(self, trace_ids: list[str]) -> dict[str, list[SpanRecord]]:
+        """All spans of several traces, keyed by trace id (unknown ids map to [])."""
+        ids = list(dict.fromkeys(t.strip().lower() for t in trace_ids))
+        out: dict[str, list[SpanRecord]] = {t: [] for t in ids}
+        if not ids:
+            return out
+        sql = (
+            f"SELECT {_SPAN_COLUMNS} FROM {self._table} WHERE TraceId IN {{ids:Array(String)}} "
+            "ORDER BY TraceId, Timestamp, SpanId LIMIT 1 BY TraceId, SpanId"
+        )
+        for row in self._rows(sql, {"ids": ids}):
+            span = _span(row)
+            out.setdefault(span.trace_id, []).append(span)
+        return out
+
+    def failed_handoff_spans(self, flt: TraceFilter, limit: int = 500) -> list[SpanRecord]:
+        """Failing `execute_tool` spans, plus ERROR `invoke_agent` spans under other runtimes' tool
+        spans, newest first."""
+        parameters: dict[str, Any] = {"limit": max(0, limit)}
+        traces = (
+            f"SELECT TraceId FROM ({self._summaries_sql(flt, parameters)}) WHERE failed_handoffs > 0 "
+            "ORDER BY start_ns DESC LIMIT {limit:UInt64}"
+        )
+        foreign_tools = (
+            f"SELECT TraceId, SpanId FROM {self._table} WHERE TraceId IN ({traces}) "
+            f"AND {_IS_TOOL} AND {_STATUS_ATTR} = ''"
+        )
+        sql = (
+            f"SELECT {_SPAN_COLUMNS} FROM {self._table} WHERE TraceId IN ({traces}) AND ("
+            f"({_IS_TOOL} AND {_STATUS_ATTR} IN {_FAILING}) OR "
+            f"({_IS_AGENT} AND {_IS_ERROR} AND (TraceId, ParentSpanId) IN ({foreign_tools}))) "
+            "ORDER BY Timestamp DESC LIMIT 1 BY TraceId, SpanId LIMIT {limit:UInt64}"
+        )
+        return [_span(row) for row in self._rows(sql, parameters)]
+
+    def distinct_values(self, what: Literal["service", "root_agent", "conversation"]) -> list[str]:
+        """Values to offer in a filter drop-down: those of every root span (a cheap superset of the
+        values the filters can match when a trace has several roots)."""
+        expression = {
+            "service": "ServiceName",
+            "root_agent": f"SpanAttributes['{c.GEN_AI_AGENT_NAME}']",
+            "conversation": f"SpanAttributes['{c.GEN_AI_CONVERSATION_ID}']",
+        }.get(what)
+        if expression is None:
+            return []
+        sql = (
+            f"SELECT DISTINCT {expression} AS v FROM {self._table} WHERE {_IS_ROOT} AND v != '' "
+            f"ORDER BY v LIMIT {MAX_DISTINCT_VALUES}"
+        )
+        return [str(row[0]) for row in self._rows(sql, {})]
+
+    def usage_by(self, dimension: UsageDimension, flt: TraceFilter, limit: int = 100) -> list[UsageAggregate]:
+        """Tokens and cost by agent, delegation tool, model or conversation over the traces matching
+        `flt` (see `janux.tracing.sources.protocol.UsageAggregate`), most expensive first."""
+        wanted = check_dimension(dimension)
+        parameters: dict[str, Any] = {}
+        spans = f"SELECT * FROM {self._table}"
+        prefilter, having = _filter_sql(flt, parameters)
+        if prefilter or having:
+            spans += f" WHERE TraceId IN (SELECT TraceId FROM ({self._summaries_sql(flt, parameters)}))"
+        spans += " LIMIT 1 BY TraceId, SpanId"
+        return finish(self._rows(_usage_sql(wanted, spans), parameters), limit)
+
+    def ingest_stats(self) -> IngestStats:
+        """Spans and traces in the table, and rows written twice (refusals are the Collector's)."""
+        sql = f"SELECT count(), uniqExact(TraceId), count() - uniqExact(TraceId, SpanId) FROM {self._table}"
+        rows = self._rows(sql, {})
+        spans, traces, duplicates = (int(v) for v in rows[0]) if rows else (0, 0, 0)
+        return IngestStats(spans=spans - duplicates, traces=traces, duplicates=duplicates)
+
+
+def _filter_sql(flt: TraceFilter, parameters: dict[str, Any]) -> tuple[str, str]:
+    """(span-level prefilter that keeps every matching trace, exact trace-level HAVING)."""
+    where: list[str] = []
+    having: list[str] = []
+    if flt.start_ns is not None:
+        parameters["start_ns"] = flt.start_ns
+        where.append("Timestamp >= fromUnixTimestamp64Nano({start_ns:Int64})")
+        having.append("start_ns >= {start_ns:Int64}")
+    if flt.end_ns is not None:
+        parameters["end_ns"] = flt.end_ns
+        where.append("Timestamp < fromUnixTimestamp64Nano({end_ns:Int64})")
+        having.append("start_ns < {end_ns:Int64}")
+    root_agent = f"{_IS_ROOT} AND SpanAttributes['{c.GEN_AI_AGENT_NAME}'] = {{root_agent:String}}"
+    conversation = f"{_IS_ROOT} AND SpanAttributes['{c.GEN_AI_CONVERSATION_ID}'] = {{conversation:String}}"
+    for name, value, span_condition in (
+        ("service", flt.service, "ServiceName = {service:String}"),
+        ("root_agent", flt.root_agent, root_agent),
+        ("conversation", flt.conversation_id, conversation),
+    ):
+        if value is not None:
+            parameters[name] = value
+            where.append(span_condition)
+            having.append(f"{name} = {{{name}:String}}")
+    _status_filters(flt, where, having, parameters)
+    return " AND ".join(where), " AND ".join(having)
+
+
+def _status_filters(
+    flt: TraceFilter, where: list[str], having: list[str], parameters: dict[str, Any]
+) -> None:
+    if flt.status == "error":
+        where.append(_IS_ERROR)
+        having.append("error_spans > 0")
+    elif flt.status == "ok":
+        having.append("error_spans = 0")
+    if flt.has_failed_handoffs:
+        where.append(f"({_IS_TOOL} OR {_IS_AGENT})")
+        having.append("failed_handoffs > 0")
+    if flt.min_cost is not None:
+        parameters["min_cost"] = flt.min_cost
+        where.append(
+            f"{_IS_ROOT} AND toFloat64OrZero(SpanAttributes['{c.JANUX_BILL_COST}']) >= {{min_cost:Float64}}"
+        )
+        having.append("has_bill AND toFloat64OrNull(bill_cost) >= {min_cost:Float64}")
+    if flt.trace_id is not None:
+        parameters["trace_prefix"] = flt.trace_id.strip().lower()
+        where.append("startsWith(TraceId, {trace_prefix:String})")
+
+
+def _int_or_none(value: Any) -> int | None:
+    """A stored token count as an int; absent, unreadable, non-finite ("inf", "nan") or beyond
+    `MAX_COUNT` is None (as in the embedded store)."""
+    try:
+        number = int(float(value)) if value not in (None, "") else None
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if number is not None and -MAX_COUNT <= number <= MAX_COUNT else None
+
+
+def _float_or_none(value: Any) -> float | None:
+    """A stored number as a finite float; absent, unreadable or non-finite is None."""
+    try:
+        number = float(value) if value not in (None, "") else None
+    except (TypeError, ValueError):
+        return None
+    return number if number is not None and math.isfinite(number) else None
+
+
+def _summary(row: Any) -> TraceSummary:
+    has_bill = bool(row[12])
+    bill = (_int_or_none(row[14]), _int_or_none(row[15]), _float_or_none(row[13]), _int_or_none(row[16]))
+    turns = (_int_or_none(row[21]), _int_or_none(row[22]), _float_or_none(row[23]), _int_or_none(row[24]))
+    return TraceSummary(
+        trace_id=str(row[0]),
+        start_ns=int(row[1]),
+        duration_ns=int(row[2]),
+        service_name=str(row[3] or ""),
+        root_name=str(row[4] or ""),
+        root_agent=str(row[5]) if row[5] else None,
+        conversation_id=str(row[6]) if row[6] else None,
+        span_count=int(row[7]),
+        delegations=int(row[8]),
+        attempts=int(row[9]),
+        failed_handoffs=int(row[10]),
+        error_spans=int(row[11]),
+        bill_cost=_float_or_none(row[13]) if has_bill else None,
+        bill_input_tokens=_int_or_none(row[14]) if has_bill else (int(row[17]) if int(row[19]) else None),
+        bill_output_tokens=_int_or_none(row[15]) if has_bill else (int(row[18]) if int(row[20]) else None),
+        bill_unpriced_tokens=_int_or_none(row[16]) if has_bill else None,
+        bill_reconciled=bill_reconciled(has_bill, bill, turns),
+    )
+
+
+def _attributes(value: Any) -> dict[str, Any]:
+    """A ClickHouse map as a dict (clickhouse_connect gives dicts; be lenient with pair lists)."""
+    if isinstance(value, dict):
+        return {str(k): v for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return {str(pair[0]): pair[1] for pair in value if isinstance(pair, (list, tuple)) and len(pair) == 2}
+    return {}
+
+
+def _span(row: Any) -> SpanRecord:
+    events = [
+        EventRecord(int(t), str(n), _attributes(a))
+        for t, n, a in zip(row[15], row[16], row[17], strict=False)
+    ]
+    links = [
+        LinkRecord(str(t), str(s), str(ts), _attributes(a))
+        for t, s, ts, a in zip(row[18], row[19], row[20], row[21], strict=False)
+    ]
+    return SpanRecord(
+        trace_id=str(row[1]),
+        span_id=str(row[2]),
+        parent_span_id=str(row[3]),
+        name=str(row[5]),
+        start_ns=int(row[0]),
+        duration_ns=int(row[12]),
+        kind=KIND_BY_NAME.get(str(row[6]).upper().removeprefix("SPAN_KIND_"), str(row[6])),
+        status_code=STATUS_BY_NAME.get(str(row[13]).upper().removeprefix("STATUS_CODE_"), str(row[13])),
+        status_message=str(row[14]),
+        service_name=str(row[7]),
+        attributes=_attributes(row[11]),
+        resource_attributes=_attributes(row[8]),
+        scope_name=str(row[9]),
+        scope_version=str(row[10]),
+        trace_state=str(row[4]),
+        events=events,
+        links=links,
+    )
+
+
+# ------------------------------------------------------------------------------- usage_by
+
+
+def _attr(key: str) -> str:
+    return f"SpanAttributes['{key}']"
+
+
+_UNPRICED_ROUND = (
+    "multiIf(cost IS NOT NULL, 0, i IS NULL AND o IS NULL, NULL, coalesce(i, 0) + coalesce(o, 0))"
+)
+_ROW_COLUMNS = {
+    "agent": (
+        _attr(c.GEN_AI_AGENT_NAME), _IS_ERROR, _to_int(_attr(c.JANUX_TURN_INPUT_TOKENS)),
+        _to_int(_attr(c.JANUX_TURN_OUTPUT_TOKENS)), _to_float(_attr(c.JANUX_TURN_COST)),
+        _to_int(_attr(c.JANUX_TURN_UNPRICED_TOKENS)), _IS_AGENT,
+    ),
+    "model": (
+        _attr(c.GEN_AI_REQUEST_MODEL), _IS_ERROR, _to_int(_attr(c.GEN_AI_USAGE_INPUT_TOKENS)),
+        _to_int(_attr(c.GEN_AI_USAGE_OUTPUT_TOKENS)), _to_float(_attr(c.JANUX_ROUND_COST)),
+        _UNPRICED_ROUND, _IS_INFERENCE,
+    ),
+}  # fmt: skip
+_GROUP_SUMS = "count(), countIf(failed), sum(i), sum(o), sum(cost), sum(u)"
+
+
+def _span_rows(dimension: str) -> str:
+    """key, failed, i, o, cost, u of every span adding to `dimension` (agent or model)."""
+    key, failed, i, o, cost, u, where = _ROW_COLUMNS[dimension]
+    return (
+        f"SELECT TraceId, ParentSpanId, {key} AS key, {failed} AS failed, {i} AS i, {o} AS o, "
+        f"{cost} AS cost, {u} AS u FROM spans WHERE {where}"
+    )
+
+
+def _usage_sql(dimension: str, spans: str) -> str:
+    """The grouped rows (key, count, failed, input, output, cost, unpriced) of `dimension`."""
+    if dimension == "tool":
+        body = f"""
+            SELECT t.key, count(), countIf(t.failed), sum(a.i), sum(a.o), sum(a.cost), sum(a.u)
+            FROM (SELECT TraceId, SpanId, {_attr(c.GEN_AI_TOOL_NAME)} AS key,
+                    {_STATUS_ATTR} IN {_FAILING} AS failed FROM spans WHERE {_IS_DELEGATION}) AS t
+            LEFT JOIN (SELECT TraceId, ParentSpanId, sum(i) AS i, sum(o) AS o, sum(cost) AS cost, sum(u) AS u
+                FROM ({_span_rows("agent")}) GROUP BY TraceId, ParentSpanId) AS a
+            ON a.TraceId = t.TraceId AND a.ParentSpanId = t.SpanId
+            GROUP BY t.key"""
+    elif dimension == "conversation":
+        body = _CONVERSATION_SQL
+    else:
+        body = f"SELECT key, {_GROUP_SUMS} FROM ({_span_rows(dimension)}) GROUP BY key"
+    return f"WITH spans AS ({spans}) {body}"
+
+
+# One row per trace: the root's bill, or (no bill) the sums of its inference spans.
+_CONVERSATION_SQL = f"""
+    SELECT key, count(), countIf(errors > 0), sum(if(has_bill, bill_i, m.i)), sum(if(has_bill, bill_o, m.o)),
+        sum(if(has_bill, bill_cost, m.cost)), sum(if(has_bill, bill_u, m.u))
+    FROM (
+        SELECT TraceId, {_root_attr(c.GEN_AI_CONVERSATION_ID)} AS key, countIf({_IS_ERROR}) AS errors,
+            {_root(_HAS_BILL)} AS has_bill,
+            {_to_int(_root_attr(c.JANUX_BILL_INPUT_TOKENS))} AS bill_i,
+            {_to_int(_root_attr(c.JANUX_BILL_OUTPUT_TOKENS))} AS bill_o,
+            {_to_float(_root_attr(c.JANUX_BILL_COST))} AS bill_cost,
+            {_to_int(_root_attr(c.JANUX_BILL_UNPRICED_TOKENS))} AS bill_u
+        FROM spans GROUP BY TraceId) AS s
+    LEFT JOIN (SELECT TraceId, sum(i) AS i, sum(o) AS o, sum(cost) AS cost, sum(u) AS u
+        FROM ({_span_rows("model")}) GROUP BY TraceId) AS m ON m.TraceId = s.TraceId
+    GROUP BY key"""

@@ -1,0 +1,182 @@
+"""The query layer the dashboard reads through: one protocol, served by the embedded store and ClickHouse.
+
+Each query the dashboard needs is one method. Both `janux.tracing.sources.store` (embedded) and
+`janux.tracing.sources.clickhouse` (the Collector's `otel_traces` table) implement `TraceSource`, so every
+page works the same on either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from janux.tracing.records import SpanRecord
+
+
+@dataclass(slots=True, kw_only=True)
+class TraceFilter:
+    """Filters of the trace list; `None` means "no filter"."""
+
+    start_ns: int | None = None
+    """Only traces starting at or after this time (Unix ns)."""
+    end_ns: int | None = None
+    """Only traces starting before this time (Unix ns)."""
+    service: str | None = None
+    """Only traces whose root span has this `service.name`."""
+    root_agent: str | None = None
+    """Only traces whose root agent (`gen_ai.agent.name` of the root) is this."""
+    conversation_id: str | None = None
+    """Only traces of this `gen_ai.conversation.id`."""
+    status: Literal["ok", "error"] | None = None
+    """`error`: traces with at least one ERROR span; `ok`: traces with none."""
+    has_failed_handoffs: bool = False
+    """Only traces with at least one handoff whose final status is failing."""
+    min_cost: float | None = None
+    """Only traces whose bill is at least this many USD."""
+    trace_id: str | None = None
+    """Only traces whose id starts with this hex prefix."""
+
+
+@dataclass(slots=True, kw_only=True)
+class TraceSummary:
+    """One row of the trace list."""
+
+    trace_id: str
+    """32 lowercase hex characters."""
+    start_ns: int
+    """Earliest span start in the trace."""
+    duration_ns: int
+    """Latest span end minus earliest start."""
+    service_name: str
+    """`service.name` of the root span (or of the earliest span if the root is missing)."""
+    root_name: str
+    """Name of the root span ("" if the trace has no root yet)."""
+    root_agent: str | None
+    """`gen_ai.agent.name` of the root span."""
+    conversation_id: str | None
+    """`gen_ai.conversation.id` of the root span."""
+    span_count: int
+    """Number of stored spans."""
+    delegations: int
+    """Number of `execute_tool` spans with `gen_ai.tool.type` = delegate."""
+    attempts: int
+    """Number of delegation attempt spans (`invoke_agent` spans below a tool span)."""
+    failed_handoffs: int
+    """Number of tool spans whose final `janux.handoff.status` is failing."""
+    error_spans: int
+    """Number of spans with status ERROR."""
+    bill_cost: float | None
+    """`janux.bill.cost` of the root, None when unpriced or absent."""
+    bill_input_tokens: int | None
+    """`janux.bill.input_tokens` of the root, else the sum over inference spans."""
+    bill_output_tokens: int | None
+    """`janux.bill.output_tokens` of the root, else the sum over inference spans."""
+    bill_unpriced_tokens: int | None
+    """`janux.bill.unpriced_tokens` of the root."""
+    bill_reconciled: bool | None = None
+    """Invariant 2 of the trace contract, the list's reconciliation flag: the root's `janux.bill.*`
+    equals the sum of `janux.turn.*` over every `invoke_agent` span of the trace (tokens exactly,
+    cost within 1e-9 relative). None when the root carries no bill (other runtimes, or the root not
+    received yet). The per-loop checks need the span tree: the dashboard's rebuild runs them."""
+
+
+@dataclass(slots=True)
+class IngestStats:
+    """What the store has taken in and what it refused, so nothing is dropped silently."""
+
+    spans: int = 0
+    """Spans stored."""
+    traces: int = 0
+    """Distinct traces stored."""
+    duplicates: int = 0
+    """Spans received again (same trace id and span id) and stored once."""
+    rejected: int = 0
+    """Spans or records refused as malformed."""
+    truncated: int = 0
+    """Spans stored with an oversized value (attribute, name, event) cut to the store's limit; the
+    span's `janux.store.truncated` attribute lists what was cut."""
+    repaired: int = 0
+    """Spans stored with text that was not valid Unicode replaced by U+FFFD."""
+    recent_errors: list[str] = field(default_factory=list)
+    """The latest rejection messages, newest first."""
+
+
+UsageDimension = Literal["agent", "tool", "model", "conversation"]
+"""What `TraceSource.usage_by` groups by."""
+
+USAGE_DIMENSIONS: tuple[UsageDimension, ...] = ("agent", "tool", "model", "conversation")
+"""Every accepted `UsageDimension`, in the order the dashboard shows them."""
+
+
+@dataclass(slots=True, kw_only=True)
+class UsageAggregate:
+    """Tokens and cost of one group (an agent, a delegation tool, a model or a conversation).
+
+    Follows the accounting rule of the trace contract, so no token or cent is counted twice:
+    - `agent`: `janux.turn.*` of every `invoke_agent` span, grouped by `gen_ai.agent.name`
+      (each loop's OWN rounds; other runtimes' agent spans carry no own usage, so only `count`).
+    - `model`: `gen_ai.usage.*` and `janux.round.cost` of every inference (`chat`, ...) span,
+      grouped by `gen_ai.request.model`; a span without `janux.round.cost` is unpriced.
+    - `conversation`: the root's `janux.bill.*` of every trace, grouped by the root's
+      `gen_ai.conversation.id`; a trace without a bill (other runtimes) adds its inference spans.
+    - `tool`: every `execute_tool` span with `gen_ai.tool.type` = delegate, grouped by
+      `gen_ai.tool.name`, with the `janux.turn.*` of its DIRECT attempt spans (`invoke_agent`
+      children). A delegation made inside an attempt is counted under its own tool, not here.
+    The key is "" when the grouping attribute is absent.
+    """
+
+    key: str
+    """Agent name, delegation tool name, request model or conversation id ("" when absent)."""
+    count: int
+    """How many: agent loops, delegations (tool spans), model rounds, or traces."""
+    failed: int
+    """How many of those failed: ERROR agent loops, delegations whose final handoff status is
+    failing, ERROR model rounds, or traces with at least one ERROR span."""
+    input_tokens: int | None
+    """Summed input tokens; None when no counted span reported any."""
+    output_tokens: int | None
+    """Summed output tokens; None when no counted span reported any."""
+    cost: float | None
+    """Summed USD cost of the priced part (rounded to 1e-12); None when nothing was priced,
+    never 0 for unknown."""
+    unpriced_tokens: int | None
+    """Tokens (input + output) of rounds that had no price; None when nothing reported usage."""
+
+
+class TraceSource(Protocol):
+    """A queryable set of traces. Implementations never raise on bad stored data."""
+
+    def list_traces(self, flt: TraceFilter, limit: int = 50, offset: int = 0) -> list[TraceSummary]:
+        """Trace summaries matching `flt`, newest first."""
+        ...
+
+    def count_traces(self, flt: TraceFilter) -> int:
+        """How many traces match `flt`."""
+        ...
+
+    def get_trace(self, trace_id: str) -> list[SpanRecord]:
+        """All spans of one trace (each span once), in start order."""
+        ...
+
+    def get_traces(self, trace_ids: list[str]) -> dict[str, list[SpanRecord]]:
+        """All spans of several traces, keyed by trace id."""
+        ...
+
+    def failed_handoff_spans(self, flt: TraceFilter, limit: int = 500) -> list[SpanRecord]:
+        """`execute_tool` spans whose final handoff status is failing, plus ERROR
+        `invoke_agent` spans of other runtimes, newest first."""
+        ...
+
+    def distinct_values(self, what: Literal["service", "root_agent", "conversation"]) -> list[str]:
+        """Values to offer in a filter drop-down."""
+        ...
+
+    def usage_by(self, dimension: UsageDimension, flt: TraceFilter, limit: int = 100) -> list[UsageAggregate]:
+        """Tokens and cost grouped by agent, delegation tool, model or conversation over the traces
+        matching `flt` (use `start_ns` / `end_ns` for a time range), most expensive first; each token
+        and cent counted once (see `UsageAggregate`). Raises ValueError for an unknown dimension."""
+        ...
+
+    def ingest_stats(self) -> IngestStats:
+        """Counts of what was stored and refused."""
+        ...

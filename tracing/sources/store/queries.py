@@ -1,0 +1,252 @@
+"""Read side of the embedded store: the `TraceSource` queries as SQL over one connection.
+
+Every query is a single statement, so it reads one committed snapshot: a batch is seen whole or
+not at all. Bad stored data never raises here (rows decode leniently in `rows.RowReader`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any, Literal
+
+from janux.tracing.conventions import FAILING_STATUSES, OP_EXECUTE_TOOL, OP_INVOKE_AGENT
+from janux.tracing.records import STATUS_ERROR, SpanRecord
+from janux.tracing.sources.protocol import IngestStats, TraceFilter, TraceSummary, UsageAggregate
+from janux.tracing.sources.store.rows import SELECT_SPAN_COLUMNS, RowReader
+from janux.tracing.sources.store.usage import bill_reconciled, check_dimension, finish
+
+MAX_DISTINCT_VALUES = 5_000
+"""Most values `distinct_values` returns (a drop-down, not an export)."""
+_IDS_PER_QUERY = 500
+_HEX = frozenset("0123456789abcdef")
+
+_SUMMARY_COLUMNS = """
+    TraceId, StartNs, EndNs - StartNs, coalesce(RootService, FirstService), coalesce(RootName, ''),
+    RootAgent, ConversationId, SpanCount, Delegations, Attempts, FailedHandoffs + ForeignFailed,
+    ErrorSpans, RootHasBill, BillCost, BillInput, BillOutput, BillUnpriced, InferenceInput, InferenceOutput
+"""
+
+
+def filter_sql(flt: TraceFilter) -> tuple[str, list[Any]]:
+    """WHERE clause (over `trace_summary`) and parameters for `flt`."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if flt.start_ns is not None:
+        clauses.append("StartNs >= ?")
+        params.append(flt.start_ns)
+    if flt.end_ns is not None:
+        clauses.append("StartNs < ?")
+        params.append(flt.end_ns)
+    for column, value in (
+        ("coalesce(RootService, FirstService)", flt.service),
+        ("RootAgent", flt.root_agent),
+        ("ConversationId", flt.conversation_id),
+    ):
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(value)
+    if flt.status == "error":
+        clauses.append("ErrorSpans > 0")
+    elif flt.status == "ok":
+        clauses.append("ErrorSpans = 0")
+    if flt.has_failed_handoffs:
+        clauses.append("FailedHandoffs + ForeignFailed > 0")
+    if flt.min_cost is not None:
+        clauses.append("RootHasBill = 1 AND BillCost >= ?")
+        params.append(flt.min_cost)
+    if flt.trace_id is not None:
+        _trace_prefix(flt.trace_id, clauses, params)
+    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+
+def _trace_prefix(prefix: str, clauses: list[str], params: list[Any]) -> None:
+    """Prefix match on the primary key as a range (ids are lowercase hex)."""
+    prefix = prefix.strip().lower()
+    if not set(prefix) <= _HEX:
+        clauses.append("0")
+        return
+    clauses.append("TraceId >= ? AND TraceId < ?")
+    params.extend((prefix, prefix + "g"))
+
+
+def _summary(row: tuple[Any, ...]) -> TraceSummary:
+    has_bill = bool(row[12])
+    bill = (row[14], row[15], row[13], row[16])
+    return TraceSummary(
+        trace_id=row[0],
+        start_ns=row[1],
+        duration_ns=row[2],
+        service_name=row[3] or "",
+        root_name=row[4],
+        root_agent=row[5],
+        conversation_id=row[6],
+        span_count=row[7],
+        delegations=row[8],
+        attempts=row[9],
+        failed_handoffs=row[10],
+        error_spans=row[11],
+        bill_cost=row[13] if has_bill else None,
+        bill_input_tokens=row[14] if has_bill else row[17],
+        bill_output_tokens=row[15] if has_bill else row[18],
+        bill_unpriced_tokens=row[16] if has_bill else None,
+        bill_reconciled=bill_reconciled(has_bill, bill, row[19:23]),
+    )
+
+
+def list_traces(conn: sqlite3.Connection, flt: TraceFilter, limit: int, offset: int) -> list[TraceSummary]:
+    """Summaries matching `flt`, newest first."""
+    where, params = filter_sql(flt)
+    page = (
+        f"SELECT {_SUMMARY_COLUMNS} FROM trace_summary{where} ORDER BY StartNs DESC, TraceId LIMIT ? OFFSET ?"
+    )
+    # The turn sums of the bill check, for the rows of this page only.
+    sql = f"SELECT p.*, {_TURN_SUMS} FROM ({page}) p ORDER BY p.StartNs DESC, p.TraceId"
+    rows = conn.execute(sql, [*params, max(0, limit), max(0, offset)]).fetchall()
+    return [_summary(r) for r in rows]
+
+
+_TURN_SUMS = ", ".join(
+    f"iif(p.RootHasBill, (SELECT sum(u.{column}) FROM span_usage u WHERE u.TraceId = p.TraceId "
+    "AND u.Dim = 'agent'), NULL)"
+    for column in ("InputTokens", "OutputTokens", "Cost", "Unpriced")
+)
+
+
+def count_traces(conn: sqlite3.Connection, flt: TraceFilter) -> int:
+    """Number of traces matching `flt`."""
+    where, params = filter_sql(flt)
+    return int(conn.execute(f"SELECT count(*) FROM trace_summary{where}", params).fetchone()[0])
+
+
+def get_traces(conn: sqlite3.Connection, trace_ids: list[str]) -> dict[str, list[SpanRecord]]:
+    """All spans of each trace, in start order, keyed by trace id (unknown ids map to [])."""
+    reader = RowReader()
+    out: dict[str, list[SpanRecord]] = {}
+    ids = list(dict.fromkeys(t.strip().lower() for t in trace_ids))
+    for start in range(0, len(ids), _IDS_PER_QUERY):
+        chunk = ids[start : start + _IDS_PER_QUERY]
+        marks = ", ".join("?" * len(chunk))
+        sql = (
+            f"SELECT {SELECT_SPAN_COLUMNS} FROM otel_traces WHERE TraceId IN ({marks}) "
+            "ORDER BY TraceId, Timestamp, SpanId"
+        )
+        for row in conn.execute(sql, chunk):
+            out.setdefault(row[1], []).append(reader.span(row))
+    return {trace_id: out.get(trace_id, []) for trace_id in ids}
+
+
+def failed_handoff_spans(conn: sqlite3.Connection, flt: TraceFilter, limit: int) -> list[SpanRecord]:
+    """Failing janux tool spans and ERROR agent spans under other runtimes' tool spans, newest first."""
+    where, params = filter_sql(flt)
+    extra = " AND " if where else " WHERE "
+    statuses = sorted(FAILING_STATUSES)
+    sql = f"""
+        SELECT {", ".join("s." + c.strip() for c in SELECT_SPAN_COLUMNS.split(","))}
+        FROM otel_traces s JOIN (
+            SELECT TraceId FROM trace_summary{where}{extra}FailedHandoffs + ForeignFailed > 0
+            ORDER BY StartNs DESC LIMIT ?) t ON t.TraceId = s.TraceId
+        WHERE (s.Op = ? AND s.HandoffStatus IN ({", ".join("?" * len(statuses))}))
+           OR (s.Op = ? AND s.StatusCode = ? AND EXISTS (
+                SELECT 1 FROM otel_traces p WHERE p.TraceId = s.TraceId AND p.SpanId = s.ParentSpanId
+                    AND p.Op = ? AND p.HandoffStatus = ''))
+        ORDER BY s.Timestamp DESC LIMIT ?
+    """
+    args = [
+        *params,
+        max(0, limit),
+        OP_EXECUTE_TOOL,
+        *statuses,
+        OP_INVOKE_AGENT,
+        STATUS_ERROR,
+        OP_EXECUTE_TOOL,
+    ]
+    reader = RowReader()
+    return [reader.span(row) for row in conn.execute(sql, [*args, max(0, limit)])]
+
+
+_DISTINCT_COLUMNS = {
+    "service": "coalesce(RootService, FirstService)",
+    "root_agent": "RootAgent",
+    "conversation": "ConversationId",
+}
+
+
+def distinct_values(
+    conn: sqlite3.Connection, what: Literal["service", "root_agent", "conversation"]
+) -> list[str]:
+    """Sorted distinct non-empty values of one filter column."""
+    column = _DISTINCT_COLUMNS.get(what)
+    if column is None:
+        return []
+    sql = (
+        f"SELECT DISTINCT {column} AS v FROM trace_summary WHERE v IS NOT NULL AND v != '' "
+        f"ORDER BY v LIMIT {MAX_DISTINCT_VALUES}"
+    )
+    return [str(r[0]) for r in conn.execute(sql)]
+
+
+def ingest_stats(conn: sqlite3.Connection) -> IngestStats:
+    """Counters of what was stored, seen twice and refused, with the latest error messages."""
+    counters = dict(conn.execute("SELECT Name, Value FROM store_counters").fetchall())
+    traces = conn.execute("SELECT count(*) FROM trace_summary").fetchone()[0]
+    errors = [r[0] for r in conn.execute("SELECT Message FROM ingest_errors ORDER BY Id DESC LIMIT 20")]
+    return IngestStats(
+        spans=int(counters.get("spans", 0)),
+        traces=int(traces),
+        duplicates=int(counters.get("duplicates", 0)),
+        rejected=int(counters.get("rejected", 0)),
+        truncated=int(counters.get("truncated", 0)),
+        repaired=int(counters.get("repaired", 0)),
+        recent_errors=errors,
+    )
+
+
+# Per delegate tool span: the own usage of its direct attempts (agent rows whose parent it is),
+# found by the (TraceId, ParentSpanId) prefix of the primary key.
+_TOOL_USAGE = """
+SELECT Key, count(*), sum(Failed), sum(i), sum(o), sum(c), sum(u) FROM (
+    SELECT tl.TraceId, tl.SpanId, tl.Key, tl.Failed, sum(a.InputTokens) AS i, sum(a.OutputTokens) AS o,
+        sum(a.Cost) AS c, sum(a.Unpriced) AS u
+    FROM ({traces}) t
+    JOIN span_usage tl ON tl.TraceId = t.TraceId AND tl.Dim = 'tool'
+    LEFT JOIN span_usage a ON a.TraceId = tl.TraceId AND a.ParentSpanId = tl.SpanId AND a.Dim = 'agent'
+    GROUP BY tl.TraceId, tl.SpanId
+) GROUP BY Key
+"""
+
+# Per trace: the root's bill, or (no bill: other runtimes, or the root not received yet) the sum of
+# its inference spans.
+_CONVERSATION_USAGE = """
+SELECT Key, count(*), sum(Failed), sum(i), sum(o), sum(c), sum(u) FROM (
+    SELECT coalesce(t.ConversationId, '') AS Key, t.ErrorSpans > 0 AS Failed,
+        iif(t.RootHasBill, t.BillInput, sum(m.InputTokens)) AS i,
+        iif(t.RootHasBill, t.BillOutput, sum(m.OutputTokens)) AS o,
+        iif(t.RootHasBill, t.BillCost, sum(m.Cost)) AS c,
+        iif(t.RootHasBill, t.BillUnpriced, sum(m.Unpriced)) AS u
+    FROM ({traces}) t
+    LEFT JOIN span_usage m ON m.TraceId = t.TraceId AND m.Dim = 'model' AND NOT t.RootHasBill
+    GROUP BY t.TraceId
+) GROUP BY Key
+"""
+
+_SPAN_USAGE = """
+SELECT u.Key, count(*), sum(u.Failed), sum(u.InputTokens), sum(u.OutputTokens), sum(u.Cost), sum(u.Unpriced)
+FROM ({traces}) t JOIN span_usage u ON u.TraceId = t.TraceId AND u.Dim = ?
+GROUP BY u.Key
+"""
+
+
+def usage_by(conn: sqlite3.Connection, dimension: str, flt: TraceFilter, limit: int) -> list[UsageAggregate]:
+    """Tokens and cost grouped by `dimension` over the traces matching `flt` (see `UsageAggregate`)."""
+    wanted = check_dimension(dimension)
+    where, params = filter_sql(flt)
+    if wanted == "conversation":
+        traces = f"SELECT * FROM trace_summary{where}"
+        sql = _CONVERSATION_USAGE.format(traces=traces)
+    else:
+        traces = f"SELECT TraceId FROM trace_summary{where}"
+        if wanted == "tool":
+            sql = _TOOL_USAGE.format(traces=traces)
+        else:
+            sql, params = _SPAN_USAGE.format(traces=traces), [*params, wanted]
+    return finish(conn.execute(sql, params).fetchall(), limit)

@@ -1,0 +1,177 @@
+"""SQLite schema of the embedded store and the connection settings every process uses.
+
+`otel_traces` keeps the logical columns of the OTel Collector ClickHouse exporter's table
+(attribute maps, events and links as JSON, values typed) plus two derived columns (`Op`,
+`HandoffStatus`) that let the write path maintain `trace_summary` with plain SQL joins.
+`trace_summary` is one row per trace, maintained at write time, so the trace list never scans
+spans. `store_counters` and `ingest_errors` say what was refused or seen twice.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from janux.tracing.conventions import OP_INVOKE_AGENT
+from janux.tracing.sources.store.migrate import backfill_usage
+
+SCHEMA_VERSION = 4
+"""`PRAGMA user_version` of a store created by this code. 2 added `span_usage`; 4 keys it by
+(trace, parent, span), so finding a tool span's attempts needs no second index (an index costs a
+quarter of the ingest rate). Older stores get `span_usage` rebuilt from their spans."""
+
+BUSY_TIMEOUT_MS = 30_000
+"""How long a connection waits for another process's write lock before giving up."""
+
+DB_FILE_NAME = "traces.sqlite3"
+"""File name of the database inside the data directory."""
+
+RECENT_ERRORS_KEPT = 100
+"""How many rejection messages `ingest_errors` keeps."""
+
+# otel_traces stays a rowid table: the write path finds the rows of a batch by their rowid range
+# (see ingest.py), and a clustered primary key would move kilobytes of JSON on every insert.
+_TABLES = f"""
+CREATE TABLE IF NOT EXISTS otel_traces (
+    Timestamp INTEGER NOT NULL,
+    TraceId TEXT NOT NULL,
+    SpanId TEXT NOT NULL,
+    ParentSpanId TEXT NOT NULL,
+    TraceState TEXT NOT NULL,
+    SpanName TEXT NOT NULL,
+    SpanKind TEXT NOT NULL,
+    ServiceName TEXT NOT NULL,
+    ResourceAttributes TEXT NOT NULL,
+    ScopeName TEXT NOT NULL,
+    ScopeVersion TEXT NOT NULL,
+    SpanAttributes TEXT NOT NULL,
+    Duration INTEGER NOT NULL,
+    StatusCode TEXT NOT NULL,
+    StatusMessage TEXT NOT NULL,
+    Events TEXT NOT NULL,
+    Links TEXT NOT NULL,
+    Op TEXT NOT NULL,
+    HandoffStatus TEXT NOT NULL,
+    PRIMARY KEY (TraceId, SpanId)
+);
+CREATE INDEX IF NOT EXISTS otel_traces_agent_children
+    ON otel_traces (TraceId, ParentSpanId) WHERE Op = '{OP_INVOKE_AGENT}';
+CREATE TABLE IF NOT EXISTS trace_summary (
+    TraceId TEXT PRIMARY KEY,
+    StartNs INTEGER NOT NULL,
+    EndNs INTEGER NOT NULL,
+    SpanCount INTEGER NOT NULL,
+    Delegations INTEGER NOT NULL,
+    Attempts INTEGER NOT NULL,
+    FailedHandoffs INTEGER NOT NULL,
+    ForeignFailed INTEGER NOT NULL,
+    ErrorSpans INTEGER NOT NULL,
+    FirstService TEXT NOT NULL,
+    RootStartNs INTEGER,
+    RootName TEXT,
+    RootService TEXT,
+    RootAgent TEXT,
+    ConversationId TEXT,
+    RootHasBill INTEGER NOT NULL DEFAULT 0,
+    BillCost REAL,
+    BillInput INTEGER,
+    BillOutput INTEGER,
+    BillUnpriced INTEGER,
+    InferenceInput INTEGER,
+    InferenceOutput INTEGER
+);
+CREATE INDEX IF NOT EXISTS trace_summary_start ON trace_summary (StartNs);
+CREATE INDEX IF NOT EXISTS trace_summary_end ON trace_summary (EndNs);
+CREATE TABLE IF NOT EXISTS span_usage (
+    TraceId TEXT NOT NULL,
+    SpanId TEXT NOT NULL,
+    ParentSpanId TEXT NOT NULL,
+    Dim TEXT NOT NULL,
+    Key TEXT NOT NULL,
+    InputTokens INTEGER,
+    OutputTokens INTEGER,
+    Cost REAL,
+    Unpriced INTEGER,
+    Failed INTEGER NOT NULL,
+    PRIMARY KEY (TraceId, ParentSpanId, SpanId)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS store_counters (
+    Name TEXT PRIMARY KEY,
+    Value INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO store_counters (Name, Value)
+    VALUES ('spans', 0), ('duplicates', 0), ('rejected', 0);
+CREATE TABLE IF NOT EXISTS ingest_errors (
+    Id INTEGER PRIMARY KEY AUTOINCREMENT,
+    Message TEXT NOT NULL
+);
+"""
+
+SPAN_COLUMNS = (
+    "Timestamp", "TraceId", "SpanId", "ParentSpanId", "TraceState", "SpanName", "SpanKind",
+    "ServiceName", "ResourceAttributes", "ScopeName", "ScopeVersion", "SpanAttributes", "Duration",
+    "StatusCode", "StatusMessage", "Events", "Links", "Op", "HandoffStatus",
+)  # fmt: skip
+"""Columns of `otel_traces`, in table order (the order of a staged span row)."""
+
+USAGE_COLUMNS = (
+    "TraceId", "SpanId", "ParentSpanId", "Dim", "Key", "InputTokens", "OutputTokens", "Cost", "Unpriced",
+    "Failed",
+)  # fmt: skip
+"""Columns of `span_usage`, in table order (a span's ids, then its `usage.UsageRow`)."""
+
+FLAG_DELEGATION = 1
+"""Summary flag of a staged span: an `execute_tool` span of a delegate tool."""
+FLAG_FAILING = 2
+"""Summary flag of a staged span: an `execute_tool` span whose final handoff status is failing."""
+
+
+def database_path(data_dir: Path) -> Path:
+    """Where the database lives inside `data_dir`."""
+    return data_dir / DB_FILE_NAME
+
+
+def connect(path: Path, *, writer: bool) -> sqlite3.Connection:
+    """Open a connection with the store's settings (WAL, busy timeout, durable commits).
+
+    Connections are in autocommit mode; callers open explicit `BEGIN IMMEDIATE` transactions so a
+    batch is one atomic commit and a reader's statement always sees whole batches.
+    """
+    conn = sqlite3.connect(
+        str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+    )
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    # FULL: with WAL every commit fsyncs the log, so an acknowledged batch survives kill -9 / power loss.
+    conn.execute("PRAGMA synchronous = FULL")
+    conn.execute("PRAGMA cache_size = -65536")
+    conn.execute("PRAGMA temp_store = MEMORY")
+    if writer:  # the store's writer checkpoints after commits, outside the write lock (writer.py)
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
+    return conn
+
+
+def ensure_schema(conn: sqlite3.Connection) -> None:
+    """Switch to WAL and create (or upgrade) the tables once; cheap no-op on a current store.
+
+    Callers serialize this between processes (`TraceStore` holds the write lock around it).
+    """
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if version >= SCHEMA_VERSION:
+        return
+    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    if str(mode).lower() != "wal":
+        raise sqlite3.OperationalError(f"could not switch the store to WAL mode (got {mode})")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if version > 0:  # an older store: rebuild what changed since from its spans
+            conn.execute("DROP TABLE IF EXISTS span_usage")
+        for statement in _TABLES.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        if version > 0:
+            backfill_usage(conn)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

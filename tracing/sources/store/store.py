@@ -1,0 +1,175 @@
+"""`TraceStore`: the embedded trace store (SQLite in WAL mode in a data directory).
+
+One process writes (the receiver or an import) while any number of processes read (the
+dashboard). Writes go through a group-commit thread and are acknowledged only after COMMIT
+(synchronous=FULL, so after the WAL was fsynced); each read is one statement over a committed
+snapshot, so readers never see part of a batch and never block the writer.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Literal
+
+from janux.tracing.records import SpanRecord
+from janux.tracing.sources.protocol import (
+    IngestStats,
+    TraceFilter,
+    TraceSummary,
+    UsageAggregate,
+    UsageDimension,
+)
+from janux.tracing.sources.store import queries
+from janux.tracing.sources.store.lock import WriteLock
+from janux.tracing.sources.store.maintenance import PruneResult, prune_before
+from janux.tracing.sources.store.rows import batch_rows
+from janux.tracing.sources.store.schema import connect, database_path, ensure_schema
+from janux.tracing.sources.store.writer import GroupCommitWriter, WriteResult
+
+DATA_DIR_ENV = "JANUX_DATA_DIR"
+"""Environment variable naming the data directory."""
+
+NS_PER_DAY = 86_400 * 1_000_000_000
+"""Nanoseconds in a day (retention is given in days)."""
+
+
+def default_data_dir() -> Path:
+    """`$JANUX_DATA_DIR` if set, else `~/.janux/data`."""
+    configured = os.environ.get(DATA_DIR_ENV)
+    return Path(configured).expanduser() if configured else Path.home() / ".janux" / "data"
+
+
+class TraceStore:
+    """Embedded trace store; implements `janux.tracing.sources.protocol.TraceSource` and the write path.
+
+    Thread-safe: each reading thread gets its own connection, and all writes are funnelled
+    through one writer thread. Use `open_store()` to get one.
+    """
+
+    def __init__(self, data_dir: str | Path) -> None:
+        self.data_dir = Path(data_dir).expanduser()
+        """Directory holding the database files."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.path = database_path(self.data_dir)
+        """The SQLite database file."""
+        setup = connect(self.path, writer=False)
+        lock = WriteLock(self.data_dir)
+        try:
+            # Serialized between processes: two connections switching a new database to WAL at
+            # once deadlock, and SQLite answers one of them "database is locked" without waiting.
+            with lock.held():
+                ensure_schema(setup)
+        finally:
+            setup.close()
+            lock.close()
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._writer = GroupCommitWriter(
+            lambda: connect(self.path, writer=True), lambda: WriteLock(self.data_dir)
+        )
+
+    # ---------------------------------------------------------------- writing
+
+    def submit(
+        self, spans: Sequence[SpanRecord], rejected: int = 0, errors: Sequence[str] = ()
+    ) -> Future[WriteResult]:
+        """Queue spans (and a count of refused ones) for storage; the future resolves after COMMIT."""
+        if not spans and not rejected:
+            done: Future[WriteResult] = Future()
+            done.set_result(WriteResult())
+            return done
+        return self._writer.submit(batch_rows(spans), rejected, errors)
+
+    def write(
+        self,
+        spans: Sequence[SpanRecord],
+        rejected: int = 0,
+        errors: Sequence[str] = (),
+        timeout: float | None = None,
+    ) -> WriteResult:
+        """Store spans and wait until they are durably committed."""
+        return self.submit(spans, rejected, errors).result(timeout)
+
+    def prune(self, older_than_days: float, now_ns: int | None = None) -> PruneResult:
+        """Delete traces (spans and summaries) that ended more than `older_than_days` ago."""
+        now = time.time_ns() if now_ns is None else now_ns
+        conn = connect(self.path, writer=False)
+        lock = WriteLock(self.data_dir)
+        try:
+            return prune_before(conn, now - int(older_than_days * NS_PER_DAY), lock)
+        finally:
+            conn.close()
+            lock.close()
+
+    def close(self) -> None:
+        """Commit queued writes, stop the writer and close every connection."""
+        self._writer.close()
+        with self._readers_lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+        self._local = threading.local()
+
+    def __enter__(self) -> TraceStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---------------------------------------------------------------- reading
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = connect(self.path, writer=False)
+            conn.execute("PRAGMA query_only = 1")
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
+    def list_traces(self, flt: TraceFilter, limit: int = 50, offset: int = 0) -> list[TraceSummary]:
+        """Trace summaries matching `flt`, newest first."""
+        return queries.list_traces(self._conn(), flt, limit, offset)
+
+    def count_traces(self, flt: TraceFilter) -> int:
+        """How many traces match `flt`."""
+        return queries.count_traces(self._conn(), flt)
+
+    def get_trace(self, trace_id: str) -> list[SpanRecord]:
+        """All spans of one trace (each span once), in start order."""
+        return next(iter(queries.get_traces(self._conn(), [trace_id]).values()), [])
+
+    def get_traces(self, trace_ids: list[str]) -> dict[str, list[SpanRecord]]:
+        """All spans of several traces, keyed by (lowercase) trace id."""
+        return queries.get_traces(self._conn(), trace_ids)
+
+    def failed_handoff_spans(self, flt: TraceFilter, limit: int = 500) -> list[SpanRecord]:
+        """Failing `execute_tool` spans, plus ERROR `invoke_agent` spans under other runtimes' tool
+        spans, newest first."""
+        return queries.failed_handoff_spans(self._conn(), flt, limit)
+
+    def distinct_values(self, what: Literal["service", "root_agent", "conversation"]) -> list[str]:
+        """Values to offer in a filter drop-down."""
+        return queries.distinct_values(self._conn(), what)
+
+    def usage_by(self, dimension: UsageDimension, flt: TraceFilter, limit: int = 100) -> list[UsageAggregate]:
+        """Tokens and cost by agent, delegation tool, model or conversation over the traces matching
+        `flt` (see `janux.tracing.sources.protocol.UsageAggregate`), most expensive first."""
+        return queries.usage_by(self._conn(), dimension, flt, limit)
+
+    def ingest_stats(self) -> IngestStats:
+        """Counts of what was stored and refused."""
+        return queries.ingest_stats(self._conn())
+
+
+def open_store(data_dir: str | Path | None = None) -> TraceStore:
+    """Open (creating if needed) the embedded store in `data_dir` (default: `default_data_dir()`)."""
+    return TraceStore(default_data_dir() if data_dir is None else data_dir)
