@@ -27,9 +27,7 @@ DEFAULT_PORT = 8501
 
 
 def app_path() -> Path:
-    """The packaged Streamlit entry script."""
-    # Found through the import system, not `dashboard.__file__`: a same-named directory on
-    # sys.path (for instance tests/dashboard under pytest) can make `dashboard` a namespace package.
+    """The packaged Streamlit entry script (links resolved, so Streamlit watches the real file)."""
     spec = importlib.util.find_spec("janux.dashboard.streamlit_app")
     if spec is None or spec.origin is None:
         raise SystemExit("janux ui: the dashboard package is not installed (dashboard/streamlit_app.py)")

@@ -8,15 +8,16 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import pandas as pd
-from conftest import APP, OpenPage
-from dash_fixtures import DENY_RULE, TASK_TEXT, TOTAL_COST, contract_trace, plain_trace
-from shown import rendered, shown
 from streamlit.testing.v1 import AppTest
 
 from janux.dashboard.views import cells, fmt
 from janux.tracing import conventions as c
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import IngestStats
+from tests.dashboard.app_helpers import APP, OpenPage
+from tests.dashboard.shown import rendered, shown
+from tests.support.contract_traces import DENY_RULE, TASK_TEXT, TOTAL_COST, contract_trace, plain_trace
+from tests.support.paths import REPO_ROOT
 
 CONTRACT_ID = contract_trace()[0].trace_id
 PLAIN_ID = plain_trace()[0].trace_id
@@ -246,7 +247,7 @@ def test_embedded_store_source_with_ingest_stats(open_page: OpenPage, tmp_path: 
 
 
 def test_memory_file_source_from_env(open_page: OpenPage, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from otlp_encode import json_lines
+    from tests.support.otlp_encode import json_lines
 
     path = tmp_path / "traces.jsonl"
     path.write_bytes(json_lines(contract_trace(), plain_trace()) + b"{broken\n")
@@ -257,7 +258,7 @@ def test_memory_file_source_from_env(open_page: OpenPage, tmp_path: Path, monkey
 
 
 def test_uploaded_files_source(open_page: OpenPage) -> None:
-    from otlp_encode import json_lines
+    from tests.support.otlp_encode import json_lines
 
     at = open_page(None)
     at.sidebar.radio(key="janux_source_choice").set_value("Uploaded files").run()
@@ -321,7 +322,7 @@ def test_page_scripts_have_no_stray_top_level_expressions() -> None:
     `main()` call may stand alone."""
     import ast
 
-    pages = Path(__file__).resolve().parents[2] / "dashboard" / "app_pages"
+    pages = REPO_ROOT / "dashboard" / "app_pages"
     for path in [*pages.glob("*.py"), pages.parent / "streamlit_app.py"]:
         body = ast.parse(path.read_text()).body
         stray = [

@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import OpenPage
 from streamlit import dataframe_util
 
 from janux.dashboard.reconstruct import TraceView, reconstruct
@@ -19,6 +18,7 @@ from janux.dashboard.views.timeline import DEFAULT_MAX_ROWS
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.testing import synthetic_trace
+from tests.dashboard.app_helpers import OpenPage
 
 SPANS = 10_000
 

@@ -8,15 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import OpenPage
-from dash_fixtures import DENY_RULE, TOTAL_COST, contract_trace, plain_trace
-from ingest.clickhouse_rows import EXPORTER_DDL, insert_statement
-from shown import rendered
 
 from janux.cli.ui import free_port
 from janux.dashboard.views import cells, fmt
 from janux.tracing.sources.chdb_client import ChdbClient
 from janux.tracing.sources.clickhouse import ClickHouseSource
+from tests.dashboard.app_helpers import OpenPage
+from tests.dashboard.shown import rendered
+from tests.support.clickhouse_rows import EXPORTER_DDL, insert_statement
+from tests.support.contract_traces import DENY_RULE, TOTAL_COST, contract_trace, plain_trace
 
 CONTRACT_ID = contract_trace()[0].trace_id
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import OpenPage
-from dash_fixtures import TOTAL_COST, contract_trace, plain_trace
-
 from janux.dashboard.views import cells, fmt
 from janux.dashboard.views.compare import trace_label
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter
 from janux.tracing.testing import LoopSpec, build_trace
+from tests.dashboard.app_helpers import OpenPage
+from tests.support.contract_traces import TOTAL_COST, contract_trace, plain_trace
 
 A, B, PLAIN = contract_trace(), contract_trace(seed=9), plain_trace()
 A_ID, B_ID, PLAIN_ID = A[0].trace_id, B[0].trace_id, PLAIN[0].trace_id

@@ -17,9 +17,6 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import OpenPage
-from dash_fixtures import TOTAL_COST, contract_trace, plain_trace
-from shown import rendered, shown
 
 from janux.dashboard.reconstruct import TraceView, Usage, reconstruct
 from janux.dashboard.reconstruct.costs import rounds_usage
@@ -29,6 +26,9 @@ from janux.tracing import conventions as c
 from janux.tracing.records import SpanRecord, attr_str
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter, TraceSource, UsageAggregate
+from tests.dashboard.app_helpers import OpenPage
+from tests.dashboard.shown import rendered, shown
+from tests.support.contract_traces import TOTAL_COST, contract_trace, plain_trace
 
 Demo = tuple[list[SpanRecord], dict[str, str]]
 ALL = TraceFilter()
@@ -209,7 +209,7 @@ def test_page_separates_priced_unpriced_and_estimated(open_page: OpenPage) -> No
 
 
 def _plain_rounds() -> list[Any]:
-    from dash_fixtures import plain_root
+    from tests.support.contract_traces import plain_root
 
     root = plain_root()
     found = list(root.rounds)

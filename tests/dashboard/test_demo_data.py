@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import OpenPage
-from shown import rendered
 
 from janux.dashboard.reconstruct import TraceView, reconstruct
 from janux.tracing import conventions as c
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.memory import MemoryTraceSource
+from tests.dashboard.app_helpers import OpenPage
+from tests.dashboard.shown import rendered
 
 Demo = tuple[list[SpanRecord], dict[str, str]]
 

@@ -9,22 +9,21 @@ that reaches one goes through `fmt.markdown_text`. Tables, graphs, `st.text`, `s
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
-
-from conftest import OpenPage
-from shown import rendered
 
 from janux.dashboard.views import fmt
 from janux.tracing import conventions as c
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.testing import DelegationSpec, LoopSpec, RoundSpec, build_trace
+from tests.dashboard.app_helpers import OpenPage
+from tests.dashboard.shown import rendered
+from tests.support.paths import REPO_ROOT
 
 HOSTILE = (
     "x ![pix](http://evil.example/p.png) [go](http://e.example) <img src=x onerror=alert(1)> :red[boom] $x$"
 )
 """A name that would render as an image, a link, HTML, coloured text and LaTeX if trusted."""
-DASHBOARD = Path(__file__).resolve().parents[2] / "dashboard"
+DASHBOARD = REPO_ROOT / "dashboard"
 MARKDOWN_ELEMENTS = (
     "markdown",
     "caption",

@@ -5,7 +5,11 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from dash_fixtures import (
+
+from janux.dashboard.reconstruct import TraceView, reconstruct
+from janux.tracing import conventions as c
+from janux.tracing.records import SpanRecord
+from tests.support.contract_traces import (
     DENY_RULE,
     TASK_TEXT,
     TOTAL_COST,
@@ -16,10 +20,6 @@ from dash_fixtures import (
     plain_trace,
     stringify,
 )
-
-from janux.dashboard.reconstruct import TraceView, reconstruct
-from janux.tracing import conventions as c
-from janux.tracing.records import SpanRecord
 
 
 def _by_target(view: TraceView) -> dict[str, int]:

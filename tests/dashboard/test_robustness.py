@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from dash_fixtures import contract_root, contract_trace
-
 from janux.dashboard.reconstruct import reconstruct
 from janux.tracing import conventions as c
 from janux.tracing.testing import build_trace
+from tests.support.contract_traces import contract_root, contract_trace
 
 
 def _find(spans, prefix: str, agent: str | None = None):  # type: ignore[no-untyped-def]

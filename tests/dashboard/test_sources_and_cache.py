@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from dash_fixtures import contract_trace
 
 from janux.dashboard.sources import SourceUnavailable, config_from_env, open_source
 from janux.dashboard.ui.view_cache import ViewCache
 from janux.tracing.sources.memory import MemoryTraceSource
+from tests.support.contract_traces import contract_trace
 
 
 def test_defaults_to_the_embedded_store(tmp_path: Path) -> None:

@@ -11,15 +11,15 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import OpenPage
-from dash_fixtures import contract_trace, plain_trace
-from shown import shown
 
 from janux.dashboard.reconstruct import TraceView, reconstruct
 from janux.dashboard.views import cells, fmt
 from janux.dashboard.views.audit import audit
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.memory import MemoryTraceSource
+from tests.dashboard.app_helpers import OpenPage
+from tests.dashboard.shown import shown
+from tests.support.contract_traces import contract_trace, plain_trace
 
 Demo = tuple[list[SpanRecord], dict[str, str]]
 BAD = {"None", "none", "nan", "NaN", "<NA>", "NaT", "-inf", "inf", "-Infinity", ""}

@@ -12,8 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import OpenPage
-from dash_fixtures import contract_trace, plain_trace
 
 from janux.dashboard.reconstruct import reconstruct
 from janux.dashboard.views.traces_list import BADGE_BILL_DIFFERS, BADGE_NA, BADGE_OK, badge
@@ -21,6 +19,8 @@ from janux.tracing import conventions as c
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter, TraceSource
+from tests.dashboard.app_helpers import OpenPage
+from tests.support.contract_traces import contract_trace, plain_trace
 
 GOOD = contract_trace(seed=1)
 PLAIN = plain_trace()

@@ -10,14 +10,14 @@ import time
 from typing import Any
 
 import pytest
-from conftest import OpenPage
-from dash_fixtures import contract_trace, plain_trace
 from streamlit.testing.v1 import AppTest
 
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter
 from janux.tracing.testing import LoopSpec, RoundSpec, build_trace
+from tests.dashboard.app_helpers import OpenPage
+from tests.support.contract_traces import contract_trace, plain_trace
 
 MINUTE_NS = 60 * 1_000_000_000
 BULK = 22

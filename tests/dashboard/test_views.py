@@ -7,7 +7,6 @@ import re
 
 import pandas as pd
 import pytest
-from dash_fixtures import TOTAL_COST, contract_root, contract_trace, plain_trace
 
 from janux.dashboard.reconstruct import reconstruct
 from janux.dashboard.views import cells, fmt
@@ -18,6 +17,7 @@ from janux.dashboard.views.timeline import waterfall
 from janux.dashboard.views.usage_tables import NO_KEY, TOOL, total_usage, usage_frame
 from janux.tracing.sources.protocol import UsageAggregate
 from janux.tracing.testing import RoundSpec, build_trace, synthetic_trace
+from tests.support.contract_traces import TOTAL_COST, contract_root, contract_trace, plain_trace
 
 
 def test_money_never_shows_unknown_as_zero() -> None:

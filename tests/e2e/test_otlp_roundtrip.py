@@ -29,8 +29,9 @@ from janux.tracing.records import SpanRecord
 from janux.tracing.sdk.convert import span_records_from_readable
 from janux.tracing.sources.store import TraceStore, open_store
 from janux.tracing.spantree.normalize import normalized_tree
+from tests.support.paths import REPO_ROOT
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = REPO_ROOT
 
 
 @pytest.fixture()

@@ -1,8 +1,8 @@
 """Blocking calls bounded in time: `BoundedCall` runs a call on a daemon thread and stops waiting for
 it after a timeout.
 
-The thread is kept for the next call (starting a thread for every export batch cost the agent's
-thread more than the whole span processor) and leaves after `RUNNER_IDLE_S` without work. A call
+The thread is kept for the next call (a thread started per export batch would be paid for on the
+agent's thread) and leaves after `RUNNER_IDLE_S` without work. A call
 that times out keeps its thread: while it still hangs, later calls answer "busy" at once instead
 of piling up threads; once it returns, that thread leaves.
 """

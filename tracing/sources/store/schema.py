@@ -17,8 +17,8 @@ from janux.tracing.sources.store.migrate import backfill_usage
 
 SCHEMA_VERSION = 4
 """`PRAGMA user_version` of a store created by this code. 2 added `span_usage`; 4 keys it by
-(trace, parent, span), so finding a tool span's attempts needs no second index (an index costs a
-quarter of the ingest rate). Older stores get `span_usage` rebuilt from their spans."""
+(trace, parent, span), so finding a tool span's attempts needs no second index on the write path.
+Older stores get `span_usage` rebuilt from their spans."""
 
 BUSY_TIMEOUT_MS = 30_000
 """How long a connection waits for another process's write lock before giving up."""

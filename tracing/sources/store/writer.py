@@ -38,8 +38,8 @@ SWITCH_INTERVAL_S = 0.0005
 """The thread switch interval of a process that writes to the store (CPython's default is 5 ms;
 the writer only ever lowers it). Each statement of the write path hands the GIL over while
 SQLite works and must win it back: with the default, a writer whose process is busy in Python
-(decoding the next request) waits up to 5 ms per statement, with the write lock held. A group of
-4 requests took 60 us per span that way, 13 us with 0.5 ms (7 us on an idle process)."""
+(decoding the next request) waits up to 5 ms per statement, with the write lock held, which
+multiplies the time per stored span under load (`python -m bench.bench_ingest` shows the rate)."""
 
 WAL_RESET_PAGES = 25_000
 """Log size (pages) past which a checkpoint runs under the write lock. Checkpoints outside it race

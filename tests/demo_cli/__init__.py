@@ -1,1 +1,0 @@
-"""Tests of `janux demo` (run as a real subprocess)."""

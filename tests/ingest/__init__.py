@@ -1,1 +1,0 @@
-"""Tests of OTLP ingestion: decoders, files, the embedded store, the receiver, ClickHouse."""

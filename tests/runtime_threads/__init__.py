@@ -1,1 +1,0 @@
-"""Tests of janux.runtime.threads."""

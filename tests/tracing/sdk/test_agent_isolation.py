@@ -1,0 +1,107 @@
+"""Failure isolation on real agent runs: every built-in scenario, with a broken exporter behind it.
+
+The runtime's scenarios (scripted models, real agent loop, delegation, retries, timeouts, budget
+cuts, transfers) run once against an in-memory exporter (the reference), then with telemetry going
+to a refused port, a raising exporter and a 10 s hanging exporter. The results must be identical,
+the run must not wait for the exporter, and every span must be counted as dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from janux.demo.scenarios import SCENARIO_NAMES, ScenarioOutcome, run_scenarios
+from janux.tracing.sdk.telemetry import Telemetry, configure_telemetry
+from tests.support.otlp_sink import refused_port
+
+HANG_S = 10.0
+RUN_BOUND_S = 8.0
+"""Far above a scripted run (well under a second), below what a hang or OTLP timeout would add."""
+
+
+class _Raising(SpanExporter):
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        raise ConnectionError("collector went away")
+
+
+class _Hanging(SpanExporter):
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.release.wait(HANG_S)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        self.release.wait(HANG_S)
+
+
+def _summary(outcomes: list[ScenarioOutcome]) -> list[tuple[Any, ...]]:
+    """What a run computed, without ids that differ between runs."""
+    rows = []
+    for outcome in outcomes:
+        result = outcome.result
+        if result is None:
+            rows.append((outcome.name, outcome.error))
+            continue
+        rows.append((outcome.name, result.text, result.agent, result.stop_reason, result.rounds,
+                     result.bill, [event.get("status") for event in result.handoff_events]))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def reference() -> tuple[list[tuple[Any, ...]], int]:
+    """The scenarios' results and span count with a healthy in-memory exporter."""
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    outcomes = asyncio.run(run_scenarios(tracer_provider=provider, latency_scale=0))
+    assert [outcome.name for outcome in outcomes] == list(SCENARIO_NAMES)
+    return _summary(outcomes), len(memory.get_finished_spans())
+
+
+@pytest.fixture
+def hanging() -> Iterator[_Hanging]:
+    exporter = _Hanging()
+    yield exporter
+    exporter.release.set()
+
+
+def _broken(kind: str, hanging: _Hanging) -> Telemetry:
+    common: dict[str, Any] = {"export_timeout_ms": 1000, "schedule_delay_ms": 20, "set_global": False}
+    if kind == "refused":
+        # Default OTLP timeout (10 s) on purpose: the guard, not the exporter, must bound the wait.
+        return configure_telemetry(endpoint=f"http://127.0.0.1:{refused_port()}", env={}, **common)
+    exporter = _Raising() if kind == "raising" else hanging
+    return configure_telemetry(exporter=exporter, env={}, **common)
+
+
+@pytest.mark.parametrize("kind", ["refused", "raising", "hanging"])
+def test_agent_runs_are_unchanged_by_a_broken_exporter(
+    kind: str, reference: tuple[list[tuple[Any, ...]], int], hanging: _Hanging
+) -> None:
+    expected, span_count = reference
+    telemetry = _broken(kind, hanging)
+    started = time.monotonic()
+    outcomes = asyncio.run(run_scenarios(
+        tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider, latency_scale=0))
+    run_s = time.monotonic() - started
+    shutdown_started = time.monotonic()
+    clean = telemetry.shutdown()
+    shutdown_s = time.monotonic() - shutdown_started
+    assert _summary(outcomes) == expected
+    assert all(outcome.trace_id for outcome in outcomes)
+    assert run_s < RUN_BOUND_S
+    assert shutdown_s < 1.0 + 2.0 + 2.0  # export timeout + shutdown margin + slack, not the 10 s hang
+    assert not clean
+    assert telemetry.exported_spans == 0
+    assert telemetry.dropped_spans == span_count
