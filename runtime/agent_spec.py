@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import Field, InstanceOf, field_validator, model_validator
 
 from janux.runtime.definitions import (
+    AgentRef,
     Cost,
     Definition,
     Handoff,
@@ -75,8 +76,6 @@ class AgentSpec(Definition):
     @classmethod
     def _explain_references(cls, data: Any) -> Any:
         """Say what is wrong with the two common slips: a target by name, a subagent without budget."""
-        from janux.runtime.agent import Agent
-
         if not isinstance(data, dict):
             return data
         for index, item in enumerate(data.get("handoffs") or ()):
@@ -86,7 +85,7 @@ class AgentSpec(Definition):
                     "Handoff); names are resolved only by janux.runtime.config.agents_from_config"
                 )
         for index, item in enumerate(data.get("subagents") or ()):
-            if isinstance(item, Agent):
+            if isinstance(item, AgentRef):
                 raise ValueError(
                     f"subagents.{index}: agent {item.name!r} has no budget: wrap it as "
                     f"Subagent(agent=..., max_turns=N) (max_turns is required)"
@@ -103,10 +102,8 @@ class AgentSpec(Definition):
     @field_validator("handoffs", mode="before")
     @classmethod
     def _wrap_agents(cls, value: Any) -> Any:
-        from janux.runtime.agent import Agent
-
         if isinstance(value, (list, tuple)):
-            return [Handoff(agent=item) if isinstance(item, Agent) else item for item in value]
+            return [Handoff(agent=item) if isinstance(item, AgentRef) else item for item in value]
         return value
 
     @model_validator(mode="after")

@@ -87,22 +87,22 @@ def function_entry(tool: Tool) -> ToolEntry:
     return ToolEntry(tool.name, TOOL_TYPE_FUNCTION, tool.spec, tool=tool)
 
 
-def delegate_entry(name: str, subagent: Subagent) -> ToolEntry:
-    """Catalog entry of a subagent's delegate tool."""
+def delegate_entry(name: str, subagent: Subagent, agent_description: str | None) -> ToolEntry:
+    """Catalog entry of a subagent's delegate tool (`agent_description`: what the subagent does)."""
     agent = subagent.agent
     description = (
-        subagent.description or agent.description or f"Delegate a task to the {agent.name} subagent."
+        subagent.description or agent_description or f"Delegate a task to the {agent.name} subagent."
     )
     return ToolEntry(
         name, TOOL_TYPE_DELEGATE, ToolSpec(name, description, DELEGATE_PARAMETERS), subagent=subagent
     )
 
 
-def handoff_entry(name: str, handoff: Handoff) -> ToolEntry:
-    """Catalog entry of a transfer target's handoff tool."""
+def handoff_entry(name: str, handoff: Handoff, agent_description: str | None) -> ToolEntry:
+    """Catalog entry of a transfer target's handoff tool (`agent_description`: what the target does)."""
     agent = handoff.agent
     description = (
-        handoff.description or f"Transfer the conversation to {agent.name}. {agent.description or ''}".strip()
+        handoff.description or f"Transfer the conversation to {agent.name}. {agent_description or ''}".strip()
     )
     return ToolEntry(
         name, TOOL_TYPE_HANDOFF, ToolSpec(name, description, HANDOFF_PARAMETERS), handoff=handoff

@@ -10,16 +10,38 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, InstanceOf, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, InstanceOf, PlainValidator, ValidationError
 
 from janux.runtime.errors import DefinitionError
 from janux.runtime.usage import Price
 from janux.tracing.conventions import SESSION_NEW, SESSION_REUSE
 
-if TYPE_CHECKING:
-    from janux.runtime.agent import Agent
+
+class AgentRef:
+    """What a `Subagent` or a `Handoff` points at: an agent built with `janux.runtime.Agent`.
+
+    A nominal base, so that these definitions check their `agent` field without importing the
+    `Agent` facade, which sits at the top of the runtime and imports them.
+    """
+
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:
+        """Agent name."""
+        raise NotImplementedError
+
+
+def _agent_only(value: Any) -> AgentRef:
+    if not isinstance(value, AgentRef):
+        raise ValueError(f"Input should be an instance of Agent, got {type(value).__name__}")
+    return value
+
+
+AgentField = Annotated[AgentRef, PlainValidator(_agent_only)]
+"""A field holding an agent (`Subagent.agent`, `Handoff.agent`)."""
 
 
 class SessionMode(StrEnum):
@@ -161,7 +183,7 @@ class HandoffPolicy(Definition):
 class Subagent(Definition):
     """A subagent run as a tool call (`delegate.<name>`), under a mandatory budget."""
 
-    agent: InstanceOf[Agent]
+    agent: AgentField
     """The agent that runs the delegated task (fresh history, its own instructions)."""
     max_turns: int = Field(ge=1)
     """Most model rounds per delegation attempt (required; a retry starts afresh)."""
@@ -180,7 +202,7 @@ class Subagent(Definition):
 class Handoff(Definition):
     """A transfer target (`handoff.<name>`): takes the conversation over for the rest of the turn."""
 
-    agent: InstanceOf[Agent]
+    agent: AgentField
     """The specialist that takes over."""
     tool_name: str | None = Field(default=None, min_length=1)
     """Overrides the default `handoff.<normalized name>`."""

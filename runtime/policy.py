@@ -1,6 +1,6 @@
 """The governance checks of delegation tools: deny rules, input folding, input filter, guardrails.
 
-Pure functions over the definitions; `janux.runtime.delegation` applies them in the order the
+Pure functions over the definitions; `janux.runtime._loop.delegation` applies them in the order the
 `HandoffPolicy` documents. A denial is raised as `HandoffDenied`, which names the rule.
 """
 

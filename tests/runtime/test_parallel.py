@@ -6,7 +6,7 @@ import asyncio
 import json
 
 from janux.runtime import Agent, HandoffPolicy, OnFailure, Subagent, function_tool
-from janux.runtime.context import current_depth
+from janux.runtime._loop.context import current_depth
 from janux.runtime.testing import ScriptedModel, call_tools, delegate, fail, reply, tool_call, user_contains
 
 from .helpers import end_events, leaf, tool_results

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from janux.runtime._loop.context import ActiveAgent, LoopContext, Transfer, current_depth
+from janux.runtime._loop.events import emit_end, open_handoff
+from janux.runtime.agent_core import AgentCore, core_of
 from janux.runtime.catalog import Role, ToolEntry
-from janux.runtime.context import ActiveAgent, LoopContext, Transfer, current_depth
 from janux.runtime.errors import (
     CODE_HANDOFF_DENIED,
     CODE_HANDOFF_IGNORED,
     CODE_HANDOFF_MODEL_UNAVAILABLE,
     CODE_TOOL_FORBIDDEN,
 )
-from janux.runtime.events import emit_end, open_handoff
 from janux.runtime.messages import system, text_only, transfer_note
 from janux.runtime.model import Model, ToolCall
 from janux.runtime.model_registry import resolve_model
@@ -36,9 +36,6 @@ from janux.tracing.conventions import (
     STATUS_FAILED,
     TOOL_TYPE_HANDOFF,
 )
-
-if TYPE_CHECKING:
-    from janux.runtime.agent import Agent
 
 
 def _reason(arguments: str) -> str:
@@ -64,7 +61,7 @@ class _Decision:
 async def run_transfer(loop: LoopContext, call: ToolCall, entry: ToolEntry, may_transfer: bool) -> str:
     """Run one handoff call inside its `execute_tool` span, HANDOFF events always paired."""
     assert entry.handoff is not None
-    target = entry.handoff.agent
+    target = core_of(entry.handoff.agent)
     obs = loop.turn.obs
     # The target takes over this same loop (and its history), so it runs at the caller's depth.
     span, event = open_handoff(
@@ -95,7 +92,7 @@ async def run_transfer(loop: LoopContext, call: ToolCall, entry: ToolEntry, may_
 def _decide(loop: LoopContext, call: ToolCall, entry: ToolEntry, depth: int, may_transfer: bool) -> _Decision:
     """Whether this handoff call transfers; on success the transfer is queued on the loop."""
     assert entry.handoff is not None
-    target = entry.handoff.agent
+    target = core_of(entry.handoff.agent)
     # A call this loop may not make at all (a subagent's or a target's, or one its filter hides) is
     # refused before the first-only rule, so it never uses up the turn's one transfer.
     if call.name not in loop.active.surface.names:
@@ -119,7 +116,7 @@ def _decide(loop: LoopContext, call: ToolCall, entry: ToolEntry, depth: int, may
     return _Decision(STATUS_COMPLETED)
 
 
-def target_active(target: Agent, model: Model, system_prompt: str) -> ActiveAgent:
+def target_active(target: AgentCore, model: Model, system_prompt: str) -> ActiveAgent:
     """A transfer target as its loop runs it: own filter only, own price and turn limit."""
     limits = UsageLimits(max_turns=target.max_turns)
     return ActiveAgent.of(target, model, Role.TARGET, limits, system=system_prompt)

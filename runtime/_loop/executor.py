@@ -1,7 +1,7 @@
 """Tool execution: the fork-join over one round's tool calls, and the primary (function) executor.
 
 Every call gets an `execute_tool` span. Delegate and handoff calls go to the governance wrapper
-(`janux.runtime.delegation`, `janux.runtime.handoff`); plain function tools pass straight through here and are
+(`delegation`, `handoff` of this package); plain function tools pass straight through here and are
 never touched by the policy. A call outside the loop's surface is refused with `tool_forbidden`
 and never executed; malformed arguments and tool exceptions become tool results the model reads.
 """
@@ -11,15 +11,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+from janux.runtime._loop.context import LoopContext
+from janux.runtime._loop.delegation import run_delegation
+from janux.runtime._loop.events import start_tool_span
+from janux.runtime._loop.handoff import run_transfer
+from janux.runtime._loop.primary import invoke_tool
 from janux.runtime.catalog import ToolEntry, tool_error
-from janux.runtime.context import LoopContext
 from janux.runtime.deadline import cancel_reason
-from janux.runtime.delegation import run_delegation
 from janux.runtime.errors import CODE_TOOL_FORBIDDEN, CODE_UNKNOWN_TOOL
-from janux.runtime.events import start_tool_span
-from janux.runtime.handoff import run_transfer
 from janux.runtime.model import Message, ToolCall
-from janux.runtime.primary import invoke_tool
 from janux.tracing.conventions import TOOL_TYPE_DELEGATE, TOOL_TYPE_FUNCTION, TOOL_TYPE_HANDOFF
 
 

@@ -14,9 +14,12 @@ import json
 import logging
 from dataclasses import dataclass
 
-from janux.runtime.attempts import AttemptsResult, Delegation, run_attempts
+from janux.runtime._loop.attempts import AttemptsResult, Delegation, run_attempts
+from janux.runtime._loop.context import ActiveAgent, LoopContext, current_depth
+from janux.runtime._loop.events import emit_end, open_handoff
+from janux.runtime._loop.primary import invoke_tool
+from janux.runtime.agent_core import core_of
 from janux.runtime.catalog import Role, ToolEntry
-from janux.runtime.context import ActiveAgent, LoopContext, current_depth
 from janux.runtime.deadline import cancel_reason
 from janux.runtime.definitions import DelegationRequest, OnFailure, SessionMode
 from janux.runtime.errors import (
@@ -29,7 +32,6 @@ from janux.runtime.errors import (
     CODE_TOOL_FORBIDDEN,
     error_type_of,
 )
-from janux.runtime.events import emit_end, open_handoff
 from janux.runtime.messages import user
 from janux.runtime.model import Message, ToolCall
 from janux.runtime.model_registry import resolve_model
@@ -41,7 +43,6 @@ from janux.runtime.policy import (
     first_refusal,
     fold_input,
 )
-from janux.runtime.primary import invoke_tool
 from janux.runtime.usage import UsageLimits
 from janux.tracing.conventions import (
     DENY_GUARDRAIL,
@@ -158,7 +159,7 @@ async def govern(d: Delegation) -> Outcome:
             d,
             STATUS_FAILED,
             CODE_SUBAGENT_MODEL_UNAVAILABLE,
-            f"model {d.subagent.agent.model!r} does not resolve",
+            f"model {core_of(d.subagent.agent).model!r} does not resolve",
         )
         return await _after_failure(d, failure)
     outcome = await _run_in_session(d, active, task)
@@ -231,7 +232,7 @@ async def _fallback(d: Delegation, refused: Outcome) -> Outcome:
 def subagent_active(d: Delegation) -> ActiveAgent | None:
     """The subagent as its loop runs it: own instructions and price, caller's filters plus its own."""
     caller = d.caller.active
-    agent = d.subagent.agent
+    agent = core_of(d.subagent.agent)
     model = resolve_model(agent.model, d.caller.turn.models, caller.model)
     if model is None:
         return None

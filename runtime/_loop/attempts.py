@@ -15,12 +15,11 @@ from dataclasses import dataclass, field
 
 from opentelemetry.trace import Span
 
-import janux.runtime.loop as loop_module
-from janux.runtime.context import ActiveAgent, LoopContext, enter_depth, leave_depth
+from janux.runtime._loop.context import ActiveAgent, LoopContext, enter_depth, leave_depth
+from janux.runtime._loop.events import HandoffEvent
 from janux.runtime.deadline import cancel_reason, run_with_deadline
 from janux.runtime.definitions import HandoffPolicy, Subagent
 from janux.runtime.errors import CODE_TIMEOUT, DeadlineExceeded, error_type_of
-from janux.runtime.events import HandoffEvent
 from janux.runtime.messages import system, user
 from janux.runtime.model import Message, ToolCall
 from janux.tracing.conventions import ERROR_TIMEOUT, STOP_MAX_TIME
@@ -140,7 +139,7 @@ async def run_attempt(
     loop = LoopContext(turn=d.caller.turn, active=active, messages=messages, span=span, depth=depth)
     token = enter_depth(depth)
     try:
-        end = await loop_module.run_loop(loop)
+        end = await loop.turn.run_loop(loop)
     except asyncio.CancelledError:
         reason = cancel_reason()
         if reason == STOP_MAX_TIME:  # a budget cut, not a failure of the attempt itself

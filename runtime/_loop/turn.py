@@ -9,15 +9,22 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from opentelemetry.trace import Span
 
+from janux.runtime._loop.context import (
+    ActiveAgent,
+    End,
+    LoopContext,
+    TurnContext,
+    enter_depth,
+    leave_depth,
+)
+from janux.runtime._loop.loop import Step, run_loop
+from janux.runtime.agent_core import AgentCore
 from janux.runtime.catalog import Role
-from janux.runtime.context import ActiveAgent, LoopContext, TurnContext, enter_depth, leave_depth
 from janux.runtime.deadline import cancel_reason
 from janux.runtime.errors import GuardrailRefused, ModelUnavailableError, error_type_of
-from janux.runtime.loop import End, Step, run_loop
 from janux.runtime.messages import system, text_only, user
 from janux.runtime.model import Model
 from janux.runtime.model_registry import resolve_model
@@ -27,12 +34,9 @@ from janux.runtime.threads import ThreadState
 from janux.runtime.usage import Usage, UsageLimits
 from janux.tracing.instrument.run import RunInstrumentation, trace_id_hex
 
-if TYPE_CHECKING:
-    from janux.runtime.agent import Agent
-
 
 async def run_turn(
-    entry: Agent,
+    entry: AgentCore,
     input: str,
     *,
     thread_id: str | None,
@@ -46,7 +50,7 @@ async def run_turn(
     state = await entry.threads.load(thread)
     holder_name = start_as or (state.agent if state is not None else None) or entry.name
     span = obs.start_turn(holder_name, thread)
-    turn = TurnContext(obs=obs, entry=entry, thread_id=thread, models=models)
+    turn = TurnContext(obs=obs, run_loop=run_loop, entry=entry, thread_id=thread, models=models)
     depth_token = enter_depth(0)
     loop: LoopContext | None = None
     try:
@@ -76,7 +80,7 @@ async def _open_loop(
     return LoopContext(turn=turn, active=active, messages=messages, span=span, depth=0)
 
 
-def holder_active(turn: TurnContext, holder: Agent) -> ActiveAgent:
+def holder_active(turn: TurnContext, holder: AgentCore) -> ActiveAgent:
     """The agent that starts the turn: the entry agent, or (on a later turn) a transfer target."""
     entry = turn.entry
     entry_model = resolve_model(entry.model, turn.models, None)

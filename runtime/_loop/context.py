@@ -8,20 +8,18 @@ both and each delegated loop runs at depth 2, whatever the interleaving.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from opentelemetry.trace import Span
 
+from janux.runtime.agent_core import AgentCore
 from janux.runtime.catalog import Role, Surface
 from janux.runtime.definitions import ToolFilter
 from janux.runtime.model import Message, Model, ModelSettings
 from janux.runtime.usage import Price, Usage, UsageLimits
 from janux.tracing.instrument.run import RunInstrumentation
-
-if TYPE_CHECKING:
-    from janux.runtime.agent import Agent
 
 _DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("janux_depth", default=0)
 
@@ -41,13 +39,30 @@ def leave_depth(token: contextvars.Token[int]) -> None:
     _DEPTH.reset(token)
 
 
+@dataclass(slots=True, frozen=True)
+class End:
+    """A loop is over: the final text, or the budget line that cut it."""
+
+    text: str
+    """Final answer (or the last text seen when cut)."""
+    stop_reason: str | None = None
+    """`max_turns` / `max_tokens` when a budget line cut the loop."""
+
+
+RunLoop = Callable[["LoopContext"], Awaitable[End]]
+"""Runs one agent loop to its end (`janux.runtime._loop.loop.run_loop`)."""
+
+
 @dataclass(slots=True, eq=False)
 class TurnContext:
     """Shared by every loop of one user turn (root loop and all delegations)."""
 
     obs: RunInstrumentation
     """This run's instrumentation."""
-    entry: Agent
+    run_loop: RunLoop
+    """How a delegation attempt runs its subagent's loop: handed down by the turn, so the steps
+    below the loop never import it back."""
+    entry: AgentCore
     """The agent `run` was called on (owns sessions and the thread store)."""
     thread_id: str
     """Conversation id of the turn."""
@@ -65,7 +80,7 @@ class TurnContext:
 class ActiveAgent:
     """An agent as one loop runs it: resolved model, prompt, surface, price and budget."""
 
-    agent: Agent
+    agent: AgentCore
     """The agent definition."""
     model: Model
     """The resolved model."""
@@ -87,7 +102,7 @@ class ActiveAgent:
     @classmethod
     def of(
         cls,
-        agent: Agent,
+        agent: AgentCore,
         model: Model,
         role: Role,
         limits: UsageLimits,
@@ -115,7 +130,7 @@ class ActiveAgent:
 class Transfer:
     """A transfer accepted by a handoff call, applied after the round's tool calls finish."""
 
-    target: Agent
+    target: AgentCore
     """The agent taking over."""
     model: Model
     """The model it answers with."""

@@ -16,7 +16,7 @@ from typing import Any
 
 from opentelemetry.trace import Span
 
-from janux.runtime.context import LoopContext
+from janux.runtime._loop.context import LoopContext
 from janux.runtime.model import ToolCall
 from janux.tracing.conventions import EVENT_HANDOFF_END, EVENT_HANDOFF_START, STATUS_STARTING
 
