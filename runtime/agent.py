@@ -28,6 +28,7 @@ from janux.runtime.agent_core import AgentCore
 from janux.runtime.agent_spec import AgentSpec
 from janux.runtime.definitions import (
     Cost,
+    FallbackHandler,
     Guardrail,
     Handoff,
     HandoffListener,
@@ -65,6 +66,7 @@ class Agent(AgentCore):
         rate_limit: RateLimit | None = None,
         input_guardrails: Iterable[Guardrail] = (),
         fallback_tools: Iterable[Tool | Callable[..., Any]] = (),
+        fallback_handler: FallbackHandler | None = None,
         listeners: Iterable[HandoffListener] = (),
         settings: ModelSettings | None = None,
         thread_store: ThreadStore | None = None,
@@ -86,6 +88,7 @@ class Agent(AgentCore):
             rate_limit=rate_limit,
             input_guardrails=list(input_guardrails),
             fallback_tools=list(fallback_tools),  # type: ignore[arg-type]
+            fallback_handler=fallback_handler,
             listeners=list(listeners),
             settings=settings,
         )

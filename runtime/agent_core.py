@@ -18,15 +18,24 @@ from janux.runtime.catalog import (
     function_entry,
     handoff_entry,
 )
-from janux.runtime.definitions import AgentRef, Guardrail, HandoffListener, HandoffPolicy, ToolFilter
+from janux.runtime.definitions import (
+    AgentRef,
+    FallbackHandler,
+    Guardrail,
+    HandoffListener,
+    HandoffPolicy,
+    OnFailure,
+    ToolFilter,
+)
 from janux.runtime.errors import UnknownAgentError
 from janux.runtime.model import Model, ModelSettings
-from janux.runtime.policy import SlidingWindow
+from janux.runtime.policy import PathRules, SlidingWindow
 from janux.runtime.sessions import SessionRegistry
 from janux.runtime.threads import InMemoryThreadStore, ThreadStore
 from janux.runtime.tool_names import delegate_tool_name, handoff_tool_name
 from janux.runtime.tools import Tool
 from janux.runtime.usage import Price
+from janux.tracing.conventions import TOOL_TYPE_DELEGATE, TOOL_TYPE_HANDOFF
 
 
 class AgentCore(AgentRef):
@@ -39,6 +48,8 @@ class AgentCore(AgentRef):
         """Every tool of the agent by name (functions, delegations, handoffs)."""
         self.fallback_tools: dict[str, Tool] = {tool.name: tool for tool in spec.fallback_tools}
         """The primary executor's tools for FALLBACK_TO_PRIMARY, by name."""
+        self.fallback_handler: FallbackHandler | None = spec.fallback_handler
+        """Serves FALLBACK_TO_PRIMARY for delegate tools without a fallback tool."""
         self.price: Price | None = spec.cost.price() if spec.cost is not None else None
         """Price of this agent's rounds; `None` = unpriced."""
         self.rate_window: SlidingWindow | None = (
@@ -55,7 +66,7 @@ class AgentCore(AgentRef):
         """Per-request model settings."""
         self.threads: ThreadStore = thread_store if thread_store is not None else InMemoryThreadStore()
         """Where this agent's threads are kept between turns."""
-        self._surfaces: dict[tuple[Role, tuple[object, ...]], Surface] = {}
+        self._surfaces: dict[tuple[Role, tuple[object, ...], PathRules, int], Surface] = {}
 
     # -- definition --------------------------------------------------------------------------------
 
@@ -110,17 +121,30 @@ class AgentCore(AgentRef):
 
     # -- what the run machinery asks -----------------------------------------------------------------
 
-    def surface(self, role: Role, filters: tuple[ToolFilter, ...]) -> Surface:
-        """The tools a loop of this agent shows under `role` and `filters` (cached).
+    def surface(self, role: Role, filters: tuple[ToolFilter, ...], rules: PathRules, depth: int) -> Surface:
+        """The tools a loop of this agent at `depth` reaches under `role` and `filters` (cached), and
+        what its model is shown: never a delegate or handoff tool that `rules` always deny there,
+        unless this agent's policy falls back to a primary tool for the denial.
 
         Keyed by the filters' content, not their identity: a filter built per request and freed can
         hand its id to a different filter, and the cache must never serve the old one's surface.
         """
-        key = (role, tuple(f.key() for f in filters))
+        key = (role, tuple(f.key() for f in filters), rules, depth)
         surface = self._surfaces.get(key)
         if surface is None:
-            surface = self._surfaces[key] = build_surface(self.catalog, role, filters)
+            surface = self._surfaces[key] = build_surface(
+                self.catalog, role, filters, lambda entry: self._offered(entry, rules, depth)
+            )
         return surface
+
+    def _offered(self, entry: ToolEntry, rules: PathRules, depth: int) -> bool:
+        if entry.kind == TOOL_TYPE_HANDOFF:
+            return not rules.denies(entry.name, depth)  # the target takes over at this same depth
+        if entry.kind == TOOL_TYPE_DELEGATE and rules.denies(entry.name, depth + 1):
+            # Still worth calling when the denial is served by a primary tool.
+            served = entry.name in self.fallback_tools or self.fallback_handler is not None
+            return served and self.policy.on_denied is OnFailure.FALLBACK_TO_PRIMARY
+        return True
 
     def transfer_targets(self) -> dict[str, AgentCore]:
         """Handoff targets by agent name."""

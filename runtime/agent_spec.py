@@ -61,9 +61,11 @@ class AgentSpec(Definition):
     input_guardrails: list[InstanceOf[Callable[..., Any]]] = Field(default_factory=list)
     """Checks on the turn input and on every task this agent delegates."""
     fallback_tools: list[InstanceOf[Tool]] = Field(default_factory=list)
-    """The primary executor's tools for FALLBACK_TO_PRIMARY, matched by delegation tool name."""
+    """The primary executor's tools for FALLBACK_TO_PRIMARY, each named after a delegate tool."""
+    fallback_handler: InstanceOf[Callable[..., Any]] | None = None
+    """Serves FALLBACK_TO_PRIMARY for every delegate tool without a fallback tool (`FallbackHandler`)."""
     listeners: list[InstanceOf[Callable[..., Any]]] = Field(default_factory=list)
-    """Receive HANDOFF_START / HANDOFF_END dicts."""
+    """Receive HANDOFF_START / HANDOFF_END dicts (async ones are awaited)."""
     settings: InstanceOf[ModelSettings] | None = None
     """Per-request model settings."""
 
@@ -116,7 +118,19 @@ class AgentSpec(Definition):
         for index, handoff in enumerate(self.handoffs):
             if handoff.agent.name == self.name:
                 raise ValueError(f"handoffs.{index}: an agent cannot hand off to itself")
+        self._check_fallbacks()
         return self
+
+    def _check_fallbacks(self) -> None:
+        """A fallback tool that serves no delegate tool is a slip (a typo, a renamed subagent)."""
+        delegates = [name for name, where in self.tool_names() if where.startswith("subagents.")]
+        for index, tool in enumerate(self.fallback_tools):
+            if tool.name not in delegates:
+                known = ", ".join(delegates) or "none"
+                raise ValueError(
+                    f"fallback_tools.{index}: {tool.name!r} matches no delegate tool "
+                    f"(delegate tools: {known})"
+                )
 
     def tool_names(self) -> list[tuple[str, str]]:
         """(tool name, field path) of every tool the agent defines, in catalog order."""

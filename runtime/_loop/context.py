@@ -18,6 +18,7 @@ from janux.runtime.agent_core import AgentCore
 from janux.runtime.catalog import Role, Surface
 from janux.runtime.definitions import ToolFilter
 from janux.runtime.model import Message, Model, ModelSettings
+from janux.runtime.policy import PathRules
 from janux.runtime.usage import Price, Usage, UsageLimits
 from janux.tracing.instrument.run import RunInstrumentation
 
@@ -66,6 +67,8 @@ class TurnContext:
     """The agent `run` was called on (owns sessions and the thread store)."""
     thread_id: str
     """Conversation id of the turn."""
+    input: str
+    """The user's input of the turn (a transfer target's guardrails check it)."""
     models: Mapping[str, Model]
     """Registry resolving agents whose `model` is a name."""
     bill: Usage = field(default_factory=Usage)
@@ -73,12 +76,12 @@ class TurnContext:
     events: list[dict[str, Any]] = field(default_factory=list)
     """HANDOFF_START / HANDOFF_END dicts in emission order."""
     transfer_taken: bool = False
-    """Set by the first handoff call of the turn; later ones are ignored."""
+    """Set when a transfer of the turn happened (a refused handoff call never sets it)."""
 
 
 @dataclass(slots=True, eq=False)
 class ActiveAgent:
-    """An agent as one loop runs it: resolved model, prompt, surface, price and budget."""
+    """An agent as one loop runs it: resolved model, prompt, surface, price, budget and rules."""
 
     agent: AgentCore
     """The agent definition."""
@@ -90,8 +93,10 @@ class ActiveAgent:
     """Which part of the catalog the loop may use."""
     filters: tuple[ToolFilter, ...]
     """Tool filters in force (callers' and own)."""
+    rules: PathRules
+    """Deny rules in force (every enabled policy from the turn's entry agent down to this one)."""
     surface: Surface
-    """Tools shown and allowed."""
+    """Tools allowed, and those shown."""
     price: Price | None
     """Price of the agent's rounds; `None` = unpriced."""
     limits: UsageLimits
@@ -107,20 +112,27 @@ class ActiveAgent:
         role: Role,
         limits: UsageLimits,
         *,
-        inherited: tuple[ToolFilter, ...] = (),
+        depth: int,
+        price: Price | None,
+        inherited: ActiveAgent | None = None,
         system: str | None = None,
     ) -> ActiveAgent:
-        """`agent` run in `role`: its own price and settings, its filter after the `inherited` ones,
-        and its instructions as the system prompt unless `system` replaces them."""
-        filters = inherited + ((agent.tool_filter,) if agent.tool_filter is not None else ())
+        """`agent` run in `role` at `depth`: its filter and policy after those it `inherited` from its
+        caller's loop, its settings, and its instructions as the system prompt unless `system`
+        replaces them."""
+        filters = inherited.filters if inherited is not None else ()
+        if agent.tool_filter is not None:
+            filters = (*filters, agent.tool_filter)
+        rules = (inherited.rules if inherited is not None else PathRules()).tightened_by(agent.policy)
         return cls(
             agent=agent,
             model=model,
             system=agent.instructions if system is None else system,
             role=role,
             filters=filters,
-            surface=agent.surface(role, filters),
-            price=agent.price,
+            rules=rules,
+            surface=agent.surface(role, filters, rules, depth),
+            price=price,
             limits=limits,
             settings=agent.settings,
         )

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from janux.runtime._loop.context import End, LoopContext
 from janux.runtime._loop.executor import execute_calls
 from janux.runtime._loop.handoff import apply_transfer
-from janux.runtime.deadline import cancel_reason
+from janux.runtime.deadline import being_cancelled, cancel_reason
 from janux.runtime.errors import error_type_of
 from janux.runtime.messages import messages_json
 from janux.runtime.model import Message, ModelResponse
@@ -42,8 +42,8 @@ class ModelRequest:
         token = obs.activate(op.span)
         try:
             response = await model.request(loop.messages, active.surface.specs, active.settings)
-        except asyncio.CancelledError:
-            obs.fail_chat(op, cancel_reason())
+        except asyncio.CancelledError as exc:
+            obs.fail_chat(op, cancel_reason() if being_cancelled() else error_type_of(exc))
             raise
         except Exception as exc:
             obs.fail_chat(op, error_type_of(exc), str(exc))
