@@ -8,7 +8,7 @@ that stopped the turn), and `as_event` gives the listener form that `RunResult.h
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -47,20 +47,72 @@ class HandoffRecord:
 
     def as_event(self, event: str) -> dict[str, Any]:
         """The listener form of HANDOFF_START / HANDOFF_END (camelCase keys, as documented)."""
-        return {
-            "event": event,
-            "handoffId": self.id,
-            "callId": self.call_id,
-            "kind": self.kind,
-            "tool": self.tool,
-            "subagent": self.target,
-            "status": self.status,
-            "depth": self.depth,
-            "sessionMode": self.session_mode,
-            "attempts": self.attempts,
-            "durationMillis": self.duration_ms,
-            "output": self.output,
-            "error": self.error,
-            "denyReason": self.deny_reason,
-            "stopReason": self.stop_reason,
-        }
+        return listener_form(event, self)
+
+
+class HandoffFields(Protocol):
+    """The fields of a handoff (read-only here), on a record or on the run's own mutable event;
+    each means what the `HandoffRecord` field of the same name means."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def call_id(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def tool(self) -> str: ...
+
+    @property
+    def target(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def depth(self) -> int: ...
+
+    @property
+    def session_mode(self) -> str: ...
+
+    @property
+    def attempts(self) -> int: ...
+
+    @property
+    def duration_ms(self) -> float: ...
+
+    @property
+    def error(self) -> str | None: ...
+
+    @property
+    def deny_reason(self) -> str | None: ...
+
+    @property
+    def stop_reason(self) -> str | None: ...
+
+    @property
+    def output(self) -> str | None: ...
+
+
+def listener_form(event: str, handoff: HandoffFields) -> dict[str, Any]:
+    """HANDOFF_START / HANDOFF_END as listeners and `handoff_events` see it (camelCase keys)."""
+    return {
+        "event": event,
+        "handoffId": handoff.id,
+        "callId": handoff.call_id,
+        "kind": handoff.kind,
+        "tool": handoff.tool,
+        "subagent": handoff.target,
+        "status": handoff.status,
+        "depth": handoff.depth,
+        "sessionMode": handoff.session_mode,
+        "attempts": handoff.attempts,
+        "durationMillis": handoff.duration_ms,
+        "output": handoff.output,
+        "error": handoff.error,
+        "denyReason": handoff.deny_reason,
+        "stopReason": handoff.stop_reason,
+    }

@@ -56,6 +56,9 @@ class PathRules:
         """These rules plus `policy`'s (unchanged when the policy is disabled)."""
         if not policy.enabled:
             return self
+        adds_nothing = policy.allowed_tools is None and not policy.denied_tools
+        if adds_nothing and self.max_depth is not None and self.max_depth <= policy.max_depth:
+            return self  # the common case
         depth = policy.max_depth if self.max_depth is None else min(self.max_depth, policy.max_depth)
         allowed = self.allowed
         if policy.allowed_tools is not None:

@@ -19,7 +19,7 @@ from typing import Any
 from opentelemetry.trace import Span
 
 from janux.runtime._loop.context import LoopContext
-from janux.runtime.handoff_record import HandoffRecord
+from janux.runtime.handoff_record import HandoffRecord, listener_form
 from janux.runtime.model import ToolCall
 from janux.tracing.conventions import EVENT_HANDOFF_END, EVENT_HANDOFF_START, STATUS_STARTING
 
@@ -104,7 +104,7 @@ async def open_handoff(
         call_id=call.id, kind=kind, tool=call.name, target=target, depth=depth, session_mode=session_mode
     )
     loop.turn.obs.handoff_start(span, event)
-    await _deliver(loop, event.record().as_event(EVENT_HANDOFF_START))
+    await _deliver(loop, listener_form(EVENT_HANDOFF_START, event))
     return span, event
 
 
@@ -116,7 +116,7 @@ async def emit_end(loop: LoopContext, span: Span, event: HandoffEvent) -> None:
     """
     event.duration_ms = round((time.perf_counter() - event.started) * 1000, 3)
     loop.turn.obs.handoff_end(span, event)
-    await _deliver(loop, event.record().as_event(EVENT_HANDOFF_END))
+    await _deliver(loop, listener_form(EVENT_HANDOFF_END, event))
 
 
 async def _deliver(loop: LoopContext, payload: dict[str, Any]) -> None:
