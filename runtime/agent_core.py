@@ -50,6 +50,8 @@ class AgentCore(AgentRef):
         """The primary executor's tools for FALLBACK_TO_PRIMARY, by name."""
         self.fallback_handler: FallbackHandler | None = spec.fallback_handler
         """Serves FALLBACK_TO_PRIMARY for delegate tools without a fallback tool."""
+        self.rules = PathRules().tightened_by(spec.policy)
+        """The deny rules of a path this agent starts (as the entry agent, or a transfer target)."""
         self.price: Price | None = spec.cost.price() if spec.cost is not None else None
         """Price of this agent's rounds; `None` = unpriced."""
         self.rate_window: SlidingWindow | None = (

@@ -123,7 +123,7 @@ class ActiveAgent:
         filters = inherited.filters if inherited is not None else ()
         if agent.tool_filter is not None:
             filters = (*filters, agent.tool_filter)
-        rules = (inherited.rules if inherited is not None else PathRules()).tightened_by(agent.policy)
+        rules = inherited.rules.tightened_by(agent.policy) if inherited is not None else agent.rules
         return cls(
             agent=agent,
             model=model,
