@@ -10,7 +10,7 @@ PORT   ?= 8501
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,openai]'
 	touch $(STAMP)
 
 install: $(STAMP)

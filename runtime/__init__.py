@@ -19,10 +19,13 @@ from janux.runtime.dispatch import dispatch_and_synthesize
 from janux.runtime.errors import (
     DefinitionError,
     GuardrailRefused,
+    HandoffError,
     JanuxError,
     ModelUnavailableError,
     UnknownAgentError,
+    handoff_events_of,
 )
+from janux.runtime.handoff_record import HandoffRecord
 from janux.runtime.model import (
     Message,
     Model,
@@ -44,7 +47,9 @@ __all__ = [
     "DelegationRequest",
     "GuardrailRefused",
     "Handoff",
+    "HandoffError",
     "HandoffPolicy",
+    "HandoffRecord",
     "JanuxError",
     "Message",
     "Model",
@@ -66,4 +71,5 @@ __all__ = [
     "Usage",
     "dispatch_and_synthesize",
     "function_tool",
+    "handoff_events_of",
 ]

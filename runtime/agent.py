@@ -23,18 +23,12 @@ from typing import Any
 
 from opentelemetry.trace import TracerProvider
 
+from janux.runtime._loop.turn import run_turn
+from janux.runtime.agent_core import AgentCore
 from janux.runtime.agent_spec import AgentSpec
-from janux.runtime.catalog import (
-    Role,
-    Surface,
-    ToolEntry,
-    build_surface,
-    delegate_entry,
-    function_entry,
-    handoff_entry,
-)
 from janux.runtime.definitions import (
     Cost,
+    FallbackHandler,
     Guardrail,
     Handoff,
     HandoffListener,
@@ -43,21 +37,15 @@ from janux.runtime.definitions import (
     Subagent,
     ToolFilter,
 )
-from janux.runtime.errors import UnknownAgentError
 from janux.runtime.model import Model, ModelSettings
-from janux.runtime.policy import SlidingWindow
 from janux.runtime.result import RunResult
-from janux.runtime.sessions import SessionRegistry
-from janux.runtime.threads import InMemoryThreadStore, ThreadStore
-from janux.runtime.tool_names import delegate_tool_name, handoff_tool_name
+from janux.runtime.threads import ThreadStore
 from janux.runtime.tools import Tool
-from janux.runtime.turn import run_turn
-from janux.runtime.usage import Price
 from janux.tracing.instrument.content import ContentCapture
 from janux.tracing.instrument.run import instrumentation_for_run
 
 
-class Agent:
+class Agent(AgentCore):
     """An agent: instructions, a model, tools, subagents, handoffs, a price, a budget and a policy."""
 
     def __init__(
@@ -78,6 +66,7 @@ class Agent:
         rate_limit: RateLimit | None = None,
         input_guardrails: Iterable[Guardrail] = (),
         fallback_tools: Iterable[Tool | Callable[..., Any]] = (),
+        fallback_handler: FallbackHandler | None = None,
         listeners: Iterable[HandoffListener] = (),
         settings: ModelSettings | None = None,
         thread_store: ThreadStore | None = None,
@@ -99,118 +88,11 @@ class Agent:
             rate_limit=rate_limit,
             input_guardrails=list(input_guardrails),
             fallback_tools=list(fallback_tools),  # type: ignore[arg-type]
+            fallback_handler=fallback_handler,
             listeners=list(listeners),
             settings=settings,
         )
-        self._adopt(spec, thread_store)
-
-    def _adopt(self, spec: AgentSpec, thread_store: ThreadStore | None) -> None:
-        """Derive the runtime state of a validated definition."""
-        self.spec = spec
-        """The validated definition."""
-        self.catalog: dict[str, ToolEntry] = _catalog(spec)
-        """Every tool of the agent by name (functions, delegations, handoffs)."""
-        self.fallback_tools: dict[str, Tool] = {tool.name: tool for tool in spec.fallback_tools}
-        """The primary executor's tools for FALLBACK_TO_PRIMARY, by name."""
-        self.price: Price | None = spec.cost.price() if spec.cost is not None else None
-        """Price of this agent's rounds; `None` = unpriced."""
-        self.rate_window: SlidingWindow | None = (
-            SlidingWindow.of(spec.rate_limit) if spec.rate_limit else None
-        )
-        """This agent's delegation rate limit state (shared by its runs)."""
-        self.sessions = SessionRegistry()
-        """REUSE_SESSION memories of turns entered through this agent."""
-        self.listeners: list[HandoffListener] = list(spec.listeners)
-        """HANDOFF event listeners."""
-        self.settings: ModelSettings = spec.settings or ModelSettings(
-            parallel_tool_calls=spec.parallel_tool_calls
-        )
-        """Per-request model settings."""
-        self.threads: ThreadStore = thread_store if thread_store is not None else InMemoryThreadStore()
-        """Where this agent's threads are kept between turns."""
-        self._surfaces: dict[tuple[Role, tuple[object, ...]], Surface] = {}
-
-    # -- definition --------------------------------------------------------------------------------
-
-    @property
-    def name(self) -> str:
-        """Agent name."""
-        return self.spec.name
-
-    @property
-    def instructions(self) -> str:
-        """System prompt."""
-        return self.spec.instructions
-
-    @property
-    def description(self) -> str | None:
-        """What the agent does."""
-        return self.spec.description
-
-    @property
-    def model(self) -> Model | str | None:
-        """Declared model (instance, registry name, or `None`)."""
-        return self.spec.model
-
-    @property
-    def tool_filter(self) -> ToolFilter | None:
-        """Own tool filter."""
-        return self.spec.tool_filter
-
-    @property
-    def policy(self) -> HandoffPolicy:
-        """Governance of this agent's delegation tools."""
-        return self.spec.policy
-
-    @property
-    def max_turns(self) -> int:
-        """Round limit when running a turn."""
-        return self.spec.max_turns
-
-    @property
-    def parallel_tool_calls(self) -> bool:
-        """Whether one round's tool calls run concurrently."""
-        return self.spec.parallel_tool_calls
-
-    @property
-    def input_guardrails(self) -> list[Guardrail]:
-        """Input checks (turn input and delegated tasks)."""
-        return self.spec.input_guardrails
-
-    def add_listener(self, listener: HandoffListener) -> None:
-        """Register a HANDOFF_START / HANDOFF_END listener."""
-        self.listeners.append(listener)
-
-    def surface(self, role: Role, filters: tuple[ToolFilter, ...]) -> Surface:
-        """The tools a loop of this agent shows under `role` and `filters` (cached).
-
-        Keyed by the filters' content, not their identity: a filter built per request and freed can
-        hand its id to a different filter, and the cache must never serve the old one's surface.
-        """
-        key = (role, tuple(f.key() for f in filters))
-        surface = self._surfaces.get(key)
-        if surface is None:
-            surface = self._surfaces[key] = build_surface(self.catalog, role, filters)
-        return surface
-
-    def transfer_targets(self) -> dict[str, Agent]:
-        """Handoff targets by agent name."""
-        return {handoff.agent.name: handoff.agent for handoff in self.spec.handoffs}
-
-    def resolve_holder(self, name: str) -> Agent:
-        """The agent a turn starts as: this one or one of its handoff targets; else `unknown_agent`."""
-        if name == self.name:
-            return self
-        target = self.transfer_targets().get(name)
-        if target is None:
-            known = ", ".join(sorted([self.name, *self.transfer_targets()]))
-            raise UnknownAgentError(f"unknown agent {name!r} (known: {known})")
-        return target
-
-    def __repr__(self) -> str:
-        return f"Agent({self.name!r})"
-
-    # -- running -----------------------------------------------------------------------------------
+        super().__init__(spec, thread_store)
 
     async def run(
         self,
@@ -244,18 +126,3 @@ class Agent:
         raise RuntimeError(
             "run_sync() cannot be called from a running event loop; use `await agent.run(...)`"
         )
-
-
-def _catalog(spec: AgentSpec) -> dict[str, ToolEntry]:
-    catalog: dict[str, ToolEntry] = {tool.name: function_entry(tool) for tool in spec.tools}
-    for sub in spec.subagents:
-        name = sub.tool_name or delegate_tool_name(sub.agent.name)
-        catalog[name] = delegate_entry(name, sub)
-    for handoff in spec.handoffs:
-        name = handoff.tool_name or handoff_tool_name(handoff.agent.name)
-        catalog[name] = handoff_entry(name, handoff)
-    return catalog
-
-
-Subagent.model_rebuild(_types_namespace={"Agent": Agent})
-Handoff.model_rebuild(_types_namespace={"Agent": Agent})

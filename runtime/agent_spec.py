@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import Field, InstanceOf, field_validator, model_validator
 
 from janux.runtime.definitions import (
+    AgentRef,
     Cost,
     Definition,
     Handoff,
@@ -60,9 +61,11 @@ class AgentSpec(Definition):
     input_guardrails: list[InstanceOf[Callable[..., Any]]] = Field(default_factory=list)
     """Checks on the turn input and on every task this agent delegates."""
     fallback_tools: list[InstanceOf[Tool]] = Field(default_factory=list)
-    """The primary executor's tools for FALLBACK_TO_PRIMARY, matched by delegation tool name."""
+    """The primary executor's tools for FALLBACK_TO_PRIMARY, each named after a delegate tool."""
+    fallback_handler: InstanceOf[Callable[..., Any]] | None = None
+    """Serves FALLBACK_TO_PRIMARY for every delegate tool without a fallback tool (`FallbackHandler`)."""
     listeners: list[InstanceOf[Callable[..., Any]]] = Field(default_factory=list)
-    """Receive HANDOFF_START / HANDOFF_END dicts."""
+    """Receive HANDOFF_START / HANDOFF_END dicts (async ones are awaited)."""
     settings: InstanceOf[ModelSettings] | None = None
     """Per-request model settings."""
 
@@ -75,8 +78,6 @@ class AgentSpec(Definition):
     @classmethod
     def _explain_references(cls, data: Any) -> Any:
         """Say what is wrong with the two common slips: a target by name, a subagent without budget."""
-        from janux.runtime.agent import Agent
-
         if not isinstance(data, dict):
             return data
         for index, item in enumerate(data.get("handoffs") or ()):
@@ -86,7 +87,7 @@ class AgentSpec(Definition):
                     "Handoff); names are resolved only by janux.runtime.config.agents_from_config"
                 )
         for index, item in enumerate(data.get("subagents") or ()):
-            if isinstance(item, Agent):
+            if isinstance(item, AgentRef):
                 raise ValueError(
                     f"subagents.{index}: agent {item.name!r} has no budget: wrap it as "
                     f"Subagent(agent=..., max_turns=N) (max_turns is required)"
@@ -103,10 +104,8 @@ class AgentSpec(Definition):
     @field_validator("handoffs", mode="before")
     @classmethod
     def _wrap_agents(cls, value: Any) -> Any:
-        from janux.runtime.agent import Agent
-
         if isinstance(value, (list, tuple)):
-            return [Handoff(agent=item) if isinstance(item, Agent) else item for item in value]
+            return [Handoff(agent=item) if isinstance(item, AgentRef) else item for item in value]
         return value
 
     @model_validator(mode="after")
@@ -119,7 +118,19 @@ class AgentSpec(Definition):
         for index, handoff in enumerate(self.handoffs):
             if handoff.agent.name == self.name:
                 raise ValueError(f"handoffs.{index}: an agent cannot hand off to itself")
+        self._check_fallbacks()
         return self
+
+    def _check_fallbacks(self) -> None:
+        """A fallback tool that serves no delegate tool is a slip (a typo, a renamed subagent)."""
+        delegates = [name for name, where in self.tool_names() if where.startswith("subagents.")]
+        for index, tool in enumerate(self.fallback_tools):
+            if tool.name not in delegates:
+                known = ", ".join(delegates) or "none"
+                raise ValueError(
+                    f"fallback_tools.{index}: {tool.name!r} matches no delegate tool "
+                    f"(delegate tools: {known})"
+                )
 
     def tool_names(self) -> list[tuple[str, str]]:
         """(tool name, field path) of every tool the agent defines, in catalog order."""

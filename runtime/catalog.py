@@ -9,12 +9,13 @@ callers plus its own). Surfaces are cached per (role, filter chain).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
 
 from janux.runtime.definitions import Handoff, Subagent, ToolFilter
 from janux.runtime.model import ToolSpec
+from janux.runtime.tool_arguments import DELEGATE_PARAMETERS, HANDOFF_PARAMETERS
 from janux.runtime.tool_names import allowed_by
 from janux.runtime.tools import Tool
 from janux.tracing.conventions import TOOL_TYPE_DELEGATE, TOOL_TYPE_FUNCTION, TOOL_TYPE_HANDOFF
@@ -37,23 +38,6 @@ _KINDS_BY_ROLE = {
     Role.TARGET: frozenset({TOOL_TYPE_FUNCTION}),
 }
 
-DELEGATE_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "task": {"type": "string", "description": "What the subagent should do."},
-        "context": {"type": "string", "description": "Background the subagent needs (optional)."},
-    },
-    "required": ["task"],
-}
-"""JSON Schema of every delegate tool."""
-
-HANDOFF_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {"reason": {"type": "string", "description": "Why the conversation is transferred."}},
-}
-"""JSON Schema of every handoff tool."""
-
-
 @dataclass(frozen=True, slots=True)
 class ToolEntry:
     """One tool of an agent's catalog."""
@@ -74,12 +58,13 @@ class ToolEntry:
 
 @dataclass(frozen=True, slots=True)
 class Surface:
-    """The tools one loop shows its model, and may execute."""
+    """The tools one loop may reach, and the part of them its model is shown."""
 
     names: frozenset[str]
-    """Names on the surface; a call to any other name is refused."""
+    """Names its role and filters allow; a call to any other name is refused (`tool_forbidden`)."""
     specs: list[ToolSpec] = field(default_factory=list)
-    """Specs in catalog order."""
+    """What the model is shown, in catalog order: the allowed tools minus those a deny rule of the
+    path always refuses (a call to one of those is still denied, naming the rule)."""
 
 
 def function_entry(tool: Tool) -> ToolEntry:
@@ -87,37 +72,42 @@ def function_entry(tool: Tool) -> ToolEntry:
     return ToolEntry(tool.name, TOOL_TYPE_FUNCTION, tool.spec, tool=tool)
 
 
-def delegate_entry(name: str, subagent: Subagent) -> ToolEntry:
-    """Catalog entry of a subagent's delegate tool."""
+def delegate_entry(name: str, subagent: Subagent, agent_description: str | None) -> ToolEntry:
+    """Catalog entry of a subagent's delegate tool (`agent_description`: what the subagent does)."""
     agent = subagent.agent
     description = (
-        subagent.description or agent.description or f"Delegate a task to the {agent.name} subagent."
+        subagent.description or agent_description or f"Delegate a task to the {agent.name} subagent."
     )
     return ToolEntry(
         name, TOOL_TYPE_DELEGATE, ToolSpec(name, description, DELEGATE_PARAMETERS), subagent=subagent
     )
 
 
-def handoff_entry(name: str, handoff: Handoff) -> ToolEntry:
-    """Catalog entry of a transfer target's handoff tool."""
+def handoff_entry(name: str, handoff: Handoff, agent_description: str | None) -> ToolEntry:
+    """Catalog entry of a transfer target's handoff tool (`agent_description`: what the target does)."""
     agent = handoff.agent
     description = (
-        handoff.description or f"Transfer the conversation to {agent.name}. {agent.description or ''}".strip()
+        handoff.description or f"Transfer the conversation to {agent.name}. {agent_description or ''}".strip()
     )
     return ToolEntry(
         name, TOOL_TYPE_HANDOFF, ToolSpec(name, description, HANDOFF_PARAMETERS), handoff=handoff
     )
 
 
-def build_surface(catalog: dict[str, ToolEntry], role: Role, filters: tuple[ToolFilter, ...]) -> Surface:
-    """The surface of `catalog` for `role` under every filter of `filters`."""
+def build_surface(
+    catalog: dict[str, ToolEntry],
+    role: Role,
+    filters: tuple[ToolFilter, ...],
+    offered: Callable[[ToolEntry], bool],
+) -> Surface:
+    """The surface of `catalog` for `role` under every filter of `filters`; `offered` picks what is shown."""
     kinds = _KINDS_BY_ROLE[role]
     kept = [
         entry
         for entry in catalog.values()
         if entry.kind in kinds and all(allowed_by(entry.name, f.include, f.exclude) for f in filters)
     ]
-    return Surface(frozenset(entry.name for entry in kept), [entry.spec for entry in kept])
+    return Surface(frozenset(entry.name for entry in kept), [entry.spec for entry in kept if offered(entry)])
 
 
 def tool_error(tool: str, code: str, detail: str) -> str:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, TypeVar
 
 from janux.runtime.errors import DeadlineExceeded
 from janux.tracing.conventions import ERROR_CANCELLED
@@ -51,6 +51,36 @@ def cancel_reason() -> str:
     scope = _SCOPE.get()
     reason = scope.effective_reason() if scope is not None else None
     return reason or ERROR_CANCELLED
+
+
+def being_cancelled() -> bool:
+    """Whether the running task has a cancellation request pending (from outside, or a deadline).
+
+    A `CancelledError` that surfaces while this is false was raised by something the code awaited
+    (a future cancelled elsewhere), not by a cancellation of this work.
+    """
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any]]) -> None:
+    """Cancel every unfinished task and wait until all have finished, even if cancelled meanwhile.
+
+    A further cancellation of the caller while it waits is held back until the tasks are done, then
+    re-raised: returning earlier would leave them running behind the caller's back.
+    """
+    pending = {task for task in tasks if not task.done()}
+    for task in pending:
+        task.cancel()
+    interrupted = False
+    while pending:
+        try:
+            await asyncio.wait(pending)
+        except asyncio.CancelledError:
+            interrupted = True
+        pending = {task for task in pending if not task.done()}
+    if interrupted:
+        raise asyncio.CancelledError
 
 
 def _expire(scope: CancelScope, task: asyncio.Task[object], reason: str) -> None:

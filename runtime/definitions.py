@@ -7,19 +7,42 @@ they are read-only; the loop's own state lives in dataclasses.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, InstanceOf, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, InstanceOf, PlainValidator, ValidationError
 
 from janux.runtime.errors import DefinitionError
+from janux.runtime.handoff_record import HandoffRecord
 from janux.runtime.usage import Price
 from janux.tracing.conventions import SESSION_NEW, SESSION_REUSE
 
-if TYPE_CHECKING:
-    from janux.runtime.agent import Agent
+
+class AgentRef:
+    """What a `Subagent` or a `Handoff` points at: an agent built with `janux.runtime.Agent`.
+
+    A nominal base, so that these definitions check their `agent` field without importing the
+    `Agent` facade, which sits at the top of the runtime and imports them.
+    """
+
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:
+        """Agent name."""
+        raise NotImplementedError
+
+
+def _agent_only(value: Any) -> AgentRef:
+    if not isinstance(value, AgentRef):
+        raise ValueError(f"Input should be an instance of Agent, got {type(value).__name__}")
+    return value
+
+
+AgentField = Annotated[AgentRef, PlainValidator(_agent_only)]
+"""A field holding an agent (`Subagent.agent`, `Handoff.agent`)."""
 
 
 class SessionMode(StrEnum):
@@ -32,12 +55,14 @@ class SessionMode(StrEnum):
 
 
 class OnFailure(StrEnum):
-    """What the policy does when a delegation is denied or fails."""
+    """What the policy does when a delegation or transfer is denied or fails."""
 
     FAIL = "fail"
-    """Return an error result to the calling model."""
+    """Return an error result to the calling model (the turn goes on)."""
     FALLBACK_TO_PRIMARY = "fallback_to_primary"
-    """Hand the same call to the primary (function-tool) executor."""
+    """Hand the same call to the primary executor (a fallback tool, or the fallback handler)."""
+    RAISE = "raise"
+    """Stop the turn: `run()` raises `HandoffError` carrying the handoff record."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,9 +74,13 @@ class DelegationRequest:
     target: str
     """Subagent name."""
     task: str
-    """The folded task text (task plus context)."""
+    """The task text the subagent would receive (`task`, plus the `context` when given)."""
     depth: int
     """Depth the subagent would run at."""
+    call_id: str = ""
+    """The model's tool-call id."""
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    """The call's arguments as parsed (`task`, `context`, and anything else the model sent)."""
 
 
 InputFilter = Callable[[DelegationRequest], "str | None"]
@@ -61,7 +90,12 @@ Guardrail = Callable[[str], "str | Awaitable[str | None] | None"]
 """An input guardrail: returns a refusal reason, or `None` to let the text through."""
 
 HandoffListener = Callable[[dict[str, Any]], Any]
-"""Receives HANDOFF_START / HANDOFF_END event dicts (sync; exceptions are logged and ignored)."""
+"""Receives HANDOFF_START / HANDOFF_END event dicts; an async listener is awaited. Exceptions are
+logged and ignored."""
+
+FallbackHandler = Callable[[HandoffRecord, Mapping[str, Any]], Any]
+"""Serves FALLBACK_TO_PRIMARY for every delegate tool of an agent: receives the refused handoff's
+record and the call's parsed arguments, returns the result the model reads (sync or async)."""
 
 
 def describe_definition_error(exc: ValidationError) -> str:
@@ -131,11 +165,14 @@ class RateLimit(Definition):
 
 
 class HandoffPolicy(Definition):
-    """Governance of delegation tools (plain tools are never touched).
+    """Governance of delegation and handoff tools (plain tools are never touched).
 
-    Order: depth = current + 1 -> HANDOFF_START -> deny checks (allowed, denied, depth) -> input
-    filter -> attempts with per-attempt timeout -> HANDOFF_END. `enabled=False` skips deny checks,
-    filter and retries but still emits events and applies the timeout.
+    Order: depth = current + 1 -> HANDOFF_START -> arguments -> deny checks (allowed, denied,
+    depth) -> input filter -> attempts with per-attempt timeout -> HANDOFF_END. The deny rules in
+    force for a loop are those of every enabled policy on its path (the turn's entry agent down to
+    the caller): the smallest `max_depth`, and a tool must pass every allow-list and no deny-list.
+    `enabled=False` switches this agent's own rules, filter and retries off (its callers' rules
+    still hold) but still emits events and applies the timeout.
     """
 
     enabled: bool = True
@@ -151,9 +188,9 @@ class HandoffPolicy(Definition):
     denied_tools: list[str] | None = None
     """Delegation tool names (globs) denied."""
     on_denied: OnFailure = OnFailure.FAIL
-    """On denial: an error naming the rule, or the primary executor."""
+    """On denial: an error naming the rule, the primary executor, or a stop of the turn."""
     on_error: OnFailure = OnFailure.FAIL
-    """When every attempt failed: an error, or the primary executor."""
+    """When every attempt failed: an error, the primary executor, or a stop of the turn."""
     input_filter: InstanceOf[Callable[..., Any]] | None = None
     """Rewrites the task once (`InputFilter`); returning `None` keeps the original."""
 
@@ -161,7 +198,7 @@ class HandoffPolicy(Definition):
 class Subagent(Definition):
     """A subagent run as a tool call (`delegate.<name>`), under a mandatory budget."""
 
-    agent: InstanceOf[Agent]
+    agent: AgentField
     """The agent that runs the delegated task (fresh history, its own instructions)."""
     max_turns: int = Field(ge=1)
     """Most model rounds per delegation attempt (required; a retry starts afresh)."""
@@ -180,7 +217,7 @@ class Subagent(Definition):
 class Handoff(Definition):
     """A transfer target (`handoff.<name>`): takes the conversation over for the rest of the turn."""
 
-    agent: InstanceOf[Agent]
+    agent: AgentField
     """The specialist that takes over."""
     tool_name: str | None = Field(default=None, min_length=1)
     """Overrides the default `handoff.<normalized name>`."""

@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from janux.runtime._loop.loop import HandleResponse
+from janux.runtime._loop.turn import run_turn
+from janux.runtime.agent import Agent
 from janux.runtime.catalog import ToolEntry
 from janux.runtime.errors import DefinitionError
-from janux.runtime.loop import HandleResponse
 from janux.runtime.model import Model, ModelResponse, ToolCall
 from janux.runtime.result import RunResult
-from janux.runtime.turn import run_turn
 from janux.tracing.conventions import TOOL_TYPE_DELEGATE
 from janux.tracing.instrument.run import instrumentation_for_run
-
-if TYPE_CHECKING:
-    from janux.runtime.agent import Agent
 
 
 def _worker_tools(synthesizer: Agent, workers: Sequence[str] | str | None) -> list[str]:

@@ -7,8 +7,9 @@ on the span that failed. Tool-result error codes are what the calling model read
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
+from janux.runtime.handoff_record import HandoffRecord
 from janux.runtime.model import ModelError
 from janux.tracing.conventions import (
     DENY_GUARDRAIL,
@@ -19,6 +20,7 @@ from janux.tracing.conventions import (
     ERROR_TIMEOUT,
     ERROR_TOOL,
     ERROR_UNKNOWN_TOOL,
+    STATUS_DENIED,
 )
 
 # Error codes of delegation tool results (read by the calling model, not trace-contract names).
@@ -35,11 +37,13 @@ CODE_SUBAGENT_MODEL_UNAVAILABLE: Final = "subagent_model_unavailable"
 CODE_HANDOFF_MODEL_UNAVAILABLE: Final = "handoff_model_unavailable"
 """The transfer target names a model that no registry entry resolves."""
 CODE_HANDOFF_IGNORED: Final = "handoff_ignored"
-"""A second transfer in one turn; only the first is taken."""
+"""A handoff call after the turn's transfer happened (same round); only one transfer is taken."""
+CODE_HANDOFF_FAILED: Final = "handoff_failed"
+"""`error.type` of a turn stopped by a failed delegation or transfer (`OnFailure.RAISE`)."""
 CODE_TIMEOUT: Final = ERROR_TIMEOUT
 """Every attempt timed out."""
 CODE_FALLBACK_UNAVAILABLE: Final = "fallback_unavailable"
-"""FALLBACK_TO_PRIMARY, but the primary executor has no tool of that name."""
+"""FALLBACK_TO_PRIMARY, but the caller has neither a fallback tool of that name nor a handler."""
 CODE_CANCELLED: Final = ERROR_CANCELLED
 """The delegation was cancelled from outside (its caller timed out or was cut)."""
 CODE_UNKNOWN_TOOL: Final = ERROR_UNKNOWN_TOOL
@@ -81,6 +85,21 @@ class GuardrailRefused(JanuxError):
     error_type = DENY_GUARDRAIL
 
 
+class HandoffError(JanuxError):
+    """A delegation or transfer stopped the turn (`OnFailure.RAISE`): `run()` raises this.
+
+    `record` is the handoff as it ended (`status`, `deny_reason` for the rule, `target`,
+    `attempts`, `error`); its HANDOFF_END was emitted and its spans ended before this was raised.
+    """
+
+    def __init__(self, record: HandoffRecord) -> None:
+        rule = f" by {record.deny_reason}" if record.deny_reason else ""
+        super().__init__(f"{record.tool} -> {record.target}: {record.status}{rule}: {record.error}")
+        self.record = record
+        """The handoff that stopped the turn."""
+        self.error_type = CODE_HANDOFF_DENIED if record.status == STATUS_DENIED else CODE_HANDOFF_FAILED
+
+
 class DeadlineExceeded(JanuxError):
     """A deadline (per-attempt timeout or the delegation's `max_ms`) cancelled the work."""
 
@@ -89,6 +108,16 @@ class DeadlineExceeded(JanuxError):
         self.error_type = reason
         self.after_ms = after_ms
         """The deadline that expired, in ms."""
+
+
+def handoff_events_of(exc: BaseException) -> list[dict[str, Any]]:
+    """The HANDOFF_START / HANDOFF_END dicts of the turn `exc` ended (`[]` when it carries none).
+
+    `run()` attaches them as `exc.handoff_events` to whatever it raises, so a failed turn's
+    delegations stay reachable.
+    """
+    events = getattr(exc, "handoff_events", None)
+    return list(events) if isinstance(events, list) else []
 
 
 def error_type_of(exc: BaseException) -> str:
@@ -104,6 +133,7 @@ __all__ = [
     "CODE_FALLBACK_UNAVAILABLE",
     "CODE_GUARDRAIL",
     "CODE_HANDOFF_DENIED",
+    "CODE_HANDOFF_FAILED",
     "CODE_HANDOFF_IGNORED",
     "CODE_HANDOFF_MODEL_UNAVAILABLE",
     "CODE_INVALID_ARGUMENTS",
@@ -116,9 +146,11 @@ __all__ = [
     "DeadlineExceeded",
     "DefinitionError",
     "GuardrailRefused",
+    "HandoffError",
     "JanuxError",
     "ModelError",
     "ModelUnavailableError",
     "UnknownAgentError",
     "error_type_of",
+    "handoff_events_of",
 ]

@@ -1,13 +1,12 @@
-"""The governance checks of delegation tools: deny rules, input folding, input filter, guardrails.
+"""The governance checks of delegation and handoff tools: deny rules, input filter, guardrails.
 
-Pure functions over the definitions; `janux.runtime.delegation` applies them in the order the
-`HandoffPolicy` documents. A denial is raised as `HandoffDenied`, which names the rule.
+Pure functions over the definitions; `janux.runtime._loop.delegation` and `.handoff` apply them in
+the order the `HandoffPolicy` documents. A denial is raised as `HandoffDenied`, which names the rule.
 """
 
 from __future__ import annotations
 
 import inspect
-import json
 import logging
 import time
 from collections import deque
@@ -34,50 +33,63 @@ class HandoffDenied(JanuxError):
         self.detail = detail
         """Human-readable: which rule, and why."""
         self.policy_rule = policy_rule
-        """Whether a HandoffPolicy rule denied it (only those honour `on_denied`)."""
+        """Whether a HandoffPolicy rule denied it (only those fall back to the primary executor)."""
 
 
-def check_policy(policy: HandoffPolicy, tool: str, depth: int) -> None:
-    """Raise `HandoffDenied` for the first policy rule (allowed, denied, depth) that refuses `tool`."""
-    if policy.allowed_tools is not None and not matches_any(tool, policy.allowed_tools):
-        raise HandoffDenied(
-            DENY_ALLOWED_TOOLS,
-            f"denied by allowed_tools: {tool!r} is not on the allow-list",
-            policy_rule=True,
-        )
-    if policy.denied_tools and matches_any(tool, policy.denied_tools):
-        raise HandoffDenied(
-            DENY_DENIED_TOOLS, f"denied by denied_tools: {tool!r} is on the deny-list", policy_rule=True
-        )
-    if depth > policy.max_depth:
-        # "max_depth N exceeds M": N is the depth the subagent would run at, M the policy's limit.
-        raise HandoffDenied(
-            DENY_MAX_DEPTH, f"denied by max_depth {depth} exceeds {policy.max_depth}", policy_rule=True
-        )
+@dataclass(slots=True, frozen=True)
+class PathRules:
+    """The deny rules in force for one loop: every enabled HandoffPolicy on its path, combined.
 
-
-def fold_input(arguments: str) -> str:
-    """The delegated task from raw tool arguments.
-
-    Blank -> ""; a JSON object with `task` (or `input`) -> that, plus `"\\n\\nContext:\\n" + context`
-    when a context is given; anything else (other JSON, malformed JSON) -> the raw argument string.
+    The path runs from the turn's entry agent down to the loop's own agent. A subagent can tighten
+    what its callers allow, never loosen it: the depth limit is the smallest `max_depth`, a tool
+    must match every allow-list, and every deny-list applies.
     """
-    if not arguments.strip():
-        return ""
-    try:
-        data = json.loads(arguments)
-    except ValueError:
-        return arguments
-    if not isinstance(data, dict):
-        return arguments
-    # `task` wins; `input` serves when `task` is absent or not text (e.g. `"task": null`).
-    task = next((value for key in ("task", "input") if isinstance(value := data.get(key), str)), None)
-    if task is None:
-        return arguments
-    context = data.get("context")
-    if isinstance(context, str) and context.strip():
-        return f"{task}\n\nContext:\n{context}"
-    return task
+
+    max_depth: int | None = None
+    """Deepest depth a delegated agent may run at; `None` = no enabled policy on the path."""
+    allowed: tuple[tuple[str, ...], ...] = ()
+    """One allow-list per policy that has one; a tool must match a pattern of each."""
+    denied: tuple[str, ...] = ()
+    """Every deny-list pattern on the path."""
+
+    def tightened_by(self, policy: HandoffPolicy) -> PathRules:
+        """These rules plus `policy`'s (unchanged when the policy is disabled)."""
+        if not policy.enabled:
+            return self
+        adds_nothing = policy.allowed_tools is None and not policy.denied_tools
+        if adds_nothing and self.max_depth is not None and self.max_depth <= policy.max_depth:
+            return self  # the common case
+        depth = policy.max_depth if self.max_depth is None else min(self.max_depth, policy.max_depth)
+        allowed = self.allowed
+        if policy.allowed_tools is not None:
+            allowed = (*allowed, tuple(policy.allowed_tools))
+        return PathRules(depth, allowed, (*self.denied, *(policy.denied_tools or ())))
+
+    def check(self, tool: str, depth: int) -> None:
+        """Raise `HandoffDenied` for the first rule (allowed, denied, depth) refusing `tool` at `depth`."""
+        if any(not matches_any(tool, patterns) for patterns in self.allowed):
+            raise HandoffDenied(
+                DENY_ALLOWED_TOOLS,
+                f"denied by allowed_tools: {tool!r} is not on the allow-list",
+                policy_rule=True,
+            )
+        if self.denied and matches_any(tool, self.denied):
+            raise HandoffDenied(
+                DENY_DENIED_TOOLS, f"denied by denied_tools: {tool!r} is on the deny-list", policy_rule=True
+            )
+        if self.max_depth is not None and depth > self.max_depth:
+            # "max_depth N exceeds M": N is the depth the agent would run at, M the path's limit.
+            raise HandoffDenied(
+                DENY_MAX_DEPTH, f"denied by max_depth {depth} exceeds {self.max_depth}", policy_rule=True
+            )
+
+    def denies(self, tool: str, depth: int) -> bool:
+        """Whether `check` refuses `tool` at `depth` (the same for every call: no state involved)."""
+        try:
+            self.check(tool, depth)
+        except HandoffDenied:
+            return True
+        return False
 
 
 class InputFilterError(JanuxError):

@@ -21,10 +21,9 @@ from typing import Any, get_type_hints, overload
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from janux.runtime.model import ToolSpec
+from janux.runtime.tool_arguments import ToolArgumentsError, parse_json_object
 
-
-class ToolArgumentsError(ValueError):
-    """The arguments of a tool call were not valid JSON or did not match the schema."""
+__all__ = ["Tool", "ToolArgumentsError", "function_tool", "make_tool", "result_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,12 +50,7 @@ class Tool:
 
     def parse_arguments(self, arguments: str) -> dict[str, Any]:
         """Keyword arguments from the model's raw JSON; raises `ToolArgumentsError` naming the problem."""
-        try:
-            raw = json.loads(arguments) if arguments.strip() else {}
-        except ValueError as exc:
-            raise ToolArgumentsError(f"arguments are not valid JSON: {exc}") from None
-        if not isinstance(raw, dict):
-            raise ToolArgumentsError(f"arguments must be a JSON object, got {type(raw).__name__}")
+        raw = parse_json_object(arguments)
         if self.validator is None:
             return raw
         try:

@@ -373,7 +373,7 @@ async def transfer_to_specialist(run: _Run) -> RunResult:
 
 
 async def nested_delegation(run: _Run) -> RunResult:
-    """triage -> researcher -> fact_checker at depth 2, allowed by the researcher's max_depth=2."""
+    """triage -> researcher -> fact_checker at depth 2: triage's and the researcher's max_depth=2 allow it."""
     s = run.stage
     checker = cast.fact_checker(
         s,
@@ -389,7 +389,11 @@ async def nested_delegation(run: _Run) -> RunResult:
         s, research, subagents=[Subagent(agent=checker, max_turns=2)], policy=HandoffPolicy(max_depth=2)
     )
     model = _cut_turn(s)
-    return await run.turn(cast.triage(model, subagents=[Subagent(agent=researcher, max_turns=4)]), ASK)
+    # The entry agent caps the whole turn: a subagent can tighten its caller's depth limit, never loosen it.
+    triage = cast.triage(
+        model, subagents=[Subagent(agent=researcher, max_turns=4)], policy=HandoffPolicy(max_depth=2)
+    )
+    return await run.turn(triage, ASK)
 
 
 async def unpriced_subagent(run: _Run) -> RunResult:

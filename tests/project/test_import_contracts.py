@@ -7,6 +7,7 @@ runs `lint-imports` with the project's own configuration on the copy.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -70,3 +71,42 @@ def test_a_planted_violation_breaks_its_contract(
     result = _lint(tree)
     assert result.returncode != 0, result.stdout
     assert contract in " ".join(result.stdout.split()), result.stdout
+
+
+RUNTIME_CYCLES = "no import cycles inside the runtime"
+RUNTIME_LAYERS = "the runtime reads bottom-up"
+LOOP_LAYERS = "the run machinery reads bottom-up"
+TYPE_ONLY_FACADE = (
+    "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from janux.runtime.agent import Agent\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("module", "appended", "broken"),
+    [
+        # Two steps of one layer importing each other: no layer is crossed, only the cycle rule sees it.
+        ("_loop/primary.py", "from janux.runtime._loop import delegation\n", {RUNTIME_CYCLES}),
+        # The cycle this layering removed: a delegation attempt importing the loop back.
+        ("_loop/attempts.py", "import janux.runtime._loop.loop\n", {RUNTIME_CYCLES, LOOP_LAYERS}),
+        # A base module reaching up to the agent core: no cycle, a lower layer importing a higher one.
+        ("model_registry.py", "from janux.runtime.agent_core import AgentCore\n", {RUNTIME_LAYERS}),
+        # Inside the run machinery: run state importing a step.
+        ("_loop/context.py", "from janux.runtime._loop import primary\n", {LOOP_LAYERS}),
+        # A type-only import of the facade still counts (grimp reads TYPE_CHECKING blocks); through the
+        # facade, run state now reaches the turn, so the inner layering breaks too.
+        ("_loop/context.py", TYPE_ONLY_FACADE, {RUNTIME_CYCLES, RUNTIME_LAYERS, LOOP_LAYERS}),
+    ],
+)
+def test_a_planted_runtime_violation_breaks_exactly_its_contracts(
+    pristine: Path, tmp_path: Path, module: str, appended: str, broken: set[str]
+) -> None:
+    tree = tmp_path / "planted"
+    shutil.copytree(pristine, tree)
+    target = tree / "janux" / "runtime" / module
+    target.write_text(target.read_text() + "\n" + appended)
+    result = _lint(tree)
+    assert result.returncode != 0, result.stdout
+    report = " ".join(result.stdout.split())
+    for name in (RUNTIME_CYCLES, RUNTIME_LAYERS, LOOP_LAYERS):
+        verdict = "BROKEN" if name in broken else "KEPT"
+        assert re.search(re.escape(name) + r"[^.]*? " + verdict, report), (name, verdict, result.stdout)

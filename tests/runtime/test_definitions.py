@@ -36,7 +36,7 @@ def _agent(name: str = "worker") -> Agent:
         (lambda: HandoffPolicy(max_depth=-1), r"max_depth: Input should be greater"),
         (
             lambda: HandoffPolicy(on_error="retry"),
-            r"on_error: Input should be 'fail' or 'fallback_to_primary'",
+            r"on_error: Input should be 'fail', 'fallback_to_primary' or 'raise'",
         ),
         (lambda: Cost(input=-1, output=1), r"Cost: input: Input should be greater"),
         (lambda: RateLimit(max_calls=0), r"RateLimit: max_calls: Input should be greater"),

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from janux.runtime import Agent, Subagent
-from janux.runtime.policy import fold_input
 from janux.runtime.testing import ScriptedModel, call_tools, delegate, reply, tool_call
+from janux.runtime.tool_arguments import ToolArgumentsError, parse_delegate_arguments
 from janux.runtime.tool_names import delegate_tool_name, handoff_tool_name, normalize_agent_name
 
 from .helpers import end_events, leaf, tool_results
@@ -73,23 +73,37 @@ async def test_subagent_starts_fresh_with_its_own_instructions_and_only_its_resu
 @pytest.mark.parametrize(
     ("arguments", "task"),
     [
-        ("", ""),
-        ("   ", ""),
         ('{"task": "t"}', "t"),
-        ('{"input": "i"}', "i"),
-        ('{"task": "t", "input": "i"}', "t"),
-        ('{"task": null, "input": "i", "context": "c"}', "i\n\nContext:\nc"),
-        ('{"task": 5}', '{"task": 5}'),
-        ('"just a string"', '"just a string"'),
         ('{"task": "t", "context": "c"}', "t\n\nContext:\nc"),
         ('{"task": "t", "context": ""}', "t"),
-        ('["a list"]', '["a list"]'),
-        ("not json at all", "not json at all"),
-        ('{"other": 1}', '{"other": 1}'),
+        ('{"task": "t", "context": null}', "t"),
+        ('{"task": "", "extra": [1]}', ""),
     ],
 )
-def test_input_folding(arguments: str, task: str) -> None:
-    assert fold_input(arguments) == task
+def test_the_task_is_task_plus_context(arguments: str, task: str) -> None:
+    assert parse_delegate_arguments(arguments).text() == task
+
+
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        ("", "task: Field required"),
+        ("   ", "task: Field required"),
+        ('{"input": "i"}', "task: Field required"),
+        ('{"task": null, "context": "c"}', "task: Field required"),
+        ('{"task": 5}', "task: Input should be a valid string, got number"),
+        ('{"task": {"nested": "object"}}', "task: Input should be a valid string, got object"),
+        ('{"task": "t", "context": ["c"]}', "context: Input should be a valid string, got array"),
+        ('"just a string"', "arguments must be a JSON object, got string"),
+        ('["a list"]', "arguments must be a JSON object, got array"),
+        ("not json at all", "arguments are not valid JSON"),
+        ("[" * 100_000, "arguments are nested too deeply"),
+    ],
+)
+def test_arguments_outside_the_delegate_schema_are_refused(arguments: str, problem: str) -> None:
+    with pytest.raises(ToolArgumentsError) as refused:
+        parse_delegate_arguments(arguments)
+    assert str(refused.value).startswith(problem)
 
 
 @pytest.mark.parametrize(
@@ -123,15 +137,17 @@ async def test_explicit_tool_name_overrides_the_default() -> None:
     assert end_events(result)[0]["tool"] == "ask_docs" and end_events(result)[0]["subagent"] == "Docs Bot"
 
 
-async def test_malformed_delegate_arguments_are_folded_raw_not_fatal() -> None:
-    sub_model = ScriptedModel([reply("handled")])
-    parent_model = ScriptedModel([call_tools(tool_call("delegate.worker", "{broken json")), reply("ok")])
+async def test_malformed_delegate_arguments_are_refused_not_sent_as_the_task() -> None:
+    sub_model = ScriptedModel([])
+    broken = tool_call("delegate.worker", "{broken json", id="c")
+    parent_model = ScriptedModel([call_tools(broken), reply("ok")])
     parent = Agent(
         "p", model=parent_model, subagents=[Subagent(agent=leaf("worker", sub_model), max_turns=1)]
     )
     result = await parent.run("hi")
     assert result.text == "ok"
-    assert sub_model.calls[0].last_user == "{broken json"
+    assert tool_results(parent_model, 1)["c"]["error"] == "invalid_arguments"
+    assert sub_model.calls == []
 
 
 async def test_delegation_steps_counts_the_subagents_rounds() -> None:

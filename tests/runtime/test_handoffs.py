@@ -211,25 +211,19 @@ async def test_the_target_surface_is_its_own_filter_even_for_tools_the_front_des
     assert result.text == "Refund issued."
 
 
-async def test_handoff_calls_after_the_first_get_a_tool_result_saying_they_were_ignored() -> None:
-    sales_model = ScriptedModel([])
+async def test_a_handoff_that_fails_leaves_the_turn_free_for_the_next_one_in_the_round() -> None:
+    sales_model = ScriptedModel([reply("sales here")])
     sales = Agent("sales", instructions="You are sales.", model=sales_model)
-    front_model = ScriptedModel(
-        [
-            call_tools(transfer("billing", id="h1"), transfer("sales", id="h2")),
-            call_tools(transfer("sales", id="h3")),
-            reply("front desk answers"),
-        ]
-    )
+    front_model = ScriptedModel([call_tools(transfer("billing", id="h1"), transfer("sales", id="h2"))])
     front, billing = _desk(front_model, "gpt-unknown")  # the first handoff fails: its model is unknown
     front = Agent("triage", model=front_model, handoffs=[billing, sales])
     result = await front.run("hi")
-    assert result.agent == "triage" and result.text == "front desk answers"
-    first_round = tool_results(front_model, 1)
-    assert first_round["h1"]["error"] == "handoff_model_unavailable"
-    assert first_round["h2"]["error"] == "handoff_ignored" and "ignored" in first_round["h2"]["detail"]
-    assert tool_results(front_model, 2)["h3"]["error"] == "handoff_ignored"
-    assert sales_model.calls == []
+    assert result.agent == "sales" and result.text == "sales here"
+    assert [(e["subagent"], e["status"]) for e in end_events(result)] == [
+        ("billing", "failed"),
+        ("sales", "completed"),
+    ]
+    assert "transferred to you by triage" in sales_model.calls[0].system
 
 
 _DESK_PROCESS = """

@@ -6,7 +6,7 @@ import asyncio
 import json
 
 from janux.runtime import Agent, HandoffPolicy, OnFailure, Subagent, function_tool
-from janux.runtime.context import current_depth
+from janux.runtime._loop.context import current_depth
 from janux.runtime.testing import ScriptedModel, call_tools, delegate, fail, reply, tool_call, user_contains
 
 from .helpers import end_events, leaf, tool_results
@@ -129,7 +129,12 @@ async def test_depth_is_right_for_parallel_nested_delegation() -> None:
         policy=HandoffPolicy(max_depth=2),
     )
     top_model = ScriptedModel([call_tools(delegate("mid", "fan out")), reply("top done")])
-    top = Agent("top", model=top_model, subagents=[Subagent(agent=mid, max_turns=3)])
+    top = Agent(
+        "top",
+        model=top_model,
+        subagents=[Subagent(agent=mid, max_turns=3)],
+        policy=HandoffPolicy(max_depth=2),  # the entry caps the turn: depth 2 needs its consent too
+    )
     result = await top.run("go")
     assert sorted(depths) == [("x", 2), ("y", 2)]
     assert sorted(event["depth"] for event in end_events(result)) == [1, 2, 2]

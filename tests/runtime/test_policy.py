@@ -396,7 +396,7 @@ async def test_a_timeout_cancels_the_attempt_its_tools_and_nested_delegations_an
     provider = TracerProvider()
     provider.add_span_processor(spans)
     # Long enough for all three slow tools to start on a loaded machine; they would run 5 s.
-    parent, model = _parent(worker, HandoffPolicy(timeout_ms=200))
+    parent, model = _parent(worker, HandoffPolicy(timeout_ms=200, max_depth=2))
     result = await parent.run("go", tracer_provider=provider)
 
     # By the time the turn returns, every task inside the attempt has received its cancellation.

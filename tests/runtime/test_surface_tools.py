@@ -7,6 +7,7 @@ import json
 
 from janux.runtime import Agent, Subagent, ToolFilter, function_tool
 from janux.runtime.catalog import Role
+from janux.runtime.policy import PathRules
 from janux.runtime.testing import ScriptedModel, call_tools, delegate, reply, tool_call
 
 from .helpers import end_events, tool_results
@@ -158,6 +159,9 @@ def test_function_tool_schema_and_description() -> None:
     assert json.loads(json.dumps(lookup.parameters)) == lookup.parameters
 
 
+NO_RULES = PathRules()
+
+
 def test_surfaces_follow_the_filters_content_even_when_a_freed_filters_id_is_reused() -> None:
     # Callers built per request bring their own filters; a freed filter's id is soon handed to the
     # next one (CPython reuses the memory), and the cached surface must not outlive the filter.
@@ -170,12 +174,12 @@ def test_surfaces_follow_the_filters_content_even_when_a_freed_filters_id_is_reu
     worker = Agent("worker", tools=[read_a, write_a])
     for _ in range(20):
         reader = ToolFilter(exclude=["write_*"])
-        assert worker.surface(Role.SUBAGENT, (reader,)).names == {"read_a"}
+        assert worker.surface(Role.SUBAGENT, (reader,), NO_RULES, 1).names == {"read_a"}
         del reader
         gc.collect()
         writer = ToolFilter(include=["write_*"])
-        assert worker.surface(Role.SUBAGENT, (writer,)).names == {"write_a"}
+        assert worker.surface(Role.SUBAGENT, (writer,), NO_RULES, 1).names == {"write_a"}
     # Equal filters share one cached surface, so the cache stays as small as the distinct filters.
-    assert worker.surface(Role.SUBAGENT, (ToolFilter(include=["write_*"]),)) is worker.surface(
-        Role.SUBAGENT, (ToolFilter(include=["write_*"]),)
+    assert worker.surface(Role.SUBAGENT, (ToolFilter(include=["write_*"]),), NO_RULES, 1) is worker.surface(
+        Role.SUBAGENT, (ToolFilter(include=["write_*"]),), NO_RULES, 1
     )

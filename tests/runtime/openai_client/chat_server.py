@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,6 +22,10 @@ class Reply:
     status: int = 200
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
+    hang: bool = False
+    """Never answer: hold the request until the server shuts down (a client must time out)."""
+    cut_off: bool = False
+    """Announce the whole body, send half of it, then close the connection."""
 
 
 @dataclass(slots=True)
@@ -33,6 +38,8 @@ class Recorded:
     body: Any
     client_port: int
     """Source port of the connection: equal ports mean a reused (pooled) connection."""
+    at: float = 0.0
+    """`time.monotonic()` when the request arrived (the gap between two is a lower bound on a wait)."""
 
 
 def completion(
@@ -76,7 +83,8 @@ class ChatServer:
         self.requests: list[Recorded] = []
         self._replies: list[Reply] = []
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._released = threading.Event()
+        self._httpd = _QuietServer(("127.0.0.1", 0), self._handler_class())
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True)
 
     @property
@@ -95,6 +103,7 @@ class ChatServer:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        self._released.set()  # hanging requests give up
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
@@ -120,18 +129,37 @@ class ChatServer:
                 except ValueError:
                     body = raw
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                reply = server._next(Recorded("POST", self.path, headers, body, self.client_address[1]))
+                port = self.client_address[1]
+                self._answer(server._next(Recorded("POST", self.path, headers, body, port, time.monotonic())))
+
+            def _answer(self, reply: Reply) -> None:
+                if reply.hang:
+                    server._released.wait()
+                    self.close_connection = True
+                    return
                 self.send_response(reply.status)
                 for key, value in {"content-type": "application/json", **reply.headers}.items():
                     self.send_header(key, value)
                 self.send_header("content-length", str(len(reply.body)))
                 self.end_headers()
+                if reply.cut_off:
+                    self.wfile.write(reply.body[: len(reply.body) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
                 self.wfile.write(reply.body)
 
             def log_message(self, format: str, *args: Any) -> None:
                 """Keep test output quiet."""
 
         return Handler
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that gave up (timed out) leaves a broken socket behind: not worth a traceback."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Ignore a connection the client dropped."""
 
 
 def serve() -> Iterator[ChatServer]:

@@ -1,18 +1,25 @@
-"""Failures: retries with backoff, Retry-After, immediate 4xx, malformed bodies, the test guard."""
+"""Failures, through the `openai` client's transport: Retry-After, retries, timeouts, immediate
+4xx, malformed and streamed bodies, a body cut off, and the test guard.
+
+Waits are real (the `openai` client sleeps them), so the servers ask for short ones
+(`retry-after-ms`); a wait is checked as the gap between two requests the server received, a lower
+bound that load can only lengthen.
+"""
 
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
 from janux.runtime.model import Message, ModelError, ModelSettings
-from janux.runtime.openai_client import OpenAIChatModel, RealModelInTestError, RetryPolicy
+from janux.runtime.openai_client import OpenAIChatModel, RealModelInTestError
+from tests.support.paths import REPO_ROOT
 
 from .chat_server import ChatServer, Reply, completion, json_reply, wire_call
-from .conftest import SleepRecorder
 
 ModelFactory = Callable[..., OpenAIChatModel]
 HI = [Message(role="user", content="Hi")]
@@ -25,52 +32,54 @@ def rate_limited(headers: dict[str, str]) -> Reply:
     return json_reply(429, error, headers)
 
 
-async def test_429_then_success_honours_retry_after(
-    server: ChatServer, make_model: ModelFactory, sleeps: SleepRecorder
+def overloaded(status: int = 500) -> Reply:
+    """A 5xx asking for a short wait, so the retry comes quickly."""
+    return json_reply(status, {"error": {"message": "engine overloaded"}}, {"retry-after-ms": "10"})
+
+
+@pytest.mark.parametrize(("headers", "wait"), [({"retry-after-ms": "300"}, 0.3), ({"retry-after": "1"}, 1.0)])
+async def test_429_waits_out_retry_after_then_succeeds(
+    server: ChatServer, make_model: ModelFactory, headers: dict[str, str], wait: float
 ) -> None:
-    server.queue(
-        rate_limited({"retry-after": "3"}), rate_limited({"retry-after-ms": "250"}), completion("ok")
-    )
+    server.queue(rate_limited(headers), completion("ok"))
     response = await make_model().request(HI, [], NO_SETTINGS)
     assert response.text == "ok"
-    assert len(server.requests) == 3
-    assert sleeps.delays == [3.0, 0.25]
-    assert server.requests[0].body == server.requests[2].body  # the same request, resent
+    first, second = server.requests
+    assert second.at - first.at >= wait
+    assert first.body == second.body  # the same request, resent
 
 
-async def test_retry_after_longer_than_the_cap_fails_at_once(
-    server: ChatServer, make_model: ModelFactory, sleeps: SleepRecorder
+async def test_retry_after_longer_than_the_clients_cap_fails_at_once(
+    server: ChatServer, make_model: ModelFactory
 ) -> None:
     server.queue(rate_limited({"retry-after": "3600"}))
-    model = make_model(retry=RetryPolicy(max_attempts=5, max_retry_after=60))
-    with pytest.raises(ModelError, match=r"Rate limit reached.*3600s") as caught:
-        await model.request(HI, [], NO_SETTINGS)
+    with pytest.raises(ModelError, match=r"Rate limit reached.*Retry-After: 3600") as caught:
+        await make_model(max_retries=5).request(HI, [], NO_SETTINGS)
     assert caught.value.error_type == "rate_limited"
     assert caught.value.status_code == 429
-    assert len(server.requests) == 1 and sleeps.delays == []
+    assert len(server.requests) == 1
 
 
-async def test_500_until_attempts_run_out(
-    server: ChatServer, make_model: ModelFactory, sleeps: SleepRecorder
-) -> None:
-    server.queue(*[json_reply(500, {"error": {"message": "engine overloaded"}})] * 4)
-    model = make_model(retry=RetryPolicy(max_attempts=4, initial_delay=0.5, multiplier=2, jitter=0.25))
+async def test_500_then_success(server: ChatServer, make_model: ModelFactory) -> None:
+    server.queue(overloaded(), completion("recovered"))
+    assert (await make_model().request(HI, [], NO_SETTINGS)).text == "recovered"
+    # The retry is the `openai` client's own: it numbers its attempts on the wire.
+    assert [r.headers.get("x-stainless-retry-count") for r in server.requests] == ["0", "1"]
+
+
+async def test_500_until_retries_run_out(server: ChatServer, make_model: ModelFactory) -> None:
+    server.queue(*[overloaded()] * 3)
     with pytest.raises(ModelError) as caught:
-        await model.request(HI, [], NO_SETTINGS)
-    assert len(server.requests) == 4
+        await make_model(max_retries=2).request(HI, [], NO_SETTINGS)
+    assert len(server.requests) == 3
     assert caught.value.status_code == 500
     assert caught.value.error_type == "server_error"
-    assert "engine overloaded" in str(caught.value) and "gave up after 4 attempts" in str(caught.value)
-    # Exponential backoff with ±25 % jitter: 0.5, 1, 2 seconds before jitter.
-    assert len(sleeps.delays) == 3
-    for delay, base in zip(sleeps.delays, (0.5, 1.0, 2.0), strict=True):
-        assert base * 0.75 <= delay <= base * 1.25
-    assert len(set(sleeps.delays)) == 3
+    assert "openai returned HTTP 500: engine overloaded" in str(caught.value)
 
 
-async def test_502_then_success(server: ChatServer, make_model: ModelFactory) -> None:
-    server.queue(Reply(status=502, body=b"<html>Bad Gateway</html>", headers={"content-type": "text/html"}))
-    server.queue(completion("recovered"))
+async def test_502_html_then_success(server: ChatServer, make_model: ModelFactory) -> None:
+    html = {"content-type": "text/html", "retry-after-ms": "10"}
+    server.queue(Reply(status=502, body=b"<html>Bad Gateway</html>", headers=html), completion("recovered"))
     assert (await make_model().request(HI, [], NO_SETTINGS)).text == "recovered"
     assert len(server.requests) == 2
 
@@ -89,12 +98,7 @@ async def test_502_then_success(server: ChatServer, make_model: ModelFactory) ->
     ],
 )
 async def test_other_4xx_fail_at_once_with_the_provider_message(
-    server: ChatServer,
-    make_model: ModelFactory,
-    sleeps: SleepRecorder,
-    status: int,
-    body: object,
-    expected: str,
+    server: ChatServer, make_model: ModelFactory, status: int, body: object, expected: str
 ) -> None:
     server.queue(json_reply(status, body))
     with pytest.raises(ModelError) as caught:
@@ -102,7 +106,17 @@ async def test_other_4xx_fail_at_once_with_the_provider_message(
     assert caught.value.status_code == status
     assert caught.value.error_type == "bad_request"
     assert expected in str(caught.value) and f"HTTP {status}" in str(caught.value)
-    assert len(server.requests) == 1 and sleeps.delays == []
+    assert len(server.requests) == 1
+
+
+async def test_a_server_that_never_answers_times_out_each_attempt(
+    server: ChatServer, make_model: ModelFactory
+) -> None:
+    server.queue(Reply(hang=True), Reply(hang=True))
+    with pytest.raises(ModelError, match=r"no answer within 0\.2 s \(2 attempts\)") as caught:
+        await make_model(timeout=0.2, max_retries=1).request(HI, [], NO_SETTINGS)
+    assert caught.value.error_type == "connection_error" and caught.value.status_code is None
+    assert len(server.requests) == 2
 
 
 async def test_malformed_json_body(server: ChatServer, make_model: ModelFactory) -> None:
@@ -111,6 +125,33 @@ async def test_malformed_json_body(server: ChatServer, make_model: ModelFactory)
         await make_model().request(HI, [], NO_SETTINGS)
     assert caught.value.error_type == "bad_response"
     assert len(server.requests) == 1
+
+
+async def test_a_streamed_answer_although_stream_was_off_is_named(
+    server: ChatServer, make_model: ModelFactory
+) -> None:
+    chunk = b'data: {"choices": [{"delta": {"content": "Hel"}}]}\n\ndata: [DONE]\n\n'
+    server.queue(Reply(status=200, body=chunk, headers={"content-type": "text/event-stream"}))
+    with pytest.raises(ModelError, match=r"streamed its answer \(text/event-stream\)") as caught:
+        await make_model().request(HI, [], NO_SETTINGS)
+    assert caught.value.error_type == "bad_response"
+    assert server.requests[0].body["stream"] is False
+
+
+async def test_a_body_cut_off_mid_stream_is_retried(server: ChatServer, make_model: ModelFactory) -> None:
+    whole = completion("the whole answer")
+    server.queue(Reply(status=200, body=whole.body, cut_off=True), whole)
+    assert (await make_model().request(HI, [], NO_SETTINGS)).text == "the whole answer"
+    assert len(server.requests) == 2
+
+
+async def test_a_body_cut_off_every_time_is_a_connection_error(
+    server: ChatServer, make_model: ModelFactory
+) -> None:
+    server.queue(Reply(status=200, body=completion("x").body, cut_off=True))
+    with pytest.raises(ModelError, match="cannot reach") as caught:
+        await make_model(max_retries=0).request(HI, [], NO_SETTINGS)
+    assert caught.value.error_type == "connection_error"
 
 
 @pytest.mark.parametrize(
@@ -154,15 +195,12 @@ def closed_port() -> int:
     return port
 
 
-async def test_connection_refused_is_retried_then_reported(
-    make_model: ModelFactory, sleeps: SleepRecorder
-) -> None:
-    model = make_model(base_url=f"http://127.0.0.1:{closed_port()}/v1")
+async def test_connection_refused_is_reported(make_model: ModelFactory) -> None:
+    model = make_model(base_url=f"http://127.0.0.1:{closed_port()}/v1", max_retries=0)
     with pytest.raises(ModelError, match="cannot reach") as caught:
         await model.request(HI, [], NO_SETTINGS)
     assert caught.value.error_type == "connection_error"
     assert caught.value.status_code is None
-    assert len(sleeps.delays) == 2  # three attempts
 
 
 async def test_real_servers_are_refused_inside_tests(make_model: ModelFactory) -> None:
@@ -196,17 +234,13 @@ def test_missing_settings_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
     assert OpenAIChatModel("gpt-4o-mini").base_url == "https://api.openai.com/v1"
 
 
-@pytest.mark.parametrize(
-    ("field", "value"),
-    [("max_attempts", 0), ("initial_delay", -1), ("multiplier", 0.5), ("jitter", 2), ("max_retry_after", -1)],
-)
-def test_bad_retry_policy_names_the_field(field: str, value: float) -> None:
-    with pytest.raises(ValueError, match=field):
-        options: dict[str, Any] = {field: value}
-        RetryPolicy(**options)
+@pytest.mark.parametrize("value", [-1, 1.5, True, None])
+def test_bad_max_retries_is_named(value: object) -> None:
+    with pytest.raises(ValueError, match="max_retries"):
+        OpenAIChatModel("m", base_url="http://127.0.0.1:1/v1", max_retries=value)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("url", ["localhost:11434/v1", "ftp://example.com/v1", "http://"])
+@pytest.mark.parametrize("url", ["localhost:11434/v1", "ftp://example.com/v1", "http://", "http://[::1/v1"])
 def test_bad_base_url_is_named(url: str) -> None:
     with pytest.raises(ValueError, match="base_url"):
         OpenAIChatModel("m", base_url=url)
@@ -219,9 +253,28 @@ def test_bad_timeout_is_named() -> None:
 
 @pytest.mark.parametrize("value", ["nan", "inf", "soon", "-5"])
 async def test_odd_retry_after_values_fall_back_to_backoff(
-    server: ChatServer, make_model: ModelFactory, sleeps: SleepRecorder, value: str
+    server: ChatServer, make_model: ModelFactory, value: str
 ) -> None:
     server.queue(rate_limited({"retry-after": value}), completion("ok"))
     assert (await make_model().request(HI, [], NO_SETTINGS)).text == "ok"
-    [delay] = sleeps.delays
-    assert delay == 0.0 if value == "-5" else 0.375 <= delay <= 0.625
+    assert len(server.requests) == 2
+
+
+_WITHOUT_OPENAI = """
+import sys
+sys.modules["openai"] = None  # as if the janux[openai] extra were not installed
+import janux.runtime, janux.runtime.openai_client
+from janux.runtime.openai_client import OpenAIChatModel
+try:
+    OpenAIChatModel("m", base_url="http://127.0.0.1:1/v1")
+except ImportError as exc:
+    print(exc)
+"""
+
+
+def test_the_runtime_imports_without_openai_and_the_client_names_the_extra() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_OPENAI], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "needs the openai package: pip install 'janux[openai]'" in done.stdout

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Callable
 
-import httpx
+import httpx2
 import pytest
 
 from janux.runtime.model import Message, Model, ModelError, ModelSettings, ModelUsage, ToolCall, ToolSpec
@@ -272,9 +273,36 @@ async def test_concurrent_rounds_share_one_model(server: ChatServer, make_model:
 def test_the_pool_closes_with_its_event_loop(server: ChatServer, make_model: ModelFactory) -> None:
     server.queue(completion("ok"))
 
-    async def one_round() -> httpx.AsyncClient:
+    async def one_round() -> httpx2.AsyncClient:
         await make_model().request([Message(role="user", content="Hi")], [], NO_SETTINGS)
         return await shared_http_client()  # the model is garbage by now; its pool must not leak
 
     pool = asyncio.run(one_round())
     assert pool.is_closed
+
+
+ODD_NAMES = [
+    "delegate.Fact Checker",
+    "handoff.billing",
+    "ünïcode tool",
+    "__2e__",  # looks like an escape already
+    "delegate." + "very_long_specialist_name_" * 4,  # past the 64-character limit
+    "a/b:c",
+]
+
+
+async def test_tool_calls_with_odd_names_round_trip_over_the_wire(
+    server: ChatServer, make_model: ModelFactory
+) -> None:
+    specs = [ToolSpec(name, "Odd.", {"type": "object"}) for name in ODD_NAMES]
+    server.queue(completion("first"))
+    model = make_model()
+    await model.request([Message(role="user", content="go")], specs, NO_SETTINGS)
+    wire_names = [tool["function"]["name"] for tool in server.requests[0].body["tools"]]
+    assert all(re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", wire) for wire in wire_names)
+    assert len(set(wire_names)) == len(ODD_NAMES)
+    calls = [wire_call(f"c{i}", wire, json.dumps({"i": i})) for i, wire in enumerate(wire_names)]
+    server.queue(completion(None, tool_calls=calls, finish_reason="tool_calls"))
+    response = await model.request([Message(role="user", content="go")], specs, NO_SETTINGS)
+    assert [call.name for call in response.tool_calls] == ODD_NAMES
+    assert [json.loads(call.arguments)["i"] for call in response.tool_calls] == list(range(len(ODD_NAMES)))

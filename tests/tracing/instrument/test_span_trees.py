@@ -373,7 +373,8 @@ async def test_nested_delegation_at_depth_2(traced: Traced) -> None:
         policy=HandoffPolicy(max_depth=2),
         cost=Cost(input=2, output=2),
     )
-    await _run(traced, _parent(Subagent(agent=mid, max_turns=3)))
+    # The entry agent caps the whole turn: depth 2 needs its max_depth=2 as well as the researcher's.
+    await _run(traced, _parent(Subagent(agent=mid, max_turns=3), policy=HandoffPolicy(max_depth=2)))
     inner = handoff_tool(
         Handoff("call_1", c.KIND_DELEGATE, "delegate.fact_checker", "fact_checker", 2, c.STATUS_COMPLETED, 1),
         children=[

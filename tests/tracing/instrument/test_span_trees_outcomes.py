@@ -256,7 +256,8 @@ async def test_cancelling_parallel_nested_delegations_pairs_every_handoff(traced
         subagents=[Subagent(agent=leaf, max_turns=1)],
         policy=HandoffPolicy(max_depth=2),
     )
-    task = asyncio.create_task(_run(traced, _parent(Subagent(agent=mid, max_turns=2))))
+    parent = _parent(Subagent(agent=mid, max_turns=2), policy=HandoffPolicy(max_depth=2))
+    task = asyncio.create_task(_run(traced, parent))
     await asyncio.sleep(0.05)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

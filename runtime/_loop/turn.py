@@ -9,15 +9,23 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from opentelemetry.trace import Span
 
+from janux.runtime._loop.context import (
+    ActiveAgent,
+    End,
+    LoopContext,
+    TurnContext,
+    enter_depth,
+    leave_depth,
+)
+from janux.runtime._loop.handoff import transfer_price
+from janux.runtime._loop.loop import Step, run_loop
+from janux.runtime.agent_core import AgentCore
 from janux.runtime.catalog import Role
-from janux.runtime.context import ActiveAgent, LoopContext, TurnContext, enter_depth, leave_depth
 from janux.runtime.deadline import cancel_reason
 from janux.runtime.errors import GuardrailRefused, ModelUnavailableError, error_type_of
-from janux.runtime.loop import End, Step, run_loop
 from janux.runtime.messages import system, text_only, user
 from janux.runtime.model import Model
 from janux.runtime.model_registry import resolve_model
@@ -27,12 +35,9 @@ from janux.runtime.threads import ThreadState
 from janux.runtime.usage import Usage, UsageLimits
 from janux.tracing.instrument.run import RunInstrumentation, trace_id_hex
 
-if TYPE_CHECKING:
-    from janux.runtime.agent import Agent
-
 
 async def run_turn(
-    entry: Agent,
+    entry: AgentCore,
     input: str,
     *,
     thread_id: str | None,
@@ -46,7 +51,7 @@ async def run_turn(
     state = await entry.threads.load(thread)
     holder_name = start_as or (state.agent if state is not None else None) or entry.name
     span = obs.start_turn(holder_name, thread)
-    turn = TurnContext(obs=obs, entry=entry, thread_id=thread, models=models)
+    turn = TurnContext(obs=obs, run_loop=run_loop, entry=entry, thread_id=thread, input=input, models=models)
     depth_token = enter_depth(0)
     loop: LoopContext | None = None
     try:
@@ -55,6 +60,8 @@ async def run_turn(
         await entry.threads.save(thread, ThreadState(loop.active.agent.name, text_only(loop.messages)))
     except BaseException as exc:
         _close_failed(turn, span, loop, exc)
+        # A failed turn's delegations stay reachable: `errors.handoff_events_of(exc)`.
+        exc.handoff_events = list(turn.events)  # type: ignore[attr-defined]
         raise
     finally:
         leave_depth(depth_token)
@@ -76,7 +83,7 @@ async def _open_loop(
     return LoopContext(turn=turn, active=active, messages=messages, span=span, depth=0)
 
 
-def holder_active(turn: TurnContext, holder: Agent) -> ActiveAgent:
+def holder_active(turn: TurnContext, holder: AgentCore) -> ActiveAgent:
     """The agent that starts the turn: the entry agent, or (on a later turn) a transfer target."""
     entry = turn.entry
     entry_model = resolve_model(entry.model, turn.models, None)
@@ -84,8 +91,13 @@ def holder_active(turn: TurnContext, holder: Agent) -> ActiveAgent:
     if model is None:
         declared = holder.model if holder.model is not None else entry.model
         raise ModelUnavailableError(f"agent {holder.name!r}: model {declared!r} does not resolve")
-    role = Role.ENTRY if holder is entry else Role.TARGET
-    return ActiveAgent.of(holder, model, role, UsageLimits(max_turns=holder.max_turns))
+    limits = UsageLimits(max_turns=holder.max_turns)
+    if holder is entry:
+        return ActiveAgent.of(holder, model, Role.ENTRY, limits, depth=0, price=holder.price)
+    # A target holding the thread answers as it did after the transfer: on the entry agent's model
+    # and price when it has neither of its own.
+    price = transfer_price(holder, entry.price)
+    return ActiveAgent.of(holder, model, Role.TARGET, limits, depth=0, price=price)
 
 
 def _close_failed(turn: TurnContext, span: Span, loop: LoopContext | None, exc: BaseException) -> None:

@@ -3,11 +3,13 @@
 The same `HandoffEvent` feeds three places: the span events of the tool span (through
 `janux.tracing.instrument.run`), the turn's event list (`RunResult.handoff_events`) and the listeners
 registered on the calling agent (and on the turn's entry agent, which hears every delegation of
-the turn, nested ones included). Listener exceptions are logged and never reach the run.
+the turn, nested ones included). An async listener is awaited; listener exceptions are logged and
+never reach the run.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 import uuid
@@ -16,7 +18,8 @@ from typing import Any
 
 from opentelemetry.trace import Span
 
-from janux.runtime.context import LoopContext
+from janux.runtime._loop.context import LoopContext
+from janux.runtime.handoff_record import HandoffRecord, listener_form
 from janux.runtime.model import ToolCall
 from janux.tracing.conventions import EVENT_HANDOFF_END, EVENT_HANDOFF_START, STATUS_STARTING
 
@@ -58,25 +61,24 @@ class HandoffEvent:
     started: float = field(default_factory=time.perf_counter)
     """Monotonic start, for `duration_ms`."""
 
-    def as_dict(self, event: str) -> dict[str, Any]:
-        """The listener form (camelCase keys, as the events are documented)."""
-        return {
-            "event": event,
-            "handoffId": self.id,
-            "callId": self.call_id,
-            "kind": self.kind,
-            "tool": self.tool,
-            "subagent": self.target,
-            "status": self.status,
-            "depth": self.depth,
-            "sessionMode": self.session_mode,
-            "attempts": self.attempts,
-            "durationMillis": self.duration_ms,
-            "output": self.output,
-            "error": self.error,
-            "denyReason": self.deny_reason,
-            "stopReason": self.stop_reason,
-        }
+    def record(self) -> HandoffRecord:
+        """What is known now, frozen."""
+        return HandoffRecord(
+            id=self.id,
+            call_id=self.call_id,
+            kind=self.kind,
+            tool=self.tool,
+            target=self.target,
+            status=self.status,
+            depth=self.depth,
+            session_mode=self.session_mode,
+            attempts=self.attempts,
+            duration_ms=self.duration_ms,
+            error=self.error,
+            deny_reason=self.deny_reason,
+            stop_reason=self.stop_reason,
+            output=self.output,
+        )
 
 
 def start_tool_span(loop: LoopContext, call: ToolCall, tool_type: str) -> Span:
@@ -86,7 +88,7 @@ def start_tool_span(loop: LoopContext, call: ToolCall, tool_type: str) -> Span:
     )
 
 
-def open_handoff(
+async def open_handoff(
     loop: LoopContext,
     call: ToolCall,
     *,
@@ -101,30 +103,31 @@ def open_handoff(
     event = HandoffEvent(
         call_id=call.id, kind=kind, tool=call.name, target=target, depth=depth, session_mode=session_mode
     )
-    emit_start(loop, span, event)
+    loop.turn.obs.handoff_start(span, event)
+    await _deliver(loop, listener_form(EVENT_HANDOFF_START, event))
     return span, event
 
 
-def emit_start(loop: LoopContext, span: Span, event: HandoffEvent) -> None:
-    """HANDOFF_START on the tool span, in the turn's list and to the caller's listeners."""
-    loop.turn.obs.handoff_start(span, event)
-    _deliver(loop, event.as_dict(EVENT_HANDOFF_START))
+async def emit_end(loop: LoopContext, span: Span, event: HandoffEvent) -> None:
+    """HANDOFF_END (duration filled in here) everywhere HANDOFF_START went.
 
-
-def emit_end(loop: LoopContext, span: Span, event: HandoffEvent) -> None:
-    """HANDOFF_END (duration filled in here) everywhere HANDOFF_START went."""
+    The span event comes first: if a listener is still being awaited when the work is cancelled,
+    the trace already holds the pair.
+    """
     event.duration_ms = round((time.perf_counter() - event.started) * 1000, 3)
     loop.turn.obs.handoff_end(span, event)
-    _deliver(loop, event.as_dict(EVENT_HANDOFF_END))
+    await _deliver(loop, listener_form(EVENT_HANDOFF_END, event))
 
 
-def _deliver(loop: LoopContext, payload: dict[str, Any]) -> None:
+async def _deliver(loop: LoopContext, payload: dict[str, Any]) -> None:
     loop.turn.events.append(payload)
     caller = loop.active.agent
     entry = loop.turn.entry
     listeners = caller.listeners if entry is caller else (*caller.listeners, *entry.listeners)
     for listener in listeners:
         try:
-            listener(payload)
+            outcome = listener(payload)
+            if inspect.isawaitable(outcome):
+                await outcome
         except Exception as exc:  # a listener must never break the run
             _log.warning("handoff listener %r raised %r; ignored", listener, exc)

@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 
 from opentelemetry.trace import Span
 
-import janux.runtime.loop as loop_module
-from janux.runtime.context import ActiveAgent, LoopContext, enter_depth, leave_depth
-from janux.runtime.deadline import cancel_reason, run_with_deadline
+from janux.runtime._loop.context import ActiveAgent, LoopContext, enter_depth, leave_depth
+from janux.runtime._loop.events import HandoffEvent
+from janux.runtime.deadline import being_cancelled, cancel_reason, run_with_deadline
 from janux.runtime.definitions import HandoffPolicy, Subagent
-from janux.runtime.errors import CODE_TIMEOUT, DeadlineExceeded, error_type_of
-from janux.runtime.events import HandoffEvent
+from janux.runtime.errors import CODE_TIMEOUT, DeadlineExceeded, HandoffError, error_type_of
 from janux.runtime.messages import system, user
 from janux.runtime.model import Message, ToolCall
+from janux.runtime.tool_arguments import DelegateArguments
 from janux.tracing.conventions import ERROR_TIMEOUT, STOP_MAX_TIME
 
 
@@ -42,12 +42,14 @@ class Delegation:
     """The `execute_tool` span, parent of every attempt span."""
     attempts: int = 0
     """Attempts started so far."""
+    arguments: DelegateArguments | None = None
+    """The call's checked arguments (`None` until checked)."""
     started: float = field(default_factory=time.perf_counter)
     """Monotonic start, for the `max_ms` budget."""
 
     @property
     def policy(self) -> HandoffPolicy:
-        """The caller's HandoffPolicy."""
+        """The caller's own HandoffPolicy (retries, timeout, filter, what to do on a refusal)."""
         return self.caller.active.agent.policy
 
     def remaining_ms(self) -> float | None:
@@ -123,8 +125,12 @@ async def run_attempts(
 
 async def run_attempt(
     d: Delegation, active: ActiveAgent, history: list[Message], task: str, number: int
-) -> AttemptEnd | Exception:
-    """One attempt in its own `invoke_agent` span; a failure is returned, cancellation re-raised."""
+) -> AttemptEnd | BaseException:
+    """One attempt in its own `invoke_agent` span; a failure is returned, cancellation re-raised.
+
+    A `CancelledError` while the attempt is not being cancelled came from something the subagent
+    awaited (a model client, a tool's dependency): the attempt failed, the turn goes on.
+    """
     obs = d.caller.turn.obs
     sub = d.subagent
     depth = d.event.depth
@@ -140,13 +146,19 @@ async def run_attempt(
     loop = LoopContext(turn=d.caller.turn, active=active, messages=messages, span=span, depth=depth)
     token = enter_depth(depth)
     try:
-        end = await loop_module.run_loop(loop)
-    except asyncio.CancelledError:
+        end = await loop.turn.run_loop(loop)
+    except asyncio.CancelledError as exc:
+        if not being_cancelled():
+            obs.end_agent(span, loop.usage, error_type=error_type_of(exc), error_message="CancelledError")
+            return exc
         reason = cancel_reason()
         if reason == STOP_MAX_TIME:  # a budget cut, not a failure of the attempt itself
             obs.end_agent(span, loop.usage, stop_reason=STOP_MAX_TIME)
         else:
             obs.end_agent(span, loop.usage, error_type=reason, error_message=f"attempt cancelled: {reason}")
+        raise
+    except HandoffError as stop:  # a stop of the whole turn, never a failed (retried) attempt
+        obs.end_agent(span, loop.usage, error_type=stop.error_type, error_message=str(stop))
         raise
     except Exception as exc:
         obs.end_agent(span, loop.usage, error_type=error_type_of(exc), error_message=str(exc))

@@ -1,7 +1,7 @@
 """Tool execution: the fork-join over one round's tool calls, and the primary (function) executor.
 
 Every call gets an `execute_tool` span. Delegate and handoff calls go to the governance wrapper
-(`janux.runtime.delegation`, `janux.runtime.handoff`); plain function tools pass straight through here and are
+(`delegation`, `handoff` of this package); plain function tools pass straight through here and are
 never touched by the policy. A call outside the loop's surface is refused with `tool_forbidden`
 and never executed; malformed arguments and tool exceptions become tool results the model reads.
 """
@@ -10,61 +10,69 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import Any
 
+from janux.runtime._loop.context import LoopContext
+from janux.runtime._loop.delegation import run_delegation
+from janux.runtime._loop.events import start_tool_span
+from janux.runtime._loop.handoff import run_transfer
+from janux.runtime._loop.primary import invoke_tool
 from janux.runtime.catalog import ToolEntry, tool_error
-from janux.runtime.context import LoopContext
-from janux.runtime.deadline import cancel_reason
-from janux.runtime.delegation import run_delegation
+from janux.runtime.deadline import cancel_and_wait, cancel_reason
 from janux.runtime.errors import CODE_TOOL_FORBIDDEN, CODE_UNKNOWN_TOOL
-from janux.runtime.events import start_tool_span
-from janux.runtime.handoff import run_transfer
 from janux.runtime.model import Message, ToolCall
-from janux.runtime.primary import invoke_tool
 from janux.tracing.conventions import TOOL_TYPE_DELEGATE, TOOL_TYPE_FUNCTION, TOOL_TYPE_HANDOFF
 
 
 async def execute_calls(loop: LoopContext, calls: Sequence[ToolCall]) -> list[Message]:
-    """Run one round's tool calls (in parallel when allowed) and return results in call order."""
-    first_handoff = _first_handoff_index(loop, calls)
+    """Run one round's tool calls (in parallel when allowed) and return results in call order.
+
+    Handoff calls are decided one after the other in call order, so the first one that can transfer
+    is the one that does, whatever the timing of the calls around it.
+    """
     if len(calls) > 1 and loop.active.agent.parallel_tool_calls:
-        tasks = [
-            asyncio.create_task(execute_call(loop, call, index == first_handoff))
-            for index, call in enumerate(calls)
-        ]
-        try:
-            results = await asyncio.gather(*tasks)
-        except Exception:
-            # execute_call turns every tool failure into a result, so this is a bug: never leave
-            # sibling calls running (and their spans open) behind the exception.
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+        results = await _fork_join(loop, calls)
     else:
-        results = [await execute_call(loop, call, index == first_handoff) for index, call in enumerate(calls)]
+        results = [await execute_call(loop, call) for call in calls]
     return [
         Message("tool", result, tool_call_id=call.id, name=call.name)
         for call, result in zip(calls, results, strict=True)
     ]
 
 
-def _first_handoff_index(loop: LoopContext, calls: Sequence[ToolCall]) -> int:
-    """Index of the call that may transfer (the turn's first handoff call on the surface), or -1.
-
-    Handoff calls outside the surface do not count: they are refused with `tool_forbidden`.
-    """
-    if loop.turn.transfer_taken:
-        return -1
+async def _fork_join(loop: LoopContext, calls: Sequence[ToolCall]) -> list[str]:
     catalog = loop.active.agent.catalog
-    surface = loop.active.surface.names
-    for index, call in enumerate(calls):
-        entry = catalog.get(call.name)
-        if entry is not None and entry.kind == TOOL_TYPE_HANDOFF and call.name in surface:
-            return index
-    return -1
+    transfers = [i for i, call in enumerate(calls) if _kind(catalog, call) == TOOL_TYPE_HANDOFF]
+    others = [i for i in range(len(calls)) if i not in transfers]
+    singles = [asyncio.create_task(execute_call(loop, calls[i])) for i in others]
+    ordered = asyncio.create_task(_in_order(loop, [calls[i] for i in transfers])) if transfers else None
+    tasks: list[asyncio.Task[Any]] = [*singles, *([ordered] if ordered is not None else [])]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        # A cancellation of the round, a stop (OnFailure.RAISE) or a bug: whatever ends the round,
+        # no sibling call may keep running (or keep its spans open) behind it.
+        await cancel_and_wait(tasks)
+        raise
+    results = [""] * len(calls)
+    for index, task in zip(others, singles, strict=True):
+        results[index] = task.result()
+    if ordered is not None:
+        for index, result in zip(transfers, ordered.result(), strict=True):
+            results[index] = result
+    return results
 
 
-async def execute_call(loop: LoopContext, call: ToolCall, may_transfer: bool) -> str:
+async def _in_order(loop: LoopContext, calls: Sequence[ToolCall]) -> list[str]:
+    return [await execute_call(loop, call) for call in calls]
+
+
+def _kind(catalog: dict[str, ToolEntry], call: ToolCall) -> str | None:
+    entry = catalog.get(call.name)
+    return entry.kind if entry is not None else None
+
+
+async def execute_call(loop: LoopContext, call: ToolCall) -> str:
     """Run one tool call and return the text the model reads."""
     entry = loop.active.agent.catalog.get(call.name)
     if entry is None:
@@ -72,7 +80,7 @@ async def execute_call(loop: LoopContext, call: ToolCall, may_transfer: bool) ->
     if entry.kind == TOOL_TYPE_DELEGATE:
         return await run_delegation(loop, call, entry)
     if entry.kind == TOOL_TYPE_HANDOFF:
-        return await run_transfer(loop, call, entry, may_transfer)
+        return await run_transfer(loop, call, entry)
     if call.name not in loop.active.surface.names:
         return _refuse(loop, call, CODE_TOOL_FORBIDDEN, f"{call.name!r} is outside this agent's tool surface")
     return await run_function(loop, call, entry)

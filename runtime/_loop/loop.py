@@ -13,23 +13,13 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from janux.runtime.context import LoopContext
-from janux.runtime.deadline import cancel_reason
+from janux.runtime._loop.context import End, LoopContext
+from janux.runtime._loop.executor import execute_calls
+from janux.runtime._loop.handoff import apply_transfer
+from janux.runtime.deadline import being_cancelled, cancel_reason
 from janux.runtime.errors import error_type_of
-from janux.runtime.executor import execute_calls
-from janux.runtime.handoff import apply_transfer
 from janux.runtime.messages import messages_json
 from janux.runtime.model import Message, ModelResponse
-
-
-@dataclass(slots=True, frozen=True)
-class End:
-    """The loop is over: the final text, or the budget line that cut it."""
-
-    text: str
-    """Final answer (or the last text seen when cut)."""
-    stop_reason: str | None = None
-    """`max_turns` / `max_tokens` when a budget line cut the loop."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -52,8 +42,8 @@ class ModelRequest:
         token = obs.activate(op.span)
         try:
             response = await model.request(loop.messages, active.surface.specs, active.settings)
-        except asyncio.CancelledError:
-            obs.fail_chat(op, cancel_reason())
+        except asyncio.CancelledError as exc:
+            obs.fail_chat(op, cancel_reason() if being_cancelled() else error_type_of(exc))
             raise
         except Exception as exc:
             obs.fail_chat(op, error_type_of(exc), str(exc))

@@ -8,20 +8,19 @@ both and each delegated loop runs at depth 2, whatever the interleaving.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from opentelemetry.trace import Span
 
+from janux.runtime.agent_core import AgentCore
 from janux.runtime.catalog import Role, Surface
 from janux.runtime.definitions import ToolFilter
 from janux.runtime.model import Message, Model, ModelSettings
+from janux.runtime.policy import PathRules
 from janux.runtime.usage import Price, Usage, UsageLimits
 from janux.tracing.instrument.run import RunInstrumentation
-
-if TYPE_CHECKING:
-    from janux.runtime.agent import Agent
 
 _DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("janux_depth", default=0)
 
@@ -41,16 +40,35 @@ def leave_depth(token: contextvars.Token[int]) -> None:
     _DEPTH.reset(token)
 
 
+@dataclass(slots=True, frozen=True)
+class End:
+    """A loop is over: the final text, or the budget line that cut it."""
+
+    text: str
+    """Final answer (or the last text seen when cut)."""
+    stop_reason: str | None = None
+    """`max_turns` / `max_tokens` when a budget line cut the loop."""
+
+
+RunLoop = Callable[["LoopContext"], Awaitable[End]]
+"""Runs one agent loop to its end (`janux.runtime._loop.loop.run_loop`)."""
+
+
 @dataclass(slots=True, eq=False)
 class TurnContext:
     """Shared by every loop of one user turn (root loop and all delegations)."""
 
     obs: RunInstrumentation
     """This run's instrumentation."""
-    entry: Agent
+    run_loop: RunLoop
+    """How a delegation attempt runs its subagent's loop: handed down by the turn, so the steps
+    below the loop never import it back."""
+    entry: AgentCore
     """The agent `run` was called on (owns sessions and the thread store)."""
     thread_id: str
     """Conversation id of the turn."""
+    input: str
+    """The user's input of the turn (a transfer target's guardrails check it)."""
     models: Mapping[str, Model]
     """Registry resolving agents whose `model` is a name."""
     bill: Usage = field(default_factory=Usage)
@@ -58,14 +76,14 @@ class TurnContext:
     events: list[dict[str, Any]] = field(default_factory=list)
     """HANDOFF_START / HANDOFF_END dicts in emission order."""
     transfer_taken: bool = False
-    """Set by the first handoff call of the turn; later ones are ignored."""
+    """Set when a transfer of the turn happened (a refused handoff call never sets it)."""
 
 
 @dataclass(slots=True, eq=False)
 class ActiveAgent:
-    """An agent as one loop runs it: resolved model, prompt, surface, price and budget."""
+    """An agent as one loop runs it: resolved model, prompt, surface, price, budget and rules."""
 
-    agent: Agent
+    agent: AgentCore
     """The agent definition."""
     model: Model
     """The resolved model."""
@@ -75,8 +93,10 @@ class ActiveAgent:
     """Which part of the catalog the loop may use."""
     filters: tuple[ToolFilter, ...]
     """Tool filters in force (callers' and own)."""
+    rules: PathRules
+    """Deny rules in force (every enabled policy from the turn's entry agent down to this one)."""
     surface: Surface
-    """Tools shown and allowed."""
+    """Tools allowed, and those shown."""
     price: Price | None
     """Price of the agent's rounds; `None` = unpriced."""
     limits: UsageLimits
@@ -87,25 +107,32 @@ class ActiveAgent:
     @classmethod
     def of(
         cls,
-        agent: Agent,
+        agent: AgentCore,
         model: Model,
         role: Role,
         limits: UsageLimits,
         *,
-        inherited: tuple[ToolFilter, ...] = (),
+        depth: int,
+        price: Price | None,
+        inherited: ActiveAgent | None = None,
         system: str | None = None,
     ) -> ActiveAgent:
-        """`agent` run in `role`: its own price and settings, its filter after the `inherited` ones,
-        and its instructions as the system prompt unless `system` replaces them."""
-        filters = inherited + ((agent.tool_filter,) if agent.tool_filter is not None else ())
+        """`agent` run in `role` at `depth`: its filter and policy after those it `inherited` from its
+        caller's loop, its settings, and its instructions as the system prompt unless `system`
+        replaces them."""
+        filters = inherited.filters if inherited is not None else ()
+        if agent.tool_filter is not None:
+            filters = (*filters, agent.tool_filter)
+        rules = inherited.rules.tightened_by(agent.policy) if inherited is not None else agent.rules
         return cls(
             agent=agent,
             model=model,
             system=agent.instructions if system is None else system,
             role=role,
             filters=filters,
-            surface=agent.surface(role, filters),
-            price=agent.price,
+            rules=rules,
+            surface=agent.surface(role, filters, rules, depth),
+            price=price,
             limits=limits,
             settings=agent.settings,
         )
@@ -115,7 +142,7 @@ class ActiveAgent:
 class Transfer:
     """A transfer accepted by a handoff call, applied after the round's tool calls finish."""
 
-    target: Agent
+    target: AgentCore
     """The agent taking over."""
     model: Model
     """The model it answers with."""

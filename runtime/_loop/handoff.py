@@ -1,0 +1,202 @@
+"""Handoffs: transferring the conversation to a specialist for the rest of the turn.
+
+A `handoff.<name>` call is checked in this order: the tool surface, its arguments, whether the
+turn already transferred, the deny rules of the caller's path, the target's model, the target's
+input guardrails (on the turn's input, which the target will answer). Only a transfer that
+happens uses up the turn's one transfer; a refused call leaves it free. After the round's tool
+calls finish, `apply_transfer` keeps user and assistant text, drops tool results and tool-call
+scaffolding, and swaps the system prompt (target instructions plus a transfer note), the tool
+surface (the target's own filter), the model and the price.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass
+
+from opentelemetry.trace import Span
+
+from janux.runtime._loop.context import ActiveAgent, LoopContext, Transfer, current_depth
+from janux.runtime._loop.events import HandoffEvent, emit_end, open_handoff
+from janux.runtime.agent_core import AgentCore, core_of
+from janux.runtime.catalog import Role, ToolEntry
+from janux.runtime.deadline import being_cancelled, cancel_reason
+from janux.runtime.definitions import OnFailure
+from janux.runtime.errors import (
+    CODE_CANCELLED,
+    CODE_GUARDRAIL,
+    CODE_HANDOFF_DENIED,
+    CODE_HANDOFF_IGNORED,
+    CODE_HANDOFF_MODEL_UNAVAILABLE,
+    CODE_INVALID_ARGUMENTS,
+    CODE_TOOL_FORBIDDEN,
+    HandoffError,
+    error_type_of,
+)
+from janux.runtime.messages import system, text_only, transfer_note
+from janux.runtime.model import Model, ToolCall
+from janux.runtime.model_registry import resolve_model
+from janux.runtime.policy import HandoffDenied, first_refusal
+from janux.runtime.tool_arguments import ToolArgumentsError, parse_handoff_reason
+from janux.runtime.usage import Price, UsageLimits
+from janux.tracing.conventions import (
+    DENY_GUARDRAIL,
+    DENY_TOOL_FORBIDDEN,
+    KIND_TRANSFER,
+    SESSION_REUSE,
+    STATUS_COMPLETED,
+    STATUS_DENIED,
+    STATUS_FAILED,
+    TOOL_TYPE_HANDOFF,
+)
+
+_log = logging.getLogger("janux.runtime")
+
+
+@dataclass(slots=True, frozen=True)
+class _Decision:
+    status: str
+    error: str | None = None
+    code: str | None = None
+    deny_reason: str | None = None
+
+
+async def run_transfer(loop: LoopContext, call: ToolCall, entry: ToolEntry) -> str:
+    """Run one handoff call inside its `execute_tool` span, HANDOFF events always paired."""
+    assert entry.handoff is not None
+    target = core_of(entry.handoff.agent)
+    # The target takes over this same loop (and its history), so it runs at the caller's depth.
+    span, event = await open_handoff(
+        loop,
+        call,
+        tool_type=TOOL_TYPE_HANDOFF,
+        kind=KIND_TRANSFER,
+        target=target.name,
+        depth=current_depth(),
+        session_mode=SESSION_REUSE,
+    )
+    try:
+        decision = await _decide(loop, call, entry, event.depth)
+    except asyncio.CancelledError as exc:
+        if not being_cancelled():  # raised by something a hook awaited: this handoff's failure
+            decision = _unexpected(call, exc)
+        else:
+            reason = cancel_reason()
+            detail = CODE_CANCELLED if reason == CODE_CANCELLED else f"{CODE_CANCELLED} ({reason})"
+            await _close(loop, span, event, _Decision(STATUS_FAILED, detail, reason), call)
+            raise
+    except Exception as exc:
+        decision = _unexpected(call, exc)
+    result = await _close(loop, span, event, decision, call)
+    if _stops(loop, decision):
+        raise HandoffError(event.record())
+    return result
+
+
+def _unexpected(call: ToolCall, exc: BaseException) -> _Decision:
+    # Every expected refusal is a decision; anything else (a user guardrail, a lazily built model
+    # registry) fails this handoff only, and never leaves HANDOFF_START unpaired.
+    _log.warning("handoff %s failed unexpectedly: %r", call.name, exc)
+    detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return _Decision(STATUS_FAILED, detail, error_type_of(exc))
+
+
+async def _close(
+    loop: LoopContext, span: Span, event: HandoffEvent, decision: _Decision, call: ToolCall
+) -> str:
+    """HANDOFF_END, then the end of the tool span; returns the tool result."""
+    event.status = decision.status
+    event.attempts = 1 if decision.status == STATUS_COMPLETED else 0
+    event.error = decision.error
+    event.deny_reason = decision.deny_reason
+    await emit_end(loop, span, event)
+    if decision.code is None:
+        result = json.dumps({"handoff": event.target, "status": "transferred"})
+    else:
+        result = json.dumps(
+            {"handoff": event.target, "tool": call.name, "error": decision.code, "detail": decision.error},
+            ensure_ascii=False,
+        )
+    obs = loop.turn.obs
+    obs.end_tool(span, result=result, error_type=decision.code, error_message=decision.error, handoff=event)
+    return result
+
+
+def _stops(loop: LoopContext, decision: _Decision) -> bool:
+    """Whether the caller's policy stops the turn on this refusal (`OnFailure.RAISE`).
+
+    Malformed arguments and a handoff ignored after the turn's transfer are the model's slips it can
+    read and correct, never a stop.
+    """
+    policy = loop.active.agent.policy
+    if decision.status == STATUS_DENIED:
+        return policy.on_denied is OnFailure.RAISE
+    if decision.code in (CODE_INVALID_ARGUMENTS, CODE_HANDOFF_IGNORED):
+        return False
+    return decision.status == STATUS_FAILED and policy.on_error is OnFailure.RAISE
+
+
+async def _decide(loop: LoopContext, call: ToolCall, entry: ToolEntry, depth: int) -> _Decision:
+    """Whether this handoff call transfers; on success the transfer is queued on the loop."""
+    assert entry.handoff is not None
+    target = core_of(entry.handoff.agent)
+    # A call this loop may not make at all (a subagent's or a target's, or one its filter hides).
+    if call.name not in loop.active.surface.names:
+        detail = f"{call.name!r} is outside this agent's tool surface"
+        return _Decision(STATUS_DENIED, detail, CODE_TOOL_FORBIDDEN, DENY_TOOL_FORBIDDEN)
+    try:
+        reason = parse_handoff_reason(call.arguments)
+    except ToolArgumentsError as exc:
+        return _Decision(STATUS_FAILED, str(exc), CODE_INVALID_ARGUMENTS)
+    if loop.turn.transfer_taken:
+        detail = "ignored: the turn already transferred the conversation (one transfer per turn)"
+        return _Decision(STATUS_FAILED, detail, CODE_HANDOFF_IGNORED)
+    try:
+        loop.active.rules.check(call.name, depth)
+    except HandoffDenied as denial:
+        return _Decision(STATUS_DENIED, denial.detail, CODE_HANDOFF_DENIED, denial.rule)
+    model = resolve_model(target.model, loop.turn.models, loop.active.model)
+    if model is None:
+        detail = f"model {target.model!r} of {target.name!r} does not resolve"
+        return _Decision(STATUS_FAILED, detail, CODE_HANDOFF_MODEL_UNAVAILABLE)
+    refusal = await first_refusal(target.input_guardrails, loop.turn.input)
+    if refusal is not None:
+        detail = f"refused by {target.name!r}'s guardrail: {refusal}"
+        return _Decision(STATUS_DENIED, detail, CODE_GUARDRAIL, DENY_GUARDRAIL)
+    loop.turn.transfer_taken = True
+    loop.pending_transfer = Transfer(target, model, reason)
+    return _Decision(STATUS_COMPLETED)
+
+
+def transfer_price(target: AgentCore, source_price: Price | None) -> Price | None:
+    """What a target's rounds cost: its own price; when it has neither a model nor a price of its
+    own it answers on the model of the agent it took over from, and at that agent's price."""
+    if target.price is None and target.model is None:
+        return source_price
+    return target.price
+
+
+def target_active(
+    target: AgentCore, model: Model, system_prompt: str, price: Price | None, depth: int
+) -> ActiveAgent:
+    """A transfer target as its loop runs it: own filter only, its turn limit, `price`."""
+    limits = UsageLimits(max_turns=target.max_turns)
+    return ActiveAgent.of(target, model, Role.TARGET, limits, depth=depth, price=price, system=system_prompt)
+
+
+def apply_transfer(loop: LoopContext) -> None:
+    """Swap prompt, surface, model and price; keep user/assistant text; drop tool scaffolding."""
+    transfer = loop.pending_transfer
+    assert transfer is not None
+    loop.pending_transfer = None
+    source = loop.active
+    target = transfer.target
+    prompt = f"{target.instructions}\n\n{transfer_note(source.agent.name, transfer.reason)}".strip()
+    price = transfer_price(target, source.price)
+    loop.active = target_active(target, transfer.model, prompt, price, loop.depth)
+    loop.messages = [system(prompt), *text_only(loop.messages)]
+    loop.agent_rounds = 0
+    loop.transferred_from = source.agent.name
+    loop.turn.obs.set_transfer(loop.span, from_agent=source.agent.name, to_agent=target.name)
