@@ -20,6 +20,7 @@ from typing import Any, Literal, Protocol
 from janux.tracing import conventions as c
 from janux.tracing.otlp.enums import KIND_BY_NAME, STATUS_BY_NAME
 from janux.tracing.records import EventRecord, LinkRecord, SpanRecord
+from janux.tracing.sources.columns import names, picker, positions, select_list
 from janux.tracing.sources.protocol import (
     IngestStats,
     TraceFilter,
@@ -27,7 +28,14 @@ from janux.tracing.sources.protocol import (
     UsageAggregate,
     UsageDimension,
 )
-from janux.tracing.sources.store.usage import MAX_COUNT, bill_reconciled, check_dimension, finish
+from janux.tracing.sources.store.usage import (
+    MAX_COUNT,
+    UsageSums,
+    bill_reconciled,
+    check_dimension,
+    finish,
+    group_select,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -121,18 +129,35 @@ SELECT
 """
 
 _SUMMARY_COLUMNS = (
-    "TraceId, start_ns, duration_ns, service, root_name, root_agent, conversation, span_count, delegations, "
-    "attempts, failed_handoffs, error_spans, has_bill, bill_cost, bill_input, bill_output, bill_unpriced, "
-    "inference_input, inference_output, input_spans, output_spans, turn_input, turn_output, turn_cost, "
-    "turn_unpriced"
-)
+    "TraceId", "start_ns", "duration_ns", "service", "root_name", "root_agent", "conversation", "span_count",
+    "delegations", "attempts", "failed_handoffs", "error_spans", "has_bill", "bill_cost", "bill_input",
+    "bill_output", "bill_unpriced", "inference_input", "inference_output", "input_spans", "output_spans",
+    "turn_input", "turn_output", "turn_cost", "turn_unpriced",
+)  # fmt: skip
+"""What `list_traces` selects from `_SUMMARY_SELECT` (by alias) and `_summary` reads by name."""
+_SUMMARY_AT = positions(_SUMMARY_COLUMNS)
 
-_SPAN_COLUMNS = """
-    toUnixTimestamp64Nano(Timestamp), TraceId, SpanId, ParentSpanId, TraceState, SpanName, SpanKind,
-    ServiceName, ResourceAttributes, ScopeName, ScopeVersion, SpanAttributes, toInt64(Duration), StatusCode,
-    StatusMessage, arrayMap(t -> toUnixTimestamp64Nano(t), Events.Timestamp), Events.Name, Events.Attributes,
-    Links.TraceId, Links.SpanId, Links.TraceState, Links.Attributes
-"""
+_SPAN_COLUMNS = (
+    ("start_ns", "toUnixTimestamp64Nano(Timestamp)"), ("TraceId", "TraceId"), ("SpanId", "SpanId"),
+    ("ParentSpanId", "ParentSpanId"), ("TraceState", "TraceState"), ("SpanName", "SpanName"),
+    ("SpanKind", "SpanKind"), ("ServiceName", "ServiceName"), ("ResourceAttributes", "ResourceAttributes"),
+    ("ScopeName", "ScopeName"), ("ScopeVersion", "ScopeVersion"), ("SpanAttributes", "SpanAttributes"),
+    ("duration_ns", "toInt64(Duration)"), ("StatusCode", "StatusCode"), ("StatusMessage", "StatusMessage"),
+    ("event_times", "arrayMap(t -> toUnixTimestamp64Nano(t), Events.Timestamp)"),
+    ("event_names", "Events.Name"), ("event_attributes", "Events.Attributes"),
+    ("link_traces", "Links.TraceId"), ("link_spans", "Links.SpanId"), ("link_states", "Links.TraceState"),
+    ("link_attributes", "Links.Attributes"),
+)  # fmt: skip
+"""(name, expression) of every column `_span` reads."""
+_SPAN_SELECT = select_list(_SPAN_COLUMNS)
+_SPAN_FIELDS = picker(
+    names(_SPAN_COLUMNS),
+    ("start_ns", "TraceId", "SpanId", "ParentSpanId", "TraceState", "SpanName", "SpanKind", "ServiceName",
+     "ResourceAttributes", "ScopeName", "ScopeVersion", "SpanAttributes", "duration_ns", "StatusCode",
+     "StatusMessage"),
+)  # fmt: skip
+_EVENT_FIELDS = picker(names(_SPAN_COLUMNS), ("event_times", "event_names", "event_attributes"))
+_LINK_FIELDS = picker(names(_SPAN_COLUMNS), ("link_traces", "link_spans", "link_states", "link_attributes"))
 
 MAX_DISTINCT_VALUES = 5_000
 """Most values `distinct_values` returns."""
@@ -164,7 +189,7 @@ class ClickHouseSource:
         """Trace summaries matching `flt`, newest first."""
         parameters: dict[str, Any] = {"limit": max(0, limit), "offset": max(0, offset)}
         sql = (
-            f"SELECT {_SUMMARY_COLUMNS} FROM ({self._summaries_sql(flt, parameters)}) "
+            f"SELECT {', '.join(_SUMMARY_COLUMNS)} FROM ({self._summaries_sql(flt, parameters)}) "
             "ORDER BY start_ns DESC, TraceId LIMIT {limit:UInt64} OFFSET {offset:UInt64}"
         )
         return [_summary(row) for row in self._rows(sql, parameters)]
@@ -186,7 +211,7 @@ class ClickHouseSource:
         if not ids:
             return out
         sql = (
-            f"SELECT {_SPAN_COLUMNS} FROM {self._table} WHERE TraceId IN {{ids:Array(String)}} "
+            f"SELECT {_SPAN_SELECT} FROM {self._table} WHERE TraceId IN {{ids:Array(String)}} "
             "ORDER BY TraceId, Timestamp, SpanId LIMIT 1 BY TraceId, SpanId"
         )
         for row in self._rows(sql, {"ids": ids}):
@@ -207,7 +232,7 @@ class ClickHouseSource:
             f"AND {_IS_TOOL} AND {_STATUS_ATTR} = ''"
         )
         sql = (
-            f"SELECT {_SPAN_COLUMNS} FROM {self._table} WHERE TraceId IN ({traces}) AND ("
+            f"SELECT {_SPAN_SELECT} FROM {self._table} WHERE TraceId IN ({traces}) AND ("
             f"({_IS_TOOL} AND {_STATUS_ATTR} IN {_FAILING}) OR "
             f"({_IS_AGENT} AND {_IS_ERROR} AND (TraceId, ParentSpanId) IN ({foreign_tools}))) "
             "ORDER BY Timestamp DESC LIMIT 1 BY TraceId, SpanId LIMIT {limit:UInt64}"
@@ -319,26 +344,44 @@ def _float_or_none(value: Any) -> float | None:
 
 
 def _summary(row: Any) -> TraceSummary:
-    has_bill = bool(row[12])
-    bill = (_int_or_none(row[14]), _int_or_none(row[15]), _float_or_none(row[13]), _int_or_none(row[16]))
-    turns = (_int_or_none(row[21]), _int_or_none(row[22]), _float_or_none(row[23]), _int_or_none(row[24]))
+    """A `_SUMMARY_COLUMNS` row as a summary."""
+    at = _SUMMARY_AT
+
+    def number(name: str) -> int | None:
+        return _int_or_none(row[at[name]])
+
+    def money(name: str) -> float | None:
+        return _float_or_none(row[at[name]])
+
+    def text(name: str) -> str | None:
+        value = row[at[name]]
+        return str(value) if value else None
+
+    has_bill = bool(row[at["has_bill"]])
+    bill = UsageSums(number("bill_input"), number("bill_output"), money("bill_cost"), number("bill_unpriced"))
+    turns = UsageSums(
+        number("turn_input"), number("turn_output"), money("turn_cost"), number("turn_unpriced")
+    )
+    # Without a bill: the inference spans' sums, when any inference span carried the attribute.
+    inference_input = int(row[at["inference_input"]]) if int(row[at["input_spans"]]) else None
+    inference_output = int(row[at["inference_output"]]) if int(row[at["output_spans"]]) else None
     return TraceSummary(
-        trace_id=str(row[0]),
-        start_ns=int(row[1]),
-        duration_ns=int(row[2]),
-        service_name=str(row[3] or ""),
-        root_name=str(row[4] or ""),
-        root_agent=str(row[5]) if row[5] else None,
-        conversation_id=str(row[6]) if row[6] else None,
-        span_count=int(row[7]),
-        delegations=int(row[8]),
-        attempts=int(row[9]),
-        failed_handoffs=int(row[10]),
-        error_spans=int(row[11]),
-        bill_cost=_float_or_none(row[13]) if has_bill else None,
-        bill_input_tokens=_int_or_none(row[14]) if has_bill else (int(row[17]) if int(row[19]) else None),
-        bill_output_tokens=_int_or_none(row[15]) if has_bill else (int(row[18]) if int(row[20]) else None),
-        bill_unpriced_tokens=_int_or_none(row[16]) if has_bill else None,
+        trace_id=str(row[at["TraceId"]]),
+        start_ns=int(row[at["start_ns"]]),
+        duration_ns=int(row[at["duration_ns"]]),
+        service_name=text("service") or "",
+        root_name=text("root_name") or "",
+        root_agent=text("root_agent"),
+        conversation_id=text("conversation"),
+        span_count=int(row[at["span_count"]]),
+        delegations=int(row[at["delegations"]]),
+        attempts=int(row[at["attempts"]]),
+        failed_handoffs=int(row[at["failed_handoffs"]]),
+        error_spans=int(row[at["error_spans"]]),
+        bill_cost=bill.cost if has_bill else None,
+        bill_input_tokens=bill.input_tokens if has_bill else inference_input,
+        bill_output_tokens=bill.output_tokens if has_bill else inference_output,
+        bill_unpriced_tokens=bill.unpriced_tokens if has_bill else None,
         bill_reconciled=bill_reconciled(has_bill, bill, turns),
     )
 
@@ -353,30 +396,36 @@ def _attributes(value: Any) -> dict[str, Any]:
 
 
 def _span(row: Any) -> SpanRecord:
+    """A `_SPAN_COLUMNS` row as a record."""
+    (
+        start, trace_id, span_id, parent_id, trace_state, name, kind, service, resource, scope_name,
+        scope_version, attributes, duration, status, status_message,
+    ) = _SPAN_FIELDS(row)  # fmt: skip
+    times, event_names, event_attributes = _EVENT_FIELDS(row)
     events = [
         EventRecord(int(t), str(n), _attributes(a))
-        for t, n, a in zip(row[15], row[16], row[17], strict=False)
+        for t, n, a in zip(times, event_names, event_attributes, strict=False)
     ]
     links = [
         LinkRecord(str(t), str(s), str(ts), _attributes(a))
-        for t, s, ts, a in zip(row[18], row[19], row[20], row[21], strict=False)
+        for t, s, ts, a in zip(*_LINK_FIELDS(row), strict=False)
     ]
     return SpanRecord(
-        trace_id=str(row[1]),
-        span_id=str(row[2]),
-        parent_span_id=str(row[3]),
-        name=str(row[5]),
-        start_ns=int(row[0]),
-        duration_ns=int(row[12]),
-        kind=KIND_BY_NAME.get(str(row[6]).upper().removeprefix("SPAN_KIND_"), str(row[6])),
-        status_code=STATUS_BY_NAME.get(str(row[13]).upper().removeprefix("STATUS_CODE_"), str(row[13])),
-        status_message=str(row[14]),
-        service_name=str(row[7]),
-        attributes=_attributes(row[11]),
-        resource_attributes=_attributes(row[8]),
-        scope_name=str(row[9]),
-        scope_version=str(row[10]),
-        trace_state=str(row[4]),
+        trace_id=str(trace_id),
+        span_id=str(span_id),
+        parent_span_id=str(parent_id),
+        name=str(name),
+        start_ns=int(start),
+        duration_ns=int(duration),
+        kind=KIND_BY_NAME.get(str(kind).upper().removeprefix("SPAN_KIND_"), str(kind)),
+        status_code=STATUS_BY_NAME.get(str(status).upper().removeprefix("STATUS_CODE_"), str(status)),
+        status_message=str(status_message),
+        service_name=str(service),
+        attributes=_attributes(attributes),
+        resource_attributes=_attributes(resource),
+        scope_name=str(scope_name),
+        scope_version=str(scope_version),
+        trace_state=str(trace_state),
         events=events,
         links=links,
     )
@@ -404,7 +453,10 @@ _ROW_COLUMNS = {
         _UNPRICED_ROUND, _IS_INFERENCE,
     ),
 }  # fmt: skip
-_GROUP_SUMS = "count(), countIf(failed), sum(i), sum(o), sum(cost), sum(u)"
+_GROUP_SUMS = {
+    "group_key": "key", "group_count": "count()", "group_failed": "countIf(failed)", "input_sum": "sum(i)",
+    "output_sum": "sum(o)", "cost_sum": "sum(cost)", "unpriced_sum": "sum(u)",
+}  # fmt: skip
 
 
 def _span_rows(dimension: str) -> str:
@@ -416,11 +468,20 @@ def _span_rows(dimension: str) -> str:
     )
 
 
+_TOOL_SUMS = group_select(
+    {
+        "group_key": "t.key", "group_count": "count()", "group_failed": "countIf(t.failed)",
+        "input_sum": "sum(a.i)", "output_sum": "sum(a.o)", "cost_sum": "sum(a.cost)",
+        "unpriced_sum": "sum(a.u)",
+    }
+)  # fmt: skip
+
+
 def _usage_sql(dimension: str, spans: str) -> str:
     """The grouped rows (key, count, failed, input, output, cost, unpriced) of `dimension`."""
     if dimension == "tool":
         body = f"""
-            SELECT t.key, count(), countIf(t.failed), sum(a.i), sum(a.o), sum(a.cost), sum(a.u)
+            SELECT {_TOOL_SUMS}
             FROM (SELECT TraceId, SpanId, {_attr(c.GEN_AI_TOOL_NAME)} AS key,
                     {_STATUS_ATTR} IN {_FAILING} AS failed FROM spans WHERE {_IS_DELEGATION}) AS t
             LEFT JOIN (SELECT TraceId, ParentSpanId, sum(i) AS i, sum(o) AS o, sum(cost) AS cost, sum(u) AS u
@@ -430,14 +491,17 @@ def _usage_sql(dimension: str, spans: str) -> str:
     elif dimension == "conversation":
         body = _CONVERSATION_SQL
     else:
-        body = f"SELECT key, {_GROUP_SUMS} FROM ({_span_rows(dimension)}) GROUP BY key"
+        body = f"SELECT {group_select(_GROUP_SUMS)} FROM ({_span_rows(dimension)}) GROUP BY key"
     return f"WITH spans AS ({spans}) {body}"
 
 
 # One row per trace: the root's bill, or (no bill) the sums of its inference spans.
 _CONVERSATION_SQL = f"""
-    SELECT key, count(), countIf(errors > 0), sum(if(has_bill, bill_i, m.i)), sum(if(has_bill, bill_o, m.o)),
-        sum(if(has_bill, bill_cost, m.cost)), sum(if(has_bill, bill_u, m.u))
+    SELECT {group_select({
+        "group_key": "key", "group_count": "count()", "group_failed": "countIf(errors > 0)",
+        "input_sum": "sum(if(has_bill, bill_i, m.i))", "output_sum": "sum(if(has_bill, bill_o, m.o))",
+        "cost_sum": "sum(if(has_bill, bill_cost, m.cost))", "unpriced_sum": "sum(if(has_bill, bill_u, m.u))",
+    })}
     FROM (
         SELECT TraceId, {_root_attr(c.GEN_AI_CONVERSATION_ID)} AS key, countIf({_IS_ERROR}) AS errors,
             {_root(_HAS_BILL)} AS has_bill,

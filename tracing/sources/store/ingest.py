@@ -20,7 +20,7 @@ from janux.tracing.conventions import OP_EXECUTE_TOOL, OP_INVOKE_AGENT
 from janux.tracing.records import STATUS_ERROR
 from janux.tracing.sources.store.bulk import insert_rows
 from janux.tracing.sources.store.rows import StagedBatch
-from janux.tracing.sources.store.schema import SPAN_COLUMNS, USAGE_COLUMNS
+from janux.tracing.sources.store.schema import SPAN_AT, SPAN_COLUMNS, USAGE_COLUMNS
 from janux.tracing.sources.store.summary import ROOT_FIRST, SUMMARY_COLUMNS
 
 _STORE = f"INSERT OR IGNORE INTO main.otel_traces ({', '.join(SPAN_COLUMNS)})"
@@ -104,7 +104,7 @@ WHERE trace_summary.TraceId = d.TraceId
 """
 
 _LINKED_OPS = frozenset({OP_INVOKE_AGENT, OP_EXECUTE_TOOL})
-_OP = SPAN_COLUMNS.index("Op")
+_OP, _TRACE, _SPAN = SPAN_AT["Op"], SPAN_AT["TraceId"], SPAN_AT["SpanId"]
 
 
 def apply_batch(conn: sqlite3.Connection, batch: StagedBatch) -> tuple[int, int]:
@@ -170,7 +170,7 @@ def _shares(
     for batch in batches:
         stored = 0
         for row in batch.rows:
-            key = (row[1], row[2])
+            key = (row[_TRACE], row[_SPAN])
             if key in stored_keys and key not in seen:  # the first copy is the one stored
                 seen.add(key)
                 stored += 1

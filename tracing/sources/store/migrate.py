@@ -7,9 +7,12 @@ import sqlite3
 from typing import Any
 
 from janux.tracing.conventions import INFERENCE_OPERATIONS, OP_EXECUTE_TOOL, OP_INVOKE_AGENT
-from janux.tracing.sources.store.usage import span_usage
+from janux.tracing.sources.columns import picker
+from janux.tracing.sources.store.usage import USAGE_COLUMNS, span_usage
 
 _CHUNK = 5_000
+_READ = ("TraceId", "SpanId", "ParentSpanId", "Op", "SpanAttributes", "StatusCode")
+_READ_FIELDS = picker(_READ, _READ)
 
 
 def _attributes(text: str) -> dict[str, Any]:
@@ -28,17 +31,20 @@ def backfill_usage(conn: sqlite3.Connection) -> int:
     """
     ops = [OP_INVOKE_AGENT, OP_EXECUTE_TOOL, *sorted(INFERENCE_OPERATIONS)]
     cursor = conn.execute(
-        "SELECT TraceId, SpanId, ParentSpanId, Op, SpanAttributes, StatusCode FROM otel_traces "
-        f"WHERE Op IN ({', '.join('?' * len(ops))})",
-        ops,
+        f"SELECT {', '.join(_READ)} FROM otel_traces WHERE Op IN ({', '.join('?' * len(ops))})", ops
+    )
+    insert = (
+        f"INSERT OR IGNORE INTO span_usage ({', '.join(USAGE_COLUMNS)}) "
+        f"VALUES ({', '.join('?' * len(USAGE_COLUMNS))})"
     )
     added = 0
     while chunk := cursor.fetchmany(_CHUNK):
         rows = []
-        for trace_id, span_id, parent, op, attributes, status in chunk:
+        for row in chunk:
+            trace_id, span_id, parent, op, attributes, status = _READ_FIELDS(row)
             usage = span_usage(op, _attributes(attributes), status)
-            if usage is not None:
+            if usage is not None:  # a usage row is the span's ids, then its UsageRow (USAGE_COLUMNS)
                 rows.append((trace_id, span_id, parent, *usage))
-        conn.executemany(f"INSERT OR IGNORE INTO span_usage VALUES ({', '.join('?' * 10)})", rows)
+        conn.executemany(insert, rows)
         added += len(rows)
     return added

@@ -31,9 +31,10 @@ from janux.tracing.conventions import (
     TOOL_TYPE_DELEGATE,
 )
 from janux.tracing.records import EventRecord, LinkRecord, SpanRecord, attr_str
+from janux.tracing.sources.columns import picker
 from janux.tracing.sources.store.limits import MAX_VALUE_CHARS, cap_attributes, cap_span
-from janux.tracing.sources.store.schema import FLAG_DELEGATION, FLAG_FAILING
-from janux.tracing.sources.store.summary import summarize
+from janux.tracing.sources.store.schema import FLAG_DELEGATION, FLAG_FAILING, SPAN_AT, SPAN_COLUMNS
+from janux.tracing.sources.store.summary import ROOT_COLUMNS, ROOT_FIELDS, summarize
 from janux.tracing.sources.store.usage import safe_float, safe_int, span_usage
 
 
@@ -67,6 +68,16 @@ def _make_encoder() -> Callable[[Any], str]:
 _encode = _make_encoder()
 
 
+# `batch_rows` builds each row as a tuple literal (the hot loop) in this order: the table's.
+_ROW_ORDER = (
+    "Timestamp", "TraceId", "SpanId", "ParentSpanId", "TraceState", "SpanName", "SpanKind", "ServiceName",
+    "ResourceAttributes", "ScopeName", "ScopeVersion", "SpanAttributes", "Duration", "StatusCode",
+    "StatusMessage", "Events", "Links", "Op", "HandoffStatus",
+)  # fmt: skip
+if _ROW_ORDER != SPAN_COLUMNS:  # pragma: no cover - a reordered column list fails here, not silently
+    raise ImportError("rows.batch_rows builds span rows in another order than schema.SPAN_COLUMNS")
+_TRACE, _SPAN = SPAN_AT["TraceId"], SPAN_AT["SpanId"]
+
 _SURROGATES = re.compile("[\ud800-\udfff]")
 MAX_NOTES = 20
 """How many messages about altered spans one batch keeps (all are counted)."""
@@ -94,7 +105,7 @@ class StagedBatch:
     usage_of: list[int]
     """Index in `rows` of the span of each `usage` row."""
     roots: list[tuple[Any, ...]]
-    """One `(TraceId, SpanId, Timestamp, SpanName, ServiceName, *root_fields)` per root span."""
+    """One `summary.ROOT_COLUMNS` row per root span."""
     root_of: list[int]
     """Index in `rows` of each root."""
     traces: list[tuple[Any, ...]] = field(default_factory=list)
@@ -139,7 +150,7 @@ class StagedBatch:
         kept: list[int] = []
         seen: set[tuple[str, str]] = set()
         for index, row in enumerate(self.rows):
-            key = (row[1], row[2])
+            key = (row[_TRACE], row[_SPAN])
             if key in keys and key not in seen:
                 seen.add(key)
                 kept.append(index)
@@ -160,7 +171,8 @@ class StagedBatch:
             if cleaned != row:
                 self.rows[index] = cleaned
                 self.repaired += 1
-                self.note(f"span {row[1]}/{row[2]}: text that is not valid Unicode replaced with U+FFFD")
+                where = f"span {row[_TRACE]}/{row[_SPAN]}"
+                self.note(f"{where}: text that is not valid Unicode replaced with U+FFFD")
         self.usage = _cleaned(self.usage)
         self.roots = _cleaned(self.roots)
         self.summarize()
@@ -222,9 +234,14 @@ def _add_usage(batch: StagedBatch, index: int, span: SpanRecord, op: str) -> Non
 
 
 def _add_root(batch: StagedBatch, index: int, span: SpanRecord) -> None:
-    """What a root span tells the summary: its name, service, agent, conversation and bill."""
-    fields = root_fields(span.attributes)
-    batch.roots.append((span.trace_id, span.span_id, span.start_ns, span.name, span.service_name, *fields))
+    """What a root span tells the summary (a `summary.ROOT_COLUMNS` row): its ids, start, name,
+    service, agent, conversation and bill."""
+    values = dict(zip(ROOT_FIELDS, root_fields(span.attributes), strict=True))
+    values.update(
+        TraceId=span.trace_id, SpanId=span.span_id, RootStartNs=span.start_ns, RootName=span.name,
+        RootService=span.service_name,
+    )  # fmt: skip
+    batch.roots.append(tuple(values[name] for name in ROOT_COLUMNS))
     batch.root_of.append(index)
 
 
@@ -266,18 +283,18 @@ def _within_limits(
 
 
 def root_fields(attrs: dict[str, Any]) -> tuple[Any, ...]:
-    """Agent, conversation and the whole-turn bill of a root span (the last root columns of
-    `summary.SUMMARY_COLUMNS`)."""
+    """Agent, conversation and the whole-turn bill of a root span, in `summary.ROOT_FIELDS` order."""
     has_bill = any(attrs.get(key) is not None for key in BILL_KEYS)
-    return (
-        attr_str(attrs, GEN_AI_AGENT_NAME),
-        attr_str(attrs, GEN_AI_CONVERSATION_ID),
-        1 if has_bill else 0,
-        safe_float(attrs, JANUX_BILL_COST),
-        safe_int(attrs, JANUX_BILL_INPUT_TOKENS),
-        safe_int(attrs, JANUX_BILL_OUTPUT_TOKENS),
-        safe_int(attrs, JANUX_BILL_UNPRICED_TOKENS),
-    )
+    values = {
+        "RootAgent": attr_str(attrs, GEN_AI_AGENT_NAME),
+        "ConversationId": attr_str(attrs, GEN_AI_CONVERSATION_ID),
+        "RootHasBill": 1 if has_bill else 0,
+        "BillCost": safe_float(attrs, JANUX_BILL_COST),
+        "BillInput": safe_int(attrs, JANUX_BILL_INPUT_TOKENS),
+        "BillOutput": safe_int(attrs, JANUX_BILL_OUTPUT_TOKENS),
+        "BillUnpriced": safe_int(attrs, JANUX_BILL_UNPRICED_TOKENS),
+    }
+    return tuple(values[name] for name in ROOT_FIELDS)
 
 
 def _events_json(events: list[EventRecord]) -> str:
@@ -300,12 +317,22 @@ def _links_json(links: list[LinkRecord]) -> str:
     )
 
 
-SELECT_SPAN_COLUMNS = (
-    "Timestamp, TraceId, SpanId, ParentSpanId, TraceState, SpanName, SpanKind, ServiceName, "
-    "ResourceAttributes, ScopeName, ScopeVersion, SpanAttributes, Duration, StatusCode, StatusMessage, "
-    "Events, Links"
-)
-"""The stored columns `span_from_row` expects, in order."""
+SPAN_SELECT = (
+    "Timestamp", "TraceId", "SpanId", "ParentSpanId", "TraceState", "SpanName", "SpanKind", "ServiceName",
+    "ResourceAttributes", "ScopeName", "ScopeVersion", "SpanAttributes", "Duration", "StatusCode",
+    "StatusMessage", "Events", "Links",
+)  # fmt: skip
+"""The stored columns `RowReader.span` reads, in the order `SELECT_SPAN_COLUMNS` selects them."""
+
+SELECT_SPAN_COLUMNS = ", ".join(SPAN_SELECT)
+"""The SELECT list of `SPAN_SELECT`."""
+
+_SPAN_FIELDS = picker(
+    SPAN_SELECT,
+    ("Timestamp", "TraceId", "SpanId", "ParentSpanId", "TraceState", "SpanName", "SpanKind", "ServiceName",
+     "ResourceAttributes", "ScopeName", "ScopeVersion", "SpanAttributes", "Duration", "StatusCode",
+     "StatusMessage", "Events", "Links"),
+)  # fmt: skip
 
 
 class RowReader:
@@ -315,30 +342,31 @@ class RowReader:
         self._resources: dict[str, dict[str, Any]] = {}
 
     def span(self, row: tuple[Any, ...]) -> SpanRecord:
-        """One `SELECT_SPAN_COLUMNS` row as a record; unreadable JSON becomes an empty value."""
-        res_text = row[8]
+        """One `SPAN_SELECT` row as a record; unreadable JSON becomes an empty value."""
+        (
+            start, trace_id, span_id, parent_id, trace_state, name, kind, service, res_text, scope_name,
+            scope_version, attributes, duration, status_code, status_message, events_text, links_text,
+        ) = _SPAN_FIELDS(row)  # fmt: skip
         resource = self._resources.get(res_text)
         if resource is None:
             resource = _load_dict(res_text)
             self._resources[res_text] = resource
-        events_text = row[15]
-        links_text = row[16]
         return SpanRecord(
-            trace_id=row[1],
-            span_id=row[2],
-            parent_span_id=row[3],
-            name=row[5],
-            start_ns=row[0],
-            duration_ns=row[12],
-            kind=row[6],
-            status_code=row[13],
-            status_message=row[14],
-            service_name=row[7],
-            attributes=_load_dict(row[11]),
+            trace_id=trace_id,
+            span_id=span_id,
+            parent_span_id=parent_id,
+            name=name,
+            start_ns=start,
+            duration_ns=duration,
+            kind=kind,
+            status_code=status_code,
+            status_message=status_message,
+            service_name=service,
+            attributes=_load_dict(attributes),
             resource_attributes=resource,
-            scope_name=row[9],
-            scope_version=row[10],
-            trace_state=row[4],
+            scope_name=scope_name,
+            scope_version=scope_version,
+            trace_state=trace_state,
             events=_events(events_text) if events_text != "[]" else [],
             links=_links(links_text) if links_text != "[]" else [],
         )

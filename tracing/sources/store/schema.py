@@ -13,7 +13,10 @@ import sqlite3
 from pathlib import Path
 
 from janux.tracing.conventions import OP_INVOKE_AGENT
+from janux.tracing.sources.columns import positions
 from janux.tracing.sources.store.migrate import backfill_usage
+from janux.tracing.sources.store.usage import USAGE_AT as USAGE_AT
+from janux.tracing.sources.store.usage import USAGE_COLUMNS as USAGE_COLUMNS
 
 SCHEMA_VERSION = 4
 """`PRAGMA user_version` of a store created by this code. 2 added `span_usage`; 4 keys it by
@@ -114,11 +117,9 @@ SPAN_COLUMNS = (
 )  # fmt: skip
 """Columns of `otel_traces`, in table order (the order of a staged span row)."""
 
-USAGE_COLUMNS = (
-    "TraceId", "SpanId", "ParentSpanId", "Dim", "Key", "InputTokens", "OutputTokens", "Cost", "Unpriced",
-    "Failed",
-)  # fmt: skip
-"""Columns of `span_usage`, in table order (a span's ids, then its `usage.UsageRow`)."""
+SPAN_AT = positions(SPAN_COLUMNS)
+"""Column name -> position in a staged span row."""
+
 
 FLAG_DELEGATION = 1
 """Summary flag of a staged span: an `execute_tool` span of a delegate tool."""

@@ -15,6 +15,7 @@ from typing import Any, Final, NamedTuple
 
 from janux.tracing import conventions as c
 from janux.tracing.records import STATUS_ERROR, SpanRecord, attr_float, attr_int, attr_str
+from janux.tracing.sources.columns import positions
 from janux.tracing.sources.protocol import USAGE_DIMENSIONS, UsageAggregate, UsageDimension
 
 COST_DECIMALS = 12
@@ -39,6 +40,20 @@ class UsageRow(NamedTuple):
     failed: bool
     """ERROR loop or round, or a delegation whose final handoff status is failing."""
 
+
+USAGE_ROW_COLUMNS: Final = {
+    "dimension": "Dim", "key": "Key", "input_tokens": "InputTokens", "output_tokens": "OutputTokens",
+    "cost": "Cost", "unpriced_tokens": "Unpriced", "failed": "Failed",
+}  # fmt: skip
+"""`span_usage` column of each `UsageRow` field."""
+
+USAGE_COLUMNS: Final = (
+    "TraceId", "SpanId", "ParentSpanId", *(USAGE_ROW_COLUMNS[field] for field in UsageRow._fields),
+)  # fmt: skip
+"""Columns of `span_usage`, in table order: a span's ids, then its `UsageRow`, field by field."""
+
+USAGE_AT: Final = positions(USAGE_COLUMNS)
+"""Column name -> position in a `span_usage` row."""
 
 MAX_COUNT = 2**40
 """Largest token count believed: larger (or infinite) values count as absent, so that sums over
@@ -160,22 +175,33 @@ class _Group:
         self.add_usage(row.input_tokens, row.output_tokens, row.cost, row.unpriced_tokens)
 
 
-GroupRow = tuple[str, int, int, int | None, int | None, float | None, int | None]
-"""(key, count, failed, input tokens, output tokens, cost, unpriced tokens), as the queries return."""
+GROUP_COLUMNS: Final = (
+    "group_key", "group_count", "group_failed", "input_sum", "output_sum", "cost_sum", "unpriced_sum",
+)  # fmt: skip
+"""Columns of a grouped usage row, as every source's `usage_by` query selects them (see `group_select`):
+key, count, failed, input tokens, output tokens, cost, unpriced tokens."""
+
+_G = positions(GROUP_COLUMNS)
+_G_KEY, _G_COUNT, _G_FAILED = _G["group_key"], _G["group_count"], _G["group_failed"]
+_G_IN, _G_OUT, _G_COST, _G_UNPRICED = _G["input_sum"], _G["output_sum"], _G["cost_sum"], _G["unpriced_sum"]
+
+def group_select(expressions: dict[str, str]) -> str:
+    """The SELECT list of a grouped usage query: `expression AS name` for every `GROUP_COLUMNS` name."""
+    return ", ".join(f"{expressions[name]} AS {name}" for name in GROUP_COLUMNS)
 
 
 def finish(rows: Iterable[Sequence[Any]], limit: int) -> list[UsageAggregate]:
-    """Groups as `UsageAggregate`s: costs rounded, most expensive first (unpriced last), then by
-    tokens and key, at most `limit`."""
+    """Groups (`GROUP_COLUMNS` rows) as `UsageAggregate`s: costs rounded, most expensive first
+    (unpriced last), then by tokens and key, at most `limit`."""
     out = [
         UsageAggregate(
-            key=str(row[0] or ""),
-            count=int(row[1]),
-            failed=int(row[2] or 0),
-            input_tokens=None if row[3] is None else int(row[3]),
-            output_tokens=None if row[4] is None else int(row[4]),
-            cost=None if row[5] is None else round(float(row[5]), COST_DECIMALS),
-            unpriced_tokens=None if row[6] is None else int(row[6]),
+            key=str(row[_G_KEY] or ""),
+            count=int(row[_G_COUNT]),
+            failed=int(row[_G_FAILED] or 0),
+            input_tokens=None if row[_G_IN] is None else int(row[_G_IN]),
+            output_tokens=None if row[_G_OUT] is None else int(row[_G_OUT]),
+            cost=None if row[_G_COST] is None else round(float(row[_G_COST]), COST_DECIMALS),
+            unpriced_tokens=None if row[_G_UNPRICED] is None else int(row[_G_UNPRICED]),
         )
         for row in rows
     ]
@@ -198,8 +224,17 @@ def check_dimension(dimension: str) -> UsageDimension:
     raise ValueError(f"dimension: expected one of {', '.join(USAGE_DIMENSIONS)}, got {dimension!r}")
 
 
-UsageSums = tuple[int | None, int | None, float | None, int | None]
-"""(input tokens, output tokens, cost, unpriced tokens); None where nothing was reported."""
+class UsageSums(NamedTuple):
+    """Summed usage; None where nothing was reported."""
+
+    input_tokens: int | None
+    """Input tokens."""
+    output_tokens: int | None
+    """Output tokens."""
+    cost: float | None
+    """USD."""
+    unpriced_tokens: int | None
+    """Tokens without a price."""
 
 
 def bill_reconciled(has_bill: bool, bill: UsageSums, turns: UsageSums) -> bool | None:
@@ -207,16 +242,20 @@ def bill_reconciled(has_bill: bool, bill: UsageSums, turns: UsageSums) -> bool |
     None without a bill. Every source compares with this one function."""
     if not has_bill:
         return None
-    if bill[0] != turns[0] or bill[1] != turns[1] or bill[3] != turns[3]:
+    if (
+        bill.input_tokens != turns.input_tokens
+        or bill.output_tokens != turns.output_tokens
+        or bill.unpriced_tokens != turns.unpriced_tokens
+    ):
         return False
-    if bill[2] is None or turns[2] is None:
-        return bill[2] is None and turns[2] is None
-    return math.isclose(bill[2], turns[2], rel_tol=1e-9, abs_tol=1e-12)
+    if bill.cost is None or turns.cost is None:
+        return bill.cost is None and turns.cost is None
+    return math.isclose(bill.cost, turns.cost, rel_tol=1e-9, abs_tol=1e-12)
 
 
 def bill_sums(attributes: dict[str, Any]) -> UsageSums:
     """The `janux.bill.*` of a root span's attributes."""
-    return (
+    return UsageSums(
         safe_int(attributes, c.JANUX_BILL_INPUT_TOKENS),
         safe_int(attributes, c.JANUX_BILL_OUTPUT_TOKENS),
         safe_float(attributes, c.JANUX_BILL_COST),
@@ -230,7 +269,7 @@ def turn_sums(spans: Sequence[SpanRecord]) -> UsageSums:
     for _, row in _rows(spans):
         if row.dimension == "agent":
             group.add_row(row)
-    return group.input_tokens, group.output_tokens, group.cost, group.unpriced_tokens
+    return UsageSums(group.input_tokens, group.output_tokens, group.cost, group.unpriced_tokens)
 
 
 def _op(span: SpanRecord) -> str:
@@ -268,11 +307,15 @@ def aggregate_usage(
     return finish(_group_rows(groups), limit)
 
 
-def _group_rows(groups: dict[str, _Group]) -> list[GroupRow]:
-    return [
-        (key, g.count, g.failed, g.input_tokens, g.output_tokens, g.cost, g.unpriced_tokens)
-        for key, g in groups.items()
-    ]
+def _group_rows(groups: dict[str, _Group]) -> list[tuple[Any, ...]]:
+    rows = []
+    for key, g in groups.items():
+        values = {
+            "group_key": key, "group_count": g.count, "group_failed": g.failed, "input_sum": g.input_tokens,
+            "output_sum": g.output_tokens, "cost_sum": g.cost, "unpriced_sum": g.unpriced_tokens,
+        }  # fmt: skip
+        rows.append(tuple(values[name] for name in GROUP_COLUMNS))
+    return rows
 
 
 def _add_tools(spans: Sequence[SpanRecord], groups: dict[str, _Group]) -> None:
