@@ -165,8 +165,8 @@ def parallel(script: Script) -> Agent[Any]:
     """triage calls two agents-as-tools in one answer (the SDK runs them concurrently)."""
     researcher = Agent(name="researcher", instructions="Research.", model=script.model("gpt-4o-mini"))
     writer = Agent(name="writer", instructions="Write.", model=script.model("gpt-4.1-mini"))
-    return Agent(name="triage", instructions="Delegate.", model=script.model("gpt-4o"), tools=[
-        researcher.as_tool("ask_researcher", "Research."), writer.as_tool("ask_writer", "Write.")])  # fmt: skip
+    tools = [researcher.as_tool("ask_researcher", "Research."), writer.as_tool("ask_writer", "Write.")]
+    return Agent(name="triage", instructions="Delegate.", model=script.model("gpt-4o"), tools=tools)
 
 
 PARALLEL: dict[str, list[Reply | int]] = {
