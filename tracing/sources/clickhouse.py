@@ -18,9 +18,12 @@ import math
 from typing import Any, Literal, Protocol
 
 from janux.tracing import conventions as c
+from janux.tracing.foreign.facts import JANUX_LOOP_MARKERS
 from janux.tracing.otlp.enums import KIND_BY_NAME, STATUS_BY_NAME
 from janux.tracing.records import EventRecord, LinkRecord, SpanRecord
+from janux.tracing.sources.aggregate import group_rows, merge_groups
 from janux.tracing.sources.columns import names, picker, positions, select_list
+from janux.tracing.sources.memory import summarize
 from janux.tracing.sources.protocol import (
     IngestStats,
     TraceFilter,
@@ -70,6 +73,15 @@ _IS_AGENT = f"{_OP} = '{c.OP_INVOKE_AGENT}'"
 _IS_INFERENCE = f"{_OP} IN {_INFERENCE}"
 _IS_DELEGATION = f"{_IS_TOOL} AND SpanAttributes['{c.GEN_AI_TOOL_TYPE}'] = '{c.TOOL_TYPE_DELEGATE}'"
 _HAS_BILL = " OR ".join(f"mapContains(SpanAttributes, '{key}')" for key in c.BILL_KEYS)
+# `janux.tracing.foreign.facts.is_janux_span`: a Janux loop, a billed root or a Janux delegation tool.
+_JANUX_SPAN = (
+    f"({_IS_AGENT} AND ("
+    + " OR ".join(f"mapContains(SpanAttributes, '{key}')" for key in JANUX_LOOP_MARKERS)
+    + f")) OR ({_IS_TOOL} AND {_STATUS_ATTR} != '') OR {_HAS_BILL}"
+)
+_NO_USAGE = "(" + " AND ".join(
+    f"SpanAttributes['{key}'] = ''" for key in (c.GEN_AI_USAGE_INPUT_TOKENS, c.GEN_AI_USAGE_OUTPUT_TOKENS)
+) + ")"
 
 
 # The same per-span rule as `janux.tracing.sources.store.usage.span_usage`, over the exporter's string values:
@@ -120,6 +132,10 @@ SELECT
     {_root_attr(c.JANUX_BILL_INPUT_TOKENS)} AS bill_input,
     {_root_attr(c.JANUX_BILL_OUTPUT_TOKENS)} AS bill_output,
     {_root_attr(c.JANUX_BILL_UNPRICED_TOKENS)} AS bill_unpriced,
+    countIf({_JANUX_SPAN}) > 0 OR has_bill AS janux,
+    countIf({_IS_TOOL} AND SpanAttributes['{c.GEN_AI_TOOL_TYPE}'] = '{c.TOOL_TYPE_HANDOFF}') AS transfers,
+    countIf({_IS_INFERENCE} AND NOT ({_IS_ERROR} AND {_NO_USAGE})) AS calls,
+    countIf({_IS_INFERENCE} AND NOT {_NO_USAGE}) AS read_calls,
     {_usage(c.GEN_AI_USAGE_INPUT_TOKENS, "input")},
     {_usage(c.GEN_AI_USAGE_OUTPUT_TOKENS, "output")},
     sumIf({_to_int(f"SpanAttributes['{c.JANUX_TURN_INPUT_TOKENS}']")}, {_IS_AGENT}) AS turn_input,
@@ -132,7 +148,7 @@ _SUMMARY_COLUMNS = (
     "TraceId", "start_ns", "duration_ns", "service", "root_name", "root_agent", "conversation", "span_count",
     "delegations", "attempts", "failed_handoffs", "error_spans", "has_bill", "bill_cost", "bill_input",
     "bill_output", "bill_unpriced", "inference_input", "inference_output", "input_spans", "output_spans",
-    "turn_input", "turn_output", "turn_cost", "turn_unpriced",
+    "turn_input", "turn_output", "turn_cost", "turn_unpriced", "janux", "transfers", "calls", "read_calls",
 )  # fmt: skip
 """What `list_traces` selects from `_SUMMARY_SELECT` (by alias) and `_summary` reads by name."""
 _SUMMARY_AT = positions(_SUMMARY_COLUMNS)
@@ -161,6 +177,8 @@ _LINK_FIELDS = picker(names(_SPAN_COLUMNS), ("link_traces", "link_spans", "link_
 
 MAX_DISTINCT_VALUES = 5_000
 """Most values `distinct_values` returns."""
+FOREIGN_TRACES_PER_QUERY = 200
+"""Traces of other runtimes fetched per query when they are read whole (`usage_by`)."""
 
 
 class ClickHouseSource:
@@ -192,7 +210,13 @@ class ClickHouseSource:
             f"SELECT {', '.join(_SUMMARY_COLUMNS)} FROM ({self._summaries_sql(flt, parameters)}) "
             "ORDER BY start_ns DESC, TraceId LIMIT {limit:UInt64} OFFSET {offset:UInt64}"
         )
-        return [_summary(row) for row in self._rows(sql, parameters)]
+        rows = self._rows(sql, parameters)
+        summaries = [_summary(row) for row in rows]
+        # Traces without Janux accounting are read whole, like every source reads them.
+        janux = [bool(row[_SUMMARY_AT["janux"]]) for row in rows]
+        foreign = [s.trace_id for s, own in zip(summaries, janux, strict=True) if not own]
+        spans = self.get_traces(foreign) if foreign else {}
+        return [summarize(s.trace_id, spans[s.trace_id]) if spans.get(s.trace_id) else s for s in summaries]
 
     def count_traces(self, flt: TraceFilter) -> int:
         """How many traces match `flt`."""
@@ -257,15 +281,26 @@ class ClickHouseSource:
 
     def usage_by(self, dimension: UsageDimension, flt: TraceFilter, limit: int = 100) -> list[UsageAggregate]:
         """Tokens and cost by agent, delegation tool, model or conversation over the traces matching
-        `flt` (see `janux.tracing.sources.protocol.UsageAggregate`), most expensive first."""
+        `flt` (see `janux.tracing.sources.protocol.UsageAggregate`), most expensive first.
+
+        Janux traces are aggregated in SQL; traces of other runtimes are read whole, in chunks,
+        and aggregated by the same facts as every source (`janux.tracing.sources.aggregate`)."""
         wanted = check_dimension(dimension)
         parameters: dict[str, Any] = {}
-        spans = f"SELECT * FROM {self._table}"
-        prefilter, having = _filter_sql(flt, parameters)
-        if prefilter or having:
-            spans += f" WHERE TraceId IN (SELECT TraceId FROM ({self._summaries_sql(flt, parameters)}))"
-        spans += " LIMIT 1 BY TraceId, SpanId"
-        return finish(self._rows(_usage_sql(wanted, spans), parameters), limit)
+        summaries = self._summaries_sql(flt, parameters)
+        spans = (
+            f"SELECT * FROM {self._table} WHERE TraceId IN (SELECT TraceId FROM ({summaries}) WHERE janux) "
+            "LIMIT 1 BY TraceId, SpanId"
+        )
+        janux_rows = self._rows(_usage_sql(wanted, spans), parameters)
+        foreign_parameters: dict[str, Any] = {}
+        foreign_sql = f"SELECT TraceId FROM ({self._summaries_sql(flt, foreign_parameters)}) WHERE NOT janux"
+        foreign = [str(trace_id) for (trace_id,) in self._rows(foreign_sql, foreign_parameters)]
+        foreign_rows: list[tuple[Any, ...]] = []
+        for start in range(0, len(foreign), FOREIGN_TRACES_PER_QUERY):
+            chunk = self.get_traces(foreign[start : start + FOREIGN_TRACES_PER_QUERY])
+            foreign_rows += group_rows(wanted, [s for s in chunk.values() if s])
+        return finish(merge_groups([*janux_rows, *foreign_rows]), limit)
 
     def ingest_stats(self) -> IngestStats:
         """Spans and traces in the table, and rows written twice (refusals are the Collector's)."""
@@ -382,6 +417,9 @@ def _summary(row: Any) -> TraceSummary:
         bill_input_tokens=bill.input_tokens if has_bill else inference_input,
         bill_output_tokens=bill.output_tokens if has_bill else inference_output,
         bill_unpriced_tokens=bill.unpriced_tokens if has_bill else None,
+        transfers=int(row[at["transfers"]]),
+        inference_spans=int(row[at["calls"]]),
+        usage_read_spans=int(row[at["read_calls"]]),
         bill_reconciled=bill_reconciled(has_bill, bill, turns),
     )
 
@@ -455,7 +493,7 @@ _ROW_COLUMNS = {
 }  # fmt: skip
 _GROUP_SUMS = {
     "group_key": "key", "group_count": "count()", "group_failed": "countIf(failed)", "input_sum": "sum(i)",
-    "output_sum": "sum(o)", "cost_sum": "sum(cost)", "unpriced_sum": "sum(u)",
+    "output_sum": "sum(o)", "cost_sum": "sum(cost)", "unpriced_sum": "sum(u)", "unread_sum": "sum(unread)",
 }  # fmt: skip
 
 
@@ -464,7 +502,8 @@ def _span_rows(dimension: str) -> str:
     key, failed, i, o, cost, u, where = _ROW_COLUMNS[dimension]
     return (
         f"SELECT TraceId, ParentSpanId, {key} AS key, {failed} AS failed, {i} AS i, {o} AS o, "
-        f"{cost} AS cost, {u} AS u FROM spans WHERE {where}"
+        f"{cost} AS cost, {u} AS u, if(i IS NULL AND o IS NULL AND NOT failed, 1, 0) AS unread "
+        f"FROM spans WHERE {where}"
     )
 
 
@@ -472,7 +511,7 @@ _TOOL_SUMS = group_select(
     {
         "group_key": "t.key", "group_count": "count()", "group_failed": "countIf(t.failed)",
         "input_sum": "sum(a.i)", "output_sum": "sum(a.o)", "cost_sum": "sum(a.cost)",
-        "unpriced_sum": "sum(a.u)",
+        "unpriced_sum": "sum(a.u)", "unread_sum": "0",
     }
 )  # fmt: skip
 
@@ -501,6 +540,7 @@ _CONVERSATION_SQL = f"""
         "group_key": "key", "group_count": "count()", "group_failed": "countIf(errors > 0)",
         "input_sum": "sum(if(has_bill, bill_i, m.i))", "output_sum": "sum(if(has_bill, bill_o, m.o))",
         "cost_sum": "sum(if(has_bill, bill_cost, m.cost))", "unpriced_sum": "sum(if(has_bill, bill_u, m.u))",
+        "unread_sum": "0",
     })}
     FROM (
         SELECT TraceId, {_root_attr(c.GEN_AI_CONVERSATION_ID)} AS key, countIf({_IS_ERROR}) AS errors,

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from janux.tracing.conventions import OP_EXECUTE_TOOL, OP_INVOKE_AGENT
 from janux.tracing.records import STATUS_ERROR
 from janux.tracing.sources.store.bulk import insert_rows
+from janux.tracing.sources.store.derive import derive_traces
 from janux.tracing.sources.store.rows import StagedBatch
 from janux.tracing.sources.store.schema import SPAN_AT, SPAN_COLUMNS, USAGE_COLUMNS
 from janux.tracing.sources.store.summary import ROOT_FIRST, SUMMARY_COLUMNS
@@ -46,6 +47,11 @@ ON CONFLICT (TraceId) DO UPDATE SET
     Delegations = Delegations + excluded.Delegations,
     FailedHandoffs = FailedHandoffs + excluded.FailedHandoffs,
     ErrorSpans = ErrorSpans + excluded.ErrorSpans,
+    Janux = max(Janux, excluded.Janux),
+    Transfers = Transfers + excluded.Transfers,
+    InferenceSpans = InferenceSpans + excluded.InferenceSpans,
+    UsageReadSpans = UsageReadSpans + excluded.UsageReadSpans,
+    UnrecognisedSpans = UnrecognisedSpans + excluded.UnrecognisedSpans,
     InferenceInput = CASE WHEN excluded.InferenceInput IS NULL THEN InferenceInput
         ELSE coalesce(InferenceInput, 0) + excluded.InferenceInput END,
     InferenceOutput = CASE WHEN excluded.InferenceOutput IS NULL THEN InferenceOutput
@@ -194,4 +200,5 @@ def _apply(conn: sqlite3.Connection, batch: StagedBatch) -> tuple[int, set[tuple
     if any(row[_OP] in _LINKED_OPS for row in batch.rows):
         conn.execute(_ATTEMPTS, {"before": before})
         conn.execute(_FOREIGN_FAILED, {"before": before})
+    derive_traces(conn, {row[_TRACE] for row in batch.rows})
     return stored, stored_keys

@@ -47,6 +47,10 @@ _LIST_COLUMNS = (
     ("BillUnpriced", "BillUnpriced"),
     ("InferenceInput", "InferenceInput"),
     ("InferenceOutput", "InferenceOutput"),
+    ("Transfers", "Transfers"),
+    ("InferenceSpans", "InferenceSpans"),
+    ("UsageReadSpans", "UsageReadSpans"),
+    ("UnrecognisedSpans", "UnrecognisedSpans"),
 )
 """One page row of the trace list: (name, expression over `trace_summary`)."""
 
@@ -131,6 +135,10 @@ def _summary(row: tuple[Any, ...]) -> TraceSummary:
         bill_input_tokens=bill.input_tokens if has_bill else row[at["InferenceInput"]],
         bill_output_tokens=bill.output_tokens if has_bill else row[at["InferenceOutput"]],
         bill_unpriced_tokens=bill.unpriced_tokens if has_bill else None,
+        transfers=row[at["Transfers"]],
+        inference_spans=row[at["InferenceSpans"]],
+        usage_read_spans=row[at["UsageReadSpans"]],
+        unrecognised_spans=row[at["UnrecognisedSpans"]],
         bill_reconciled=bill_reconciled(has_bill, bill, turns),
     )
 
@@ -240,7 +248,7 @@ def ingest_stats(conn: sqlite3.Connection) -> IngestStats:
 _SUMS = group_select(
     {
         "group_key": "Key", "group_count": "count(*)", "group_failed": "sum(Failed)", "input_sum": "sum(i)",
-        "output_sum": "sum(o)", "cost_sum": "sum(c)", "unpriced_sum": "sum(u)",
+        "output_sum": "sum(o)", "cost_sum": "sum(c)", "unpriced_sum": "sum(u)", "unread_sum": "sum(Unread)",
     }
 )  # fmt: skip
 
@@ -248,8 +256,8 @@ _SUMS = group_select(
 # found by the (TraceId, ParentSpanId) prefix of the primary key.
 _TOOL_USAGE = f"""
 SELECT {_SUMS} FROM (
-    SELECT tl.TraceId, tl.SpanId, tl.Key, tl.Failed, sum(a.InputTokens) AS i, sum(a.OutputTokens) AS o,
-        sum(a.Cost) AS c, sum(a.Unpriced) AS u
+    SELECT tl.TraceId, tl.SpanId, tl.Key, tl.Failed, coalesce(tl.Unread, 0) AS Unread,
+        sum(a.InputTokens) AS i, sum(a.OutputTokens) AS o, sum(a.Cost) AS c, sum(a.Unpriced) AS u
     FROM ({{traces}}) t
     JOIN span_usage tl ON tl.TraceId = t.TraceId AND tl.Dim = 'tool'
     LEFT JOIN span_usage a ON a.TraceId = tl.TraceId AND a.ParentSpanId = tl.SpanId AND a.Dim = 'agent'
@@ -262,6 +270,7 @@ SELECT {_SUMS} FROM (
 _CONVERSATION_USAGE = f"""
 SELECT {_SUMS} FROM (
     SELECT coalesce(t.ConversationId, '') AS Key, t.ErrorSpans > 0 AS Failed,
+        NOT t.RootHasBill AND (t.UsageReadSpans < t.InferenceSpans OR t.UnrecognisedSpans > 0) AS Unread,
         iif(t.RootHasBill, t.BillInput, sum(m.InputTokens)) AS i,
         iif(t.RootHasBill, t.BillOutput, sum(m.OutputTokens)) AS o,
         iif(t.RootHasBill, t.BillCost, sum(m.Cost)) AS c,
@@ -276,7 +285,7 @@ _SPAN_USAGE = f"""
 SELECT {group_select({
     "group_key": "u.Key", "group_count": "count(*)", "group_failed": "sum(u.Failed)",
     "input_sum": "sum(u.InputTokens)", "output_sum": "sum(u.OutputTokens)", "cost_sum": "sum(u.Cost)",
-    "unpriced_sum": "sum(u.Unpriced)",
+    "unpriced_sum": "sum(u.Unpriced)", "unread_sum": "coalesce(sum(u.Unread), 0)",
 })}
 FROM ({{traces}}) t JOIN span_usage u ON u.TraceId = t.TraceId AND u.Dim = ?
 GROUP BY u.Key

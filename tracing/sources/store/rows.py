@@ -27,13 +27,26 @@ from janux.tracing.conventions import (
     JANUX_BILL_OUTPUT_TOKENS,
     JANUX_BILL_UNPRICED_TOKENS,
     JANUX_HANDOFF_STATUS,
+    OP_CHAT,
     OP_EXECUTE_TOOL,
+    OP_INVOKE_AGENT,
     TOOL_TYPE_DELEGATE,
+    TOOL_TYPE_HANDOFF,
 )
+from janux.tracing.foreign.facts import is_janux_span
+from janux.tracing.foreign.spans import classify
 from janux.tracing.records import EventRecord, LinkRecord, SpanRecord, attr_str
 from janux.tracing.sources.columns import picker
 from janux.tracing.sources.store.limits import MAX_VALUE_CHARS, cap_attributes, cap_span
-from janux.tracing.sources.store.schema import FLAG_DELEGATION, FLAG_FAILING, SPAN_AT, SPAN_COLUMNS
+from janux.tracing.sources.store.schema import (
+    FLAG_DELEGATION,
+    FLAG_FAILING,
+    FLAG_JANUX,
+    FLAG_TRANSFER,
+    FLAG_UNRECOGNISED,
+    SPAN_AT,
+    SPAN_COLUMNS,
+)
 from janux.tracing.sources.store.summary import ROOT_COLUMNS, ROOT_FIELDS, summarize
 from janux.tracing.sources.store.usage import safe_float, safe_int, span_usage
 
@@ -210,24 +223,38 @@ def batch_rows(spans: Iterable[SpanRecord]) -> StagedBatch:
                 links_json, op, handoff_status,
             )
         )  # fmt: skip
-        add_flags(_flags(attrs, handoff_status) if op == OP_EXECUTE_TOOL else 0)
-        if op:
-            _add_usage(batch, index, span, op)
+        add_flags(_flags(attrs, handoff_status, op, span.name))
+        _add_usage(batch, index, span, op)
         if not span.parent_span_id:
             _add_root(batch, index, span)
     batch.summarize()
     return batch
 
 
-def _flags(attrs: dict[str, Any], handoff_status: str) -> int:
-    """The `FLAG_*` bits of an `execute_tool` span."""
-    flags = FLAG_DELEGATION if attrs.get(GEN_AI_TOOL_TYPE) == TOOL_TYPE_DELEGATE else 0
-    return flags | FLAG_FAILING if handoff_status in FAILING_STATUSES else flags
+_OWN_OPS = frozenset({OP_INVOKE_AGENT, OP_CHAT, OP_EXECUTE_TOOL})
+
+
+def _flags(attrs: dict[str, Any], handoff_status: str, op: str, name: str) -> int:
+    """The `FLAG_*` bits of a span (Janux's own operations first: the common case)."""
+    flags = 0
+    if op == OP_EXECUTE_TOOL:
+        tool_type = attrs.get(GEN_AI_TOOL_TYPE)
+        if tool_type == TOOL_TYPE_DELEGATE:
+            flags = FLAG_DELEGATION
+        elif tool_type == TOOL_TYPE_HANDOFF:
+            flags = FLAG_TRANSFER
+        if handoff_status in FAILING_STATUSES:
+            flags |= FLAG_FAILING
+    elif op not in _OWN_OPS and not classify(attrs, name)[2]:
+        flags = FLAG_UNRECOGNISED
+    if is_janux_span(op, attrs):
+        flags |= FLAG_JANUX
+    return flags
 
 
 def _add_usage(batch: StagedBatch, index: int, span: SpanRecord, op: str) -> None:
-    """The span's `span_usage` row, when it adds to a dimension."""
-    found = span_usage(op, span.attributes, span.status_code)
+    """The span's `span_usage` row, when it adds to a dimension on its own."""
+    found = span_usage(op, span.attributes, span.status_code, span.name)
     if found is not None:
         batch.usage.append((span.trace_id, span.span_id, span.parent_span_id, *found))
         batch.usage_of.append(index)

@@ -13,7 +13,15 @@ from typing import Any
 
 from janux.tracing.records import STATUS_ERROR
 from janux.tracing.sources.columns import positions
-from janux.tracing.sources.store.schema import FLAG_DELEGATION, FLAG_FAILING, SPAN_AT, USAGE_AT
+from janux.tracing.sources.store.schema import (
+    FLAG_DELEGATION,
+    FLAG_FAILING,
+    FLAG_JANUX,
+    FLAG_TRANSFER,
+    FLAG_UNRECOGNISED,
+    SPAN_AT,
+    USAGE_AT,
+)
 
 ROOT_FIELDS = (
     "RootAgent", "ConversationId", "RootHasBill", "BillCost", "BillInput", "BillOutput", "BillUnpriced",
@@ -25,7 +33,8 @@ ROOT_COLUMNS = ("TraceId", "SpanId", "RootStartNs", "RootName", "RootService", *
 
 SUMMARY_COLUMNS = (
     "TraceId", "StartNs", "EndNs", "SpanCount", "Delegations", "FailedHandoffs", "ErrorSpans",
-    "FirstService", "InferenceInput", "InferenceOutput", "Attempts", "ForeignFailed", *ROOT_COLUMNS[2:],
+    "FirstService", "InferenceInput", "InferenceOutput", "Attempts", "ForeignFailed", "Janux", "Transfers",
+    "InferenceSpans", "UsageReadSpans", "UnrecognisedSpans", *ROOT_COLUMNS[2:],
 )  # fmt: skip
 """Columns of one summary row (`Attempts` and `ForeignFailed` are 0: SQL adds them after the upsert)."""
 
@@ -41,14 +50,17 @@ _A_SPANS, _A_DELEGATIONS, _A_FAILED, _A_ERRORS = (
 )  # fmt: skip
 _A_INPUT, _A_OUTPUT, _A_ROOT_START = _A["InferenceInput"], _A["InferenceOutput"], _A["RootStartNs"]
 _ZERO = frozenset({"SpanCount", "Delegations", "FailedHandoffs", "ErrorSpans", "Attempts", "ForeignFailed",
-                   "RootHasBill"})  # fmt: skip
+                   "RootHasBill", "Janux", "Transfers", "InferenceSpans", "UsageReadSpans",
+                   "UnrecognisedSpans"})  # fmt: skip
+_A_JANUX, _A_TRANSFERS, _A_UNRECOGNISED = _A["Janux"], _A["Transfers"], _A["UnrecognisedSpans"]
+_A_CALLS, _A_READ = _A["InferenceSpans"], _A["UsageReadSpans"]
 _EMPTY: list[Any] = [0 if name in _ZERO else None for name in SUMMARY_COLUMNS]
 """A summary row before any span is added: counts 0, the rest unknown."""
 
 _START, _TRACE, _SERVICE = SPAN_AT["Timestamp"], SPAN_AT["TraceId"], SPAN_AT["ServiceName"]
 _DURATION, _STATUS = SPAN_AT["Duration"], SPAN_AT["StatusCode"]
 _U_TRACE, _U_DIM = USAGE_AT["TraceId"], USAGE_AT["Dim"]
-_U_IN, _U_OUT = USAGE_AT["InputTokens"], USAGE_AT["OutputTokens"]
+_U_IN, _U_OUT, _U_UNREAD = USAGE_AT["InputTokens"], USAGE_AT["OutputTokens"], USAGE_AT["Unread"]
 
 
 def _plus(total: int | None, value: int | None) -> int | None:
@@ -90,6 +102,10 @@ def summarize(
         if flag:
             acc[_A_DELEGATIONS] += (flag & FLAG_DELEGATION) != 0
             acc[_A_FAILED] += (flag & FLAG_FAILING) != 0
+            acc[_A_TRANSFERS] += (flag & FLAG_TRANSFER) != 0
+            acc[_A_UNRECOGNISED] += (flag & FLAG_UNRECOGNISED) != 0
+            if flag & FLAG_JANUX:
+                acc[_A_JANUX] = 1
         if row[_STATUS] == STATUS_ERROR:
             acc[_A_ERRORS] += 1
     for item in usage:
@@ -97,6 +113,10 @@ def summarize(
             acc = traces[item[_U_TRACE]]
             acc[_A_INPUT] = _plus(acc[_A_INPUT], item[_U_IN])
             acc[_A_OUTPUT] = _plus(acc[_A_OUTPUT], item[_U_OUT])
+            unread = item[_U_UNREAD]
+            if unread is not None:  # a failed call that returned no usage is not counted
+                acc[_A_CALLS] += 1
+                acc[_A_READ] += not unread
     for root in roots:
         acc = traces[root[_ROOT_TRACE]]
         root_start = root[_ROOT_VALUES]

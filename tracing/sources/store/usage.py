@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
 from janux.tracing import conventions as c
-from janux.tracing.records import STATUS_ERROR, SpanRecord, attr_float, attr_int, attr_str
+from janux.tracing.foreign.spans import MODEL_KEYS, classify, read_usage
+from janux.tracing.records import STATUS_ERROR, attr_float, attr_int, attr_str
 from janux.tracing.sources.columns import positions
 from janux.tracing.sources.protocol import USAGE_DIMENSIONS, UsageAggregate, UsageDimension
 
@@ -39,11 +39,15 @@ class UsageRow(NamedTuple):
     """Tokens without a price."""
     failed: bool
     """ERROR loop or round, or a delegation whose final handoff status is failing."""
+    unread: bool | None = None
+    """Model calls: False when usage was read, True when it is unknown (under names Janux does not
+    read, or absent), None for a failed call that returned none. Loops and delegations: True when
+    some of their calls are unknown."""
 
 
 USAGE_ROW_COLUMNS: Final = {
     "dimension": "Dim", "key": "Key", "input_tokens": "InputTokens", "output_tokens": "OutputTokens",
-    "cost": "Cost", "unpriced_tokens": "Unpriced", "failed": "Failed",
+    "cost": "Cost", "unpriced_tokens": "Unpriced", "failed": "Failed", "unread": "Unread",
 }  # fmt: skip
 """`span_usage` column of each `UsageRow` field."""
 
@@ -109,9 +113,48 @@ _TOOL: Final = c.OP_EXECUTE_TOOL
 _row = tuple.__new__  # builds a UsageRow without NamedTuple's Python-level __new__ (hot loop)
 
 
-def span_usage(op: str, attributes: dict[str, Any], status_code: str) -> UsageRow | None:
-    """The usage row of a span with operation `op`, or None when it adds to no dimension."""
+def _role(op: str, attributes: dict[str, Any], name: str) -> str:
+    """The span's role; Janux's own operations first (the write path's common case)."""
     if op == _AGENT:
+        return "agent"
+    if op in _INFERENCE:
+        return "inference"
+    if op == _TOOL:
+        return "tool"
+    return classify(attributes, name)[0]
+
+
+def _model_key(attributes: dict[str, Any]) -> str:
+    for key in MODEL_KEYS:
+        value = attributes.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def _inference_row(attributes: dict[str, Any], status_code: str) -> tuple[Any, ...]:
+    inputs = _count(attributes, c.GEN_AI_USAGE_INPUT_TOKENS)
+    outputs = _count(attributes, c.GEN_AI_USAGE_OUTPUT_TOKENS)
+    if inputs is None and outputs is None:  # older or other conventions' names, or unknown
+        state, inputs, outputs = read_usage(attributes, status_code)
+        unread = None if state == "failed" else state != "read"
+    else:
+        unread = False
+    cost = _money(attributes, c.JANUX_ROUND_COST)
+    unpriced = unpriced_of_round(inputs, outputs, cost)
+    model = _key(attributes, c.GEN_AI_REQUEST_MODEL) or _model_key(attributes)
+    return ("model", model, inputs, outputs, cost, unpriced, status_code == STATUS_ERROR, unread)
+
+
+def span_usage(op: str, attributes: dict[str, Any], status_code: str, name: str = "") -> UsageRow | None:
+    """The usage row of a span with operation `op` (and span `name`, for conventions that name
+    their kinds otherwise), or None when it adds to no dimension on its own.
+
+    An agent span adds its `janux.turn.*` (other runtimes' agents record none: their own calls are
+    summed from the trace's structure, `janux.tracing.foreign.facts`); a model call its usage under
+    any name read; a Janux delegate tool span its count."""
+    role = _role(op, attributes, name)
+    if role == "agent":
         values = (
             "agent",
             _key(attributes, c.GEN_AI_AGENT_NAME),
@@ -120,17 +163,13 @@ def span_usage(op: str, attributes: dict[str, Any], status_code: str) -> UsageRo
             _money(attributes, c.JANUX_TURN_COST),
             _count(attributes, c.JANUX_TURN_UNPRICED_TOKENS),
             status_code == STATUS_ERROR,
+            None,
         )
-    elif op in _INFERENCE:
-        inputs = _count(attributes, c.GEN_AI_USAGE_INPUT_TOKENS)
-        outputs = _count(attributes, c.GEN_AI_USAGE_OUTPUT_TOKENS)
-        cost = _money(attributes, c.JANUX_ROUND_COST)
-        unpriced = unpriced_of_round(inputs, outputs, cost)
-        model = _key(attributes, c.GEN_AI_REQUEST_MODEL)
-        values = ("model", model, inputs, outputs, cost, unpriced, status_code == STATUS_ERROR)
-    elif op == _TOOL and attributes.get(c.GEN_AI_TOOL_TYPE) == c.TOOL_TYPE_DELEGATE:
+    elif role == "inference":
+        values = _inference_row(attributes, status_code)
+    elif role == "tool" and attributes.get(c.GEN_AI_TOOL_TYPE) == c.TOOL_TYPE_DELEGATE:
         failing = attr_str(attributes, c.JANUX_HANDOFF_STATUS) in c.FAILING_STATUSES
-        values = ("tool", _key(attributes, c.GEN_AI_TOOL_NAME), None, None, None, None, failing)
+        values = ("tool", _key(attributes, c.GEN_AI_TOOL_NAME), None, None, None, None, failing, None)
     else:
         return None
     return _row(UsageRow, values)
@@ -145,45 +184,18 @@ def unpriced_of_round(inputs: int | None, outputs: int | None, cost: float | Non
     return (inputs or 0) + (outputs or 0)
 
 
-def _plus(a: Any, b: Any) -> Any:
-    """Sum where None means "nothing reported" (SQL `sum` semantics)."""
-    if a is None:
-        return b
-    return a if b is None else a + b
-
-
-@dataclass(slots=True)
-class _Group:
-    """Running totals of one group (the fields of `UsageAggregate` but the key)."""
-
-    count: int = 0
-    failed: int = 0
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cost: float | None = None
-    unpriced_tokens: int | None = None
-
-    def add_usage(self, inputs: Any, outputs: Any, cost: Any, unpriced: Any) -> None:
-        """Add one contribution (None: nothing reported)."""
-        self.input_tokens = _plus(self.input_tokens, inputs)
-        self.output_tokens = _plus(self.output_tokens, outputs)
-        self.cost = _plus(self.cost, cost)
-        self.unpriced_tokens = _plus(self.unpriced_tokens, unpriced)
-
-    def add_row(self, row: UsageRow) -> None:
-        """Add what one span reported."""
-        self.add_usage(row.input_tokens, row.output_tokens, row.cost, row.unpriced_tokens)
-
-
 GROUP_COLUMNS: Final = (
     "group_key", "group_count", "group_failed", "input_sum", "output_sum", "cost_sum", "unpriced_sum",
+    "unread_sum",
 )  # fmt: skip
 """Columns of a grouped usage row, as every source's `usage_by` query selects them (see `group_select`):
-key, count, failed, input tokens, output tokens, cost, unpriced tokens."""
+key, count, failed, input tokens, output tokens, cost, unpriced tokens, items with unknown usage."""
 
 _G = positions(GROUP_COLUMNS)
 _G_KEY, _G_COUNT, _G_FAILED = _G["group_key"], _G["group_count"], _G["group_failed"]
 _G_IN, _G_OUT, _G_COST, _G_UNPRICED = _G["input_sum"], _G["output_sum"], _G["cost_sum"], _G["unpriced_sum"]
+_G_UNREAD = _G["unread_sum"]
+
 
 def group_select(expressions: dict[str, str]) -> str:
     """The SELECT list of a grouped usage query: `expression AS name` for every `GROUP_COLUMNS` name."""
@@ -202,6 +214,7 @@ def finish(rows: Iterable[Sequence[Any]], limit: int) -> list[UsageAggregate]:
             output_tokens=None if row[_G_OUT] is None else int(row[_G_OUT]),
             cost=None if row[_G_COST] is None else round(float(row[_G_COST]), COST_DECIMALS),
             unpriced_tokens=None if row[_G_UNPRICED] is None else int(row[_G_UNPRICED]),
+            unread=int(row[_G_UNREAD] or 0),
         )
         for row in rows
     ]
@@ -263,91 +276,3 @@ def bill_sums(attributes: dict[str, Any]) -> UsageSums:
     )
 
 
-def turn_sums(spans: Sequence[SpanRecord]) -> UsageSums:
-    """The summed `janux.turn.*` of every `invoke_agent` span among `spans`."""
-    group = _Group()
-    for _, row in _rows(spans):
-        if row.dimension == "agent":
-            group.add_row(row)
-    return UsageSums(group.input_tokens, group.output_tokens, group.cost, group.unpriced_tokens)
-
-
-def _op(span: SpanRecord) -> str:
-    value = span.attributes.get(c.GEN_AI_OPERATION_NAME)
-    return value if isinstance(value, str) else ""
-
-
-def _rows(spans: Sequence[SpanRecord]) -> list[tuple[SpanRecord, UsageRow]]:
-    found = []
-    for span in spans:
-        row = span_usage(_op(span), span.attributes, span.status_code)
-        if row is not None:
-            found.append((span, row))
-    return found
-
-
-def aggregate_usage(
-    dimension: str, traces: Iterable[Sequence[SpanRecord]], limit: int = 100
-) -> list[UsageAggregate]:
-    """`usage_by` over in-memory traces (each a list of its spans, each span once)."""
-    wanted = check_dimension(dimension)
-    groups: dict[str, _Group] = {}
-    for spans in traces:
-        if wanted == "conversation":
-            _add_conversation(spans, groups)
-        elif wanted == "tool":
-            _add_tools(spans, groups)
-        else:
-            for _, row in _rows(spans):
-                if row.dimension == wanted:
-                    group = groups.setdefault(row.key, _Group())
-                    group.count += 1
-                    group.failed += row.failed
-                    group.add_row(row)
-    return finish(_group_rows(groups), limit)
-
-
-def _group_rows(groups: dict[str, _Group]) -> list[tuple[Any, ...]]:
-    rows = []
-    for key, g in groups.items():
-        values = {
-            "group_key": key, "group_count": g.count, "group_failed": g.failed, "input_sum": g.input_tokens,
-            "output_sum": g.output_tokens, "cost_sum": g.cost, "unpriced_sum": g.unpriced_tokens,
-        }  # fmt: skip
-        rows.append(tuple(values[name] for name in GROUP_COLUMNS))
-    return rows
-
-
-def _add_tools(spans: Sequence[SpanRecord], groups: dict[str, _Group]) -> None:
-    """Each delegate tool span, with the own usage of its direct attempts."""
-    rows = _rows(spans)
-    attempts: dict[str, list[UsageRow]] = {}
-    for span, row in rows:
-        if row.dimension == "agent":
-            attempts.setdefault(span.parent_span_id, []).append(row)
-    for span, row in rows:
-        if row.dimension != "tool":
-            continue
-        group = groups.setdefault(row.key, _Group())
-        group.count += 1
-        group.failed += row.failed
-        for attempt in attempts.get(span.span_id, []):
-            group.add_row(attempt)
-
-
-def _add_conversation(spans: Sequence[SpanRecord], groups: dict[str, _Group]) -> None:
-    """One trace: its root's bill, or (no bill) the sum of its inference spans."""
-    if not spans:
-        return
-    roots = [s for s in spans if not s.parent_span_id]
-    root = min(roots, key=lambda s: s.start_ns) if roots else None
-    attrs = root.attributes if root is not None else {}
-    group = groups.setdefault(_key(attrs, c.GEN_AI_CONVERSATION_ID), _Group())
-    group.count += 1
-    group.failed += any(s.status_code == STATUS_ERROR for s in spans)
-    if any(attrs.get(key) is not None for key in c.BILL_KEYS):
-        group.add_usage(*bill_sums(attrs))
-        return
-    for _, row in _rows(spans):
-        if row.dimension == "model":
-            group.add_row(row)

@@ -1,0 +1,72 @@
+"""Trace-level numbers of traces without Janux accounting, read from their whole structure.
+
+Another runtime's trace says who delegated to whom only through its span tree (an agent below a
+tool span, however deep; a handoff span; an agent nested in another), and its agents' own usage
+is the sum of the model calls whose nearest loop they are. Neither can be summed span by span as
+the batch arrives, so after each batch the store reads every trace it touched that carries no
+Janux accounting (`trace_summary.Janux = 0`) once more, whole, with the same facts every source
+uses (`janux.tracing.foreign.facts`), and replaces that trace's agent and delegation rows and its
+structural counts. A trace read this way keeps `Derived = 1`: should Janux accounting show up in
+a later batch, its rows are recomputed from its spans then too (Janux's own rows).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+
+from janux.tracing.sources.aggregate import span_rows
+from janux.tracing.sources.derived import DerivedRow, is_janux_trace, trace_rows
+from janux.tracing.sources.store.bulk import insert_rows
+from janux.tracing.sources.store.rows import SELECT_SPAN_COLUMNS, RowReader
+from janux.tracing.sources.store.usage import USAGE_COLUMNS
+
+_IDS_PER_QUERY = 500
+_NEEDS_READING = "(Janux = 0 OR Derived = 1)"
+_SPANS = f"SELECT {SELECT_SPAN_COLUMNS} FROM main.otel_traces WHERE TraceId = ?"
+
+_STORE_USAGE = f"INSERT OR REPLACE INTO main.span_usage ({', '.join(USAGE_COLUMNS)})"
+
+_COUNTS = """
+UPDATE main.trace_summary SET Derived = 1, Delegations = ?, Attempts = ?, FailedHandoffs = ?,
+    ForeignFailed = 0, Transfers = ?, InferenceSpans = ?, UsageReadSpans = ?, UnrecognisedSpans = ?,
+    InferenceInput = ?, InferenceOutput = ?
+WHERE TraceId = ?
+"""
+
+
+def _to_derive(conn: sqlite3.Connection, trace_ids: list[str]) -> list[str]:
+    """The traces among `trace_ids` without Janux accounting, or read structurally before."""
+    found: list[str] = []
+    for start in range(0, len(trace_ids), _IDS_PER_QUERY):
+        chunk = trace_ids[start : start + _IDS_PER_QUERY]
+        marks = ", ".join("?" * len(chunk))
+        sql = f"SELECT TraceId FROM main.trace_summary WHERE TraceId IN ({marks}) AND {_NEEDS_READING}"
+        found += [trace_id for (trace_id,) in conn.execute(sql, chunk)]
+    return found
+
+
+def derive_traces(conn: sqlite3.Connection, trace_ids: Iterable[str]) -> int:
+    """Re-read the touched traces that need it (see the module docstring); returns how many."""
+    wanted = _to_derive(conn, sorted(trace_ids))
+    reader = RowReader()
+    for trace_id in wanted:
+        spans = [reader.span(row) for row in conn.execute(_SPANS, (trace_id,))]
+        facts, derived = trace_rows(spans)
+        if is_janux_trace(spans):  # Janux's own rows: each loop's and delegation's span, as written
+            derived = [(span.span_id, span.parent_span_id, row) for span, row in span_rows(spans)
+                       if row.dimension != "model"]  # fmt: skip
+        _replace_rows(conn, trace_id, derived)
+        conn.execute(
+            _COUNTS,
+            (facts.delegations, facts.attempts, facts.failed_handoffs, facts.transfers, facts.inference_spans,
+             facts.usage_read_spans, facts.unrecognised_spans, facts.input_tokens, facts.output_tokens,
+             trace_id),
+        )  # fmt: skip
+    return len(wanted)
+
+
+def _replace_rows(conn: sqlite3.Connection, trace_id: str, derived: list[DerivedRow]) -> None:
+    conn.execute("DELETE FROM main.span_usage WHERE TraceId = ? AND Dim IN ('agent', 'tool')", (trace_id,))
+    rows = [(trace_id, span_id, parent, *row) for span_id, parent, row in derived]
+    insert_rows(conn, _STORE_USAGE, len(USAGE_COLUMNS), rows)
