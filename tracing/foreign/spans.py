@@ -87,7 +87,8 @@ def _count(attributes: dict[str, Any], keys: tuple[str, ...]) -> int | None:
     return None
 
 
-def _text(attributes: dict[str, Any], keys: tuple[str, ...]) -> str:
+def first_text(attributes: dict[str, Any], keys: tuple[str, ...]) -> str:
+    """The first non-empty string among `keys`, else ""."""
     for key in keys:
         value = attributes.get(key)
         if isinstance(value, str) and value:
@@ -170,7 +171,7 @@ def read_span(span: SpanRecord) -> SpanRead:
                         transfer_from=handed)  # fmt: skip
     if role == "inference":
         state, tokens_in, tokens_out = read_usage(attrs, span.status_code)
-        model, provider = _text(attrs, MODEL_KEYS), _text(attrs, PROVIDER_KEYS)
+        model, provider = first_text(attrs, MODEL_KEYS), first_text(attrs, PROVIDER_KEYS)
         return SpanRead(role, convention, recognised, model=model, provider=provider, usage=state,
                         input_tokens=tokens_in, output_tokens=tokens_out)  # fmt: skip
     if role == "transfer":
