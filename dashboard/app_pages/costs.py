@@ -68,6 +68,12 @@ def _headline(usage: RangeUsage) -> None:
     cols[1].metric("Unpriced tokens", f"{total.unpriced_tokens:,}", help=UNPRICED_HELP)
     cols[2].metric("Tokens in / out", f"{total.input_tokens:,} / {total.output_tokens:,}")
     cols[3].metric("Traces", f"{usage.traces:,}")
+    if usage.unread_traces:
+        st.warning(
+            f"{usage.unread_traces:,} of {usage.traces:,} traces in this range are partly unread "
+            f"({usage.unread_calls:,} model call(s) whose usage Janux could not read): their tokens and "
+            "cost are unknown and are not in these totals as 0. Open a trace for what was not read."
+        )
     if not usage.complete:
         st.warning(
             f"This range holds more conversations than the {len(usage.tables['conversation']):,} "
