@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from janux.dashboard.reconstruct import reconstruct
-from janux.dashboard.views.traces_list import BADGE_BILL_DIFFERS, BADGE_NA, BADGE_OK, badge
+from janux.dashboard.views.traces_list import BADGE_BILL_DIFFERS, BADGE_OK, badge
 from janux.tracing import conventions as c
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.memory import MemoryTraceSource

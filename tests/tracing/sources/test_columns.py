@@ -34,9 +34,10 @@ def test_select_list_aliases_expressions_only() -> None:
 
 
 def test_store_row_shapes_are_derived_from_one_list() -> None:
-    assert SPAN_AT == positions(SPAN_COLUMNS)
-    assert USAGE_AT == positions(USAGE_COLUMNS)
+    assert positions(SPAN_COLUMNS) == SPAN_AT
+    assert positions(USAGE_COLUMNS) == USAGE_AT
     # A span_usage row is the span's ids, then its UsageRow field by field.
-    assert USAGE_COLUMNS[3:] == ("Dim", "Key", "InputTokens", "OutputTokens", "Cost", "Unpriced", "Failed", "Unread")
+    row = ("Dim", "Key", "InputTokens", "OutputTokens", "Cost", "Unpriced", "Failed", "Unread")
+    assert USAGE_COLUMNS[3:] == row
     assert len(UsageRow._fields) == len(USAGE_COLUMNS) - 3
     assert SUMMARY_COLUMNS[ROOT_FIRST:] == ROOT_COLUMNS[2:]
