@@ -55,8 +55,9 @@ def agent_name(span: SpanRecord) -> str:
 
 
 def tool_name(span: SpanRecord) -> str:
-    """`gen_ai.tool.name`, else the span name without its operation word."""
-    return _named(span, c.GEN_AI_TOOL_NAME)
+    """The tool's name under any convention read (`gen_ai.tool.name`, `tool.name`, ...; a handoff
+    span: `handoff to {agent}`), else the span name without its operation word."""
+    return foreign.read_span(span).tool or _named(span, c.GEN_AI_TOOL_NAME)
 
 
 def target_from_tool(tool: str) -> str:

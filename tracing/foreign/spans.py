@@ -179,8 +179,10 @@ def read_span(span: SpanRecord) -> SpanRead:
             source, target = openinference.transfer_ends(attrs, span.name)
         else:
             source, target = genai.transfer_ends(attrs)
-        return SpanRead(role, convention, recognised, tool=_tool_name(attrs, span.name),
-                        transfer_from=source, transfer_to=target)  # fmt: skip
+        explicit = attrs.get(c.GEN_AI_TOOL_NAME)
+        tool = explicit if isinstance(explicit, str) and explicit else f"{c.OI_HANDOFF_PREFIX}{target or '?'}"
+        return SpanRead(role, convention, recognised, tool=tool, transfer_from=source,
+                        transfer_to=target)  # fmt: skip
     if role == "tool":
         return SpanRead(role, convention, recognised, tool=_tool_name(attrs, span.name))
     return SpanRead(role, convention, recognised)
