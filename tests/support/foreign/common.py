@@ -66,6 +66,10 @@ class Truth:
     """Spans the library marked as failed."""
     raised: bool = False
     """True when the run raised to the caller."""
+    unread_calls: int = 0
+    """Inference calls whose usage is present only under names Janux must report as unread."""
+    unrecognised_spans: int = 0
+    """Spans of a kind no convention declares although they carry usage-like attributes."""
     hand_built: bool = False
     """True for fixtures written by hand from the library's published conventions."""
 
