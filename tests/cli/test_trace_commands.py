@@ -88,7 +88,7 @@ def test_unknown_trace_and_bad_source_fail_clearly(
 ) -> None:
     assert main(["trace", "f" * 32, "--data-dir", str(data_dir)]) == 1
     assert "no spans stored" in capsys.readouterr().out
-    with pytest.raises(SystemExit, match="janux trace: .*unknown source"):
+    with pytest.raises(SystemExit, match=r"janux trace: .*unknown source"):
         main(["trace", "f" * 32, "--source", "nowhere"])
 
 
