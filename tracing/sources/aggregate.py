@@ -1,8 +1,8 @@
 """`usage_by` over traces held in memory, by the same rows the embedded store keeps.
 
-Per span (`store.usage.span_usage`): model calls under any convention read, Janux loops
+Per span (`sources.usage.span_usage`): model calls under any convention read, Janux loops
 (`janux.turn.*`) and Janux delegate tools. Per trace read structurally (`derived`): the loops and
-delegations of traces without Janux accounting. Groups end in `store.usage.finish`, as in every
+delegations of traces without Janux accounting. Groups end in `sources.usage.finish`, as in every
 source.
 """
 
@@ -16,7 +16,7 @@ from janux.tracing import conventions as c
 from janux.tracing.records import STATUS_ERROR, SpanRecord
 from janux.tracing.sources.derived import is_janux_trace, trace_rows
 from janux.tracing.sources.protocol import UsageAggregate
-from janux.tracing.sources.store.usage import (
+from janux.tracing.sources.usage import (
     GROUP_COLUMNS,
     UsageRow,
     UsageSums,

@@ -31,7 +31,7 @@ from janux.tracing.sources.protocol import (
     UsageAggregate,
     UsageDimension,
 )
-from janux.tracing.sources.store.usage import (
+from janux.tracing.sources.usage import (
     MAX_COUNT,
     UsageSums,
     bill_reconciled,
@@ -84,7 +84,7 @@ _NO_USAGE = "(" + " AND ".join(
 ) + ")"
 
 
-# The same per-span rule as `janux.tracing.sources.store.usage.span_usage`, over the exporter's string values:
+# The same per-span rule as `janux.tracing.sources.usage.span_usage`, over the exporter's string values:
 # integers as written, or a finite number truncated; non-finite numbers count as absent.
 
 

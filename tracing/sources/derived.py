@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from janux.tracing import conventions as c
 from janux.tracing.foreign.facts import AgentFacts, EdgeFacts, TraceFacts, is_janux_span, trace_facts
 from janux.tracing.records import SpanRecord
-from janux.tracing.sources.store.usage import UsageRow
+from janux.tracing.sources.usage import UsageRow
 
 DIRECT_PREFIX = "direct:"
 """Id of a delegation with no tool span: this prefix and the attempt's agent span id."""

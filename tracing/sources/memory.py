@@ -22,7 +22,7 @@ from janux.tracing.sources.protocol import (
     UsageAggregate,
     UsageDimension,
 )
-from janux.tracing.sources.store.usage import bill_reconciled, bill_sums
+from janux.tracing.sources.usage import bill_reconciled, bill_sums
 
 MAX_RECENT_ERRORS = 20
 """How many rejection messages `ingest_stats` keeps."""

@@ -131,15 +131,18 @@ class UsageAggregate:
     """Tokens and cost of one group (an agent, a delegation tool, a model or a conversation).
 
     Follows the accounting rule of the trace contract, so no token or cent is counted twice:
-    - `agent`: `janux.turn.*` of every `invoke_agent` span, grouped by `gen_ai.agent.name`
-      (each loop's OWN rounds; other runtimes' agent spans carry no own usage, so only `count`).
-    - `model`: `gen_ai.usage.*` and `janux.round.cost` of every inference (`chat`, ...) span,
-      grouped by `gen_ai.request.model`; a span without `janux.round.cost` is unpriced.
+    - `agent`: `janux.turn.*` of every Janux loop, grouped by `gen_ai.agent.name` (each loop's OWN
+      rounds); for traces without Janux accounting, each loop's own model calls
+      (`janux.tracing.foreign.facts`: the calls whose nearest loop it is, any convention).
+    - `model`: the usage (any name read) and `janux.round.cost` of every model call, grouped by the
+      requested model; a call without `janux.round.cost` is unpriced; one whose usage is unknown
+      counts in `unread`.
     - `conversation`: the root's `janux.bill.*` of every trace, grouped by the root's
-      `gen_ai.conversation.id`; a trace without a bill (other runtimes) adds its inference spans.
-    - `tool`: every `execute_tool` span with `gen_ai.tool.type` = delegate, grouped by
-      `gen_ai.tool.name`, with the `janux.turn.*` of its DIRECT attempt spans (`invoke_agent`
-      children). A delegation made inside an attempt is counted under its own tool, not here.
+      `gen_ai.conversation.id`; a trace without a bill (other runtimes) adds its model calls.
+    - `tool`: every delegation, grouped by its tool name (Janux: `delegate` tool spans; other
+      runtimes: tool spans with an agent loop below them, or the agent's name for an agent nested
+      directly in another), with the own usage of its attempts. A delegation made inside an attempt
+      is counted under its own tool, not here.
     The key is "" when the grouping attribute is absent.
     """
 

@@ -7,7 +7,7 @@ import pytest
 from janux.tracing.sources.columns import names, picker, positions, select_list
 from janux.tracing.sources.store.schema import SPAN_AT, SPAN_COLUMNS, USAGE_AT, USAGE_COLUMNS
 from janux.tracing.sources.store.summary import ROOT_COLUMNS, ROOT_FIRST, SUMMARY_COLUMNS
-from janux.tracing.sources.store.usage import UsageRow
+from janux.tracing.sources.usage import UsageRow
 
 
 def test_positions_name_every_column_once() -> None:

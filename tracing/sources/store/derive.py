@@ -19,7 +19,7 @@ from janux.tracing.sources.aggregate import span_rows
 from janux.tracing.sources.derived import DerivedRow, is_janux_trace, trace_rows
 from janux.tracing.sources.store.bulk import insert_rows
 from janux.tracing.sources.store.rows import SELECT_SPAN_COLUMNS, RowReader
-from janux.tracing.sources.store.usage import USAGE_COLUMNS
+from janux.tracing.sources.usage import USAGE_COLUMNS
 
 _IDS_PER_QUERY = 500
 _NEEDS_READING = "(Janux = 0 OR Derived = 1)"

@@ -14,7 +14,7 @@ from janux.tracing.records import STATUS_ERROR, SpanRecord
 from janux.tracing.sources.columns import positions, select_list
 from janux.tracing.sources.protocol import IngestStats, TraceFilter, TraceSummary, UsageAggregate
 from janux.tracing.sources.store.rows import SELECT_SPAN_COLUMNS, SPAN_SELECT, RowReader
-from janux.tracing.sources.store.usage import (
+from janux.tracing.sources.usage import (
     UsageSums,
     bill_reconciled,
     check_dimension,

@@ -48,7 +48,7 @@ from janux.tracing.sources.store.schema import (
     SPAN_COLUMNS,
 )
 from janux.tracing.sources.store.summary import ROOT_COLUMNS, ROOT_FIELDS, summarize
-from janux.tracing.sources.store.usage import safe_float, safe_int, span_usage
+from janux.tracing.sources.usage import safe_float, safe_int, span_usage
 
 
 def _fallback(value: object) -> Any:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from janux.tracing.conventions import OP_INVOKE_AGENT
 from janux.tracing.sources.columns import positions
-from janux.tracing.sources.store.usage import USAGE_AT as USAGE_AT
-from janux.tracing.sources.store.usage import USAGE_COLUMNS as USAGE_COLUMNS
+from janux.tracing.sources.usage import USAGE_AT as USAGE_AT
+from janux.tracing.sources.usage import USAGE_COLUMNS as USAGE_COLUMNS
 
 SCHEMA_VERSION = 5
 """`PRAGMA user_version` of a store created by this code. 2 added `span_usage`; 4 keys it by
