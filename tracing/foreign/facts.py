@@ -433,22 +433,28 @@ JANUX_LOOP_MARKERS = (c.JANUX_AGENT_DEPTH, *c.TURN_USAGE_KEYS)
 """Attributes that make an agent span a Janux loop."""
 
 
+_BILL_KEYS = frozenset(c.BILL_KEYS)
+_LOOP_KEYS = frozenset(JANUX_LOOP_MARKERS)
+
+
 def is_janux_span(operation: object, attributes: dict[str, object]) -> bool:
     """True for a span carrying Janux accounting: a Janux loop, a root with `janux.bill.*`, or a
     Janux delegation tool with its final `janux.handoff.status` (attributes elsewhere prove nothing)."""
-    if operation == c.OP_INVOKE_AGENT and any(key in attributes for key in JANUX_LOOP_MARKERS):
+    keys = attributes.keys()
+    if operation == c.OP_INVOKE_AGENT and not keys.isdisjoint(_LOOP_KEYS):
         return True
     if operation == c.OP_EXECUTE_TOOL and c.JANUX_HANDOFF_STATUS in attributes:
         return True
-    return any(key in attributes for key in c.BILL_KEYS)
+    return not keys.isdisjoint(_BILL_KEYS)
 
 
 def _is_janux(spans: list[SpanRecord]) -> bool:
     return any(is_janux_span(s.attributes.get(c.GEN_AI_OPERATION_NAME), s.attributes) for s in spans)
 
 
-def facts_of(s: Structure) -> TraceFacts:
-    """The facts of a built structure."""
+def facts_of(s: Structure, janux: bool | None = None) -> TraceFacts:
+    """The facts of a built structure (`janux`: whether the trace carries Janux accounting, when
+    the caller knows; else read from the spans)."""
     reads = s.reads
     calls = [r for r in reads if r.role == "inference"]
     tokens_in = tokens_out = None
@@ -466,10 +472,10 @@ def facts_of(s: Structure) -> TraceFacts:
         input_tokens=tokens_in,
         output_tokens=tokens_out,
         errors=sum(1 for span in s.index.spans if span.status_code == STATUS_ERROR),
-        janux=_is_janux(s.index.spans),
+        janux=_is_janux(s.index.spans) if janux is None else janux,
     )
 
 
-def trace_facts(spans: Iterable[SpanRecord]) -> TraceFacts:
-    """Read one trace's spans (any order, duplicates allowed)."""
-    return facts_of(structure(build_index(spans)))
+def trace_facts(spans: Iterable[SpanRecord], janux: bool | None = None) -> TraceFacts:
+    """Read one trace's spans (any order, duplicates allowed); see `facts_of` for `janux`."""
+    return facts_of(structure(build_index(spans)), janux)

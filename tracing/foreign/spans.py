@@ -41,7 +41,7 @@ MAX_COUNT: Final = 2**40
 _SPAN_NAME_OPS: Final = frozenset({c.OP_INVOKE_AGENT, c.OP_EXECUTE_TOOL}) | c.READ_INFERENCE_OPERATIONS
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class SpanRead:
     """What Janux reads off one span."""
 

@@ -69,7 +69,7 @@ def derived_rows(facts: TraceFacts) -> list[DerivedRow]:
     return rows
 
 
-def trace_rows(spans: Sequence[SpanRecord]) -> tuple[TraceFacts, list[DerivedRow]]:
-    """Facts and derived rows of one trace's spans."""
-    facts = trace_facts(spans)
+def trace_rows(spans: Sequence[SpanRecord], janux: bool | None = None) -> tuple[TraceFacts, list[DerivedRow]]:
+    """Facts and derived rows of one trace's spans (`janux`: see `facts_of`)."""
+    facts = trace_facts(spans, janux)
     return facts, derived_rows(facts)

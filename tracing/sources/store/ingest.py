@@ -200,5 +200,5 @@ def _apply(conn: sqlite3.Connection, batch: StagedBatch) -> tuple[int, set[tuple
     if any(row[_OP] in _LINKED_OPS for row in batch.rows):
         conn.execute(_ATTEMPTS, {"before": before})
         conn.execute(_FOREIGN_FAILED, {"before": before})
-    derive_traces(conn, {row[_TRACE] for row in batch.rows})
+    derive_traces(conn, {row[_TRACE] for row in batch.rows}, batch.spans if stored_keys is None else [])
     return stored, stored_keys

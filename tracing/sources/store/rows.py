@@ -129,6 +129,9 @@ class StagedBatch:
     """Spans whose text was not valid Unicode and was replaced (set by `repair_text`)."""
     notes: list[str] = field(default_factory=list)
     """What was altered, span by span (the first `MAX_NOTES`), for the store's error log."""
+    spans: list[SpanRecord] = field(default_factory=list)
+    """The records of `rows`, as stored (empty once rows were dropped: readers then go to the
+    database), so a trace first seen in this batch is read structurally without reading it back."""
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -152,6 +155,7 @@ class StagedBatch:
             merged.roots += batch.roots
             merged.root_of += [index + offset for index in batch.root_of]
             merged.traces += batch.traces
+            merged.spans += batch.spans
         return merged
 
     def summarize(self) -> None:
@@ -188,6 +192,7 @@ class StagedBatch:
                 self.note(f"{where}: text that is not valid Unicode replaced with U+FFFD")
         self.usage = _cleaned(self.usage)
         self.roots = _cleaned(self.roots)
+        self.spans = []  # the records hold the text before repair: read the stored rows instead
         self.summarize()
 
 
@@ -210,6 +215,7 @@ def batch_rows(spans: Iterable[SpanRecord]) -> StagedBatch:
         size += len(span.status_message) + len(span.scope_name) + len(span.scope_version)
         if size > MAX_VALUE_CHARS or resource.notes:
             span, attrs_json, events_json, links_json = _within_limits(span, resource, batch)
+        batch.spans.append(span)
         attrs = span.attributes
         op = attrs.get(GEN_AI_OPERATION_NAME)
         op = op if isinstance(op, str) else ""
