@@ -57,6 +57,9 @@ def agent_name(span: SpanRecord) -> str:
 def tool_name(span: SpanRecord) -> str:
     """The tool's name under any convention read (`gen_ai.tool.name`, `tool.name`, ...; a handoff
     span: `handoff to {agent}`), else the span name without its operation word."""
+    name = span.attributes.get(c.GEN_AI_TOOL_NAME)
+    if isinstance(name, str) and name:
+        return name
     return foreign.read_span(span).tool or _named(span, c.GEN_AI_TOOL_NAME)
 
 

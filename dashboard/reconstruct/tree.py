@@ -50,8 +50,8 @@ def _nodes(index: SpanIndex, s: Structure, tree: HandoffTree) -> None:
         node.parent = loop.parent
         node.depth = 0 if loop.parent is None else tree.nodes[loop.parent].depth + 1
         node.via = loop.via
-        node.chat_spans = list(loop.calls)
-        node.delegations = list(loop.edges)
+        node.chat_spans = loop.calls  # the structure is not kept: no copy
+        node.delegations = loop.edges
         tree.nodes.append(node)
         tree.node_span.append(loop.pos)
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from janux.tracing import conventions as c
-from janux.tracing.foreign.spans import SpanRead, error_text, read_span
+from janux.tracing.foreign.spans import SpanRead, classify, error_text, read_span
 from janux.tracing.records import STATUS_ERROR, SpanRecord, attr_str
 from janux.tracing.spantree.index import NO_PARENT, SpanIndex, build_index
 
@@ -75,8 +75,8 @@ class Structure:
 
     index: SpanIndex
     """The indexed spans."""
-    reads: list[SpanRead]
-    """`read_span` of each span, by position."""
+    kinds: list[tuple[str, str, bool]]
+    """`spans.classify` of each span, by position: (role, convention, recognised)."""
     loops: list[Loop] = field(default_factory=list)
     """Loops in depth-first start order (parents before children)."""
     edges: list[Edge] = field(default_factory=list)
@@ -85,6 +85,18 @@ class Structure:
     """Per span: the loop it belongs to (-1 when none)."""
     loose: int = -1
     """The stand-in loop holding model calls outside any loop (-1 when there is none)."""
+    _reads: dict[int, SpanRead] = field(default_factory=dict)
+
+    def read(self, pos: int) -> SpanRead:
+        """`read_span` of the span at `pos` (read once, when first needed)."""
+        found = self._reads.get(pos)
+        if found is None:
+            found = self._reads[pos] = read_span(self.index.spans[pos])
+        return found
+
+    def role(self, pos: int) -> str:
+        """The role of the span at `pos`."""
+        return self.kinds[pos][0]
 
 
 UNNAMED_AGENT = "(unnamed agent)"
@@ -93,18 +105,19 @@ LOOSE_AGENT = "(no agent)"
 """Name of the stand-in loop holding model calls that run outside any agent loop."""
 
 
-def _own_call_owners(index: SpanIndex, reads: list[SpanRead]) -> set[int]:
+def _own_call_owners(index: SpanIndex, kinds: list[tuple[str, str, bool]]) -> set[int]:
     """Agent spans (named or not) that are the nearest agent ancestor of some inference span."""
     nearest = [NO_PARENT] * len(index.spans)
     owners: set[int] = set()
     for pos in index.order:
         parent = index.parent[pos]
         above = nearest[parent] if parent != NO_PARENT else NO_PARENT
-        if reads[pos].role == "agent":
+        role = kinds[pos][0]
+        if role == "agent":
             nearest[pos] = pos
         else:
             nearest[pos] = above
-            if reads[pos].role == "inference" and above != NO_PARENT:
+            if role == "inference" and above != NO_PARENT:
                 owners.add(above)
     return owners
 
@@ -127,37 +140,40 @@ class _Builder:
     """One pass over the index in parent-before-child order."""
 
     def __init__(self, index: SpanIndex) -> None:
-        self.s = Structure(index, [read_span(span) for span in index.spans])
+        self.s = Structure(index, [classify(span.attributes, span.name) for span in index.spans])
         self.s.loop_of = [-1] * len(index.spans)
         self.tool_below = [NO_PARENT] * len(index.spans)
         self.edge_of_tool: dict[int, int] = {}
         self.pending_transfers: dict[str, list[int]] = {}
-        self.owners = _own_call_owners(index, self.s.reads)
+        agents = [pos for pos, kind in enumerate(self.s.kinds) if kind[0] == "agent"]
+        self.unnamed = {pos for pos in agents if self.s.read(pos).agent is None}
+        # Only an unnamed agent span needs to know whether it made model calls of its own.
+        self.owners = _own_call_owners(index, self.s.kinds) if self.unnamed else set()
 
     def run(self) -> Structure:
         s = self.s
         for pos in s.index.order:
-            read = s.reads[pos]
+            role = s.kinds[pos][0]
             parent = s.index.parent[pos]
-            if read.role == "agent" and (read.agent is not None or pos in self.owners):
+            if role == "agent" and (pos not in self.unnamed or pos in self.owners):
                 self._loop(pos, parent)
                 continue
             if parent != NO_PARENT:
                 s.loop_of[pos] = s.loop_of[parent]
                 self.tool_below[pos] = self.tool_below[parent]
-            if read.role == "transfer":
+            if role == "transfer":
                 self._transfer(pos)
-            elif read.role == "tool":
+            elif role == "tool":
                 self.tool_below[pos] = pos
                 if is_janux_delegating(s.index.spans[pos]):
                     self._edge_for_tool(pos)
-            elif read.role == "inference":
+            elif role == "inference":
                 self._call(pos)
         return s
 
     def _loop(self, pos: int, parent: int) -> None:
         s = self.s
-        read = s.reads[pos]
+        read = s.read(pos)
         loop = Loop(pos=pos, name=read.agent or UNNAMED_AGENT)
         index = len(s.loops)
         s.loops.append(loop)
@@ -193,7 +209,7 @@ class _Builder:
 
     def _transfer(self, pos: int) -> None:
         s = self.s
-        read = s.reads[pos]
+        read = s.read(pos)
         caller = s.loop_of[pos]
         edge = self._new_edge("transfer", pos, caller if caller >= 0 else None)
         target = read.transfer_to or ""
@@ -364,7 +380,7 @@ def _plus(total: int | None, value: int | None) -> int | None:
 def _agent_facts(s: Structure, depth: list[int]) -> list[AgentFacts]:
     found = []
     for number, loop in enumerate(s.loops):
-        reads = [s.reads[p] for p in loop.calls]
+        reads = [s.read(p) for p in loop.calls]
         span = s.index.spans[loop.pos] if loop.pos != NO_PARENT else None
         tokens_in = tokens_out = None
         for read in reads:
@@ -413,7 +429,7 @@ def _edge_facts(s: Structure) -> list[EdgeFacts]:
         found.append(
             EdgeFacts(
                 kind=edge.kind, caller=s.loops[edge.caller].name if edge.caller is not None else None,
-                target=target, tool=(s.reads[edge.tool_pos].tool or "") if tool else target,
+                target=target, tool=(s.read(edge.tool_pos).tool or "") if tool else target,
                 tool_span_id=tool.span_id if tool else None, attempts=len(edge.attempts), status=status,
                 failed=status in c.FAILING_STATUSES, error=error, attempt_agents=list(edge.attempts),
             )
@@ -455,8 +471,7 @@ def _is_janux(spans: list[SpanRecord]) -> bool:
 def facts_of(s: Structure, janux: bool | None = None) -> TraceFacts:
     """The facts of a built structure (`janux`: whether the trace carries Janux accounting, when
     the caller knows; else read from the spans)."""
-    reads = s.reads
-    calls = [r for r in reads if r.role == "inference"]
+    calls = [s.read(pos) for pos, kind in enumerate(s.kinds) if kind[0] == "inference"]
     tokens_in = tokens_out = None
     for read in calls:
         tokens_in = _plus(tokens_in, read.input_tokens)
@@ -468,7 +483,7 @@ def facts_of(s: Structure, janux: bool | None = None) -> TraceFacts:
         inference_spans=sum(1 for r in calls if r.usage != "failed"),
         usage_read_spans=sum(1 for r in calls if r.usage == "read"),
         unread_spans=sum(1 for r in calls if r.usage in ("unread", "absent")),
-        unrecognised_spans=sum(1 for r in reads if not r.recognised),
+        unrecognised_spans=sum(1 for kind in s.kinds if not kind[2]),
         input_tokens=tokens_in,
         output_tokens=tokens_out,
         errors=sum(1 for span in s.index.spans if span.status_code == STATUS_ERROR),

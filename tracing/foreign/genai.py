@@ -38,19 +38,15 @@ PROVIDER_KEYS: Final = (c.GEN_AI_PROVIDER_NAME, c.GEN_AI_SYSTEM_DEPRECATED)
 """Provider names, current first."""
 
 
+_ROLE_OF_OPERATION: Final = {
+    **dict.fromkeys(c.READ_INFERENCE_OPERATIONS, "inference"), **dict.fromkeys(AGENT_OPERATIONS, "agent"),
+    c.OP_EXECUTE_TOOL: "tool", c.OP_AGENT_HANDOFF: "transfer", **dict.fromkeys(PLAIN_OPERATIONS, "plain"),
+}  # fmt: skip
+
+
 def role(operation: str) -> str | None:
     """The role of a span with this `gen_ai.operation.name`, None when the value is unknown."""
-    if operation in c.READ_INFERENCE_OPERATIONS:
-        return "inference"
-    if operation in AGENT_OPERATIONS:
-        return "agent"
-    if operation == c.OP_EXECUTE_TOOL:
-        return "tool"
-    if operation == c.OP_AGENT_HANDOFF:
-        return "transfer"
-    if operation in PLAIN_OPERATIONS:
-        return "plain"
-    return None
+    return _ROLE_OF_OPERATION.get(operation)
 
 
 def agent_name(attributes: dict[str, Any], span_name: str) -> str | None:

@@ -101,8 +101,14 @@ def looks_like_usage(attributes: dict[str, Any]) -> bool:
     return any("token" in key.lower() for key in attributes)
 
 
+_IN, _OUT = c.GEN_AI_USAGE_INPUT_TOKENS, c.GEN_AI_USAGE_OUTPUT_TOKENS
+
+
 def read_usage(attributes: dict[str, Any], status_code: str) -> tuple[UsageState, int | None, int | None]:
     """(state, input, output) of an inference span's attributes."""
+    fast_in, fast_out = attributes.get(_IN), attributes.get(_OUT)
+    if type(fast_in) is int and type(fast_out) is int and max(abs(fast_in), abs(fast_out)) <= MAX_COUNT:
+        return "read", fast_in, fast_out  # the current GenAI names, as Janux writes them
     tokens_in = _count(attributes, INPUT_KEYS)
     tokens_out = _count(attributes, OUTPUT_KEYS)
     if tokens_in is not None or tokens_out is not None:
@@ -111,6 +117,11 @@ def read_usage(attributes: dict[str, Any], status_code: str) -> tuple[UsageState
         return "unread", None, None
     return ("failed" if status_code == STATUS_ERROR else "absent"), None, None
 
+
+_GENAI_KINDS: Final[dict[str, tuple[Role, Convention, bool]]] = {
+    operation: (genai.role(operation), "genai", True)  # type: ignore[misc]
+    for operation in genai.KNOWN_OPERATIONS
+}
 
 _ROLES: Final[dict[str, Role]] = {
     "agent": "agent", "inference": "inference", "tool": "tool", "transfer": "transfer", "plain": "plain",
@@ -135,6 +146,11 @@ def _declared(attributes: dict[str, Any], span_name: str) -> tuple[str | None, C
 
 def classify(attributes: dict[str, Any], span_name: str) -> tuple[Role, Convention, bool]:
     """(role, deciding convention, recognised) of a span."""
+    operation = attributes.get(c.GEN_AI_OPERATION_NAME)
+    if type(operation) is str:  # the common case: the GenAI conventions (Janux's own spans)
+        known = _GENAI_KINDS.get(operation)
+        if known is not None:
+            return known
     declared = _declared(attributes, span_name)
     if declared is None:
         return "plain", "", not looks_like_usage(attributes)
