@@ -103,3 +103,34 @@ def test_store_summaries_do_not_depend_on_batching(tmp_path: Path, seed: int) ->
         assert store.usage_by("agent", ALL, limit=1_000) == MemoryTraceSource(spans).usage_by(
             "agent", ALL, 1_000
         )
+
+
+def test_a_store_of_the_previous_layout_is_rebuilt_from_its_spans(tmp_path: Path) -> None:
+    import sqlite3
+
+    from janux.tracing.sources.store.schema import DB_FILE_NAME, SCHEMA_VERSION
+
+    spans = all_spans()
+    with open_store(tmp_path) as store:
+        store.write(spans)
+    with sqlite3.connect(tmp_path / DB_FILE_NAME) as conn:  # the layout of schema version 4
+        for column in (
+            "Janux",
+            "Derived",
+            "Transfers",
+            "InferenceSpans",
+            "UsageReadSpans",
+            "UnrecognisedSpans",
+        ):
+            conn.execute(f"ALTER TABLE trace_summary DROP COLUMN {column}")
+        conn.execute("ALTER TABLE span_usage DROP COLUMN Unread")
+        conn.execute("UPDATE trace_summary SET Delegations = 0, Attempts = 0")  # what version 4 counted
+        conn.execute("PRAGMA user_version = 4")
+    memory = MemoryTraceSource(spans)
+    with open_store(tmp_path) as store:
+        assert _summaries(store) == _summaries(memory)
+        for dimension in USAGE_DIMENSIONS:
+            assert store.usage_by(dimension, ALL, 1_000) == memory.usage_by(dimension, ALL, 1_000)
+        assert store.ingest_stats().spans == len(spans)
+    with sqlite3.connect(tmp_path / DB_FILE_NAME) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
