@@ -397,6 +397,23 @@ def _populate(store: TraceStore, spans: int) -> float:
     return written / (time.perf_counter() - start)
 
 
+def _populate_foreign(data_dir: Path, spans: int) -> tuple[float, float]:
+    """Spans/s of the store's write path for traces without Janux accounting (each batch's traces
+    are read whole again, `store/derive.py`) and, in the same run, for the same traces with it."""
+    from janux.tracing.testing import synthetic_trace
+
+    rates = []
+    for janux in (False, True):
+        traces = [synthetic_trace(200, seed=seed, janux=janux) for seed in range(max(1, spans // 200))]
+        flat = [span for trace in traces for span in trace]
+        with open_store(data_dir / ("janux" if janux else "foreign")) as store:
+            start = time.perf_counter()
+            for first in range(0, len(flat), SPANS_PER_REQUEST):
+                store.write(flat[first : first + SPANS_PER_REQUEST])
+            rates.append(len(flat) / (time.perf_counter() - start))
+    return rates[0], rates[1]
+
+
 def _retrace(template: Any, trace_id: str) -> Any:
     from dataclasses import replace
 
@@ -437,12 +454,15 @@ def bench_queries(spans: int, work: Path) -> dict[str, float]:
     data_dir = work / "queries"
     with open_store(data_dir) as store:
         write_rate = _populate(store, spans)
+    foreign_rate, janux_rate = _populate_foreign(work / "foreign", min(spans, 40_000))
+    with open_store(data_dir) as store:
         trace_id = _big_trace(store, 10_000)
     with open_store(data_dir) as reader:
         flt = TraceFilter()
         filtered = TraceFilter(root_agent="planner", min_cost=0.01)
         return {
-            "spans": reader.ingest_stats().spans, "write_rate": write_rate,
+            "spans": reader.ingest_stats().spans, "write_rate": write_rate, "foreign_rate": foreign_rate,
+            "janux_rate": janux_rate,
             "list_s": _median(lambda: reader.list_traces(flt, 50)),
             "list_page_s": _median(lambda: reader.list_traces(flt, 50, 5000)),
             "count_s": _median(lambda: reader.count_traces(flt)),
@@ -491,6 +511,8 @@ def _table(
         (f"import {imported['size_mb']:,.0f} MiB JSON lines", f"{imported['rate']:,.0f} spans/s",
          f"{imported['spans']:,.0f} spans; peak RSS {imported['rss_mb']:,.0f} MiB (target < 500 for 1 GiB)"),
         ("store write, in-process", f"{queries['write_rate']:,.0f} spans/s", "populating the query store"),
+        ("store write, other runtimes' traces", f"{queries['foreign_rate']:,.0f} spans/s",
+         f"read whole after each batch; with Janux accounting: {queries['janux_rate']:,.0f} spans/s"),
         (f"trace list, first page, {queries['spans']:,} spans", f"{queries['list_s'] * 1000:,.1f} ms",
          "target < 2 s"),
         ("trace list, page 100", f"{queries['list_page_s'] * 1000:,.1f} ms", ""),

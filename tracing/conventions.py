@@ -397,3 +397,119 @@ ERROR_TOOL_FORBIDDEN: Final = "tool_forbidden"
 
 ERROR_UNKNOWN_TOOL: Final = "unknown_tool"
 """`error.type` of a call to a tool name the agent does not have."""
+
+# ============================================================================================
+# Read side: names Janux READS from other instrumentations (never written by the runtime).
+# Each convention's mapping lives in one module of `janux.tracing.foreign`; docs/trace-contract.md
+# lists them in its "Traces from other runtimes" table.
+# ============================================================================================
+
+# --- OpenTelemetry GenAI semantic conventions: more operations and older names --------------
+
+OP_TEXT_COMPLETION: Final = "text_completion"
+"""`gen_ai.operation.name` of a completion-style inference call."""
+
+OP_GENERATE_CONTENT: Final = "generate_content"
+"""`gen_ai.operation.name` of a (Gemini-style) multimodal inference call."""
+
+OP_EMBEDDINGS: Final = "embeddings"
+"""`gen_ai.operation.name` of an embeddings call (inference: its input tokens are billed)."""
+
+OP_CREATE_AGENT: Final = "create_agent"
+"""`gen_ai.operation.name` of an agent being created (not run): no loop of its own."""
+
+OP_AGENT_HANDOFF: Final = "agent_handoff"
+"""`gen_ai.operation.name` the OTel OpenAI Agents bridge gives a handoff span (a transfer)."""
+
+OP_UNKNOWN: Final = "unknown"
+"""`gen_ai.operation.name` the OTel OpenAI Agents bridge gives the SDK's task and turn spans."""
+
+READ_INFERENCE_OPERATIONS: Final = frozenset(
+    {OP_CHAT, OP_TEXT_COMPLETION, OP_GENERATE_CONTENT, OP_EMBEDDINGS}
+)
+"""Operations read as model inference (`INFERENCE_OPERATIONS` plus embeddings)."""
+
+GEN_AI_USAGE_PROMPT_TOKENS: Final = "gen_ai.usage.prompt_tokens"
+"""Older name of `gen_ai.usage.input_tokens` (OpenLLMetry and semconv before 1.27)."""
+
+GEN_AI_USAGE_COMPLETION_TOKENS: Final = "gen_ai.usage.completion_tokens"
+"""Older name of `gen_ai.usage.output_tokens`."""
+
+GEN_AI_USAGE_TOTAL_TOKENS: Final = "gen_ai.usage.total_tokens"
+"""Total tokens some libraries add; never read as input or output (the split is unknown)."""
+
+GEN_AI_AGGREGATED_USAGE_PREFIX: Final = "gen_ai.aggregated_usage."
+"""Pydantic AI's accumulated usage on agent run spans: never added to the rounds."""
+
+GEN_AI_HANDOFF_FROM_AGENT: Final = "gen_ai.handoff.from_agent"
+"""On an `agent_handoff` span: the agent that handed the conversation off."""
+
+GEN_AI_HANDOFF_TO_AGENT: Final = "gen_ai.handoff.to_agent"
+"""On an `agent_handoff` span: the agent that took the conversation over."""
+
+# --- OpenInference (Arize Phoenix) ---------------------------------------------------------
+
+OI_SPAN_KIND: Final = "openinference.span.kind"
+"""OpenInference span kind: AGENT, LLM, TOOL, CHAIN, RETRIEVER, EMBEDDING, GUARDRAIL, ..."""
+
+OI_KIND_AGENT: Final = "AGENT"
+"""An agent loop."""
+OI_KIND_LLM: Final = "LLM"
+"""One model call (inference)."""
+OI_KIND_EMBEDDING: Final = "EMBEDDING"
+"""One embeddings call (inference)."""
+OI_KIND_TOOL: Final = "TOOL"
+"""A tool call (a handoff too, named `handoff to {agent}` by the OpenAI Agents bridge)."""
+OI_STRUCTURAL_KINDS: Final = frozenset(
+    {"CHAIN", "RETRIEVER", "GUARDRAIL", "RERANKER", "EVALUATOR", "PROMPT"}
+)
+"""Kinds read as plain structure: never a loop, never usage (CHAIN may carry cumulative counts)."""
+
+LLM_TOKEN_COUNT_PROMPT: Final = "llm.token_count.prompt"
+"""OpenInference input tokens of one LLM span."""
+LLM_TOKEN_COUNT_COMPLETION: Final = "llm.token_count.completion"
+"""OpenInference output tokens of one LLM span."""
+LLM_TOKEN_COUNT_TOTAL: Final = "llm.token_count.total"
+"""OpenInference total tokens; never read as input or output (the split is unknown)."""
+LLM_MODEL_NAME: Final = "llm.model_name"
+"""OpenInference model name."""
+LLM_PROVIDER: Final = "llm.provider"
+"""OpenInference provider (`openai`, ...)."""
+LLM_SYSTEM: Final = "llm.system"
+"""OpenInference model family / system (read when `llm.provider` is missing)."""
+OI_TOOL_NAME: Final = "tool.name"
+"""OpenInference tool name."""
+OI_AGENT_NAME: Final = "agent.name"
+"""OpenInference agent name."""
+OI_GRAPH_NODE_ID: Final = "graph.node.id"
+"""OpenInference graph node (the OpenAI Agents bridge: the agent name)."""
+OI_GRAPH_NODE_PARENT_ID: Final = "graph.node.parent_id"
+"""OpenInference parent graph node (the OpenAI Agents bridge: the agent that handed off)."""
+OI_INPUT_VALUE: Final = "input.value"
+"""OpenInference input (a handoff span: the agent handing off)."""
+OI_OUTPUT_VALUE: Final = "output.value"
+"""OpenInference output (a handoff span: the agent taking over)."""
+OI_HANDOFF_PREFIX: Final = "handoff to "
+"""Span name prefix of a handoff TOOL span from the OpenInference OpenAI Agents bridge."""
+
+# --- OpenLLMetry (Traceloop) ----------------------------------------------------------------
+
+TRACELOOP_SPAN_KIND: Final = "traceloop.span.kind"
+"""OpenLLMetry span kind: workflow, task, agent, tool."""
+TRACELOOP_ENTITY_NAME: Final = "traceloop.entity.name"
+"""OpenLLMetry entity name (the agent or tool name)."""
+LLM_REQUEST_TYPE: Final = "llm.request.type"
+"""OpenLLMetry inference type: chat, completion, embedding, rerank."""
+LLM_USAGE_TOTAL_TOKENS: Final = "llm.usage.total_tokens"
+"""OpenLLMetry total tokens; never read as input or output."""
+
+# --- Exceptions recorded as span events (OTel semantic conventions) --------------------------
+
+EVENT_EXCEPTION: Final = "exception"
+"""Span event recording an exception."""
+EXCEPTION_TYPE: Final = "exception.type"
+"""Exception class name."""
+EXCEPTION_MESSAGE: Final = "exception.message"
+"""Exception message."""
+EXCEPTION_STACKTRACE: Final = "exception.stacktrace"
+"""Exception stack trace."""

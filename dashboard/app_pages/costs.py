@@ -25,10 +25,14 @@ EAGER_CSV_ROWS = 5_000
 # Captions under the exact tables: what each row counts (a bare string would be drawn by magic).
 NOTES = {
     "agent": "Each agent's own model rounds (`janux.turn.*`), never its delegations. Agents of "
-    "other runtimes record no own usage: their rounds are under By model.",
+    "other runtimes: the sum of their own model calls (usage they report for themselves is never "
+    "added). `unread`: loops with calls whose usage could not be read.",
     "tool": "What the delegated loops themselves used (the delegation's attempts); a delegation "
-    "made inside an attempt counts under its own tool. A transfer or a denied call runs no loop: —.",
-    "model": "Every model round, by requested model; rounds without a recorded cost are unpriced.",
+    "made inside an attempt counts under its own tool. Other runtimes: a tool span with an agent "
+    "below it, or the agent's name when it is nested directly in another. A transfer or a denied "
+    "call runs no loop: —.",
+    "model": "Every model round, by requested model; rounds without a recorded cost are unpriced; "
+    "`unread`: rounds whose usage could not be read (unknown, not 0).",
     "conversation": "The bill of each trace; traces without one add their model rounds.",
 }
 UNPRICED_HELP = (
@@ -68,6 +72,12 @@ def _headline(usage: RangeUsage) -> None:
     cols[1].metric("Unpriced tokens", f"{total.unpriced_tokens:,}", help=UNPRICED_HELP)
     cols[2].metric("Tokens in / out", f"{total.input_tokens:,} / {total.output_tokens:,}")
     cols[3].metric("Traces", f"{usage.traces:,}")
+    if usage.unread_traces:
+        st.warning(
+            f"{usage.unread_traces:,} of {usage.traces:,} traces in this range are partly unread "
+            f"({usage.unread_calls:,} model call(s) whose usage Janux could not read): their tokens and "
+            "cost are unknown and are not in these totals as 0. Open a trace for what was not read."
+        )
     if not usage.complete:
         st.warning(
             f"This range holds more conversations than the {len(usage.tables['conversation']):,} "

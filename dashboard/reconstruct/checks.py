@@ -124,7 +124,7 @@ def agent_usage_checks(index: SpanIndex, tree: HandoffTree) -> list[Check]:
     for node, pos in zip(tree.nodes, tree.node_span, strict=True):
         if pos == NO_PARENT or not sr.has_agent_usage(index.spans[pos]):
             continue
-        tokens_in, tokens_out = sr.round_tokens(index.spans[pos])
+        tokens_in, tokens_out = sr.agent_usage_tokens(index.spans[pos])
         checks.append(
             Check(
                 name="usage_on_agent_span",
@@ -134,8 +134,8 @@ def agent_usage_checks(index: SpanIndex, tree: HandoffTree) -> list[Check]:
                 message=(
                     "gen_ai.usage.* set on an invoke_agent span (backends that sum it double count)"
                     if node.janux
-                    else "aggregated gen_ai.usage.* on an agent span ignored: usage is taken from "
-                    "inference spans only"
+                    else "usage reported on an agent span (accumulated over its rounds or subtree) ignored: "
+                    "usage is taken from model calls only"
                 ),
                 span_id=node.span_id,
                 expected="no gen_ai.usage.* on invoke_agent",

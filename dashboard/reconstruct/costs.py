@@ -22,10 +22,15 @@ def rounds_usage(index: SpanIndex, positions: list[int], *, estimate: bool) -> U
     usage = Usage()
     for pos in positions:
         span = index.spans[pos]
-        tokens_in, tokens_out = sr.round_tokens(span)
+        state, tokens_in, tokens_out = sr.round_usage(span)
+        usage.rounds += 1
+        if state in ("unread", "absent"):
+            usage.unread_rounds += 1  # unknown: neither tokens nor an estimate are made up
+            continue
+        if state == "failed":
+            continue  # a call that failed returned no usage: nothing to count or estimate
         usage.input_tokens += tokens_in
         usage.output_tokens += tokens_out
-        usage.rounds += 1
         cost = attr_float(span.attributes, c.JANUX_ROUND_COST)
         if cost is not None:
             usage.cost = cost if usage.cost is None else usage.cost + cost

@@ -35,6 +35,9 @@ class Usage:
     """Tokens with neither a recorded nor an estimated price."""
     rounds: int = 0
     """Model rounds counted."""
+    unread_rounds: int = 0
+    """Rounds whose usage could not be read (under names Janux does not read, or absent): their
+    tokens and cost are unknown, never counted as 0."""
 
     @property
     def total_tokens(self) -> int:
@@ -51,6 +54,11 @@ class Usage:
         return self.cost + self.estimated_cost
 
     @property
+    def is_unknown(self) -> bool:
+        """True when nothing was read although rounds ran: the usage is unknown, not zero."""
+        return self.unread_rounds > 0 and self.total_tokens == 0 and self.total_cost is None
+
+    @property
     def is_estimated(self) -> bool:
         """True when any part of the cost comes from the price table."""
         return self.estimated_cost is not None
@@ -61,6 +69,7 @@ class Usage:
         self.output_tokens += other.output_tokens
         self.unpriced_tokens += other.unpriced_tokens
         self.rounds += other.rounds
+        self.unread_rounds += other.unread_rounds
         if other.cost is not None:
             self.cost = other.cost if self.cost is None else self.cost + other.cost
         if other.estimated_cost is not None:
@@ -79,6 +88,7 @@ class Usage:
             self.estimated_cost,
             self.unpriced_tokens,
             self.rounds,
+            self.unread_rounds,
         )
 
 

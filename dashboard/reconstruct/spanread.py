@@ -1,4 +1,8 @@
-"""Read contract fields off single spans: operation, names, usage. No tree logic here."""
+"""Read contract fields off single spans: operation, names, usage. No tree logic here.
+
+Other runtimes' conventions are read by `janux.tracing.foreign` (the one mapping every source
+shares); this module adds the Janux contract's own fields.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from typing import Any
 
 from janux.dashboard.reconstruct.model import Usage
 from janux.tracing import conventions as c
+from janux.tracing.foreign import spans as foreign
 from janux.tracing.records import STATUS_ERROR, SpanRecord, attr_float, attr_int, attr_str
 
 _KNOWN_OPS = frozenset({c.OP_INVOKE_AGENT, c.OP_CHAT, c.OP_EXECUTE_TOOL}) | c.INFERENCE_OPERATIONS
@@ -14,18 +19,25 @@ _HANDOFF_EVENTS = frozenset({c.EVENT_HANDOFF_START, c.EVENT_HANDOFF_END})
 _TOOL_PREFIXES = ("delegate.", "handoff.", "transfer_to_")
 
 
+_OPERATION_OF_ROLE = {"agent": c.OP_INVOKE_AGENT, "inference": c.OP_CHAT, "tool": c.OP_EXECUTE_TOOL}
+
+
 def operation(span: SpanRecord) -> str:
-    """`gen_ai.operation.name`, else the first word of the span name when it is a GenAI operation."""
+    """`gen_ai.operation.name`, else the GenAI operation of the role another convention declares
+    (an OpenInference LLM span reads as `chat`), else the first word of the span name when it is one."""
     op = span.attributes.get(c.GEN_AI_OPERATION_NAME)
     if isinstance(op, str) and op:
         return op
+    role = foreign.classify(span.attributes, span.name)[0]
+    if role in _OPERATION_OF_ROLE:
+        return _OPERATION_OF_ROLE[role]
     head = span.name.split(" ", 1)[0]
     return head if head in _KNOWN_OPS else ""
 
 
 def is_inference(op: str) -> bool:
     """True for model-inference operations (the only spans whose usage is summed)."""
-    return op in c.INFERENCE_OPERATIONS
+    return op in c.READ_INFERENCE_OPERATIONS
 
 
 def _named(span: SpanRecord, key: str) -> str:
@@ -43,8 +55,12 @@ def agent_name(span: SpanRecord) -> str:
 
 
 def tool_name(span: SpanRecord) -> str:
-    """`gen_ai.tool.name`, else the span name without its operation word."""
-    return _named(span, c.GEN_AI_TOOL_NAME)
+    """The tool's name under any convention read (`gen_ai.tool.name`, `tool.name`, ...; a handoff
+    span: `handoff to {agent}`), else the span name without its operation word."""
+    name = span.attributes.get(c.GEN_AI_TOOL_NAME)
+    if isinstance(name, str) and name:
+        return name
+    return foreign.read_span(span).tool or _named(span, c.GEN_AI_TOOL_NAME)
 
 
 def target_from_tool(tool: str) -> str:
@@ -112,27 +128,42 @@ def bill_usage(span: SpanRecord) -> Usage:
     return _usage_from(span.attributes, c.BILL_KEYS)
 
 
+def round_usage(span: SpanRecord) -> tuple[foreign.UsageState, int, int]:
+    """(state, input, output) of one inference span under any convention read (0 when not read)."""
+    state, tokens_in, tokens_out = foreign.read_usage(span.attributes, span.status_code)
+    return state, tokens_in or 0, tokens_out or 0
+
+
 def round_tokens(span: SpanRecord) -> tuple[int, int]:
-    """Input and output tokens of one inference span."""
-    attrs = span.attributes
-    return attr_int(attrs, c.GEN_AI_USAGE_INPUT_TOKENS) or 0, attr_int(
-        attrs, c.GEN_AI_USAGE_OUTPUT_TOKENS
-    ) or 0
+    """Input and output tokens of one inference span (0 where none was read)."""
+    _, tokens_in, tokens_out = round_usage(span)
+    return tokens_in, tokens_out
 
 
 def round_model(span: SpanRecord) -> str:
-    """Response model, else request model, else ""."""
+    """Response model, else request model (`llm.model_name` for OpenInference), else ""."""
     attrs = span.attributes
-    return attr_str(attrs, c.GEN_AI_RESPONSE_MODEL) or attr_str(attrs, c.GEN_AI_REQUEST_MODEL) or ""
+    return attr_str(attrs, c.GEN_AI_RESPONSE_MODEL) or foreign.first_text(attrs, foreign.MODEL_KEYS)
 
 
 def round_provider(span: SpanRecord) -> str:
-    """`gen_ai.provider.name`, else the deprecated `gen_ai.system`, else ""."""
-    attrs = span.attributes
-    return attr_str(attrs, c.GEN_AI_PROVIDER_NAME) or attr_str(attrs, c.GEN_AI_SYSTEM_DEPRECATED) or ""
+    """`gen_ai.provider.name`, else `gen_ai.system`, `llm.provider` or `llm.system`, else ""."""
+    return foreign.first_text(span.attributes, foreign.PROVIDER_KEYS)
 
 
 def has_agent_usage(span: SpanRecord) -> bool:
-    """True when an agent span carries `gen_ai.usage.*` (contract invariant 3 forbids it)."""
+    """True when an agent span carries usage of its own (`gen_ai.usage.*`, which contract invariant 3
+    forbids; other runtimes' accumulated `gen_ai.aggregated_usage.*` or `llm.token_count.*`)."""
+    return any("token" in key.lower() and not key.startswith("janux.") for key in span.attributes)
+
+
+def agent_usage_tokens(span: SpanRecord) -> tuple[int, int]:
+    """The usage an agent span reports for itself (any name read; aggregated names too)."""
     attrs = span.attributes
-    return c.GEN_AI_USAGE_INPUT_TOKENS in attrs or c.GEN_AI_USAGE_OUTPUT_TOKENS in attrs
+    aggregated = {
+        key.replace(c.GEN_AI_AGGREGATED_USAGE_PREFIX, "gen_ai.usage.", 1): value
+        for key, value in attrs.items()
+        if key.startswith(c.GEN_AI_AGGREGATED_USAGE_PREFIX)
+    }
+    _, tokens_in, tokens_out = foreign.read_usage({**attrs, **aggregated}, span.status_code)
+    return tokens_in or 0, tokens_out or 0

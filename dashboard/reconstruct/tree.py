@@ -1,8 +1,9 @@
 """The handoff tree: agent loops as nodes, delegations and transfers as edges, attempts per edge.
 
-One pass over the spans in parent-before-child order carries, per span, its nearest agent loop
-and the nearest tool span below that loop; an agent span's caller and delegating tool fall out
-of its parent's two values, so the tree is built in linear time.
+Which spans are loops and which edges join them is read by `janux.tracing.foreign.facts` (the one
+structural reading every source and the CLI share, for Janux's own traces and every other
+convention); this module turns it into the dashboard's nodes and delegations and fills their
+details from the spans and HANDOFF events.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from dataclasses import dataclass, field
 from janux.dashboard.reconstruct import spanread as sr
 from janux.dashboard.reconstruct.model import AgentNode, Attempt, Delegation
 from janux.tracing import conventions as c
+from janux.tracing.foreign.facts import LOOSE_AGENT as LOOSE_AGENT
+from janux.tracing.foreign.facts import Structure, structure
+from janux.tracing.foreign.spans import error_text
 from janux.tracing.records import attr_int, attr_str
 from janux.tracing.spantree.index import NO_PARENT, SpanIndex
-
-LOOSE_AGENT = "(no agent)"
-"""Name of the stand-in node holding inference spans that run outside any agent loop."""
 
 
 @dataclass(slots=True)
@@ -30,129 +31,59 @@ class HandoffTree:
     node_span: list[int] = field(default_factory=list)
     """Span position of each node (-1 for the synthetic node)."""
     delegation_span: list[int] = field(default_factory=list)
-    """Span position of each delegation's tool span (-1 for direct nesting)."""
+    """Span position of each delegation's tool (or handoff) span (-1 when it has none)."""
     node_of_span: list[int] = field(default_factory=list)
     """Per span: the agent loop it belongs to (-1 when none)."""
 
 
-class _Builder:
-    """State of one pass over the span index."""
-
-    def __init__(self, index: SpanIndex) -> None:
-        self.index = index
-        self.tree = HandoffTree(node_of_span=[-1] * len(index.spans))
-        self.tool_below_agent = [NO_PARENT] * len(index.spans)
-        self.delegation_of_tool: dict[int, int] = {}
-        self.loose_node = -1
-
-    def run(self) -> HandoffTree:
-        index = self.index
-        for pos in index.order:
-            op = sr.operation(index.spans[pos])
-            parent = index.parent[pos]
-            if op == c.OP_INVOKE_AGENT:
-                self._agent(pos, parent)
-                continue
-            if parent != NO_PARENT:
-                self.tree.node_of_span[pos] = self.tree.node_of_span[parent]
-                self.tool_below_agent[pos] = self.tool_below_agent[parent]
-            if op == c.OP_EXECUTE_TOOL:
-                self.tool_below_agent[pos] = pos
-                if sr.is_delegation_tool(index.spans[pos]):
-                    self._delegation_for_tool(pos)
-            elif sr.is_inference(op):
-                self._inference(pos)
-        return self.tree
-
-    def _agent(self, pos: int, parent: int) -> None:
-        span = self.index.spans[pos]
-        tree = self.tree
-        caller = tree.node_of_span[parent] if parent != NO_PARENT else -1
-        tool = self.tool_below_agent[parent] if parent != NO_PARENT else NO_PARENT
-        node = AgentNode(
-            index=len(tree.nodes),
-            span_id=span.span_id,
-            agent=sr.agent_name(span),
-            start_ns=span.start_ns,
-            duration_ns=span.duration_ns,
-            incomplete=self.index.incomplete[pos],
-        )
-        tree.nodes.append(node)
-        tree.node_span.append(pos)
-        tree.node_of_span[pos] = node.index
-        if caller >= 0 and caller != self.loose_node:
-            node.parent = caller
-            node.depth = tree.nodes[caller].depth + 1
-        if tool != NO_PARENT:
-            delegation = self._delegation_for_tool(tool)
-        elif node.parent is not None:
-            delegation = self._new_delegation(f"direct:{span.span_id}", NO_PARENT, node.parent)
+def _nodes(index: SpanIndex, s: Structure, tree: HandoffTree) -> None:
+    for number, loop in enumerate(s.loops):
+        if loop.pos == NO_PARENT:  # the stand-in holding model calls outside any loop
+            start = index.spans[index.order[0]].start_ns
+            broken = any(index.incomplete[p] for p in loop.calls)
+            node = AgentNode(index=number, span_id="", agent=loop.name, start_ns=start, duration_ns=0,
+                             synthetic=True, incomplete=broken)  # fmt: skip
         else:
-            return
-        node.via = delegation
-        tree.delegations[delegation].attempts.append(
-            Attempt(number=0, node=node.index, span_id=span.span_id, duration_ms=None, status="ok")
-        )
+            span = index.spans[loop.pos]
+            node = AgentNode(index=number, span_id=span.span_id, agent=loop.name, start_ns=span.start_ns,
+                             duration_ns=span.duration_ns, incomplete=index.incomplete[loop.pos])  # fmt: skip
+        node.parent = loop.parent
+        node.depth = 0 if loop.parent is None else tree.nodes[loop.parent].depth + 1
+        node.via = loop.via
+        node.chat_spans = loop.calls  # the structure is not kept: no copy
+        node.delegations = loop.edges
+        tree.nodes.append(node)
+        tree.node_span.append(loop.pos)
 
-    def _delegation_for_tool(self, tool_pos: int) -> int:
-        found = self.delegation_of_tool.get(tool_pos)
-        if found is None:
-            caller = self.tree.node_of_span[tool_pos]
-            key = self.index.spans[tool_pos].span_id
-            found = self._new_delegation(key, tool_pos, caller if caller >= 0 else None)
-            self.delegation_of_tool[tool_pos] = found
-        return found
 
-    def _new_delegation(self, key: str, tool_pos: int, caller: int | None) -> int:
-        tree = self.tree
-        if caller == self.loose_node:
-            caller = None
+def _delegations(index: SpanIndex, s: Structure, tree: HandoffTree) -> None:
+    for number, edge in enumerate(s.edges):
+        if edge.tool_pos != NO_PARENT:
+            key = index.spans[edge.tool_pos].span_id
+        elif edge.attempts:
+            prefix = "transfer" if edge.kind == "transfer" else "direct"
+            key = f"{prefix}:{tree.nodes[edge.attempts[0]].span_id}"
+        else:
+            key = f"transfer:{number}"
         delegation = Delegation(
-            index=len(tree.delegations),
-            key=key,
-            tool_span_id=self.index.spans[tool_pos].span_id if tool_pos != NO_PARENT else None,
-            parent_node=caller,
-            tool="",
-            kind="delegate",
-            target="",
-            status="completed",
-        )
+            index=number, key=key,
+            tool_span_id=index.spans[edge.tool_pos].span_id if edge.tool_pos != NO_PARENT else None,
+            parent_node=edge.caller, tool="", kind=edge.kind, target=edge.target, status="completed",
+        )  # fmt: skip
+        delegation.attempts = [
+            Attempt(number=0, node=node, span_id=tree.nodes[node].span_id, duration_ms=None, status="ok")
+            for node in edge.attempts
+        ]
         tree.delegations.append(delegation)
-        tree.delegation_span.append(tool_pos)
-        if caller is not None:
-            tree.nodes[caller].delegations.append(delegation.index)
-        return delegation.index
-
-    def _inference(self, pos: int) -> None:
-        tree = self.tree
-        owner = tree.node_of_span[pos]
-        if owner < 0:
-            owner = self._loose()
-            tree.node_of_span[pos] = owner
-            if self.index.incomplete[pos]:
-                tree.nodes[owner].incomplete = True
-        tree.nodes[owner].chat_spans.append(pos)
-
-    def _loose(self) -> int:
-        if self.loose_node < 0:
-            first = self.index.spans[self.index.order[0]]
-            node = AgentNode(
-                index=len(self.tree.nodes),
-                span_id="",
-                agent=LOOSE_AGENT,
-                start_ns=first.start_ns,
-                duration_ns=0,
-                synthetic=True,
-            )
-            self.tree.nodes.append(node)
-            self.tree.node_span.append(NO_PARENT)
-            self.loose_node = node.index
-        return self.loose_node
+        tree.delegation_span.append(edge.tool_pos)
 
 
 def build_tree(index: SpanIndex) -> HandoffTree:
-    """Agent loops and delegations of one indexed trace (fields filled by `describe_tree`)."""
-    tree = _Builder(index).run()
+    """Agent loops and delegations of one indexed trace, with their fields filled."""
+    s = structure(index)
+    tree = HandoffTree(node_of_span=list(s.loop_of))
+    _nodes(index, s, tree)
+    _delegations(index, s, tree)
     describe_tree(index, tree)
     return tree
 
@@ -205,8 +136,8 @@ def _describe_tool(delegation: Delegation, index: SpanIndex, pos: int) -> None:
         delegation.kind = "transfer"
     delegation.task = attr_str(attrs, c.GEN_AI_TOOL_CALL_ARGUMENTS)
     delegation.error_type = attr_str(attrs, c.ERROR_TYPE)
-    if sr.is_error(span) and span.status_message:
-        delegation.error = span.status_message
+    if sr.is_error(span):
+        delegation.error = error_text(span)[0]
     _read_handoff_fields(delegation, attrs)
     for event in span.events:
         if event.name == c.EVENT_HANDOFF_START:

@@ -33,16 +33,24 @@ def headline(view: TraceView) -> None:
     top = st.columns([2, 2, 1])
     label = "Total cost (estimated)" if total.is_estimated else "Total cost"
     top[0].metric(label, fmt.usage_cost(total))
-    top[1].metric("Tokens in / out", f"{total.input_tokens:,} / {total.output_tokens:,}")
+    tokens = fmt.UNKNOWN if total.is_unknown else f"{total.input_tokens:,} / {total.output_tokens:,}"
+    top[1].metric("Tokens in / out", tokens)
     top[2].metric("Unpriced tokens", f"{total.unpriced_tokens:,}")
     counts = st.columns(5)
     counts[0].metric("Agent loops", f"{len(view.nodes):,}")
     counts[1].metric("Delegations", f"{len(view.delegations):,}")
     counts[2].metric("Attempts", f"{sum(len(d.attempts) for d in view.delegations):,}")
-    # A handoff whose attempt timed out but which then completed did not fail: counted apart.
-    failed = sum(1 for f in view.failures if f.status != c.STATUS_COMPLETED)
+    # A handoff whose attempt timed out but which then completed did not fail: counted apart; a
+    # failed turn (no delegation) is not a handoff at all.
+    failed = sum(1 for f in view.failures if f.delegation is not None and f.status != c.STATUS_COMPLETED)
     counts[3].metric("Failed handoffs", f"{failed:,}")
     counts[4].metric("Timed-out attempts", f"{sum(f.timeouts for f in view.failures):,}")
+    unread = total.unread_rounds
+    if unread:
+        st.warning(
+            f"{unread:,} of {total.rounds:,} model call(s) carry usage Janux could not read (under names it "
+            "does not read, or none at all): their tokens and cost are unknown, not counted as 0."
+        )
     broken = view.failed_checks
     if broken:
         st.error(f"{len(broken)} reconciliation check(s) failed: see the Checks tab.")

@@ -6,6 +6,8 @@ kinds of empty money cell are stored differently, and a money column stays numer
 - a price:            the USD amount, shown as `$0.001234` (estimate columns as `≈ $0.001234`);
 - `UNPRICED` (-inf):  tokens were used and no price is known, shown as `unpriced` and sorted below
                       every price: unknown is never shown as $0, and never as a bare "None";
+- `UNKNOWN` (-1e300):  model calls ran whose usage could not be read, shown as `unknown`: not 0,
+                      not `—` (which means no usage);
 - None:               nothing to price (no tokens at all, or no estimate made), shown as `—`.
 
 Missing token counts are None and show as `—` too. A money column is one whose name ends in
@@ -26,6 +28,9 @@ from janux.dashboard.views import fmt
 
 UNPRICED: Final = float("-inf")
 """Value of a money cell whose price is unknown although tokens were used."""
+UNKNOWN: Final = -1e300
+"""Value of a money cell whose usage itself could not be read (rounds ran, no usage was read):
+shown as `unknown`, sorted just above `UNPRICED`, below every price."""
 MISSING: Final = fmt.NO_USAGE
 """Text of a missing value (the tables' placeholder)."""
 MONEY_SUFFIX: Final = "USD"
@@ -36,22 +41,27 @@ DELTA_MARK: Final = "Δ"
 """Money columns whose name contains this hold differences (shown with a sign)."""
 
 
-def cost_cell(cost: float | None, unpriced_tokens: int) -> float | None:
-    """A cost cell: the amount, `UNPRICED` when tokens went unpriced, None when no tokens were used."""
+def cost_cell(cost: float | None, unpriced_tokens: int, *, unknown: bool = False) -> float | None:
+    """A cost cell: the amount, `UNPRICED` when tokens went unpriced, `UNKNOWN` when usage could not
+    be read (`unknown`), None when no tokens were used."""
     if cost is not None:
         return cost
-    return UNPRICED if unpriced_tokens else None
+    if unpriced_tokens:
+        return UNPRICED
+    return UNKNOWN if unknown else None
 
 
 def total_cell(usage: Usage) -> float | None:
     """Recorded plus estimated cost of a usage as one money cell."""
-    return cost_cell(usage.total_cost, usage.unpriced_tokens)
+    return cost_cell(usage.total_cost, usage.unpriced_tokens, unknown=usage.is_unknown)
 
 
 def delta_cell(a: float | None, b: float | None) -> float | None:
     """`b - a` of two money cells; a missing side counts as nothing, an unpriced side makes it unpriced."""
     if a is None and b is None:
         return None
+    if a == UNKNOWN or b == UNKNOWN:
+        return UNKNOWN
     if a == UNPRICED or b == UNPRICED:
         return UNPRICED
     return (b or 0.0) - (a or 0.0)
@@ -73,6 +83,8 @@ def money_text(value: Any, *, estimated: bool = False, signed: bool = False) -> 
     amount = float(value)
     if amount == UNPRICED:
         return fmt.UNPRICED
+    if amount == UNKNOWN:
+        return fmt.UNKNOWN
     sign = ("+" if amount > 0 else "-" if amount < 0 else "") if signed else ("-" if amount < 0 else "")
     text = f"{sign}${abs(amount):,.6f}"
     return f"≈ {text}" if estimated else text
@@ -82,6 +94,8 @@ def money_metric(value: float | None, *, estimated: bool = False) -> str:
     """A money cell as a headline figure (`$0.0373`, `≈ $0.0012 (est.)`, `unpriced`, `—`)."""
     if value is None:
         return MISSING
+    if value == UNKNOWN:
+        return fmt.UNKNOWN
     return fmt.UNPRICED if value == UNPRICED else fmt.usd(value, estimated=estimated)
 
 
@@ -106,8 +120,16 @@ def export_frame(frame: pd.DataFrame) -> pd.DataFrame:
     out = frame.copy()
     for col in out.columns:
         if is_money(col):
-            out[col] = [fmt.UNPRICED if v == UNPRICED else (None if _missing(v) else v) for v in out[col]]
+            out[col] = [_export(v) for v in out[col]]
     return out
+
+
+def _export(value: Any) -> Any:
+    if value == UNPRICED:
+        return fmt.UNPRICED
+    if value == UNKNOWN:
+        return fmt.UNKNOWN
+    return None if _missing(value) else value
 
 
 def csv_bytes(frame: pd.DataFrame) -> bytes:

@@ -22,12 +22,19 @@ def usd(value: float | None, *, estimated: bool = False) -> str:
 NO_USAGE = "—"
 """Shown where no tokens were used at all (nothing to price, so not "unpriced")."""
 
+UNKNOWN = "unknown"
+"""Shown where rounds ran but their usage could not be read (never 0, never "—")."""
+
 
 def usage_cost(usage: Usage) -> str:
-    """Cost of a usage, labelled as an estimate when any part of it is; `—` when nothing was used."""
+    """Cost of a usage, labelled as an estimate when any part of it is; `—` when nothing was used;
+    `unknown` when rounds ran whose usage could not be read (`+ unknown` when only some)."""
+    if usage.is_unknown:
+        return UNKNOWN
     if usage.total_cost is None and usage.total_tokens == 0 and usage.unpriced_tokens == 0:
         return NO_USAGE
-    return usd(usage.total_cost, estimated=usage.is_estimated)
+    text = usd(usage.total_cost, estimated=usage.is_estimated)
+    return f"{text} + {UNKNOWN}" if usage.unread_rounds else text
 
 
 def usage_cost_full(usage: Usage) -> str:
@@ -39,8 +46,12 @@ def usage_cost_full(usage: Usage) -> str:
 
 
 def tokens(usage: Usage) -> str:
-    """`1,200 in / 340 out`."""
-    return f"{usage.input_tokens:,} in / {usage.output_tokens:,} out"
+    """`1,200 in / 340 out`; `unknown` when rounds ran and no usage was read; `+ N unread` appended
+    when some rounds' usage could not be read."""
+    if usage.is_unknown:
+        return UNKNOWN
+    text = f"{usage.input_tokens:,} in / {usage.output_tokens:,} out"
+    return text + (f" + {usage.unread_rounds:,} unread" if usage.unread_rounds else "")
 
 
 def ms(value: float | None) -> str:

@@ -18,7 +18,9 @@ from janux.tracing.sources.protocol import TraceSummary
 BADGE_OK = "✓ ok"
 """Badge of a trace whose contract checks all pass."""
 BADGE_NA = "– no janux data"
-"""Badge of a trace from another runtime (no accounting to reconcile)."""
+"""Badge of a trace without model calls and without Janux accounting (nothing to reconcile)."""
+UNKNOWN_TOKENS = "unknown"
+"""Token cell of a trace whose model calls' usage could not be read."""
 BADGE_BILL_DIFFERS = "✗ bill ≠ loops"
 """Badge of a trace whose recorded bill differs from the sum of its loops (from the source's flag)."""
 CHECKS_HELP = (
@@ -39,12 +41,26 @@ def needs_rebuild(summary: TraceSummary) -> bool:
 def summary_badge(summary: TraceSummary, view: TraceView | None) -> str:
     """The list's badge: the source's reconciliation flag when it has one, else `badge(view)`."""
     if summary.bill_reconciled is None:
-        return badge(view)
+        return badge(view, summary)
     return BADGE_OK if summary.bill_reconciled else BADGE_BILL_DIFFERS
 
 
-def badge(view: TraceView | None) -> str:
-    """Reconciliation badge: `✓ ok`, `✗ N failed`, or `– no janux data`; `, incomplete` appended."""
+def foreign_badge(summary: TraceSummary) -> str:
+    """How much of another runtime's trace was read: `foreign: 75% read` (model calls whose usage
+    was read), `, 2 unrecognised` (spans of a kind Janux does not know)."""
+    calls = summary.inference_spans
+    if calls:
+        text = f"foreign: {100 * summary.usage_read_spans // calls}% read"
+    else:
+        text = "foreign: no model calls" if summary.span_count else BADGE_NA
+    if summary.unrecognised_spans:
+        text += f", {summary.unrecognised_spans} unrecognised"
+    return text
+
+
+def badge(view: TraceView | None, summary: TraceSummary | None = None) -> str:
+    """Reconciliation badge: `✓ ok`, `✗ N failed`, or for other runtimes how much was read
+    (`foreign: N% read`, or `– no janux data` without a summary); `, incomplete` appended."""
     if view is None:
         return "?"
     failed = view.failed_checks
@@ -53,8 +69,15 @@ def badge(view: TraceView | None) -> str:
     elif view.is_janux:
         text = BADGE_OK
     else:
-        text = BADGE_NA
+        text = foreign_badge(summary) if summary is not None else BADGE_NA
     return text + (", incomplete" if view.issues.incomplete else "")
+
+
+def _tokens(summary: TraceSummary, value: int | None) -> int | str | None:
+    """A token cell: the count, `unknown` when no usage could be read although calls ran."""
+    if value is None and summary.bill_cost is None and summary.inference_spans > summary.usage_read_spans:
+        return UNKNOWN_TOKENS
+    return value
 
 
 def _money(
@@ -64,8 +87,10 @@ def _money(
     if summary.bill_cost is not None:
         return summary.bill_cost, None
     if view is not None:
-        return cells.cost_cell(view.total.cost, view.total.unpriced_tokens), view.total.estimated_cost
-    return cells.cost_cell(None, unpriced or 0), None
+        total = view.total
+        cost = cells.cost_cell(total.cost, total.unpriced_tokens, unknown=total.is_unknown)
+        return cost, total.estimated_cost
+    return cells.cost_cell(None, unpriced or 0, unknown=summary.partly_unread), None
 
 
 def traces_frame(
@@ -98,8 +123,10 @@ def traces_frame(
                 "error spans": s.error_spans,
                 "duration": fmt.ms(s.duration_ns / 1e6),
                 "spans": s.span_count,
-                "input tokens": s.bill_input_tokens,
-                "output tokens": s.bill_output_tokens,
+                "input tokens": _tokens(s, s.bill_input_tokens),
+                "output tokens": _tokens(s, s.bill_output_tokens),
+                "usage read": f"{s.usage_read_spans}/{s.inference_spans}" if s.inference_spans else "",
+                "transfers": s.transfers,
                 "unpriced tokens": unpriced,
                 "service": s.service_name,
                 "trace": s.trace_id,

@@ -60,7 +60,9 @@ def money_cell(group: UsageAggregate) -> float | None:
     if group.cost is not None:
         return group.cost
     used = (group.input_tokens or 0) + (group.output_tokens or 0) + (group.unpriced_tokens or 0)
-    return cells.UNPRICED if used else None
+    if used:
+        return cells.UNPRICED
+    return cells.UNKNOWN if group.unread else None
 
 
 def usage_frame(groups: Sequence[UsageAggregate], spec: TableSpec) -> pd.DataFrame:
@@ -75,6 +77,7 @@ def usage_frame(groups: Sequence[UsageAggregate], spec: TableSpec) -> pd.DataFra
             f"{p}unpriced tokens": g.unpriced_tokens,
             f"{p}input tokens": g.input_tokens,
             f"{p}output tokens": g.output_tokens,
+            "unread": g.unread,
         }
         for g in groups
     ]
@@ -114,6 +117,10 @@ class RangeUsage:
     """Traces in the range."""
     complete: bool
     """False when the range holds more conversations than were fetched (totals then fall short)."""
+    unread_traces: int
+    """Traces in the range with usage that could not be read (unknown, not counted as 0)."""
+    unread_calls: int
+    """Model calls in the range whose usage could not be read."""
     tables: dict[UsageDimension, pd.DataFrame]
     """agent, tool, model and conversation tables (see the `TableSpec`s)."""
 
@@ -121,14 +128,15 @@ class RangeUsage:
 def range_usage(source: TraceSource, flt: TraceFilter) -> RangeUsage:
     """One `usage_by` query per dimension over every trace matching `flt`."""
     conversations = source.usage_by("conversation", flt, limit=CONVERSATION_LIMIT)
-    tables = {
-        spec.dimension: usage_frame(source.usage_by(spec.dimension, flt, limit=TABLE_LIMIT), spec)
-        for spec in (AGENT, TOOL, MODEL)
-    }
+    specs = (AGENT, TOOL, MODEL)
+    groups = {spec.dimension: source.usage_by(spec.dimension, flt, limit=TABLE_LIMIT) for spec in specs}
+    tables = {spec.dimension: usage_frame(groups[spec.dimension], spec) for spec in specs}
     tables["conversation"] = usage_frame(conversations, CONVERSATION)
     return RangeUsage(
         total=total_usage(conversations),
         traces=sum(g.count for g in conversations),
         complete=len(conversations) < CONVERSATION_LIMIT,
         tables=tables,
+        unread_traces=sum(g.unread for g in conversations),
+        unread_calls=sum(g.unread for g in groups["model"]),
     )

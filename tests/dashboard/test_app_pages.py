@@ -81,7 +81,7 @@ def test_traces_page_lists_traces_with_cost_and_badge(
     # The other runtime's trace has an estimate and 400 tokens on a model without a price.
     assert text.loc[PLAIN_ID, "estimated USD"].startswith("≈ $")
     assert text.loc[PLAIN_ID, "cost USD"] == fmt.UNPRICED
-    assert frame.loc[PLAIN_ID, "checks"] == "– no janux data"
+    assert frame.loc[PLAIN_ID, "checks"] == "foreign: 100% read"
     assert _metrics(at)["Spans"] == str(len(contract_trace()) + len(plain_trace()))
 
 

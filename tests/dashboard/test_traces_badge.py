@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from janux.dashboard.reconstruct import reconstruct
-from janux.dashboard.views.traces_list import BADGE_BILL_DIFFERS, BADGE_NA, BADGE_OK, badge
+from janux.dashboard.views.traces_list import BADGE_BILL_DIFFERS, BADGE_OK, badge
 from janux.tracing import conventions as c
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.memory import MemoryTraceSource
@@ -79,7 +79,7 @@ def test_badge_from_the_flag_means_what_the_rebuild_says(open_page: OpenPage, fl
     assert badges == {
         GOOD[0].trace_id: BADGE_OK,
         BAD[0].trace_id: BADGE_BILL_DIFFERS,
-        PLAIN[0].trace_id: BADGE_NA,
+        PLAIN[0].trace_id: "foreign: 100% read",  # another runtime: how much of its usage was read
     }
     # The rebuild agrees: the good trace passes every check, the over-billed one fails one.
     assert badge(reconstruct(GOOD)) == BADGE_OK

@@ -18,8 +18,12 @@ import math
 from typing import Any, Literal, Protocol
 
 from janux.tracing import conventions as c
+from janux.tracing.foreign.facts import JANUX_LOOP_MARKERS
 from janux.tracing.otlp.enums import KIND_BY_NAME, STATUS_BY_NAME
 from janux.tracing.records import EventRecord, LinkRecord, SpanRecord
+from janux.tracing.sources.aggregate import group_rows, merge_groups
+from janux.tracing.sources.columns import names, picker, positions, select_list
+from janux.tracing.sources.memory import summarize
 from janux.tracing.sources.protocol import (
     IngestStats,
     TraceFilter,
@@ -27,7 +31,14 @@ from janux.tracing.sources.protocol import (
     UsageAggregate,
     UsageDimension,
 )
-from janux.tracing.sources.store.usage import MAX_COUNT, bill_reconciled, check_dimension, finish
+from janux.tracing.sources.usage import (
+    MAX_COUNT,
+    UsageSums,
+    bill_reconciled,
+    check_dimension,
+    finish,
+    group_select,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -62,9 +73,18 @@ _IS_AGENT = f"{_OP} = '{c.OP_INVOKE_AGENT}'"
 _IS_INFERENCE = f"{_OP} IN {_INFERENCE}"
 _IS_DELEGATION = f"{_IS_TOOL} AND SpanAttributes['{c.GEN_AI_TOOL_TYPE}'] = '{c.TOOL_TYPE_DELEGATE}'"
 _HAS_BILL = " OR ".join(f"mapContains(SpanAttributes, '{key}')" for key in c.BILL_KEYS)
+# `janux.tracing.foreign.facts.is_janux_span`: a Janux loop, a billed root or a Janux delegation tool.
+_JANUX_SPAN = (
+    f"({_IS_AGENT} AND ("
+    + " OR ".join(f"mapContains(SpanAttributes, '{key}')" for key in JANUX_LOOP_MARKERS)
+    + f")) OR ({_IS_TOOL} AND {_STATUS_ATTR} != '') OR {_HAS_BILL}"
+)
+_NO_USAGE = "(" + " AND ".join(
+    f"SpanAttributes['{key}'] = ''" for key in (c.GEN_AI_USAGE_INPUT_TOKENS, c.GEN_AI_USAGE_OUTPUT_TOKENS)
+) + ")"
 
 
-# The same per-span rule as `janux.tracing.sources.store.usage.span_usage`, over the exporter's string values:
+# The same per-span rule as `janux.tracing.sources.usage.span_usage`, over the exporter's string values:
 # integers as written, or a finite number truncated; non-finite numbers count as absent.
 
 
@@ -112,6 +132,10 @@ SELECT
     {_root_attr(c.JANUX_BILL_INPUT_TOKENS)} AS bill_input,
     {_root_attr(c.JANUX_BILL_OUTPUT_TOKENS)} AS bill_output,
     {_root_attr(c.JANUX_BILL_UNPRICED_TOKENS)} AS bill_unpriced,
+    countIf({_JANUX_SPAN}) > 0 OR has_bill AS janux,
+    countIf({_IS_TOOL} AND SpanAttributes['{c.GEN_AI_TOOL_TYPE}'] = '{c.TOOL_TYPE_HANDOFF}') AS transfers,
+    countIf({_IS_INFERENCE} AND NOT ({_IS_ERROR} AND {_NO_USAGE})) AS calls,
+    countIf({_IS_INFERENCE} AND NOT {_NO_USAGE}) AS read_calls,
     {_usage(c.GEN_AI_USAGE_INPUT_TOKENS, "input")},
     {_usage(c.GEN_AI_USAGE_OUTPUT_TOKENS, "output")},
     sumIf({_to_int(f"SpanAttributes['{c.JANUX_TURN_INPUT_TOKENS}']")}, {_IS_AGENT}) AS turn_input,
@@ -121,21 +145,40 @@ SELECT
 """
 
 _SUMMARY_COLUMNS = (
-    "TraceId, start_ns, duration_ns, service, root_name, root_agent, conversation, span_count, delegations, "
-    "attempts, failed_handoffs, error_spans, has_bill, bill_cost, bill_input, bill_output, bill_unpriced, "
-    "inference_input, inference_output, input_spans, output_spans, turn_input, turn_output, turn_cost, "
-    "turn_unpriced"
-)
+    "TraceId", "start_ns", "duration_ns", "service", "root_name", "root_agent", "conversation", "span_count",
+    "delegations", "attempts", "failed_handoffs", "error_spans", "has_bill", "bill_cost", "bill_input",
+    "bill_output", "bill_unpriced", "inference_input", "inference_output", "input_spans", "output_spans",
+    "turn_input", "turn_output", "turn_cost", "turn_unpriced", "janux", "transfers", "calls", "read_calls",
+)  # fmt: skip
+"""What `list_traces` selects from `_SUMMARY_SELECT` (by alias) and `_summary` reads by name."""
+_SUMMARY_AT = positions(_SUMMARY_COLUMNS)
 
-_SPAN_COLUMNS = """
-    toUnixTimestamp64Nano(Timestamp), TraceId, SpanId, ParentSpanId, TraceState, SpanName, SpanKind,
-    ServiceName, ResourceAttributes, ScopeName, ScopeVersion, SpanAttributes, toInt64(Duration), StatusCode,
-    StatusMessage, arrayMap(t -> toUnixTimestamp64Nano(t), Events.Timestamp), Events.Name, Events.Attributes,
-    Links.TraceId, Links.SpanId, Links.TraceState, Links.Attributes
-"""
+_SPAN_COLUMNS = (
+    ("start_ns", "toUnixTimestamp64Nano(Timestamp)"), ("TraceId", "TraceId"), ("SpanId", "SpanId"),
+    ("ParentSpanId", "ParentSpanId"), ("TraceState", "TraceState"), ("SpanName", "SpanName"),
+    ("SpanKind", "SpanKind"), ("ServiceName", "ServiceName"), ("ResourceAttributes", "ResourceAttributes"),
+    ("ScopeName", "ScopeName"), ("ScopeVersion", "ScopeVersion"), ("SpanAttributes", "SpanAttributes"),
+    ("duration_ns", "toInt64(Duration)"), ("StatusCode", "StatusCode"), ("StatusMessage", "StatusMessage"),
+    ("event_times", "arrayMap(t -> toUnixTimestamp64Nano(t), Events.Timestamp)"),
+    ("event_names", "Events.Name"), ("event_attributes", "Events.Attributes"),
+    ("link_traces", "Links.TraceId"), ("link_spans", "Links.SpanId"), ("link_states", "Links.TraceState"),
+    ("link_attributes", "Links.Attributes"),
+)  # fmt: skip
+"""(name, expression) of every column `_span` reads."""
+_SPAN_SELECT = select_list(_SPAN_COLUMNS)
+_SPAN_FIELDS = picker(
+    names(_SPAN_COLUMNS),
+    ("start_ns", "TraceId", "SpanId", "ParentSpanId", "TraceState", "SpanName", "SpanKind", "ServiceName",
+     "ResourceAttributes", "ScopeName", "ScopeVersion", "SpanAttributes", "duration_ns", "StatusCode",
+     "StatusMessage"),
+)  # fmt: skip
+_EVENT_FIELDS = picker(names(_SPAN_COLUMNS), ("event_times", "event_names", "event_attributes"))
+_LINK_FIELDS = picker(names(_SPAN_COLUMNS), ("link_traces", "link_spans", "link_states", "link_attributes"))
 
 MAX_DISTINCT_VALUES = 5_000
 """Most values `distinct_values` returns."""
+FOREIGN_TRACES_PER_QUERY = 200
+"""Traces of other runtimes fetched per query when they are read whole (`usage_by`)."""
 
 
 class ClickHouseSource:
@@ -164,10 +207,16 @@ class ClickHouseSource:
         """Trace summaries matching `flt`, newest first."""
         parameters: dict[str, Any] = {"limit": max(0, limit), "offset": max(0, offset)}
         sql = (
-            f"SELECT {_SUMMARY_COLUMNS} FROM ({self._summaries_sql(flt, parameters)}) "
+            f"SELECT {', '.join(_SUMMARY_COLUMNS)} FROM ({self._summaries_sql(flt, parameters)}) "
             "ORDER BY start_ns DESC, TraceId LIMIT {limit:UInt64} OFFSET {offset:UInt64}"
         )
-        return [_summary(row) for row in self._rows(sql, parameters)]
+        rows = self._rows(sql, parameters)
+        summaries = [_summary(row) for row in rows]
+        # Traces without Janux accounting are read whole, like every source reads them.
+        janux = [bool(row[_SUMMARY_AT["janux"]]) for row in rows]
+        foreign = [s.trace_id for s, own in zip(summaries, janux, strict=True) if not own]
+        spans = self.get_traces(foreign) if foreign else {}
+        return [summarize(s.trace_id, spans[s.trace_id]) if spans.get(s.trace_id) else s for s in summaries]
 
     def count_traces(self, flt: TraceFilter) -> int:
         """How many traces match `flt`."""
@@ -186,7 +235,7 @@ class ClickHouseSource:
         if not ids:
             return out
         sql = (
-            f"SELECT {_SPAN_COLUMNS} FROM {self._table} WHERE TraceId IN {{ids:Array(String)}} "
+            f"SELECT {_SPAN_SELECT} FROM {self._table} WHERE TraceId IN {{ids:Array(String)}} "
             "ORDER BY TraceId, Timestamp, SpanId LIMIT 1 BY TraceId, SpanId"
         )
         for row in self._rows(sql, {"ids": ids}):
@@ -207,7 +256,7 @@ class ClickHouseSource:
             f"AND {_IS_TOOL} AND {_STATUS_ATTR} = ''"
         )
         sql = (
-            f"SELECT {_SPAN_COLUMNS} FROM {self._table} WHERE TraceId IN ({traces}) AND ("
+            f"SELECT {_SPAN_SELECT} FROM {self._table} WHERE TraceId IN ({traces}) AND ("
             f"({_IS_TOOL} AND {_STATUS_ATTR} IN {_FAILING}) OR "
             f"({_IS_AGENT} AND {_IS_ERROR} AND (TraceId, ParentSpanId) IN ({foreign_tools}))) "
             "ORDER BY Timestamp DESC LIMIT 1 BY TraceId, SpanId LIMIT {limit:UInt64}"
@@ -232,15 +281,26 @@ class ClickHouseSource:
 
     def usage_by(self, dimension: UsageDimension, flt: TraceFilter, limit: int = 100) -> list[UsageAggregate]:
         """Tokens and cost by agent, delegation tool, model or conversation over the traces matching
-        `flt` (see `janux.tracing.sources.protocol.UsageAggregate`), most expensive first."""
+        `flt` (see `janux.tracing.sources.protocol.UsageAggregate`), most expensive first.
+
+        Janux traces are aggregated in SQL; traces of other runtimes are read whole, in chunks,
+        and aggregated by the same facts as every source (`janux.tracing.sources.aggregate`)."""
         wanted = check_dimension(dimension)
         parameters: dict[str, Any] = {}
-        spans = f"SELECT * FROM {self._table}"
-        prefilter, having = _filter_sql(flt, parameters)
-        if prefilter or having:
-            spans += f" WHERE TraceId IN (SELECT TraceId FROM ({self._summaries_sql(flt, parameters)}))"
-        spans += " LIMIT 1 BY TraceId, SpanId"
-        return finish(self._rows(_usage_sql(wanted, spans), parameters), limit)
+        summaries = self._summaries_sql(flt, parameters)
+        spans = (
+            f"SELECT * FROM {self._table} WHERE TraceId IN (SELECT TraceId FROM ({summaries}) WHERE janux) "
+            "LIMIT 1 BY TraceId, SpanId"
+        )
+        janux_rows = self._rows(_usage_sql(wanted, spans), parameters)
+        foreign_parameters: dict[str, Any] = {}
+        foreign_sql = f"SELECT TraceId FROM ({self._summaries_sql(flt, foreign_parameters)}) WHERE NOT janux"
+        foreign = [str(trace_id) for (trace_id,) in self._rows(foreign_sql, foreign_parameters)]
+        foreign_rows: list[tuple[Any, ...]] = []
+        for start in range(0, len(foreign), FOREIGN_TRACES_PER_QUERY):
+            chunk = self.get_traces(foreign[start : start + FOREIGN_TRACES_PER_QUERY])
+            foreign_rows += group_rows(wanted, [s for s in chunk.values() if s])
+        return finish(merge_groups([*janux_rows, *foreign_rows]), limit)
 
     def ingest_stats(self) -> IngestStats:
         """Spans and traces in the table, and rows written twice (refusals are the Collector's)."""
@@ -319,26 +379,47 @@ def _float_or_none(value: Any) -> float | None:
 
 
 def _summary(row: Any) -> TraceSummary:
-    has_bill = bool(row[12])
-    bill = (_int_or_none(row[14]), _int_or_none(row[15]), _float_or_none(row[13]), _int_or_none(row[16]))
-    turns = (_int_or_none(row[21]), _int_or_none(row[22]), _float_or_none(row[23]), _int_or_none(row[24]))
+    """A `_SUMMARY_COLUMNS` row as a summary."""
+    at = _SUMMARY_AT
+
+    def number(name: str) -> int | None:
+        return _int_or_none(row[at[name]])
+
+    def money(name: str) -> float | None:
+        return _float_or_none(row[at[name]])
+
+    def text(name: str) -> str | None:
+        value = row[at[name]]
+        return str(value) if value else None
+
+    has_bill = bool(row[at["has_bill"]])
+    bill = UsageSums(number("bill_input"), number("bill_output"), money("bill_cost"), number("bill_unpriced"))
+    turns = UsageSums(
+        number("turn_input"), number("turn_output"), money("turn_cost"), number("turn_unpriced")
+    )
+    # Without a bill: the inference spans' sums, when any inference span carried the attribute.
+    inference_input = int(row[at["inference_input"]]) if int(row[at["input_spans"]]) else None
+    inference_output = int(row[at["inference_output"]]) if int(row[at["output_spans"]]) else None
     return TraceSummary(
-        trace_id=str(row[0]),
-        start_ns=int(row[1]),
-        duration_ns=int(row[2]),
-        service_name=str(row[3] or ""),
-        root_name=str(row[4] or ""),
-        root_agent=str(row[5]) if row[5] else None,
-        conversation_id=str(row[6]) if row[6] else None,
-        span_count=int(row[7]),
-        delegations=int(row[8]),
-        attempts=int(row[9]),
-        failed_handoffs=int(row[10]),
-        error_spans=int(row[11]),
-        bill_cost=_float_or_none(row[13]) if has_bill else None,
-        bill_input_tokens=_int_or_none(row[14]) if has_bill else (int(row[17]) if int(row[19]) else None),
-        bill_output_tokens=_int_or_none(row[15]) if has_bill else (int(row[18]) if int(row[20]) else None),
-        bill_unpriced_tokens=_int_or_none(row[16]) if has_bill else None,
+        trace_id=str(row[at["TraceId"]]),
+        start_ns=int(row[at["start_ns"]]),
+        duration_ns=int(row[at["duration_ns"]]),
+        service_name=text("service") or "",
+        root_name=text("root_name") or "",
+        root_agent=text("root_agent"),
+        conversation_id=text("conversation"),
+        span_count=int(row[at["span_count"]]),
+        delegations=int(row[at["delegations"]]),
+        attempts=int(row[at["attempts"]]),
+        failed_handoffs=int(row[at["failed_handoffs"]]),
+        error_spans=int(row[at["error_spans"]]),
+        bill_cost=bill.cost if has_bill else None,
+        bill_input_tokens=bill.input_tokens if has_bill else inference_input,
+        bill_output_tokens=bill.output_tokens if has_bill else inference_output,
+        bill_unpriced_tokens=bill.unpriced_tokens if has_bill else None,
+        transfers=int(row[at["transfers"]]),
+        inference_spans=int(row[at["calls"]]),
+        usage_read_spans=int(row[at["read_calls"]]),
         bill_reconciled=bill_reconciled(has_bill, bill, turns),
     )
 
@@ -353,30 +434,36 @@ def _attributes(value: Any) -> dict[str, Any]:
 
 
 def _span(row: Any) -> SpanRecord:
+    """A `_SPAN_COLUMNS` row as a record."""
+    (
+        start, trace_id, span_id, parent_id, trace_state, name, kind, service, resource, scope_name,
+        scope_version, attributes, duration, status, status_message,
+    ) = _SPAN_FIELDS(row)  # fmt: skip
+    times, event_names, event_attributes = _EVENT_FIELDS(row)
     events = [
         EventRecord(int(t), str(n), _attributes(a))
-        for t, n, a in zip(row[15], row[16], row[17], strict=False)
+        for t, n, a in zip(times, event_names, event_attributes, strict=False)
     ]
     links = [
         LinkRecord(str(t), str(s), str(ts), _attributes(a))
-        for t, s, ts, a in zip(row[18], row[19], row[20], row[21], strict=False)
+        for t, s, ts, a in zip(*_LINK_FIELDS(row), strict=False)
     ]
     return SpanRecord(
-        trace_id=str(row[1]),
-        span_id=str(row[2]),
-        parent_span_id=str(row[3]),
-        name=str(row[5]),
-        start_ns=int(row[0]),
-        duration_ns=int(row[12]),
-        kind=KIND_BY_NAME.get(str(row[6]).upper().removeprefix("SPAN_KIND_"), str(row[6])),
-        status_code=STATUS_BY_NAME.get(str(row[13]).upper().removeprefix("STATUS_CODE_"), str(row[13])),
-        status_message=str(row[14]),
-        service_name=str(row[7]),
-        attributes=_attributes(row[11]),
-        resource_attributes=_attributes(row[8]),
-        scope_name=str(row[9]),
-        scope_version=str(row[10]),
-        trace_state=str(row[4]),
+        trace_id=str(trace_id),
+        span_id=str(span_id),
+        parent_span_id=str(parent_id),
+        name=str(name),
+        start_ns=int(start),
+        duration_ns=int(duration),
+        kind=KIND_BY_NAME.get(str(kind).upper().removeprefix("SPAN_KIND_"), str(kind)),
+        status_code=STATUS_BY_NAME.get(str(status).upper().removeprefix("STATUS_CODE_"), str(status)),
+        status_message=str(status_message),
+        service_name=str(service),
+        attributes=_attributes(attributes),
+        resource_attributes=_attributes(resource),
+        scope_name=str(scope_name),
+        scope_version=str(scope_version),
+        trace_state=str(trace_state),
         events=events,
         links=links,
     )
@@ -404,7 +491,10 @@ _ROW_COLUMNS = {
         _UNPRICED_ROUND, _IS_INFERENCE,
     ),
 }  # fmt: skip
-_GROUP_SUMS = "count(), countIf(failed), sum(i), sum(o), sum(cost), sum(u)"
+_GROUP_SUMS = {
+    "group_key": "key", "group_count": "count()", "group_failed": "countIf(failed)", "input_sum": "sum(i)",
+    "output_sum": "sum(o)", "cost_sum": "sum(cost)", "unpriced_sum": "sum(u)", "unread_sum": "sum(unread)",
+}  # fmt: skip
 
 
 def _span_rows(dimension: str) -> str:
@@ -412,15 +502,25 @@ def _span_rows(dimension: str) -> str:
     key, failed, i, o, cost, u, where = _ROW_COLUMNS[dimension]
     return (
         f"SELECT TraceId, ParentSpanId, {key} AS key, {failed} AS failed, {i} AS i, {o} AS o, "
-        f"{cost} AS cost, {u} AS u FROM spans WHERE {where}"
+        f"{cost} AS cost, {u} AS u, if(i IS NULL AND o IS NULL AND NOT failed, 1, 0) AS unread "
+        f"FROM spans WHERE {where}"
     )
+
+
+_TOOL_SUMS = group_select(
+    {
+        "group_key": "t.key", "group_count": "count()", "group_failed": "countIf(t.failed)",
+        "input_sum": "sum(a.i)", "output_sum": "sum(a.o)", "cost_sum": "sum(a.cost)",
+        "unpriced_sum": "sum(a.u)", "unread_sum": "0",
+    }
+)  # fmt: skip
 
 
 def _usage_sql(dimension: str, spans: str) -> str:
     """The grouped rows (key, count, failed, input, output, cost, unpriced) of `dimension`."""
     if dimension == "tool":
         body = f"""
-            SELECT t.key, count(), countIf(t.failed), sum(a.i), sum(a.o), sum(a.cost), sum(a.u)
+            SELECT {_TOOL_SUMS}
             FROM (SELECT TraceId, SpanId, {_attr(c.GEN_AI_TOOL_NAME)} AS key,
                     {_STATUS_ATTR} IN {_FAILING} AS failed FROM spans WHERE {_IS_DELEGATION}) AS t
             LEFT JOIN (SELECT TraceId, ParentSpanId, sum(i) AS i, sum(o) AS o, sum(cost) AS cost, sum(u) AS u
@@ -430,14 +530,18 @@ def _usage_sql(dimension: str, spans: str) -> str:
     elif dimension == "conversation":
         body = _CONVERSATION_SQL
     else:
-        body = f"SELECT key, {_GROUP_SUMS} FROM ({_span_rows(dimension)}) GROUP BY key"
+        body = f"SELECT {group_select(_GROUP_SUMS)} FROM ({_span_rows(dimension)}) GROUP BY key"
     return f"WITH spans AS ({spans}) {body}"
 
 
 # One row per trace: the root's bill, or (no bill) the sums of its inference spans.
 _CONVERSATION_SQL = f"""
-    SELECT key, count(), countIf(errors > 0), sum(if(has_bill, bill_i, m.i)), sum(if(has_bill, bill_o, m.o)),
-        sum(if(has_bill, bill_cost, m.cost)), sum(if(has_bill, bill_u, m.u))
+    SELECT {group_select({
+        "group_key": "key", "group_count": "count()", "group_failed": "countIf(errors > 0)",
+        "input_sum": "sum(if(has_bill, bill_i, m.i))", "output_sum": "sum(if(has_bill, bill_o, m.o))",
+        "cost_sum": "sum(if(has_bill, bill_cost, m.cost))", "unpriced_sum": "sum(if(has_bill, bill_u, m.u))",
+        "unread_sum": "0",
+    })}
     FROM (
         SELECT TraceId, {_root_attr(c.GEN_AI_CONVERSATION_ID)} AS key, countIf({_IS_ERROR}) AS errors,
             {_root(_HAS_BILL)} AS has_bill,

@@ -1,9 +1,8 @@
 """A `TraceSource` over spans held in memory: uploaded files, JSON-lines files, tests.
 
-Same semantics as the embedded store's summaries (delegations are `delegate` tool spans,
-attempts are `invoke_agent` spans whose parent is a tool span, a failed handoff is a tool span
-with a failing `janux.handoff.status` or, for other runtimes, a tool span with an ERROR agent
-child), so pages behave the same on either. Duplicates are stored once and counted.
+Same semantics as the embedded store's summaries: delegations, attempts, transfers, failed
+handoffs and coverage are the trace's facts (`janux.tracing.foreign.facts`, read once for every
+convention), so pages behave the same on either. Duplicates are stored once and counted.
 """
 
 from __future__ import annotations
@@ -13,7 +12,9 @@ from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from janux.tracing import conventions as c
+from janux.tracing.foreign.facts import TraceFacts, trace_facts
 from janux.tracing.records import STATUS_ERROR, SpanRecord, attr_float, attr_int, attr_str
+from janux.tracing.sources.aggregate import aggregate_usage, turn_sums
 from janux.tracing.sources.protocol import (
     IngestStats,
     TraceFilter,
@@ -21,7 +22,7 @@ from janux.tracing.sources.protocol import (
     UsageAggregate,
     UsageDimension,
 )
-from janux.tracing.sources.store.usage import aggregate_usage, bill_reconciled, bill_sums, turn_sums
+from janux.tracing.sources.usage import bill_reconciled, bill_sums
 
 MAX_RECENT_ERRORS = 20
 """How many rejection messages `ingest_stats` keeps."""
@@ -38,33 +39,29 @@ def _is_failing_tool(span: SpanRecord) -> bool:
     )
 
 
-def _foreign_failed(spans: Sequence[SpanRecord], by_id: dict[str, SpanRecord]) -> list[SpanRecord]:
-    """ERROR agent spans whose parent is a tool span of another runtime (no handoff status)."""
+def _failed_edge_spans(facts: TraceFacts, by_id: dict[str, SpanRecord]) -> list[SpanRecord]:
+    """The tool (else last attempt) span of every failed delegation or transfer."""
     found = []
-    for span in spans:
-        if _op(span) != c.OP_INVOKE_AGENT or span.status_code != STATUS_ERROR:
+    for edge in facts.edges:
+        if not edge.failed:
             continue
-        parent = by_id.get(span.parent_span_id)
-        if (
-            parent is not None
-            and _op(parent) == c.OP_EXECUTE_TOOL
-            and c.JANUX_HANDOFF_STATUS not in parent.attributes
-        ):
-            found.append(span)
+        span_id = edge.tool_span_id
+        if span_id is None and edge.attempt_agents:
+            span_id = facts.agents[edge.attempt_agents[-1]].span_id
+        if span_id in by_id:
+            found.append(by_id[span_id])
     return found
 
 
 def summarize(trace_id: str, spans: Sequence[SpanRecord]) -> TraceSummary:
     """The trace-list row of one trace (spans in any order, each once)."""
-    by_id = {s.span_id: s for s in spans}
+    facts = trace_facts(spans)
     first = min(spans, key=lambda s: s.start_ns)
     roots = [s for s in spans if not s.parent_span_id]
     root = min(roots, key=lambda s: s.start_ns) if roots else None
     ends = [s.end_ns for s in spans if s.duration_ns >= 0] or [first.start_ns]
     attrs = root.attributes if root is not None else {}
     has_bill = any(attrs.get(key) is not None for key in c.BILL_KEYS)
-    inference = [s for s in spans if _op(s) in c.INFERENCE_OPERATIONS]
-    foreign_tools = {s.parent_span_id for s in _foreign_failed(spans, by_id)}
     return TraceSummary(
         trace_id=trace_id,
         start_ns=first.start_ns,
@@ -74,36 +71,20 @@ def summarize(trace_id: str, spans: Sequence[SpanRecord]) -> TraceSummary:
         root_agent=attr_str(attrs, c.GEN_AI_AGENT_NAME),
         conversation_id=attr_str(attrs, c.GEN_AI_CONVERSATION_ID),
         span_count=len(spans),
-        delegations=sum(
-            1
-            for s in spans
-            if _op(s) == c.OP_EXECUTE_TOOL and s.attributes.get(c.GEN_AI_TOOL_TYPE) == c.TOOL_TYPE_DELEGATE
-        ),
-        attempts=sum(
-            1
-            for s in spans
-            if _op(s) == c.OP_INVOKE_AGENT
-            and s.parent_span_id in by_id
-            and _op(by_id[s.parent_span_id]) == c.OP_EXECUTE_TOOL
-        ),
-        failed_handoffs=sum(1 for s in spans if _is_failing_tool(s)) + len(foreign_tools),
+        delegations=facts.delegations,
+        attempts=facts.attempts,
+        failed_handoffs=facts.failed_handoffs,
         error_spans=sum(1 for s in spans if s.status_code == STATUS_ERROR),
         bill_cost=attr_float(attrs, c.JANUX_BILL_COST) if has_bill else None,
-        bill_input_tokens=(
-            attr_int(attrs, c.JANUX_BILL_INPUT_TOKENS) if has_bill else _usage_sum(inference, True)
-        ),
-        bill_output_tokens=(
-            attr_int(attrs, c.JANUX_BILL_OUTPUT_TOKENS) if has_bill else _usage_sum(inference, False)
-        ),
+        bill_input_tokens=attr_int(attrs, c.JANUX_BILL_INPUT_TOKENS) if has_bill else facts.input_tokens,
+        bill_output_tokens=attr_int(attrs, c.JANUX_BILL_OUTPUT_TOKENS) if has_bill else facts.output_tokens,
         bill_unpriced_tokens=attr_int(attrs, c.JANUX_BILL_UNPRICED_TOKENS) if has_bill else None,
+        transfers=facts.transfers,
+        inference_spans=facts.inference_spans,
+        usage_read_spans=facts.usage_read_spans,
+        unrecognised_spans=facts.unrecognised_spans,
         bill_reconciled=bill_reconciled(has_bill, bill_sums(attrs), turn_sums(spans)),
     )
-
-
-def _usage_sum(spans: list[SpanRecord], inputs: bool) -> int | None:
-    key = c.GEN_AI_USAGE_INPUT_TOKENS if inputs else c.GEN_AI_USAGE_OUTPUT_TOKENS
-    values = [v for v in (attr_int(s.attributes, key) for s in spans) if v is not None]
-    return sum(values) if values else None
 
 
 def matches(summary: TraceSummary, flt: TraceFilter) -> bool:
@@ -185,7 +166,8 @@ class MemoryTraceSource:
         return {t.strip().lower(): self.get_trace(t) for t in trace_ids}
 
     def failed_handoff_spans(self, flt: TraceFilter, limit: int = 500) -> list[SpanRecord]:
-        """Failing janux tool spans and ERROR agent spans under other runtimes' tool spans, newest first."""
+        """The tool span (else the last attempt's agent span) of every failed delegation or
+        transfer, newest first."""
         found: list[SpanRecord] = []
         for summary in self._matching(flt):
             if summary.failed_handoffs == 0:
@@ -193,8 +175,7 @@ class MemoryTraceSource:
             with self._lock:
                 trace = self._traces.get(summary.trace_id, {})
                 spans = list(trace.values())
-            found.extend(s for s in spans if _is_failing_tool(s))
-            found.extend(_foreign_failed(spans, trace))
+            found.extend(_failed_edge_spans(trace_facts(spans), trace))
         found.sort(key=lambda s: -s.start_ns)
         return found[: max(0, limit)]
 

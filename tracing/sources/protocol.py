@@ -58,11 +58,13 @@ class TraceSummary:
     span_count: int
     """Number of stored spans."""
     delegations: int
-    """Number of `execute_tool` spans with `gen_ai.tool.type` = delegate."""
+    """Delegations (`janux.tracing.foreign.facts`): Janux's `delegate` tool spans; for other
+    runtimes, tool spans with an agent loop below them and agents nested directly in another."""
     attempts: int
-    """Number of delegation attempt spans (`invoke_agent` spans below a tool span)."""
+    """Agent loops that ran a delegation (repeated loops under one tool span are its attempts)."""
     failed_handoffs: int
-    """Number of tool spans whose final `janux.handoff.status` is failing."""
+    """Delegations and transfers whose final status is failing (Janux's recorded
+    `janux.handoff.status`; for other runtimes, a failed last attempt). A failed turn is not one."""
     error_spans: int
     """Number of spans with status ERROR."""
     bill_cost: float | None
@@ -73,11 +75,27 @@ class TraceSummary:
     """`janux.bill.output_tokens` of the root, else the sum over inference spans."""
     bill_unpriced_tokens: int | None
     """`janux.bill.unpriced_tokens` of the root."""
+    transfers: int = 0
+    """Transfers of the conversation (handoff spans, Janux `handoff` tools)."""
+    inference_spans: int = 0
+    """Model calls (inference spans under any convention read; failed calls that returned no
+    usage are not counted)."""
+    usage_read_spans: int = 0
+    """Model calls whose usage was read. Fewer than `inference_spans`: part of the usage is
+    unknown (under a name Janux does not read, or absent) and shown as such, never as 0."""
+    unrecognised_spans: int = 0
+    """Spans of a kind Janux does not recognise (an unknown declared kind, or usage-like
+    attributes on a span that declares none)."""
     bill_reconciled: bool | None = None
     """Invariant 2 of the trace contract, the list's reconciliation flag: the root's `janux.bill.*`
     equals the sum of `janux.turn.*` over every `invoke_agent` span of the trace (tokens exactly,
     cost within 1e-9 relative). None when the root carries no bill (other runtimes, or the root not
     received yet). The per-loop checks need the span tree: the dashboard's rebuild runs them."""
+
+    @property
+    def partly_unread(self) -> bool:
+        """True when some of the trace's usage could not be read (unknown, shown as such)."""
+        return self.usage_read_spans < self.inference_spans or self.unrecognised_spans > 0
 
 
 @dataclass(slots=True)
@@ -113,15 +131,18 @@ class UsageAggregate:
     """Tokens and cost of one group (an agent, a delegation tool, a model or a conversation).
 
     Follows the accounting rule of the trace contract, so no token or cent is counted twice:
-    - `agent`: `janux.turn.*` of every `invoke_agent` span, grouped by `gen_ai.agent.name`
-      (each loop's OWN rounds; other runtimes' agent spans carry no own usage, so only `count`).
-    - `model`: `gen_ai.usage.*` and `janux.round.cost` of every inference (`chat`, ...) span,
-      grouped by `gen_ai.request.model`; a span without `janux.round.cost` is unpriced.
+    - `agent`: `janux.turn.*` of every Janux loop, grouped by `gen_ai.agent.name` (each loop's OWN
+      rounds); for traces without Janux accounting, each loop's own model calls
+      (`janux.tracing.foreign.facts`: the calls whose nearest loop it is, any convention).
+    - `model`: the usage (any name read) and `janux.round.cost` of every model call, grouped by the
+      requested model; a call without `janux.round.cost` is unpriced; one whose usage is unknown
+      counts in `unread`.
     - `conversation`: the root's `janux.bill.*` of every trace, grouped by the root's
-      `gen_ai.conversation.id`; a trace without a bill (other runtimes) adds its inference spans.
-    - `tool`: every `execute_tool` span with `gen_ai.tool.type` = delegate, grouped by
-      `gen_ai.tool.name`, with the `janux.turn.*` of its DIRECT attempt spans (`invoke_agent`
-      children). A delegation made inside an attempt is counted under its own tool, not here.
+      `gen_ai.conversation.id`; a trace without a bill (other runtimes) adds its model calls.
+    - `tool`: every delegation, grouped by its tool name (Janux: `delegate` tool spans; other
+      runtimes: tool spans with an agent loop below them, or the agent's name for an agent nested
+      directly in another), with the own usage of its attempts. A delegation made inside an attempt
+      is counted under its own tool, not here.
     The key is "" when the grouping attribute is absent.
     """
 
@@ -141,6 +162,9 @@ class UsageAggregate:
     never 0 for unknown."""
     unpriced_tokens: int | None
     """Tokens (input + output) of rounds that had no price; None when nothing reported usage."""
+    unread: int = 0
+    """How many of the counted items had usage that could not be read (model calls with unknown
+    usage; loops or delegations with such calls; traces partly unread): unknown, never zero."""
 
 
 class TraceSource(Protocol):

@@ -34,8 +34,8 @@ def test_summary_columns() -> None:
     plain = rows[PLAIN[0].trace_id]
     assert plain.bill_cost is None and plain.bill_unpriced_tokens is None
     assert plain.bill_input_tokens == 1500 + 400 + 300  # inference spans only, not the root's aggregate
-    assert plain.failed_handoffs == 1  # the other runtime's tool span with an ERROR agent child
-    assert plain.attempts == 2
+    # The other runtime's delegation: its first attempt failed, its second (last) one answered.
+    assert (plain.delegations, plain.attempts, plain.failed_handoffs) == (1, 2, 0)
 
 
 def test_filters_and_paging() -> None:
@@ -55,7 +55,8 @@ def test_filters_and_paging() -> None:
 def test_failed_handoff_spans() -> None:
     spans = _source().failed_handoff_spans(TraceFilter())
     statuses = sorted(str(s.attributes.get(c.JANUX_HANDOFF_STATUS, "agent-error")) for s in spans)
-    assert statuses == ["agent-error", c.STATUS_CUT, c.STATUS_DENIED, c.STATUS_FALLBACK]
+    # The plain trace's delegation was retried successfully: not a failed handoff.
+    assert statuses == [c.STATUS_CUT, c.STATUS_DENIED, c.STATUS_FALLBACK]
     assert [s.start_ns for s in spans] == sorted((s.start_ns for s in spans), reverse=True)
 
 

@@ -168,7 +168,7 @@ def test_janux_summary(store: TraceStore) -> None:
         trace_id="5b8efff798038103d269b633813fc60c", start_ns=1000, duration_ns=1000, service_name="svc",
         root_name="invoke_agent planner", root_agent="planner", conversation_id="conv-1", span_count=6,
         delegations=1, attempts=2, failed_handoffs=1, error_spans=3, bill_cost=0.25, bill_input_tokens=100,
-        bill_output_tokens=20, bill_unpriced_tokens=0,
+        bill_output_tokens=20, bill_unpriced_tokens=0, inference_spans=2, usage_read_spans=2,
         bill_reconciled=False,  # it bills 100 tokens, yet no loop records its own janux.turn.*
     )  # fmt: skip
 
@@ -176,7 +176,10 @@ def test_janux_summary(store: TraceStore) -> None:
 def test_other_runtime_summary_sums_inference_spans_only(store: TraceStore) -> None:
     store.write(other_runtime_turn())
     (summary,) = store.list_traces(TraceFilter())
-    assert (summary.attempts, summary.failed_handoffs, summary.delegations) == (1, 1, 0)
+    # The agent below the tool span and the agent nested directly in the root are both delegations
+    # (`janux.tracing.foreign.facts`); the one below the tool failed.
+    assert (summary.attempts, summary.failed_handoffs, summary.delegations) == (2, 1, 2)
+    assert (summary.inference_spans, summary.usage_read_spans, summary.partly_unread) == (1, 1, False)
     assert (summary.bill_input_tokens, summary.bill_output_tokens, summary.bill_cost) == (7, 3, None)
     assert summary.bill_unpriced_tokens is None and summary.service_name == "other"
     assert summary.bill_reconciled is None  # no bill: nothing to reconcile

@@ -151,8 +151,10 @@ EXPECTED = {
         _g("researcher", 2, 1, 30, 5, 0.2, 0),
         _g("writer", 1, 0, 5, 5, 0.01, 0),
         _g("fact_checker", 1, 1, 30, 10, None, 40),
+        # Another runtime's loops: own usage is the sum of their own model calls (the 1000 tokens
+        # "sub" reports on its agent span are never added).
+        _g("triage", 1, 0, 7, 3, None, 10),
         _g("sub", 1, 0, None, None, None, None),
-        _g("triage", 1, 0, None, None, None, None),
     ],
     # The researcher tool holds its two attempts only; the writer delegation made inside attempt 2
     # is counted under its own tool.
@@ -160,6 +162,8 @@ EXPECTED = {
         _g("delegate.researcher", 1, 0, 30, 5, 0.2, 0),
         _g("delegate.writer", 1, 0, 5, 5, 0.01, 0),
         _g("delegate.fact_checker", 1, 1, 30, 10, None, 40),
+        # Another runtime's agent nested directly in another is a delegation too (named after it).
+        _g("sub", 1, 0, None, None, None, None),
     ],
     "model": [
         _g("gpt-4o", 5, 1, 137, 28, 0.5, 10),

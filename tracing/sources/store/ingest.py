@@ -19,8 +19,9 @@ from collections.abc import Sequence
 from janux.tracing.conventions import OP_EXECUTE_TOOL, OP_INVOKE_AGENT
 from janux.tracing.records import STATUS_ERROR
 from janux.tracing.sources.store.bulk import insert_rows
+from janux.tracing.sources.store.derive import derive_traces
 from janux.tracing.sources.store.rows import StagedBatch
-from janux.tracing.sources.store.schema import SPAN_COLUMNS, USAGE_COLUMNS
+from janux.tracing.sources.store.schema import SPAN_AT, SPAN_COLUMNS, USAGE_COLUMNS
 from janux.tracing.sources.store.summary import ROOT_FIRST, SUMMARY_COLUMNS
 
 _STORE = f"INSERT OR IGNORE INTO main.otel_traces ({', '.join(SPAN_COLUMNS)})"
@@ -46,6 +47,11 @@ ON CONFLICT (TraceId) DO UPDATE SET
     Delegations = Delegations + excluded.Delegations,
     FailedHandoffs = FailedHandoffs + excluded.FailedHandoffs,
     ErrorSpans = ErrorSpans + excluded.ErrorSpans,
+    Janux = max(Janux, excluded.Janux),
+    Transfers = Transfers + excluded.Transfers,
+    InferenceSpans = InferenceSpans + excluded.InferenceSpans,
+    UsageReadSpans = UsageReadSpans + excluded.UsageReadSpans,
+    UnrecognisedSpans = UnrecognisedSpans + excluded.UnrecognisedSpans,
     InferenceInput = CASE WHEN excluded.InferenceInput IS NULL THEN InferenceInput
         ELSE coalesce(InferenceInput, 0) + excluded.InferenceInput END,
     InferenceOutput = CASE WHEN excluded.InferenceOutput IS NULL THEN InferenceOutput
@@ -104,7 +110,7 @@ WHERE trace_summary.TraceId = d.TraceId
 """
 
 _LINKED_OPS = frozenset({OP_INVOKE_AGENT, OP_EXECUTE_TOOL})
-_OP = SPAN_COLUMNS.index("Op")
+_OP, _TRACE, _SPAN = SPAN_AT["Op"], SPAN_AT["TraceId"], SPAN_AT["SpanId"]
 
 
 def apply_batch(conn: sqlite3.Connection, batch: StagedBatch) -> tuple[int, int]:
@@ -170,7 +176,7 @@ def _shares(
     for batch in batches:
         stored = 0
         for row in batch.rows:
-            key = (row[1], row[2])
+            key = (row[_TRACE], row[_SPAN])
             if key in stored_keys and key not in seen:  # the first copy is the one stored
                 seen.add(key)
                 stored += 1
@@ -194,4 +200,5 @@ def _apply(conn: sqlite3.Connection, batch: StagedBatch) -> tuple[int, set[tuple
     if any(row[_OP] in _LINKED_OPS for row in batch.rows):
         conn.execute(_ATTEMPTS, {"before": before})
         conn.execute(_FOREIGN_FAILED, {"before": before})
+    derive_traces(conn, {row[_TRACE] for row in batch.rows}, batch.spans if stored_keys is None else [])
     return stored, stored_keys

@@ -1,44 +1,32 @@
-"""Upgrades of an existing store's schema, run once by `schema.ensure_schema` under the write lock."""
+"""Upgrade of an older store: its spans stored again through today's write path.
+
+`schema.ensure_schema` moves the old spans aside and calls `rebuild_from_old_spans` inside its
+transaction, under the write lock, so the usage rows, summaries and everything the current rules
+derive (other runtimes' conventions included) are exactly what a fresh write would give.
+"""
 
 from __future__ import annotations
 
-import json
+import logging
 import sqlite3
-from typing import Any
 
-from janux.tracing.conventions import INFERENCE_OPERATIONS, OP_EXECUTE_TOOL, OP_INVOKE_AGENT
-from janux.tracing.sources.store.usage import span_usage
+from janux.tracing.sources.store.ingest import apply_batch
+from janux.tracing.sources.store.rows import SELECT_SPAN_COLUMNS, RowReader, batch_rows
+from janux.tracing.sources.store.schema import OLD_SPANS_TABLE
 
-_CHUNK = 5_000
+logger = logging.getLogger(__name__)
 
-
-def _attributes(text: str) -> dict[str, Any]:
-    """Stored attribute JSON as a dict; unreadable JSON counts as no attributes."""
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
+CHUNK_SPANS = 5_000
+"""Spans read and stored again per step (memory stays bounded by this, not by the store)."""
 
 
-def backfill_usage(conn: sqlite3.Connection) -> int:
-    """Fill `span_usage` from the spans stored before it existed (schema 1 -> 2); returns rows added.
-
-    Runs inside the caller's transaction, with the same per-span rule as the write path.
-    """
-    ops = [OP_INVOKE_AGENT, OP_EXECUTE_TOOL, *sorted(INFERENCE_OPERATIONS)]
-    cursor = conn.execute(
-        "SELECT TraceId, SpanId, ParentSpanId, Op, SpanAttributes, StatusCode FROM otel_traces "
-        f"WHERE Op IN ({', '.join('?' * len(ops))})",
-        ops,
-    )
-    added = 0
-    while chunk := cursor.fetchmany(_CHUNK):
-        rows = []
-        for trace_id, span_id, parent, op, attributes, status in chunk:
-            usage = span_usage(op, _attributes(attributes), status)
-            if usage is not None:
-                rows.append((trace_id, span_id, parent, *usage))
-        conn.executemany(f"INSERT OR IGNORE INTO span_usage VALUES ({', '.join('?' * 10)})", rows)
-        added += len(rows)
-    return added
+def rebuild_from_old_spans(conn: sqlite3.Connection) -> int:
+    """Store every span of `OLD_SPANS_TABLE` again (trace by trace); returns the spans stored."""
+    cursor = conn.execute(f"SELECT {SELECT_SPAN_COLUMNS} FROM {OLD_SPANS_TABLE} ORDER BY TraceId, Timestamp")
+    reader = RowReader()
+    stored = 0
+    while chunk := cursor.fetchmany(CHUNK_SPANS):
+        stored += apply_batch(conn, batch_rows(reader.span(row) for row in chunk))[0]
+    if stored:
+        logger.info("trace store upgraded: %d spans stored again under the current schema", stored)
+    return stored

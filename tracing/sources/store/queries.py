@@ -11,20 +11,59 @@ from typing import Any, Literal
 
 from janux.tracing.conventions import FAILING_STATUSES, OP_EXECUTE_TOOL, OP_INVOKE_AGENT
 from janux.tracing.records import STATUS_ERROR, SpanRecord
+from janux.tracing.sources.columns import positions, select_list
 from janux.tracing.sources.protocol import IngestStats, TraceFilter, TraceSummary, UsageAggregate
-from janux.tracing.sources.store.rows import SELECT_SPAN_COLUMNS, RowReader
-from janux.tracing.sources.store.usage import bill_reconciled, check_dimension, finish
+from janux.tracing.sources.store.rows import SELECT_SPAN_COLUMNS, SPAN_SELECT, RowReader
+from janux.tracing.sources.usage import (
+    UsageSums,
+    bill_reconciled,
+    check_dimension,
+    finish,
+    group_select,
+)
 
 MAX_DISTINCT_VALUES = 5_000
 """Most values `distinct_values` returns (a drop-down, not an export)."""
 _IDS_PER_QUERY = 500
 _HEX = frozenset("0123456789abcdef")
 
-_SUMMARY_COLUMNS = """
-    TraceId, StartNs, EndNs - StartNs, coalesce(RootService, FirstService), coalesce(RootName, ''),
-    RootAgent, ConversationId, SpanCount, Delegations, Attempts, FailedHandoffs + ForeignFailed,
-    ErrorSpans, RootHasBill, BillCost, BillInput, BillOutput, BillUnpriced, InferenceInput, InferenceOutput
-"""
+_LIST_COLUMNS = (
+    ("TraceId", "TraceId"),
+    ("StartNs", "StartNs"),
+    ("DurationNs", "EndNs - StartNs"),
+    ("Service", "coalesce(RootService, FirstService)"),
+    ("RootSpanName", "coalesce(RootName, '')"),
+    ("RootAgent", "RootAgent"),
+    ("ConversationId", "ConversationId"),
+    ("SpanCount", "SpanCount"),
+    ("Delegations", "Delegations"),
+    ("Attempts", "Attempts"),
+    ("FailedAll", "FailedHandoffs + ForeignFailed"),
+    ("ErrorSpans", "ErrorSpans"),
+    ("RootHasBill", "RootHasBill"),
+    ("BillCost", "BillCost"),
+    ("BillInput", "BillInput"),
+    ("BillOutput", "BillOutput"),
+    ("BillUnpriced", "BillUnpriced"),
+    ("InferenceInput", "InferenceInput"),
+    ("InferenceOutput", "InferenceOutput"),
+    ("Transfers", "Transfers"),
+    ("InferenceSpans", "InferenceSpans"),
+    ("UsageReadSpans", "UsageReadSpans"),
+    ("UnrecognisedSpans", "UnrecognisedSpans"),
+)
+"""One page row of the trace list: (name, expression over `trace_summary`)."""
+
+# The turn sums of the bill check, for the rows of one page only (`p` is the page).
+_TURN_COLUMNS = tuple(
+    (
+        f"Turn{column}",
+        f"iif(p.RootHasBill, (SELECT sum(u.{column}) FROM span_usage u WHERE u.TraceId = p.TraceId "
+        "AND u.Dim = 'agent'), NULL)",
+    )
+    for column in ("InputTokens", "OutputTokens", "Cost", "Unpriced")
+)
+_ROW = positions([name for name, _ in _LIST_COLUMNS] + [name for name, _ in _TURN_COLUMNS])
 
 
 def filter_sql(flt: TraceFilter) -> tuple[str, list[Any]]:
@@ -70,26 +109,37 @@ def _trace_prefix(prefix: str, clauses: list[str], params: list[Any]) -> None:
 
 
 def _summary(row: tuple[Any, ...]) -> TraceSummary:
-    has_bill = bool(row[12])
-    bill = (row[14], row[15], row[13], row[16])
+    """A trace-list row (`_LIST_COLUMNS` then `_TURN_COLUMNS`) as a summary."""
+    at = _ROW
+    has_bill = bool(row[at["RootHasBill"]])
+    bill = UsageSums(
+        row[at["BillInput"]], row[at["BillOutput"]], row[at["BillCost"]], row[at["BillUnpriced"]]
+    )
+    turns = UsageSums(
+        row[at["TurnInputTokens"]], row[at["TurnOutputTokens"]], row[at["TurnCost"]], row[at["TurnUnpriced"]]
+    )
     return TraceSummary(
-        trace_id=row[0],
-        start_ns=row[1],
-        duration_ns=row[2],
-        service_name=row[3] or "",
-        root_name=row[4],
-        root_agent=row[5],
-        conversation_id=row[6],
-        span_count=row[7],
-        delegations=row[8],
-        attempts=row[9],
-        failed_handoffs=row[10],
-        error_spans=row[11],
-        bill_cost=row[13] if has_bill else None,
-        bill_input_tokens=row[14] if has_bill else row[17],
-        bill_output_tokens=row[15] if has_bill else row[18],
-        bill_unpriced_tokens=row[16] if has_bill else None,
-        bill_reconciled=bill_reconciled(has_bill, bill, row[19:23]),
+        trace_id=row[at["TraceId"]],
+        start_ns=row[at["StartNs"]],
+        duration_ns=row[at["DurationNs"]],
+        service_name=row[at["Service"]] or "",
+        root_name=row[at["RootSpanName"]],
+        root_agent=row[at["RootAgent"]],
+        conversation_id=row[at["ConversationId"]],
+        span_count=row[at["SpanCount"]],
+        delegations=row[at["Delegations"]],
+        attempts=row[at["Attempts"]],
+        failed_handoffs=row[at["FailedAll"]],
+        error_spans=row[at["ErrorSpans"]],
+        bill_cost=bill.cost if has_bill else None,
+        bill_input_tokens=bill.input_tokens if has_bill else row[at["InferenceInput"]],
+        bill_output_tokens=bill.output_tokens if has_bill else row[at["InferenceOutput"]],
+        bill_unpriced_tokens=bill.unpriced_tokens if has_bill else None,
+        transfers=row[at["Transfers"]],
+        inference_spans=row[at["InferenceSpans"]],
+        usage_read_spans=row[at["UsageReadSpans"]],
+        unrecognised_spans=row[at["UnrecognisedSpans"]],
+        bill_reconciled=bill_reconciled(has_bill, bill, turns),
     )
 
 
@@ -97,19 +147,12 @@ def list_traces(conn: sqlite3.Connection, flt: TraceFilter, limit: int, offset: 
     """Summaries matching `flt`, newest first."""
     where, params = filter_sql(flt)
     page = (
-        f"SELECT {_SUMMARY_COLUMNS} FROM trace_summary{where} ORDER BY StartNs DESC, TraceId LIMIT ? OFFSET ?"
+        f"SELECT {select_list(_LIST_COLUMNS)} FROM trace_summary{where} "
+        "ORDER BY StartNs DESC, TraceId LIMIT ? OFFSET ?"
     )
-    # The turn sums of the bill check, for the rows of this page only.
-    sql = f"SELECT p.*, {_TURN_SUMS} FROM ({page}) p ORDER BY p.StartNs DESC, p.TraceId"
+    sql = f"SELECT p.*, {select_list(_TURN_COLUMNS)} FROM ({page}) p ORDER BY p.StartNs DESC, p.TraceId"
     rows = conn.execute(sql, [*params, max(0, limit), max(0, offset)]).fetchall()
     return [_summary(r) for r in rows]
-
-
-_TURN_SUMS = ", ".join(
-    f"iif(p.RootHasBill, (SELECT sum(u.{column}) FROM span_usage u WHERE u.TraceId = p.TraceId "
-    "AND u.Dim = 'agent'), NULL)"
-    for column in ("InputTokens", "OutputTokens", "Cost", "Unpriced")
-)
 
 
 def count_traces(conn: sqlite3.Connection, flt: TraceFilter) -> int:
@@ -131,7 +174,8 @@ def get_traces(conn: sqlite3.Connection, trace_ids: list[str]) -> dict[str, list
             "ORDER BY TraceId, Timestamp, SpanId"
         )
         for row in conn.execute(sql, chunk):
-            out.setdefault(row[1], []).append(reader.span(row))
+            span = reader.span(row)
+            out.setdefault(span.trace_id, []).append(span)
     return {trace_id: out.get(trace_id, []) for trace_id in ids}
 
 
@@ -141,7 +185,7 @@ def failed_handoff_spans(conn: sqlite3.Connection, flt: TraceFilter, limit: int)
     extra = " AND " if where else " WHERE "
     statuses = sorted(FAILING_STATUSES)
     sql = f"""
-        SELECT {", ".join("s." + c.strip() for c in SELECT_SPAN_COLUMNS.split(","))}
+        SELECT {", ".join("s." + name for name in SPAN_SELECT)}
         FROM otel_traces s JOIN (
             SELECT TraceId FROM trace_summary{where}{extra}FailedHandoffs + ForeignFailed > 0
             ORDER BY StartNs DESC LIMIT ?) t ON t.TraceId = s.TraceId
@@ -201,13 +245,20 @@ def ingest_stats(conn: sqlite3.Connection) -> IngestStats:
     )
 
 
+_SUMS = group_select(
+    {
+        "group_key": "Key", "group_count": "count(*)", "group_failed": "sum(Failed)", "input_sum": "sum(i)",
+        "output_sum": "sum(o)", "cost_sum": "sum(c)", "unpriced_sum": "sum(u)", "unread_sum": "sum(Unread)",
+    }
+)  # fmt: skip
+
 # Per delegate tool span: the own usage of its direct attempts (agent rows whose parent it is),
 # found by the (TraceId, ParentSpanId) prefix of the primary key.
-_TOOL_USAGE = """
-SELECT Key, count(*), sum(Failed), sum(i), sum(o), sum(c), sum(u) FROM (
-    SELECT tl.TraceId, tl.SpanId, tl.Key, tl.Failed, sum(a.InputTokens) AS i, sum(a.OutputTokens) AS o,
-        sum(a.Cost) AS c, sum(a.Unpriced) AS u
-    FROM ({traces}) t
+_TOOL_USAGE = f"""
+SELECT {_SUMS} FROM (
+    SELECT tl.TraceId, tl.SpanId, tl.Key, tl.Failed, coalesce(tl.Unread, 0) AS Unread,
+        sum(a.InputTokens) AS i, sum(a.OutputTokens) AS o, sum(a.Cost) AS c, sum(a.Unpriced) AS u
+    FROM ({{traces}}) t
     JOIN span_usage tl ON tl.TraceId = t.TraceId AND tl.Dim = 'tool'
     LEFT JOIN span_usage a ON a.TraceId = tl.TraceId AND a.ParentSpanId = tl.SpanId AND a.Dim = 'agent'
     GROUP BY tl.TraceId, tl.SpanId
@@ -216,22 +267,27 @@ SELECT Key, count(*), sum(Failed), sum(i), sum(o), sum(c), sum(u) FROM (
 
 # Per trace: the root's bill, or (no bill: other runtimes, or the root not received yet) the sum of
 # its inference spans.
-_CONVERSATION_USAGE = """
-SELECT Key, count(*), sum(Failed), sum(i), sum(o), sum(c), sum(u) FROM (
+_CONVERSATION_USAGE = f"""
+SELECT {_SUMS} FROM (
     SELECT coalesce(t.ConversationId, '') AS Key, t.ErrorSpans > 0 AS Failed,
+        NOT t.RootHasBill AND (t.UsageReadSpans < t.InferenceSpans OR t.UnrecognisedSpans > 0) AS Unread,
         iif(t.RootHasBill, t.BillInput, sum(m.InputTokens)) AS i,
         iif(t.RootHasBill, t.BillOutput, sum(m.OutputTokens)) AS o,
         iif(t.RootHasBill, t.BillCost, sum(m.Cost)) AS c,
         iif(t.RootHasBill, t.BillUnpriced, sum(m.Unpriced)) AS u
-    FROM ({traces}) t
+    FROM ({{traces}}) t
     LEFT JOIN span_usage m ON m.TraceId = t.TraceId AND m.Dim = 'model' AND NOT t.RootHasBill
     GROUP BY t.TraceId
 ) GROUP BY Key
 """
 
-_SPAN_USAGE = """
-SELECT u.Key, count(*), sum(u.Failed), sum(u.InputTokens), sum(u.OutputTokens), sum(u.Cost), sum(u.Unpriced)
-FROM ({traces}) t JOIN span_usage u ON u.TraceId = t.TraceId AND u.Dim = ?
+_SPAN_USAGE = f"""
+SELECT {group_select({
+    "group_key": "u.Key", "group_count": "count(*)", "group_failed": "sum(u.Failed)",
+    "input_sum": "sum(u.InputTokens)", "output_sum": "sum(u.OutputTokens)", "cost_sum": "sum(u.Cost)",
+    "unpriced_sum": "sum(u.Unpriced)", "unread_sum": "coalesce(sum(u.Unread), 0)",
+})}
+FROM ({{traces}}) t JOIN span_usage u ON u.TraceId = t.TraceId AND u.Dim = ?
 GROUP BY u.Key
 """
 

@@ -27,14 +27,28 @@ from janux.tracing.conventions import (
     JANUX_BILL_OUTPUT_TOKENS,
     JANUX_BILL_UNPRICED_TOKENS,
     JANUX_HANDOFF_STATUS,
+    OP_CHAT,
     OP_EXECUTE_TOOL,
+    OP_INVOKE_AGENT,
     TOOL_TYPE_DELEGATE,
+    TOOL_TYPE_HANDOFF,
 )
+from janux.tracing.foreign.facts import is_janux_span
+from janux.tracing.foreign.spans import classify
 from janux.tracing.records import EventRecord, LinkRecord, SpanRecord, attr_str
+from janux.tracing.sources.columns import picker
 from janux.tracing.sources.store.limits import MAX_VALUE_CHARS, cap_attributes, cap_span
-from janux.tracing.sources.store.schema import FLAG_DELEGATION, FLAG_FAILING
-from janux.tracing.sources.store.summary import summarize
-from janux.tracing.sources.store.usage import safe_float, safe_int, span_usage
+from janux.tracing.sources.store.schema import (
+    FLAG_DELEGATION,
+    FLAG_FAILING,
+    FLAG_JANUX,
+    FLAG_TRANSFER,
+    FLAG_UNRECOGNISED,
+    SPAN_AT,
+    SPAN_COLUMNS,
+)
+from janux.tracing.sources.store.summary import ROOT_COLUMNS, ROOT_FIELDS, summarize
+from janux.tracing.sources.usage import safe_float, safe_int, span_usage
 
 
 def _fallback(value: object) -> Any:
@@ -67,6 +81,16 @@ def _make_encoder() -> Callable[[Any], str]:
 _encode = _make_encoder()
 
 
+# `batch_rows` builds each row as a tuple literal (the hot loop) in this order: the table's.
+_ROW_ORDER = (
+    "Timestamp", "TraceId", "SpanId", "ParentSpanId", "TraceState", "SpanName", "SpanKind", "ServiceName",
+    "ResourceAttributes", "ScopeName", "ScopeVersion", "SpanAttributes", "Duration", "StatusCode",
+    "StatusMessage", "Events", "Links", "Op", "HandoffStatus",
+)  # fmt: skip
+if _ROW_ORDER != SPAN_COLUMNS:  # pragma: no cover - a reordered column list fails here, not silently
+    raise ImportError("rows.batch_rows builds span rows in another order than schema.SPAN_COLUMNS")
+_TRACE, _SPAN = SPAN_AT["TraceId"], SPAN_AT["SpanId"]
+
 _SURROGATES = re.compile("[\ud800-\udfff]")
 MAX_NOTES = 20
 """How many messages about altered spans one batch keeps (all are counted)."""
@@ -94,7 +118,7 @@ class StagedBatch:
     usage_of: list[int]
     """Index in `rows` of the span of each `usage` row."""
     roots: list[tuple[Any, ...]]
-    """One `(TraceId, SpanId, Timestamp, SpanName, ServiceName, *root_fields)` per root span."""
+    """One `summary.ROOT_COLUMNS` row per root span."""
     root_of: list[int]
     """Index in `rows` of each root."""
     traces: list[tuple[Any, ...]] = field(default_factory=list)
@@ -105,6 +129,9 @@ class StagedBatch:
     """Spans whose text was not valid Unicode and was replaced (set by `repair_text`)."""
     notes: list[str] = field(default_factory=list)
     """What was altered, span by span (the first `MAX_NOTES`), for the store's error log."""
+    spans: list[SpanRecord] = field(default_factory=list)
+    """The records of `rows`, as stored (empty once rows were dropped: readers then go to the
+    database), so a trace first seen in this batch is read structurally without reading it back."""
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -128,6 +155,7 @@ class StagedBatch:
             merged.roots += batch.roots
             merged.root_of += [index + offset for index in batch.root_of]
             merged.traces += batch.traces
+            merged.spans += batch.spans
         return merged
 
     def summarize(self) -> None:
@@ -139,7 +167,7 @@ class StagedBatch:
         kept: list[int] = []
         seen: set[tuple[str, str]] = set()
         for index, row in enumerate(self.rows):
-            key = (row[1], row[2])
+            key = (row[_TRACE], row[_SPAN])
             if key in keys and key not in seen:
                 seen.add(key)
                 kept.append(index)
@@ -160,9 +188,11 @@ class StagedBatch:
             if cleaned != row:
                 self.rows[index] = cleaned
                 self.repaired += 1
-                self.note(f"span {row[1]}/{row[2]}: text that is not valid Unicode replaced with U+FFFD")
+                where = f"span {row[_TRACE]}/{row[_SPAN]}"
+                self.note(f"{where}: text that is not valid Unicode replaced with U+FFFD")
         self.usage = _cleaned(self.usage)
         self.roots = _cleaned(self.roots)
+        self.spans = []  # the records hold the text before repair: read the stored rows instead
         self.summarize()
 
 
@@ -185,6 +215,7 @@ def batch_rows(spans: Iterable[SpanRecord]) -> StagedBatch:
         size += len(span.status_message) + len(span.scope_name) + len(span.scope_version)
         if size > MAX_VALUE_CHARS or resource.notes:
             span, attrs_json, events_json, links_json = _within_limits(span, resource, batch)
+        batch.spans.append(span)
         attrs = span.attributes
         op = attrs.get(GEN_AI_OPERATION_NAME)
         op = op if isinstance(op, str) else ""
@@ -198,33 +229,52 @@ def batch_rows(spans: Iterable[SpanRecord]) -> StagedBatch:
                 links_json, op, handoff_status,
             )
         )  # fmt: skip
-        add_flags(_flags(attrs, handoff_status) if op == OP_EXECUTE_TOOL else 0)
-        if op:
-            _add_usage(batch, index, span, op)
+        add_flags(_flags(attrs, handoff_status, op, span.name))
+        _add_usage(batch, index, span, op)
         if not span.parent_span_id:
             _add_root(batch, index, span)
     batch.summarize()
     return batch
 
 
-def _flags(attrs: dict[str, Any], handoff_status: str) -> int:
-    """The `FLAG_*` bits of an `execute_tool` span."""
-    flags = FLAG_DELEGATION if attrs.get(GEN_AI_TOOL_TYPE) == TOOL_TYPE_DELEGATE else 0
-    return flags | FLAG_FAILING if handoff_status in FAILING_STATUSES else flags
+_OWN_OPS = frozenset({OP_INVOKE_AGENT, OP_CHAT, OP_EXECUTE_TOOL})
+
+
+def _flags(attrs: dict[str, Any], handoff_status: str, op: str, name: str) -> int:
+    """The `FLAG_*` bits of a span (Janux's own operations first: the common case)."""
+    flags = 0
+    if op == OP_EXECUTE_TOOL:
+        tool_type = attrs.get(GEN_AI_TOOL_TYPE)
+        if tool_type == TOOL_TYPE_DELEGATE:
+            flags = FLAG_DELEGATION
+        elif tool_type == TOOL_TYPE_HANDOFF:
+            flags = FLAG_TRANSFER
+        if handoff_status in FAILING_STATUSES:
+            flags |= FLAG_FAILING
+    elif op not in _OWN_OPS and not classify(attrs, name)[2]:
+        flags = FLAG_UNRECOGNISED
+    if is_janux_span(op, attrs):
+        flags |= FLAG_JANUX
+    return flags
 
 
 def _add_usage(batch: StagedBatch, index: int, span: SpanRecord, op: str) -> None:
-    """The span's `span_usage` row, when it adds to a dimension."""
-    found = span_usage(op, span.attributes, span.status_code)
+    """The span's `span_usage` row, when it adds to a dimension on its own."""
+    found = span_usage(op, span.attributes, span.status_code, span.name)
     if found is not None:
         batch.usage.append((span.trace_id, span.span_id, span.parent_span_id, *found))
         batch.usage_of.append(index)
 
 
 def _add_root(batch: StagedBatch, index: int, span: SpanRecord) -> None:
-    """What a root span tells the summary: its name, service, agent, conversation and bill."""
-    fields = root_fields(span.attributes)
-    batch.roots.append((span.trace_id, span.span_id, span.start_ns, span.name, span.service_name, *fields))
+    """What a root span tells the summary (a `summary.ROOT_COLUMNS` row): its ids, start, name,
+    service, agent, conversation and bill."""
+    values = dict(zip(ROOT_FIELDS, root_fields(span.attributes), strict=True))
+    values.update(
+        TraceId=span.trace_id, SpanId=span.span_id, RootStartNs=span.start_ns, RootName=span.name,
+        RootService=span.service_name,
+    )  # fmt: skip
+    batch.roots.append(tuple(values[name] for name in ROOT_COLUMNS))
     batch.root_of.append(index)
 
 
@@ -266,18 +316,18 @@ def _within_limits(
 
 
 def root_fields(attrs: dict[str, Any]) -> tuple[Any, ...]:
-    """Agent, conversation and the whole-turn bill of a root span (the last root columns of
-    `summary.SUMMARY_COLUMNS`)."""
+    """Agent, conversation and the whole-turn bill of a root span, in `summary.ROOT_FIELDS` order."""
     has_bill = any(attrs.get(key) is not None for key in BILL_KEYS)
-    return (
-        attr_str(attrs, GEN_AI_AGENT_NAME),
-        attr_str(attrs, GEN_AI_CONVERSATION_ID),
-        1 if has_bill else 0,
-        safe_float(attrs, JANUX_BILL_COST),
-        safe_int(attrs, JANUX_BILL_INPUT_TOKENS),
-        safe_int(attrs, JANUX_BILL_OUTPUT_TOKENS),
-        safe_int(attrs, JANUX_BILL_UNPRICED_TOKENS),
-    )
+    values = {
+        "RootAgent": attr_str(attrs, GEN_AI_AGENT_NAME),
+        "ConversationId": attr_str(attrs, GEN_AI_CONVERSATION_ID),
+        "RootHasBill": 1 if has_bill else 0,
+        "BillCost": safe_float(attrs, JANUX_BILL_COST),
+        "BillInput": safe_int(attrs, JANUX_BILL_INPUT_TOKENS),
+        "BillOutput": safe_int(attrs, JANUX_BILL_OUTPUT_TOKENS),
+        "BillUnpriced": safe_int(attrs, JANUX_BILL_UNPRICED_TOKENS),
+    }
+    return tuple(values[name] for name in ROOT_FIELDS)
 
 
 def _events_json(events: list[EventRecord]) -> str:
@@ -300,12 +350,22 @@ def _links_json(links: list[LinkRecord]) -> str:
     )
 
 
-SELECT_SPAN_COLUMNS = (
-    "Timestamp, TraceId, SpanId, ParentSpanId, TraceState, SpanName, SpanKind, ServiceName, "
-    "ResourceAttributes, ScopeName, ScopeVersion, SpanAttributes, Duration, StatusCode, StatusMessage, "
-    "Events, Links"
-)
-"""The stored columns `span_from_row` expects, in order."""
+SPAN_SELECT = (
+    "Timestamp", "TraceId", "SpanId", "ParentSpanId", "TraceState", "SpanName", "SpanKind", "ServiceName",
+    "ResourceAttributes", "ScopeName", "ScopeVersion", "SpanAttributes", "Duration", "StatusCode",
+    "StatusMessage", "Events", "Links",
+)  # fmt: skip
+"""The stored columns `RowReader.span` reads, in the order `SELECT_SPAN_COLUMNS` selects them."""
+
+SELECT_SPAN_COLUMNS = ", ".join(SPAN_SELECT)
+"""The SELECT list of `SPAN_SELECT`."""
+
+_SPAN_FIELDS = picker(
+    SPAN_SELECT,
+    ("Timestamp", "TraceId", "SpanId", "ParentSpanId", "TraceState", "SpanName", "SpanKind", "ServiceName",
+     "ResourceAttributes", "ScopeName", "ScopeVersion", "SpanAttributes", "Duration", "StatusCode",
+     "StatusMessage", "Events", "Links"),
+)  # fmt: skip
 
 
 class RowReader:
@@ -315,30 +375,31 @@ class RowReader:
         self._resources: dict[str, dict[str, Any]] = {}
 
     def span(self, row: tuple[Any, ...]) -> SpanRecord:
-        """One `SELECT_SPAN_COLUMNS` row as a record; unreadable JSON becomes an empty value."""
-        res_text = row[8]
+        """One `SPAN_SELECT` row as a record; unreadable JSON becomes an empty value."""
+        (
+            start, trace_id, span_id, parent_id, trace_state, name, kind, service, res_text, scope_name,
+            scope_version, attributes, duration, status_code, status_message, events_text, links_text,
+        ) = _SPAN_FIELDS(row)  # fmt: skip
         resource = self._resources.get(res_text)
         if resource is None:
             resource = _load_dict(res_text)
             self._resources[res_text] = resource
-        events_text = row[15]
-        links_text = row[16]
         return SpanRecord(
-            trace_id=row[1],
-            span_id=row[2],
-            parent_span_id=row[3],
-            name=row[5],
-            start_ns=row[0],
-            duration_ns=row[12],
-            kind=row[6],
-            status_code=row[13],
-            status_message=row[14],
-            service_name=row[7],
-            attributes=_load_dict(row[11]),
+            trace_id=trace_id,
+            span_id=span_id,
+            parent_span_id=parent_id,
+            name=name,
+            start_ns=start,
+            duration_ns=duration,
+            kind=kind,
+            status_code=status_code,
+            status_message=status_message,
+            service_name=service,
+            attributes=_load_dict(attributes),
             resource_attributes=resource,
-            scope_name=row[9],
-            scope_version=row[10],
-            trace_state=row[4],
+            scope_name=scope_name,
+            scope_version=scope_version,
+            trace_state=trace_state,
             events=_events(events_text) if events_text != "[]" else [],
             links=_links(links_text) if links_text != "[]" else [],
         )

@@ -10,15 +10,19 @@ spans. `store_counters` and `ingest_errors` say what was refused or seen twice.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 from janux.tracing.conventions import OP_INVOKE_AGENT
-from janux.tracing.sources.store.migrate import backfill_usage
+from janux.tracing.sources.columns import positions
+from janux.tracing.sources.usage import USAGE_AT as USAGE_AT
+from janux.tracing.sources.usage import USAGE_COLUMNS as USAGE_COLUMNS
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """`PRAGMA user_version` of a store created by this code. 2 added `span_usage`; 4 keys it by
-(trace, parent, span), so finding a tool span's attempts needs no second index on the write path.
-Older stores get `span_usage` rebuilt from their spans."""
+(trace, parent, span), so finding a tool span's attempts needs no second index on the write path;
+5 reads other runtimes' conventions (`span_usage.Unread`, the coverage, transfer and `Janux` /
+`Derived` columns of `trace_summary`). An older store is rebuilt from its spans when opened."""
 
 BUSY_TIMEOUT_MS = 30_000
 """How long a connection waits for another process's write lock before giving up."""
@@ -78,7 +82,13 @@ CREATE TABLE IF NOT EXISTS trace_summary (
     BillOutput INTEGER,
     BillUnpriced INTEGER,
     InferenceInput INTEGER,
-    InferenceOutput INTEGER
+    InferenceOutput INTEGER,
+    Janux INTEGER NOT NULL DEFAULT 0,
+    Derived INTEGER NOT NULL DEFAULT 0,
+    Transfers INTEGER NOT NULL DEFAULT 0,
+    InferenceSpans INTEGER NOT NULL DEFAULT 0,
+    UsageReadSpans INTEGER NOT NULL DEFAULT 0,
+    UnrecognisedSpans INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS trace_summary_start ON trace_summary (StartNs);
 CREATE INDEX IF NOT EXISTS trace_summary_end ON trace_summary (EndNs);
@@ -93,6 +103,7 @@ CREATE TABLE IF NOT EXISTS span_usage (
     Cost REAL,
     Unpriced INTEGER,
     Failed INTEGER NOT NULL,
+    Unread INTEGER,
     PRIMARY KEY (TraceId, ParentSpanId, SpanId)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS store_counters (
@@ -114,16 +125,23 @@ SPAN_COLUMNS = (
 )  # fmt: skip
 """Columns of `otel_traces`, in table order (the order of a staged span row)."""
 
-USAGE_COLUMNS = (
-    "TraceId", "SpanId", "ParentSpanId", "Dim", "Key", "InputTokens", "OutputTokens", "Cost", "Unpriced",
-    "Failed",
-)  # fmt: skip
-"""Columns of `span_usage`, in table order (a span's ids, then its `usage.UsageRow`)."""
+SPAN_AT = positions(SPAN_COLUMNS)
+"""Column name -> position in a staged span row."""
+
 
 FLAG_DELEGATION = 1
 """Summary flag of a staged span: an `execute_tool` span of a delegate tool."""
 FLAG_FAILING = 2
 """Summary flag of a staged span: an `execute_tool` span whose final handoff status is failing."""
+FLAG_JANUX = 4
+"""Summary flag of a staged span: it carries Janux accounting (the trace's numbers come from it)."""
+FLAG_UNRECOGNISED = 8
+"""Summary flag of a staged span: of a kind Janux does not recognise."""
+FLAG_TRANSFER = 16
+"""Summary flag of a staged span: a Janux `handoff` tool span (a transfer)."""
+
+OLD_SPANS_TABLE = "otel_traces_before_upgrade"
+"""Where an older store's spans wait while `ensure_schema` rebuilds the store from them."""
 
 
 def database_path(data_dir: Path) -> Path:
@@ -150,10 +168,13 @@ def connect(path: Path, *, writer: bool) -> sqlite3.Connection:
     return conn
 
 
-def ensure_schema(conn: sqlite3.Connection) -> None:
+def ensure_schema(conn: sqlite3.Connection, rebuild: Callable[[sqlite3.Connection], object]) -> None:
     """Switch to WAL and create (or upgrade) the tables once; cheap no-op on a current store.
 
-    Callers serialize this between processes (`TraceStore` holds the write lock around it).
+    An older store's spans are moved aside (`OLD_SPANS_TABLE`), the tables created anew, and
+    `rebuild(conn)` stores the spans again through the write path, in the same transaction, so
+    every derived table follows the current rules. Callers serialize this between processes
+    (`TraceStore` holds the write lock around it).
     """
     version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     if version >= SCHEMA_VERSION:
@@ -163,13 +184,18 @@ def ensure_schema(conn: sqlite3.Connection) -> None:
         raise sqlite3.OperationalError(f"could not switch the store to WAL mode (got {mode})")
     conn.execute("BEGIN IMMEDIATE")
     try:
-        if version > 0:  # an older store: rebuild what changed since from its spans
-            conn.execute("DROP TABLE IF EXISTS span_usage")
+        upgrade = version > 0
+        if upgrade:
+            conn.execute("DROP INDEX IF EXISTS otel_traces_agent_children")
+            conn.execute(f"ALTER TABLE otel_traces RENAME TO {OLD_SPANS_TABLE}")
+            for table in ("trace_summary", "span_usage"):
+                conn.execute(f"DROP TABLE IF EXISTS {table}")
         for statement in _TABLES.split(";"):
             if statement.strip():
                 conn.execute(statement)
-        if version > 0:
-            backfill_usage(conn)
+        if upgrade:
+            rebuild(conn)
+            conn.execute(f"DROP TABLE {OLD_SPANS_TABLE}")
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute("COMMIT")
     except BaseException:

@@ -28,6 +28,7 @@ from janux.tracing.sources.protocol import (
 from janux.tracing.sources.store import queries
 from janux.tracing.sources.store.lock import WriteLock
 from janux.tracing.sources.store.maintenance import PruneResult, prune_before
+from janux.tracing.sources.store.migrate import rebuild_from_old_spans
 from janux.tracing.sources.store.rows import batch_rows
 from janux.tracing.sources.store.schema import connect, database_path, ensure_schema
 from janux.tracing.sources.store.writer import GroupCommitWriter, WriteResult
@@ -64,7 +65,7 @@ class TraceStore:
             # Serialized between processes: two connections switching a new database to WAL at
             # once deadlock, and SQLite answers one of them "database is locked" without waiting.
             with lock.held():
-                ensure_schema(setup)
+                ensure_schema(setup, rebuild_from_old_spans)
         finally:
             setup.close()
             lock.close()

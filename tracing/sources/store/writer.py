@@ -209,7 +209,10 @@ class GroupCommitWriter:
 def _checkpoint(conn: sqlite3.Connection) -> int:
     """A passive checkpoint (waits for no reader or writer); returns the pages in the log."""
     row = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-    return int(row[1]) if row is not None else 0
+    if row is None:
+        return 0
+    _busy, log_pages, _checkpointed = row  # the pragma's three columns
+    return int(log_pages)
 
 
 def commit_jobs(

@@ -1,0 +1,50 @@
+"""The trace-source options shared by the commands that read traces (`janux traces`, `janux trace`).
+
+They open a source exactly as the dashboard does (`janux.dashboard.sources`): `--source` and
+`--data-dir` first, then `JANUX_SOURCE`, `JANUX_DATA_DIR` and `JANUX_CLICKHOUSE_*`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+
+from janux.dashboard.sources import (
+    DATA_DIR_ENV,
+    SOURCE_ENV,
+    SourceUnavailable,
+    config_from_env,
+    open_source,
+)
+from janux.tracing.sources.protocol import TraceSource
+
+_CLICKHOUSE = ("host", "port", "database", "table", "user", "password")
+
+
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--source`, `--data-dir` and the `--clickhouse-*` options."""
+    parser.add_argument(
+        "--source", default=None,
+        help=f"store (default) | clickhouse | memory-file:<trace file> (default: ${SOURCE_ENV} or store)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--data-dir", default=None, help=f"store directory (default: ${DATA_DIR_ENV} or ~/.janux/data)"
+    )
+    for name in _CLICKHOUSE:
+        parser.add_argument(
+            f"--clickhouse-{name}", default=None, type=int if name == "port" else str,
+            help=f"ClickHouse {name} (default: $JANUX_CLICKHOUSE_{name.upper()})",
+        )  # fmt: skip
+
+
+def open_from_args(args: argparse.Namespace, command: str) -> TraceSource:
+    """The source the options name; exits with a clear message when it cannot be opened."""
+    argv = [part for flag, value in (("--source", args.source), ("--data-dir", args.data_dir)) if value
+            for part in (flag, value)]  # fmt: skip
+    try:
+        cfg = config_from_env(argv=argv)
+        overrides = {name: getattr(args, f"clickhouse_{name}") for name in _CLICKHOUSE}
+        settings = replace(cfg.clickhouse, **{k: v for k, v in overrides.items() if v is not None})
+        return open_source(replace(cfg, clickhouse=settings))
+    except SourceUnavailable as exc:
+        raise SystemExit(f"janux {command}: {exc}") from exc

@@ -1,0 +1,99 @@
+"""`janux trace ID --json` and `janux traces --json` give every foreign fixture's truth, from the
+embedded store and from a trace file, and say `unknown` (null), never 0, for usage not read."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from janux.cli.main import main
+from janux.tracing.sources.store import open_store
+from tests.cli.helpers import janux
+from tests.support.foreign.common import FIXTURES
+from tests.support.foreign.load import Case, all_spans, cases, edges
+
+CASES = cases()
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    path = tmp_path_factory.mktemp("store")
+    with open_store(path) as store:
+        store.write(all_spans())
+    yield path
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    assert main(list(args)) == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_trace_json_gives_the_truth(capsys: pytest.CaptureFixture[str], data_dir: Path, case: Case) -> None:
+    report = json.loads(_run(capsys, "trace", case.trace_id, "--json", "--data-dir", str(data_dir)))
+    truth = case.truth
+    assert (report["input_tokens"], report["output_tokens"]) == (
+        truth["input_tokens"],
+        truth["output_tokens"],
+    )
+    assert report["delegations"] == len(truth["delegations"])
+    assert report["transfers"] == len(truth["transfers"])
+    assert sorted(report["agents"]) == sorted(truth["agents"])
+    calls = truth["inference_calls"]
+    assert report["usage_read"] == f"{calls}/{calls + truth['unread_calls']}"
+    assert report["failed_handoffs"] == (1 if truth["scenario"] == "raised" else 0)
+    tree_edges = [(e["caller"], e["target"]) for e in report["tree"]["edges"] if e["kind"] == "delegate"]
+    assert edges(tree_edges) == edges(truth["delegations"])
+    if truth["unread_calls"]:
+        assert report["cost"] is None and report["cost_kind"] == "unknown"
+        assert report["checks"]["usage_read"] == "fail"
+    else:
+        assert report["cost_kind"] in ("estimated", "unpriced")
+        assert report["checks"]["usage_read"] == "pass"
+    if not truth["hand_built"]:
+        assert report["errors"] == truth["errors"]
+
+
+def test_traces_json_lists_the_page_columns(capsys: pytest.CaptureFixture[str], data_dir: Path) -> None:
+    out = _run(capsys, "traces", "--json", "--limit", "100", "--data-dir", str(data_dir))
+    rows = {row["trace"]: row for row in map(json.loads, out.splitlines())}
+    assert len(rows) == len(CASES)
+    for case in CASES:
+        row, truth = rows[case.trace_id], case.truth
+        assert (row["input tokens"], row["output tokens"]) == (truth["input_tokens"], truth["output_tokens"])
+        assert (row["delegations"], row["transfers"]) == (len(truth["delegations"]), len(truth["transfers"]))
+        read = f"{truth['inference_calls']}/{truth['inference_calls'] + truth['unread_calls']}"
+        assert row["usage read"] == read
+        assert row["checks"].startswith("foreign: ")
+    failing = _run(capsys, "traces", "--json", "--failed-handoffs", "--data-dir", str(data_dir))
+    raised = {c.trace_id for c in CASES if c.truth["scenario"] == "raised"}
+    assert {json.loads(line)["trace"] for line in failing.splitlines()} == raised
+
+
+def test_trace_from_a_trace_file_and_as_a_tree(capsys: pytest.CaptureFixture[str]) -> None:
+    (case,) = [c for c in CASES if c.fixture == "openllmetry"]
+    source = f"memory-file:{FIXTURES / 'openllmetry.jsonl'}"
+    report = json.loads(_run(capsys, "trace", case.trace_id, "--json", "--source", source))
+    assert (report["input_tokens"], report["usage_read"], report["cost"]) == (500, "2/3", None)
+    text = _run(capsys, "trace", case.trace_id, "--source", source)
+    assert "usage read 2/3" in text and "delegate via lookup (completed) -> researcher" in text
+    assert "$0.000000" not in text
+
+
+def test_unknown_trace_and_bad_source_fail_clearly(
+    capsys: pytest.CaptureFixture[str], data_dir: Path
+) -> None:
+    assert main(["trace", "f" * 32, "--data-dir", str(data_dir)]) == 1
+    assert "no spans stored" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match=r"janux trace: .*unknown source"):
+        main(["trace", "f" * 32, "--source", "nowhere"])
+
+
+def test_the_console_script_prints_the_trace(data_dir: Path) -> None:
+    case = next(c for c in CASES if c.fixture == "openai_agents_genai" and c.truth["scenario"] == "handoff")
+    done = janux("trace", case.trace_id, "--json", "--data-dir", str(data_dir))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["transfers"] == 1

@@ -1,0 +1,63 @@
+"""The committed foreign fixtures as span records, with their truth."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from janux.tracing.records import SpanRecord
+from janux.tracing.sources.file_loader import load_trace_file
+from tests.support.foreign.common import FIXTURES, load_truth
+
+NAMES = (
+    "pydantic_ai",
+    "openai_agents_openinference",
+    "openai_agents_genai",
+    "smolagents_openinference",
+    "strands",
+    "openllmetry",
+)
+"""Every committed fixture (the last three are hand-built)."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One fixture trace: its spans and its truth."""
+
+    fixture: str
+    trace_id: str
+    spans: tuple[SpanRecord, ...]
+    truth: dict[str, Any]
+
+    @property
+    def id(self) -> str:
+        """`fixture/scenario`, for test ids."""
+        return f"{self.fixture}/{self.truth['scenario']}"
+
+
+@cache
+def cases(directory: Path = FIXTURES) -> tuple[Case, ...]:
+    """Every trace of every fixture."""
+    found = []
+    for name in NAMES:
+        result = load_trace_file(directory / f"{name}.jsonl")
+        assert not result.errors, result.errors
+        by_trace: dict[str, list[SpanRecord]] = {}
+        for span in result.spans:
+            by_trace.setdefault(span.trace_id, []).append(span)
+        for trace_id, truth in load_truth(name, directory).items():
+            found.append(Case(name, trace_id, tuple(by_trace[trace_id]), truth))
+    return tuple(found)
+
+
+def all_spans() -> list[SpanRecord]:
+    """The spans of every fixture trace."""
+    return [span for case in cases() for span in case.spans]
+
+
+def edges(pairs: list[list[str]] | list[tuple[str | None, str]]) -> Counter[tuple[str | None, str]]:
+    """Edges as a multiset of (from, to)."""
+    return Counter((a, b) for a, b in pairs)

@@ -1,0 +1,132 @@
+"""Every fixture trace read by `trace_facts` gives exactly its truth, and the mapping rules hold."""
+
+from __future__ import annotations
+
+import pytest
+
+from janux.tracing import conventions as c
+from janux.tracing.foreign.facts import UNNAMED_AGENT, trace_facts
+from janux.tracing.foreign.spans import classify, error_text, read_span, read_usage
+from janux.tracing.records import STATUS_ERROR, EventRecord
+from tests.support.foreign.load import Case, cases, edges
+from tests.support.otlp_build import record
+
+CASES = cases()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_facts_equal_the_truth(case: Case) -> None:
+    facts = trace_facts(case.spans)
+    truth = case.truth
+    assert (facts.input_tokens or 0, facts.output_tokens or 0) == (
+        truth["input_tokens"],
+        truth["output_tokens"],
+    )
+    assert facts.usage_read_spans == truth["inference_calls"]
+    assert facts.unread_spans == truth["unread_calls"]
+    assert facts.unrecognised_spans == truth["unrecognised_spans"]
+    assert sorted(a.name for a in facts.agents) == sorted(truth["agents"])
+    delegations = [(e.caller, e.target) for e in facts.edges if e.kind == "delegate"]
+    transfers = [(e.caller, e.target) for e in facts.edges if e.kind == "transfer"]
+    assert edges(delegations) == edges(truth["delegations"])
+    assert edges(transfers) == edges(truth["transfers"])
+    if not truth["hand_built"]:
+        assert facts.errors == truth["errors"]
+
+
+def test_every_library_scenario_is_covered() -> None:
+    scenarios = {(case.fixture, case.truth["scenario"]) for case in CASES}
+    for fixture in ("pydantic_ai", "openai_agents_openinference", "openai_agents_genai"):
+        for scenario in ("chain", "parallel", "tool_error", "retry", "handoff", "raised"):
+            assert (fixture, scenario) in scenarios
+    raised = [case for case in CASES if case.truth["scenario"] == "raised"]
+    assert all(case.truth["raised"] and trace_facts(case.spans).failed_handoffs == 1 for case in raised)
+
+
+def test_usage_names_of_every_convention() -> None:
+    assert read_usage({c.GEN_AI_USAGE_INPUT_TOKENS: 5, c.GEN_AI_USAGE_OUTPUT_TOKENS: 2}, "Ok") == (
+        "read",
+        5,
+        2,
+    )
+    assert read_usage({c.GEN_AI_USAGE_PROMPT_TOKENS: "7", c.GEN_AI_USAGE_COMPLETION_TOKENS: 3}, "Ok") == (
+        "read",
+        7,
+        3,
+    )
+    assert read_usage({c.LLM_TOKEN_COUNT_PROMPT: 9, c.LLM_TOKEN_COUNT_COMPLETION: 1}, "Ok") == ("read", 9, 1)
+    # Only a total, or usage under an unknown name: unread, never zero.
+    assert read_usage({c.LLM_TOKEN_COUNT_TOTAL: 10}, "Ok") == ("unread", None, None)
+    assert read_usage({"ai.usage.promptTokens": 10}, "Ok") == ("unread", None, None)
+    assert read_usage({}, "Ok") == ("absent", None, None)
+    assert read_usage({}, STATUS_ERROR) == ("failed", None, None)
+
+
+def test_roles_of_every_convention() -> None:
+    assert classify({c.GEN_AI_OPERATION_NAME: "embeddings"}, "x")[0] == "inference"
+    assert classify({c.GEN_AI_OPERATION_NAME: "create_agent"}, "x")[:1] == ("plain",)
+    assert classify({c.GEN_AI_OPERATION_NAME: "agent_handoff"}, "x")[0] == "transfer"
+    assert classify({c.GEN_AI_OPERATION_NAME: "mystery"}, "x") == ("plain", "genai", False)
+    assert classify({c.OI_SPAN_KIND: "EMBEDDING"}, "x")[0] == "inference"
+    assert classify({c.OI_SPAN_KIND: "GUARDRAIL"}, "x") == ("plain", "openinference", True)
+    assert classify({c.OI_SPAN_KIND: "TOOL"}, "handoff to billing")[0] == "transfer"
+    assert classify({c.LLM_REQUEST_TYPE: "completion"}, "x")[0] == "inference"
+    assert classify({c.TRACELOOP_SPAN_KIND: "agent"}, "x")[0] == "agent"
+    assert classify({"acme.input_tokens": 3}, "x") == ("plain", "", False)
+    assert classify({}, "plain work") == ("plain", "", True)
+
+
+def test_agent_usage_is_never_added_to_the_rounds() -> None:
+    root = record(
+        "a" * 16,
+        "",
+        "invoke_agent triage",
+        {
+            c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT,
+            c.GEN_AI_AGENT_NAME: "triage",
+            c.GEN_AI_USAGE_INPUT_TOKENS: 1000,
+            c.GEN_AI_AGGREGATED_USAGE_PREFIX + "input_tokens": 1000,
+        },
+    )
+    chat = record(
+        "b" * 16, "a" * 16, "chat m", {c.GEN_AI_OPERATION_NAME: c.OP_CHAT, c.GEN_AI_USAGE_INPUT_TOKENS: 10}
+    )
+    facts = trace_facts([root, chat])
+    assert (facts.input_tokens, facts.agents[0].input_tokens) == (10, 10)
+
+
+def test_an_unnamed_agent_is_never_named_after_its_span() -> None:
+    workflow = record("a" * 16, "", "Agent workflow", {c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT})
+    agent = record("b" * 16, "a" * 16, "invoke_agent triage", {c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT})
+    looping = record(
+        "c" * 16, "", "Agent workflow", {c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT}, trace_id="2" * 32
+    )
+    call = record("d" * 16, "c" * 16, "chat m", {c.GEN_AI_OPERATION_NAME: c.OP_CHAT}, trace_id="2" * 32)
+    # A workflow root with no calls of its own is the run: the agent below it is a root, not a delegation.
+    run = trace_facts([workflow, agent])
+    assert ([a.name for a in run.agents], run.delegations) == (["triage"], 0)
+    assert read_span(workflow).agent is None
+    assert [a.name for a in trace_facts([looping, call]).agents] == [UNNAMED_AGENT]
+
+
+def test_failure_text_from_the_exception_event() -> None:
+    event = EventRecord(
+        1,
+        c.EVENT_EXCEPTION,
+        {
+            c.EXCEPTION_TYPE: "ValueError",
+            c.EXCEPTION_MESSAGE: "bad order",
+            c.EXCEPTION_STACKTRACE: "Traceback ...",
+        },
+    )
+    span = record(
+        "a" * 16,
+        "",
+        "execute_tool lookup",
+        {c.GEN_AI_OPERATION_NAME: c.OP_EXECUTE_TOOL},
+        status=STATUS_ERROR,
+        events=[event],
+    )
+    assert error_text(span) == ("ValueError: bad order", "Traceback ...")
+    span.status_message = "lookup failed"
+    assert error_text(span)[0] == "lookup failed"

@@ -1,0 +1,136 @@
+"""Every source reads the foreign fixtures to their truth: in memory, in the embedded store (written
+whole, or in shuffled batches) and in ClickHouse (chdb, rows as the Collector's exporter writes
+them). The trace list and `usage_by` agree across the three and with the truth."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from janux.tracing.sources.chdb_client import ChdbClient
+from janux.tracing.sources.clickhouse import ClickHouseSource
+from janux.tracing.sources.memory import MemoryTraceSource
+from janux.tracing.sources.protocol import USAGE_DIMENSIONS, TraceFilter, TraceSource, TraceSummary
+from janux.tracing.sources.store import open_store
+from tests.support.clickhouse_rows import EXPORTER_DDL, insert_statement
+from tests.support.foreign.load import Case, all_spans, cases
+
+CASES = cases()
+ALL = TraceFilter()
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, TraceSource]]:
+    spans = all_spans()
+    client = ChdbClient(str(tmp_path_factory.mktemp("chdb")))
+    client.command(EXPORTER_DDL)
+    client.command(insert_statement(spans))
+    store = open_store(tmp_path_factory.mktemp("store"))
+    store.write(spans)
+    yield {"memory": MemoryTraceSource(spans), "store": store, "clickhouse": ClickHouseSource(client)}
+    store.close()
+    client.close()
+
+
+def _summaries(source: TraceSource) -> dict[str, TraceSummary]:
+    return {s.trace_id: s for s in source.list_traces(ALL, limit=1_000)}
+
+
+@pytest.mark.parametrize("kind", ["memory", "store", "clickhouse"])
+def test_the_trace_list_gives_the_truth(sources: dict[str, TraceSource], kind: str) -> None:
+    rows = _summaries(sources[kind])
+    assert len(rows) == len(CASES)
+    for case in CASES:
+        row, truth = rows[case.trace_id], case.truth
+        assert (row.bill_input_tokens, row.bill_output_tokens) == (
+            truth["input_tokens"],
+            truth["output_tokens"],
+        ), case.id
+        assert (row.delegations, row.transfers) == (len(truth["delegations"]), len(truth["transfers"])), (
+            case.id
+        )
+        assert row.usage_read_spans == truth["inference_calls"], case.id
+        assert row.inference_spans == truth["inference_calls"] + truth["unread_calls"], case.id
+        assert row.partly_unread == bool(truth["unread_calls"] or truth["unrecognised_spans"]), case.id
+        assert row.failed_handoffs == (1 if truth["scenario"] == "raised" else 0), case.id
+
+
+def test_the_three_sources_agree(sources: dict[str, TraceSource]) -> None:
+    memory = _summaries(sources["memory"])
+    assert _summaries(sources["store"]) == memory
+    assert _summaries(sources["clickhouse"]) == memory
+    for dimension in USAGE_DIMENSIONS:
+        groups = {kind: source.usage_by(dimension, ALL, limit=1_000) for kind, source in sources.items()}
+        assert groups["store"] == groups["memory"] == groups["clickhouse"], dimension
+
+
+@pytest.mark.parametrize("kind", ["memory", "store", "clickhouse"])
+def test_usage_by_counts_every_token_once(sources: dict[str, TraceSource], kind: str) -> None:
+    want = (sum(c.truth["input_tokens"] for c in CASES), sum(c.truth["output_tokens"] for c in CASES))
+    for dimension in ("agent", "model", "conversation"):
+        groups = sources[kind].usage_by(dimension, ALL, limit=1_000)  # type: ignore[arg-type]
+        got = (sum(g.input_tokens or 0 for g in groups), sum(g.output_tokens or 0 for g in groups))
+        assert got == want, dimension
+    model = sources[kind].usage_by("model", ALL, limit=1_000)
+    assert sum(g.unread for g in model) == sum(c.truth["unread_calls"] for c in CASES)
+    conversations = sources[kind].usage_by("conversation", ALL, limit=1_000)
+    partly = sum(1 for c in CASES if c.truth["unread_calls"] or c.truth["unrecognised_spans"])
+    assert sum(g.unread for g in conversations) == partly
+    tools = {g.key: g for g in sources[kind].usage_by("tool", ALL, limit=1_000)}
+    assert tools["ask_researcher"].count == sum(
+        1 for c in CASES for caller, target in c.truth["delegations"] if target == "researcher"
+        and c.fixture != "openllmetry"
+    )  # fmt: skip
+
+
+def _cases_of(fixture: str) -> list[Case]:
+    return [case for case in CASES if case.fixture == fixture]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_store_summaries_do_not_depend_on_batching(tmp_path: Path, seed: int) -> None:
+    spans = all_spans()
+    expected = _summaries(MemoryTraceSource(spans))
+    shuffled = spans[:]
+    random.Random(seed).shuffle(shuffled)
+    with open_store(tmp_path) as store:
+        for start in range(0, len(shuffled), 7):
+            store.write(shuffled[start : start + 7])
+        assert _summaries(store) == expected
+        assert store.usage_by("agent", ALL, limit=1_000) == MemoryTraceSource(spans).usage_by(
+            "agent", ALL, 1_000
+        )
+
+
+def test_a_store_of_the_previous_layout_is_rebuilt_from_its_spans(tmp_path: Path) -> None:
+    import sqlite3
+
+    from janux.tracing.sources.store.schema import DB_FILE_NAME, SCHEMA_VERSION
+
+    spans = all_spans()
+    with open_store(tmp_path) as store:
+        store.write(spans)
+    with sqlite3.connect(tmp_path / DB_FILE_NAME) as conn:  # the layout of schema version 4
+        for column in (
+            "Janux",
+            "Derived",
+            "Transfers",
+            "InferenceSpans",
+            "UsageReadSpans",
+            "UnrecognisedSpans",
+        ):
+            conn.execute(f"ALTER TABLE trace_summary DROP COLUMN {column}")
+        conn.execute("ALTER TABLE span_usage DROP COLUMN Unread")
+        conn.execute("UPDATE trace_summary SET Delegations = 0, Attempts = 0")  # what version 4 counted
+        conn.execute("PRAGMA user_version = 4")
+    memory = MemoryTraceSource(spans)
+    with open_store(tmp_path) as store:
+        assert _summaries(store) == _summaries(memory)
+        for dimension in USAGE_DIMENSIONS:
+            assert store.usage_by(dimension, ALL, 1_000) == memory.usage_by(dimension, ALL, 1_000)
+        assert store.ingest_stats().spans == len(spans)
+    with sqlite3.connect(tmp_path / DB_FILE_NAME) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION

@@ -1,0 +1,64 @@
+"""The OpenTelemetry GenAI semantic conventions, read side (current and older names).
+
+- `gen_ai.operation.name`: chat, text_completion, generate_content, embeddings = inference;
+  invoke_agent = agent loop; execute_tool = tool; agent_handoff = transfer; create_agent and
+  unknown (the OTel OpenAI Agents bridge's task/turn spans) = plain structure.
+- `gen_ai.agent.name` (agent spans only; else the `invoke_agent {name}` span name): agent name.
+- `gen_ai.tool.name`, `gen_ai.tool.type` (`handoff` = a transfer tool): the tool.
+- `gen_ai.usage.input_tokens` / `output_tokens`, older `prompt_tokens` / `completion_tokens`:
+  usage of an inference span, never of an agent span.
+- `gen_ai.aggregated_usage.*` (Pydantic AI) and `gen_ai.usage.*` on agent spans (Strands):
+  accumulated usage, never added to the rounds.
+- `gen_ai.request.model` / `gen_ai.response.model`, `gen_ai.provider.name` (older `gen_ai.system`).
+- `gen_ai.handoff.from_agent` / `to_agent`: transfer ends (the OTel OpenAI Agents bridge).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from janux.tracing import conventions as c
+
+AGENT_OPERATIONS: Final = frozenset({c.OP_INVOKE_AGENT})
+"""Operations of an agent loop."""
+PLAIN_OPERATIONS: Final = frozenset({c.OP_CREATE_AGENT, c.OP_UNKNOWN})
+"""Operations read as plain structure (known, but neither a loop, a call nor a tool)."""
+KNOWN_OPERATIONS: Final = c.READ_INFERENCE_OPERATIONS | AGENT_OPERATIONS | PLAIN_OPERATIONS | frozenset(
+    {c.OP_EXECUTE_TOOL, c.OP_AGENT_HANDOFF}
+)
+"""Every `gen_ai.operation.name` value this mapping understands."""
+
+INPUT_KEYS: Final = (c.GEN_AI_USAGE_INPUT_TOKENS, c.GEN_AI_USAGE_PROMPT_TOKENS)
+"""Input-token names, current first."""
+OUTPUT_KEYS: Final = (c.GEN_AI_USAGE_OUTPUT_TOKENS, c.GEN_AI_USAGE_COMPLETION_TOKENS)
+"""Output-token names, current first."""
+MODEL_KEYS: Final = (c.GEN_AI_REQUEST_MODEL, c.GEN_AI_RESPONSE_MODEL)
+"""Model names, requested first (the key usage is grouped by)."""
+PROVIDER_KEYS: Final = (c.GEN_AI_PROVIDER_NAME, c.GEN_AI_SYSTEM_DEPRECATED)
+"""Provider names, current first."""
+
+
+_ROLE_OF_OPERATION: Final = {
+    **dict.fromkeys(c.READ_INFERENCE_OPERATIONS, "inference"), **dict.fromkeys(AGENT_OPERATIONS, "agent"),
+    c.OP_EXECUTE_TOOL: "tool", c.OP_AGENT_HANDOFF: "transfer", **dict.fromkeys(PLAIN_OPERATIONS, "plain"),
+}  # fmt: skip
+
+
+def role(operation: str) -> str | None:
+    """The role of a span with this `gen_ai.operation.name`, None when the value is unknown."""
+    return _ROLE_OF_OPERATION.get(operation)
+
+
+def agent_name(attributes: dict[str, Any], span_name: str) -> str | None:
+    """`gen_ai.agent.name`, else the subject of an `invoke_agent {name}` span name; None when neither."""
+    name = attributes.get(c.GEN_AI_AGENT_NAME)
+    if isinstance(name, str) and name:
+        return name
+    head, _, rest = span_name.partition(" ")
+    return rest if head == c.OP_INVOKE_AGENT and rest else None
+
+
+def transfer_ends(attributes: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(from, to) of an `agent_handoff` span."""
+    source, target = attributes.get(c.GEN_AI_HANDOFF_FROM_AGENT), attributes.get(c.GEN_AI_HANDOFF_TO_AGENT)
+    return (source if isinstance(source, str) else None, target if isinstance(target, str) else None)

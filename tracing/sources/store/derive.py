@@ -1,0 +1,88 @@
+"""Trace-level numbers of traces without Janux accounting, read from their whole structure.
+
+Another runtime's trace says who delegated to whom only through its span tree (an agent below a
+tool span, however deep; a handoff span; an agent nested in another), and its agents' own usage
+is the sum of the model calls whose nearest loop they are. Neither can be summed span by span as
+the batch arrives, so after each batch the store reads every trace it touched that carries no
+Janux accounting (`trace_summary.Janux = 0`) once more, whole, with the same facts every source
+uses (`janux.tracing.foreign.facts`), and replaces that trace's agent and delegation rows and its
+structural counts. A trace read this way keeps `Derived = 1`: should Janux accounting show up in
+a later batch, its rows are recomputed from its spans then too (Janux's own rows).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+
+from janux.tracing.records import SpanRecord
+from janux.tracing.sources.aggregate import span_rows
+from janux.tracing.sources.derived import DerivedRow, trace_rows
+from janux.tracing.sources.store.bulk import insert_rows
+from janux.tracing.sources.store.rows import SELECT_SPAN_COLUMNS, RowReader
+from janux.tracing.sources.usage import USAGE_COLUMNS
+
+_IDS_PER_QUERY = 500
+_NEEDS_READING = "(Janux = 0 OR Derived = 1)"
+_TO_DERIVE = (
+    "SELECT TraceId, SpanCount, Janux FROM main.trace_summary WHERE TraceId IN ({marks}) AND "
+    + _NEEDS_READING
+)
+_SPANS = f"SELECT {SELECT_SPAN_COLUMNS} FROM main.otel_traces WHERE TraceId = ?"
+
+_STORE_USAGE = f"INSERT OR REPLACE INTO main.span_usage ({', '.join(USAGE_COLUMNS)})"
+
+_COUNTS = """
+UPDATE main.trace_summary SET Derived = 1, Delegations = ?, Attempts = ?, FailedHandoffs = ?,
+    ForeignFailed = 0, Transfers = ?, InferenceSpans = ?, UsageReadSpans = ?, UnrecognisedSpans = ?,
+    InferenceInput = ?, InferenceOutput = ?
+WHERE TraceId = ?
+"""
+
+
+def _to_derive(conn: sqlite3.Connection, trace_ids: list[str]) -> list[tuple[str, int, bool]]:
+    """(trace id, stored spans, Janux accounting) of the traces among `trace_ids` without Janux
+    accounting, or read structurally before."""
+    found: list[tuple[str, int, bool]] = []
+    for start in range(0, len(trace_ids), _IDS_PER_QUERY):
+        chunk = trace_ids[start : start + _IDS_PER_QUERY]
+        marks = ", ".join("?" * len(chunk))
+        rows = conn.execute(_TO_DERIVE.format(marks=marks), chunk)
+        found += [(trace_id, int(count), bool(janux)) for trace_id, count, janux in rows]
+    return found
+
+
+def derive_traces(
+    conn: sqlite3.Connection, trace_ids: Iterable[str], batch: Sequence[SpanRecord] = ()
+) -> int:
+    """Re-read the touched traces that need it (see the module docstring); returns how many.
+
+    `batch` holds the records just stored (every one of them stored): a trace all of whose stored
+    spans are in it is read from them instead of from the database."""
+    wanted = _to_derive(conn, sorted(trace_ids))
+    in_batch: dict[str, list[SpanRecord]] = {}
+    for span in batch:
+        in_batch.setdefault(span.trace_id, []).append(span)
+    reader = RowReader()
+    for trace_id, stored, janux in wanted:
+        spans = in_batch.get(trace_id, [])
+        if len(spans) != stored:  # spans stored before this batch: read the trace back whole
+            spans = [reader.span(row) for row in conn.execute(_SPANS, (trace_id,))]
+        facts, derived = trace_rows(spans, janux)
+        if janux:  # Janux's own rows: each loop's and delegation's span, as written
+            derived = [(span.span_id, span.parent_span_id, row) for span, row in span_rows(spans)
+                       if row.dimension != "model"]  # fmt: skip
+        _replace_rows(conn, trace_id, derived)
+        conn.execute(
+            _COUNTS,
+            (facts.delegations, facts.attempts, facts.failed_handoffs, facts.transfers, facts.inference_spans,
+             facts.usage_read_spans, facts.unrecognised_spans, facts.input_tokens, facts.output_tokens,
+             trace_id),
+        )  # fmt: skip
+    return len(wanted)
+
+
+def _replace_rows(conn: sqlite3.Connection, trace_id: str, derived: list[DerivedRow]) -> None:
+    conn.execute("DELETE FROM main.span_usage WHERE TraceId = ? AND Dim IN ('agent', 'tool')", (trace_id,))
+    rows = [(trace_id, span_id, parent, *row) for span_id, parent, row in derived]
+    insert_rows(conn, _STORE_USAGE, len(USAGE_COLUMNS), rows)
