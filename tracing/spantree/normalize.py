@@ -67,6 +67,7 @@ SPAN_KEYS: frozenset[str] = (
             c.GEN_AI_TOOL_TYPE,
             c.ERROR_TYPE,
             c.JANUX_STOP_REASON,
+            c.JANUX_DENY_REASON,
             c.JANUX_HANDOFF_TO,
             c.JANUX_HANDOFF_FROM,
             c.JANUX_HANDOFF_STATUS,
