@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import logging
 import math
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +27,7 @@ from janux.integrations.openai_agents import JanuxProcessor, instrument
 from janux.integrations.openai_agents.accounting import estimate_round, price_source
 from janux.tracing import conventions as c
 from janux.tracing.instrument import ContentCapture
+from janux.tracing.instrument import run as instrument_run
 from janux.tracing.instrument.content import TRUNCATION_MARK
 from tests.integrations.openai_agents.scripts import COSTS, MODEL_NAME, calls, model, price, reply, run
 from tests.integrations.openai_agents.verify import attr, checked, shape, spans_named
@@ -244,16 +248,18 @@ class _BrokenTracer(otel_trace.NoOpTracer):
         raise RuntimeError("tracer exploded")
 
 
-async def test_a_broken_tracer_never_breaks_the_run(caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_broken_tracer_never_breaks_the_run(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The instrumentation logs each failure once per process: a fresh record for this test only.
+    monkeypatch.setattr(instrument_run, "_reported", set())
     set_trace_processors([JanuxProcessor(costs=COSTS, tracer_provider=_BrokenProvider())])
     with caplog.at_level(logging.WARNING, logger="janux"):
         for _ in range(2):
             outcome = await run(_delegating(), "Refund?")
             assert outcome.error is None and outcome.result.final_output == "Yes."
-    # Logged through the instrumentation's log-once guard (once per process: an earlier test may
-    # have used it up), never once per span.
     failures = [r.getMessage() for r in caplog.records if "tracer exploded" in r.getMessage()]
-    assert len(failures) == len(set(failures))
+    assert failures and len(failures) == len(set(failures))  # logged, once per entry point
 
 
 class _ExplodingMapper:
@@ -287,3 +293,10 @@ def test_instrument_adds_or_replaces_the_sdks_processors() -> None:
     assert provider._multi_processor._processors == (alone,)  # type: ignore[attr-defined]
     add_trace_processor(sentinel)
     assert provider._multi_processor._processors == (alone, sentinel)  # type: ignore[attr-defined]
+
+
+def test_without_the_extra_the_import_says_what_to_install(tmp_path: Path) -> None:
+    hide_sdk = "import sys; sys.modules['agents'] = None; import janux.integrations.openai_agents"
+    failed = subprocess.run([sys.executable, "-c", hide_sdk], capture_output=True, text=True, timeout=120)
+    assert failed.returncode != 0
+    assert "pip install 'janux[openai-agents]'" in failed.stderr

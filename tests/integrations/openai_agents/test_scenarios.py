@@ -59,7 +59,7 @@ def broken_lookup(topic: str) -> str:
     raise ConnectionError("help center unreachable")
 
 
-@input_guardrail
+@input_guardrail(run_in_parallel=False)  # checked before the model is called
 async def no_account_numbers(context: object, agent: object, text: object) -> GuardrailFunctionOutput:
     """Refuses every input (the scripted user always sends an account number)."""
     return GuardrailFunctionOutput(output_info="account number", tripwire_triggered=True)
