@@ -14,65 +14,49 @@
 - turn, guardrail, custom and other spans: no span of their own (usage fallback, deny reasons);
   their children attach to the nearest span above.
 
-Rounds whose model reports no usage on its span (the SDK's `agents.testing.ScriptedModel`, some
-third-party models) take it from the SDK's turn span: the turn's usage minus what its delegations
-and reported rounds used. That figure is exact only while no other turn of the run runs at the same
-time (the SDK counts concurrent runs into one shared total), so with overlapping turns such a round
-is recorded without usage (and logged once) rather than with a guess.
+Rounds are recorded (and priced) by `rounds.RoundRecorder`; how loops, delegations and transfers
+ended is decided in `outcomes`.
 """
 
 from __future__ import annotations
 
-import logging
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
-from agents.exceptions import InputGuardrailTripwireTriggered, MaxTurnsExceeded
 from agents.tracing import span_data
 from opentelemetry.trace import Span
 
 from janux.integrations.openai_agents import sdk_data as sdk
-from janux.integrations.openai_agents.accounting import Pricing, price_source
-from janux.integrations.openai_agents.state import Entry, Kind, Loop, Mark, Pending, TraceState, Turn
+from janux.integrations.openai_agents.accounting import Pricing
+from janux.integrations.openai_agents.outcomes import (
+    MAX_TURNS_MESSAGE,
+    delegation_mark,
+    finish_delegation,
+    loop_outcome,
+    record_attempt,
+    transfer_mark,
+)
+from janux.integrations.openai_agents.rounds import RoundRecorder, safe_set, warn_once
+from janux.integrations.openai_agents.state import Entry, Kind, Loop, TraceState, Turn
 from janux.tracing.conventions import (
-    DENY_GUARDRAIL,
     ERROR_CANCELLED,
-    ERROR_MODEL,
     ERROR_TOOL,
-    GEN_AI_RESPONSE_FINISH_REASONS,
-    GEN_AI_RESPONSE_MODEL,
     GEN_AI_TOOL_CALL_ARGUMENTS,
     GEN_AI_TOOL_TYPE,
     JANUX_BILL_COST_ESTIMATE,
     JANUX_DENY_REASON,
-    JANUX_PRICE_SOURCE,
-    JANUX_ROUND_COST_ESTIMATE,
     JANUX_TURN_COST_ESTIMATE,
-    KIND_DELEGATE,
-    KIND_TRANSFER,
-    SESSION_NEW,
-    SESSION_REUSE,
     STATUS_COMPLETED,
-    STATUS_CUT,
     STATUS_DENIED,
     STATUS_FAILED,
-    STATUS_STARTING,
     STOP_MAX_TURNS,
     TOOL_TYPE_DELEGATE,
     TOOL_TYPE_FUNCTION,
     TOOL_TYPE_HANDOFF,
 )
 from janux.tracing.instrument import RunInstrumentation
-
-_log = logging.getLogger("janux.integrations")
-
-AGENT_ERROR = "agent_error"
-"""`error.type` of a loop the SDK marked failed when no exception reached the processor."""
-
-MAX_TURNS_MESSAGE = "Max turns exceeded"
-"""The SDK's span error message when a run hits `max_turns`."""
 
 MAX_OPEN_TRACES = 10_000
 """Traces kept open at most; beyond it the oldest is dropped (a trace whose end never came)."""
@@ -100,24 +84,6 @@ _KINDS_BY_CLASS: dict[type, Kind] = {
 }
 """The same by the SDK's span data classes: one dictionary lookup instead of a property call."""
 
-_warned: set[str] = set()
-
-
-def _warn_once(key: str, message: str, *args: object) -> None:
-    if key not in _warned:
-        _warned.add(key)
-        _log.warning(message + " (logged once)", *args)
-
-
-def _safe_set(span: Span, attributes: dict[str, Any]) -> None:
-    """Set attributes on a span; a failure loses these attributes only."""
-    if not attributes:
-        return
-    try:
-        span.set_attributes(attributes)
-    except Exception as exc:
-        _warn_once("set_attributes", "setting span attributes failed: %r", exc)
-
 
 def _failure(outer: BaseException | None) -> BaseException | None:
     """The exception propagating through the SDK span ending now, unless it was already there at its start."""
@@ -129,13 +95,11 @@ class SpanMapper:
     """Turns SDK span starts and ends into Janux spans. Not thread-safe per run (the SDK runs a
     run on one event loop); distinct runs may run on distinct threads."""
 
-    __slots__ = ("_end", "_obs", "_open", "_pricing", "_provider", "_source", "_traces")
+    __slots__ = ("_end", "_obs", "_open", "_rounds", "_traces")
 
     def __init__(self, obs: RunInstrumentation, pricing: Pricing, provider: str) -> None:
         self._obs = obs
-        self._pricing = pricing
-        self._provider = provider
-        self._source = price_source()
+        self._rounds = RoundRecorder(obs, pricing, provider)
         self._traces: dict[str, TraceState] = {}
         self._open: dict[Kind, Callable[[Any, Entry | None, TraceState], Entry | None]] = {
             Kind.TASK: self._open_task,
@@ -175,7 +139,7 @@ class SpanMapper:
         if state is None:
             if len(self._traces) >= MAX_OPEN_TRACES:
                 oldest = next(iter(self._traces))
-                _warn_once("traces", "more than %d open traces: dropping the oldest", MAX_OPEN_TRACES)
+                warn_once("traces", "more than %d open traces: dropping the oldest", MAX_OPEN_TRACES)
                 self._abandon(self._traces.pop(oldest))
             state = TraceState(group_id or trace_id, outer_exc=sys.exc_info()[1])
             self._traces[trace_id] = state
@@ -287,18 +251,8 @@ class SpanMapper:
         if func is not None and func.tool is not None:
             mark = func.delegation
             if mark is None:
-                mark = Mark(
-                    id=func.sdk_id,
-                    call_id=func.sdk_id,
-                    kind=KIND_DELEGATE,
-                    tool=func.name,
-                    target=agent,
-                    depth=loop.depth,
-                    session_mode=SESSION_NEW,
-                    started=time.perf_counter(),
-                )
-                func.delegation = mark
-                _safe_set(func.tool, {GEN_AI_TOOL_TYPE: TOOL_TYPE_DELEGATE})
+                mark = func.delegation = delegation_mark(func, agent, loop.depth)
+                safe_set(func.tool, {GEN_AI_TOOL_TYPE: TOOL_TYPE_DELEGATE})
                 self._obs.handoff_start(func.tool, mark)
             mark.attempts += 1
             loop.attempt, loop.handoff_id = mark.attempts, mark.id
@@ -337,7 +291,8 @@ class SpanMapper:
         if loop.closed:
             return
         loop.closed = True
-        error_type, message, deny = self._outcome(loop, failure, cancelled)
+        outcome = loop_outcome(loop, failure, cancelled)
+        error_type, message, deny = outcome
         span = loop.span
         if span is not None:
             extra: dict[str, Any] = {}
@@ -349,7 +304,7 @@ class SpanMapper:
                 self._obs.set_bill(span, loop.inclusive)
                 if loop.inclusive.estimate is not None:
                     extra[JANUX_BILL_COST_ESTIMATE] = loop.inclusive.estimate
-            _safe_set(span, extra)
+            safe_set(span, extra)
             self._obs.end_agent(
                 span, loop.own, stop_reason=loop.stop_reason, error_type=error_type, error_message=message
             )
@@ -360,42 +315,7 @@ class SpanMapper:
         if loop.parent_turn is not None:
             loop.parent_turn.known_input += loop.inclusive.input_tokens
             loop.parent_turn.known_output += loop.inclusive.output_tokens
-        self._attempt_outcome(loop, error_type, message, deny)
-
-    @staticmethod
-    def _outcome(
-        loop: Loop, failure: BaseException | None, cancelled: bool
-    ) -> tuple[str | None, str | None, str | None]:
-        """(error.type, status message, deny reason) of a loop that ended."""
-        if cancelled:
-            return ERROR_CANCELLED, "the trace ended before this run", None
-        if failure is None:
-            if loop.error_text is not None and loop.stop_reason is None:
-                return AGENT_ERROR, loop.error_text, None
-            return None, None, None
-        error_type = type(failure).__name__
-        if isinstance(failure, InputGuardrailTripwireTriggered):
-            tripped = f"input guardrail {loop.guardrail!r}" if loop.guardrail else "an input guardrail"
-            return error_type, f"{tripped} tripped", DENY_GUARDRAIL
-        if isinstance(failure, MaxTurnsExceeded):
-            loop.stop_reason = STOP_MAX_TURNS
-        return error_type, loop.error_text or error_type, None
-
-    @staticmethod
-    def _attempt_outcome(loop: Loop, error_type: str | None, message: str | None, deny: str | None) -> None:
-        """Record how a delegation attempt ended on its delegation (the last attempt decides)."""
-        mark = loop.func.delegation if loop.func is not None else None
-        if mark is None:
-            return
-        mark.error, mark.error_type, mark.deny_reason, mark.stop_reason = None, None, None, None
-        if deny is not None:
-            mark.status, mark.deny_reason, mark.error, mark.error_type = STATUS_DENIED, deny, message, deny
-        elif loop.stop_reason is not None:
-            mark.status, mark.stop_reason, mark.error = STATUS_CUT, loop.stop_reason, message
-        elif error_type is not None:
-            mark.status, mark.error, mark.error_type = STATUS_FAILED, message, error_type
-        else:
-            mark.status = STATUS_COMPLETED
+        record_attempt(loop, outcome)
 
     # -- turns and rounds --------------------------------------------------------------------
 
@@ -418,36 +338,7 @@ class SpanMapper:
         assert loop is not None and turn is not None
         run = loop.run
         run.open_turns -= 1
-        if not turn.pending:
-            if not turn.saw_round:
-                self._check_untraced(span.span_data, turn)
-            return
-        pending, turn.pending = turn.pending, []
-        usage = sdk.turn_usage(span.span_data)
-        finish = "tool_calls" if turn.used_tools else "stop"
-        if len(pending) == 1 and usage is not None and turn.mark == run.overlaps:
-            own = (usage[0] - turn.known_input, usage[1] - turn.known_output)
-            if own[0] >= 0 and own[1] >= 0:
-                self._record_round(pending[0], own, finish)
-                return
-        _warn_once(
-            "ambiguous",
-            "a model round reported no usage and its turn's usage is ambiguous (concurrent runs): "
-            "recorded without usage",
-        )
-        for one in pending:
-            self._record_round(one, None, finish)
-
-    @staticmethod
-    def _check_untraced(data: Any, turn: Turn) -> None:
-        """Say so (once) when a turn used tokens but its model traced no round: they cannot be shown."""
-        usage = sdk.aggregate_usage(data)
-        if usage is not None and (usage[0] > turn.known_input or usage[1] > turn.known_output):
-            _warn_once(
-                "untraced",
-                "a model traced no span for its round, so its tokens are missing from the trace "
-                "(the SDK's OpenAI models trace theirs; agents.testing.ScriptedModel needs emit_traces=True)",
-            )
+        self._rounds.turn_ended(span.span_data, turn, ambiguous=turn.mark != run.overlaps)
 
     def _open_chat(self, span: Any, parent: Entry | None, state: TraceState) -> Entry | None:
         if parent is None or parent.loop is None or parent.anchor is None:
@@ -466,76 +357,7 @@ class SpanMapper:
         )
 
     def _end_chat(self, span: Any, entry: Entry) -> None:
-        data, end_ns = span.span_data, time.time_ns()
-        failure = _failure(entry.outer_exc)
-        if span.error is not None or failure is not None:
-            self._record_failed_round(entry, data, span.error, failure, end_ns)
-            return
-        usage = sdk.round_usage(data)
-        if usage is None:
-            if entry.turn is not None:
-                entry.turn.pending.append(Pending(entry, data, end_ns))
-                return
-            _warn_once("no usage", "a model round reported no usage and there is no turn to take it from")
-        self._record_round(Pending(entry, data, end_ns), usage, None)
-
-    def _record_round(self, one: Pending, usage: tuple[int, int] | None, finish: str | None) -> None:
-        """One `chat` span, priced, and its usage counted on its loop (and its turn)."""
-        entry, data = one.entry, one.data
-        loop = entry.loop
-        assert loop is not None
-        request, response = sdk.round_models(data)
-        capture = self._obs.capture.enabled
-        op = self._obs.start_chat(
-            entry.anchor,  # type: ignore[arg-type]  # checked when the round started
-            agent=entry.name,
-            request_model=request,
-            provider=self._provider,
-            messages=(lambda: sdk.round_input(data)) if capture else None,
-            start_time=entry.start_ns,
-        )
-        finish = sdk.finish_reason(data) or finish
-        if usage is None:
-            attributes: dict[str, Any] = {GEN_AI_RESPONSE_FINISH_REASONS: (finish,)} if finish else {}
-            if response is not None:
-                attributes[GEN_AI_RESPONSE_MODEL] = response
-            _safe_set(op.span, attributes)
-            op.span.end(end_time=one.end_ns)
-            loop.own.rounds += 1
-            loop.inclusive.rounds += 1
-            return
-        price = self._pricing.price(entry.name, response or sdk.priced_model(request), *usage)
-        if price.estimate is not None:
-            _safe_set(op.span, {JANUX_ROUND_COST_ESTIMATE: price.estimate, JANUX_PRICE_SOURCE: self._source})
-        self._obs.end_chat(
-            op,
-            response_model=response,
-            finish_reason=finish,
-            input_tokens=usage[0],
-            output_tokens=usage[1],
-            cost=price.cost,
-            output=(lambda: sdk.round_output(data)) if capture else None,
-            end_time=one.end_ns,
-        )
-        loop.own.add_round(usage[0], usage[1], price)
-        loop.inclusive.add_round(usage[0], usage[1], price)
-        if entry.turn is not None:
-            entry.turn.known_input += usage[0]
-            entry.turn.known_output += usage[1]
-
-    def _record_failed_round(
-        self, entry: Entry, data: Any, error: Any, failure: BaseException | None, end_ns: int
-    ) -> None:
-        request, _ = sdk.round_models(data)
-        op = self._obs.start_chat(
-            entry.anchor,  # type: ignore[arg-type]  # checked when the round started
-            agent=entry.name,
-            request_model=request,
-            provider=self._provider,
-            start_time=entry.start_ns,
-        )
-        error_type = type(failure).__name__ if failure is not None else sdk.error_class(error) or ERROR_MODEL
-        self._obs.fail_chat(op, error_type, sdk.error_text(error) or error_type, end_time=end_ns)
+        self._rounds.round_ended(span, entry, _failure(entry.outer_exc))
 
     # -- tools, delegations and transfers ----------------------------------------------------
 
@@ -560,7 +382,7 @@ class SpanMapper:
         if self._obs.capture.enabled:
             arguments = self._obs.capture.capture(sdk.content_text(getattr(data, "input", None)))
             if arguments is not None:
-                _safe_set(tool, {GEN_AI_TOOL_CALL_ARGUMENTS: arguments})
+                safe_set(tool, {GEN_AI_TOOL_CALL_ARGUMENTS: arguments})
         output = sdk.content_text(getattr(data, "output", None))
         error = span.error
         mark = entry.delegation
@@ -573,10 +395,7 @@ class SpanMapper:
                 error_message=sdk.error_text(error) if failed else None,
             )
             return
-        if error is not None and mark.status in (STATUS_STARTING, STATUS_COMPLETED):
-            mark.status, mark.error, mark.error_type = STATUS_FAILED, sdk.error_text(error), ERROR_TOOL
-        mark.duration_ms = (time.perf_counter() - mark.started) * 1000
-        mark.output = output
+        finish_delegation(mark, sdk.error_text(error) if error is not None else None, output)
         self._obs.handoff_end(tool, mark)
         failing = mark.status in (STATUS_FAILED, STATUS_DENIED)
         self._obs.end_tool(
@@ -609,24 +428,9 @@ class SpanMapper:
         assert loop is not None
         to_agent = getattr(data, "to_agent", None)
         target = to_agent if isinstance(to_agent, str) and to_agent else None
-        failure = _failure(entry.outer_exc)
-        completed = target is not None and failure is None
-        mark = Mark(
-            id=entry.sdk_id,
-            call_id=entry.sdk_id,
-            kind=KIND_TRANSFER,
-            tool=f"handoff.{target or 'unknown'}",
-            target=target or "unknown",
-            depth=loop.depth,
-            session_mode=SESSION_REUSE,
-            started=0.0,
-            status=STATUS_COMPLETED if completed else STATUS_FAILED,
-            attempts=1 if completed else 0,
-            duration_ms=max(0.0, (end_ns - entry.start_ns) / 1e6),
+        mark = transfer_mark(
+            entry, loop.depth, target, _failure(entry.outer_exc), sdk.error_text(span.error), end_ns
         )
-        if not completed:
-            mark.error_type = type(failure).__name__ if failure is not None else ERROR_TOOL
-            mark.error = sdk.error_text(span.error) or mark.error_type
         tool = self._obs.start_tool(
             entry.anchor,  # type: ignore[arg-type]  # checked when the handoff started
             tool=mark.tool,
@@ -640,7 +444,7 @@ class SpanMapper:
         self._obs.end_tool(
             tool, error_type=mark.error_type, error_message=mark.error, handoff=mark, end_time=end_ns
         )
-        if completed and target is not None and loop.span is not None:
+        if mark.status == STATUS_COMPLETED and target is not None and loop.span is not None:
             from_agent = getattr(data, "from_agent", None) or loop.agent or ""
             self._obs.set_transfer(loop.span, from_agent=from_agent, to_agent=target)
 
