@@ -91,6 +91,14 @@ def _failure(outer: BaseException | None) -> BaseException | None:
     return exc if exc is not None and exc is not outer else None
 
 
+def _track(state: TraceState, loop: Loop) -> None:
+    """Remember an open loop of a trace; ended ones are forgotten as new ones come (a long trace
+    with many runs keeps only the open ones)."""
+    if len(state.loops) >= 64:
+        state.loops = [known for known in state.loops if not known.closed]
+    state.loops.append(loop)
+
+
 class SpanMapper:
     """Turns SDK span starts and ends into Janux spans. Not thread-safe per run (the SDK runs a
     run on one event loop); distinct runs may run on distinct threads."""
@@ -196,7 +204,7 @@ class SpanMapper:
             loop = Loop(0, state.conversation_id, outer_exc=sys.exc_info()[1])
         else:
             loop = self._nested_loop(parent)
-        state.loops.append(loop)
+        _track(state, loop)
         return Entry(Kind.TASK, loop, outer_exc=loop.outer_exc)
 
     @staticmethod
@@ -221,7 +229,7 @@ class SpanMapper:
             # An SDK without task spans: the trace's top-level agents form one run.
             if state.loop is None:
                 state.loop = Loop(0, state.conversation_id, outer_exc=state.outer_exc)
-                state.loops.append(state.loop)
+                _track(state, state.loop)
             loop = state.loop
         else:
             loop, closes = self._nested_without_task(parent, state)
@@ -236,7 +244,7 @@ class SpanMapper:
         if func is not None and func.nested is not None and not func.nested.closed:
             return func.nested, None
         loop = self._nested_loop(parent)
-        state.loops.append(loop)
+        _track(state, loop)
         if func is not None:
             func.nested = loop  # the function's end closes it
             return loop, None

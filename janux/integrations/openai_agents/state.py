@@ -205,4 +205,4 @@ class TraceState:
     outer_exc: BaseException | None = None
     """The exception already being handled when the trace started."""
     loops: list[Loop] = field(default_factory=list)
-    """Every loop opened in the trace, so none is left unended when the trace ends."""
+    """Loops opened in the trace and maybe still open, so none is left unended when the trace ends."""

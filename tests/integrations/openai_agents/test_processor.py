@@ -300,3 +300,15 @@ def test_without_the_extra_the_import_says_what_to_install(tmp_path: Path) -> No
     failed = subprocess.run([sys.executable, "-c", hide_sdk], capture_output=True, text=True, timeout=120)
     assert failed.returncode != 0
     assert "pip install 'janux[openai-agents]'" in failed.stderr
+
+
+async def test_a_long_trace_with_many_runs_keeps_only_what_is_open(traced: Traced) -> None:
+    processor = _install(traced, costs=COSTS)
+    with trace("a long chat session", group_id="session-1"):
+        for _ in range(100):
+            await run(_delegating(), "Refund?")
+        (state,) = processor._mapper._traces.values()
+        assert len(state.loops) < 64 and state.entries == {}
+    assert processor._mapper._traces == {}
+    roots = spans_named(traced.records(), "invoke_agent triage")
+    assert len(roots) == 100 and {attr(r, c.GEN_AI_CONVERSATION_ID) for r in roots} == {"session-1"}
