@@ -26,7 +26,7 @@ browser-deps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
 
 lint: install
-	$(BIN)/ruff check janux runtime tracing dashboard tests bench
+	$(BIN)/ruff check janux runtime tracing dashboard tests bench docs/examples
 	$(BIN)/lint-imports
 
 typecheck: install

@@ -513,3 +513,29 @@ EXCEPTION_MESSAGE: Final = "exception.message"
 """Exception message."""
 EXCEPTION_STACKTRACE: Final = "exception.stacktrace"
 """Exception stack trace."""
+
+# --------------------------------------------------------------------------------------------
+# Integrations: traces written by janux.integrations for other agent frameworks
+# --------------------------------------------------------------------------------------------
+
+JANUX_ROUND_COST_ESTIMATE: Final = "janux.round.cost_estimate"
+"""USD estimate of one `chat` round whose agent has no price, from a maintained price table.
+
+Never part of `janux.round.cost`: the round's tokens still count as unpriced, so the exact
+accounting is untouched and an estimate can never pass for a recorded price."""
+
+JANUX_TURN_COST_ESTIMATE: Final = "janux.turn.cost_estimate"
+"""Sum of `janux.round.cost_estimate` over this loop's own rounds; absent when none was estimated."""
+
+JANUX_BILL_COST_ESTIMATE: Final = "janux.bill.cost_estimate"
+"""Root span only: sum of `janux.round.cost_estimate` over the whole turn; absent when none."""
+
+JANUX_PRICE_SOURCE: Final = "janux.price.source"
+"""On a `chat` span with an estimate: the price table it came from and its version (`genai-prices 0.2.3`)."""
+
+JANUX_DENY_REASON: Final = "janux.deny_reason"
+"""On an agent span: the rule that refused the loop's input (see DENY_*), e.g. `guardrail` when the
+framework's input guardrail tripped inside the loop. The loop also ends with status ERROR."""
+
+ESTIMATE_KEYS: Final = (JANUX_ROUND_COST_ESTIMATE, JANUX_TURN_COST_ESTIMATE, JANUX_BILL_COST_ESTIMATE)
+"""The estimated-cost attributes (doubles), kept apart from the recorded `*.cost` ones."""

@@ -58,6 +58,8 @@ def test_the_checkout_keeps_every_contract(pristine: Path) -> None:
         ("runtime/_planted.py", "from janux.tracing.sdk import configure_telemetry\n", "runtime uses only"),
         ("tracing/instrument/_planted.py", "import janux.tracing.sources\n", "never installs a provider"),
         ("tracing/records_planted.py", "import janux.tracing.spantree.index\n", "no import cycles"),
+        ("integrations/_planted.py", "import janux.tracing.sdk\n", "integrations write traces"),
+        ("dashboard/_planted.py", "import janux.integrations\n", "nothing in janux depends on an"),
     ],
 )
 def test_a_planted_violation_breaks_its_contract(

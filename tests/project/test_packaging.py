@@ -35,7 +35,13 @@ def test_the_wheel_has_one_top_level_name(wheel: Path) -> None:
     assert tops == {"janux", dist_info}
     assert (zipfile.ZipFile(wheel).read(f"{dist_info}/top_level.txt").decode().split()) == ["janux"]
     # The root folders are packaged under the one name, with their files (not as links).
-    for module in ("runtime/agent.py", "tracing/conventions.py", "dashboard/streamlit_app.py", "cli/main.py"):
+    for module in (
+        "runtime/agent.py",
+        "tracing/conventions.py",
+        "dashboard/streamlit_app.py",
+        "cli/main.py",
+        "integrations/openai_agents/processor.py",
+    ):
         assert f"janux/{module}" in names
     assert "janux/dashboard/app_pages/traces.py" in names
 

@@ -157,10 +157,10 @@ def _usage_attributes(keys: tuple[str, str, str, str], totals: UsageTotals) -> d
     return attributes
 
 
-def _end(span: Span, where: str) -> None:
+def _end(span: Span, where: str, end_time: int | None = None) -> None:
     """End `span` whatever happened before: an unended span is never exported, so it is lost."""
     try:
-        span.end()
+        span.end(end_time=end_time)
     except Exception as exc:
         _report(where, exc)
 
@@ -202,7 +202,13 @@ class RunInstrumentation:
         """Content-capture settings of this run."""
 
     def _start(
-        self, where: str, name: str, parent: Span | None, kind: SpanKind, attributes: dict[str, Any]
+        self,
+        where: str,
+        name: str,
+        parent: Span | None,
+        kind: SpanKind,
+        attributes: dict[str, Any],
+        start_time: int | None = None,
     ) -> Span:
         """Start a span under `parent` (the current context when None); INVALID_SPAN if that fails."""
         try:
@@ -211,6 +217,7 @@ class RunInstrumentation:
                 context=trace.set_span_in_context(parent) if parent is not None else None,
                 kind=kind,
                 attributes=attributes,
+                start_time=start_time,
                 record_exception=False,
                 set_status_on_exception=False,
             )
@@ -310,11 +317,13 @@ class RunInstrumentation:
         request_model: str,
         provider: str,
         system: str | None = None,
-        messages: Callable[[], str] | None = None,
+        messages: Callable[[], str | None] | None = None,
+        start_time: int | None = None,
     ) -> ChatOp:
         """Open a `chat {model}` CLIENT span for one round of `agent`'s loop.
 
         `messages` is only called when content capture is on (serializing history costs time).
+        `start_time` (ns since the epoch) is for rounds recorded after the fact; default now.
         """
         metric_attributes = {
             GEN_AI_OPERATION_NAME: OP_CHAT,
@@ -325,7 +334,9 @@ class RunInstrumentation:
         if self.capture.enabled:
             self._add_content(attributes, GEN_AI_SYSTEM_INSTRUCTIONS, lambda: system)
             self._add_content(attributes, GEN_AI_INPUT_MESSAGES, messages)
-        span = self._start("start_chat", chat_span_name(request_model), parent, SpanKind.CLIENT, attributes)
+        span = self._start(
+            "start_chat", chat_span_name(request_model), parent, SpanKind.CLIENT, attributes, start_time
+        )
         return ChatOp(span, metric_attributes)
 
     def end_chat(
@@ -333,21 +344,23 @@ class RunInstrumentation:
         op: ChatOp,
         *,
         response_model: str | None,
-        finish_reason: str,
+        finish_reason: str | None,
         input_tokens: int,
         output_tokens: int,
         cost: float | None,
-        output: Callable[[], str] | None = None,
+        output: Callable[[], str | None] | None = None,
+        end_time: int | None = None,
     ) -> None:
-        """Close a successful round: usage, finish reason, cost (absent when unpriced), metrics."""
+        """Close a successful round: usage, finish reason (unless None), cost (absent when unpriced)."""
         span = op.span
         try:
             if span.is_recording():
                 attributes: dict[str, Any] = {
-                    GEN_AI_RESPONSE_FINISH_REASONS: (finish_reason,),
                     GEN_AI_USAGE_INPUT_TOKENS: int(input_tokens),
                     GEN_AI_USAGE_OUTPUT_TOKENS: int(output_tokens),
                 }
+                if finish_reason is not None:
+                    attributes[GEN_AI_RESPONSE_FINISH_REASONS] = (finish_reason,)
                 if response_model is not None:
                     attributes[GEN_AI_RESPONSE_MODEL] = response_model
                 if cost is not None:
@@ -357,17 +370,19 @@ class RunInstrumentation:
                 span.set_attributes(attributes)
         except Exception as exc:
             _report("end_chat", exc)
-        _end(span, "end_chat")
+        _end(span, "end_chat", end_time)
         self._record_round(op, response_model, None, (input_tokens, output_tokens))
 
-    def fail_chat(self, op: ChatOp, error_type: str, message: str | None = None) -> None:
+    def fail_chat(
+        self, op: ChatOp, error_type: str, message: str | None = None, end_time: int | None = None
+    ) -> None:
         """Close a round that failed or was cancelled: status ERROR + `error.type`."""
         try:
             op.span.set_attribute(ERROR_TYPE, error_type)
             op.span.set_status(_error_status(error_type, message))
         except Exception as exc:
             _report("fail_chat", exc)
-        _end(op.span, "fail_chat")
+        _end(op.span, "fail_chat", end_time)
         self._record_round(op, None, error_type, None)
 
     def _record_round(
@@ -394,7 +409,14 @@ class RunInstrumentation:
     # -- tool calls and handoff events ---------------------------------------------------------
 
     def start_tool(
-        self, parent: Span, *, tool: str, call_id: str, tool_type: str, arguments: str | None
+        self,
+        parent: Span,
+        *,
+        tool: str,
+        call_id: str,
+        tool_type: str,
+        arguments: str | None,
+        start_time: int | None = None,
     ) -> Span:
         """Open an `execute_tool {tool}` span; arguments are recorded only with capture on."""
         attributes: dict[str, Any] = {
@@ -405,7 +427,9 @@ class RunInstrumentation:
         }
         if self.capture.enabled:
             self._add_content(attributes, GEN_AI_TOOL_CALL_ARGUMENTS, lambda: arguments)
-        return self._start("start_tool", execute_tool_span_name(tool), parent, SpanKind.INTERNAL, attributes)
+        return self._start(
+            "start_tool", execute_tool_span_name(tool), parent, SpanKind.INTERNAL, attributes, start_time
+        )
 
     def end_tool(
         self,
@@ -415,6 +439,7 @@ class RunInstrumentation:
         error_type: str | None = None,
         error_message: str | None = None,
         handoff: HandoffMark | None = None,
+        end_time: int | None = None,
     ) -> None:
         """Close a tool span; for delegation tools also copy the final handoff outcome onto it."""
         try:
@@ -429,13 +454,13 @@ class RunInstrumentation:
                     span.set_attributes(attributes)
         except Exception as exc:
             _report("end_tool", exc)
-        _end(span, "end_tool")
+        _end(span, "end_tool", end_time)
 
-    def handoff_start(self, span: Span, mark: HandoffMark) -> None:
-        """Add HANDOFF_START to a delegation tool span."""
+    def handoff_start(self, span: Span, mark: HandoffMark, timestamp: int | None = None) -> None:
+        """Add HANDOFF_START to a delegation tool span (`timestamp` in ns since the epoch; default now)."""
         try:
             if span.is_recording():
-                span.add_event(*start_attributes(mark))
+                span.add_event(*start_attributes(mark), timestamp=timestamp)
         except Exception as exc:
             _report("handoff_start", exc)
 

@@ -42,7 +42,9 @@ INT_KEYS: frozenset[str] = frozenset(
 )
 """Contract attributes compared as integers."""
 
-FLOAT_KEYS: frozenset[str] = frozenset({c.JANUX_ROUND_COST, c.JANUX_TURN_COST, c.JANUX_BILL_COST})
+FLOAT_KEYS: frozenset[str] = frozenset(
+    {c.JANUX_ROUND_COST, c.JANUX_TURN_COST, c.JANUX_BILL_COST, *c.ESTIMATE_KEYS}
+)
 """Contract attributes compared as floats (12 significant digits)."""
 
 LIST_KEYS: frozenset[str] = frozenset({c.GEN_AI_RESPONSE_FINISH_REASONS})
@@ -65,6 +67,7 @@ SPAN_KEYS: frozenset[str] = (
             c.GEN_AI_TOOL_TYPE,
             c.ERROR_TYPE,
             c.JANUX_STOP_REASON,
+            c.JANUX_DENY_REASON,
             c.JANUX_HANDOFF_TO,
             c.JANUX_HANDOFF_FROM,
             c.JANUX_HANDOFF_STATUS,

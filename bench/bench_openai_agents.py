@@ -1,0 +1,246 @@
+"""Overhead of Janux tracing on the OpenAI Agents SDK: the `bench_runtime` workload on the SDK.
+
+One run = 3 model rounds + 1 delegation (`agent.as_tool`), on the SDK's own scripted model
+(`agents.testing.ScriptedModel`, zero latency, tracing its rounds): triage asks the researcher,
+the researcher answers, triage answers.
+
+Run: `.venv/bin/python -m bench.bench_openai_agents [--quick]`. Prints a markdown table of the
+time per run (µs) for the cases below, each the fastest of many short interleaved repeats (the one
+least disturbed by other work on a shared machine; every case gets the same treatment):
+- (a) the SDK with tracing disabled (`set_tracing_disabled(True)`): the baseline;
+- (b) the SDK's default tracing, without the network: its `BatchTraceProcessor` (default settings)
+  feeding an exporter that serializes every item like the default `BackendSpanExporter`
+  (`item.export()`) and sends nothing;
+- (c) the SDK + `JanuxProcessor` alone: OpenTelemetry SDK TracerProvider with a
+  SimpleSpanProcessor(InMemorySpanExporter), as `bench_runtime` measures the Janux runtime;
+- (d) the SDK's tracing on with no processor at all (what the SDK's own spans cost);
+- (e) the bare OpenTelemetry SDK cost of the spans (c) writes: the same 6 spans and 2 events created
+  directly, same processor and exporter (`bench_runtime`'s case (c)), no SDK run.
+Then the Janux overhead over the SDK with tracing disabled (c - a), over the SDK with its tracing
+on but no processor (c - d), the SDK's default tracing (b - a) for comparison, and (c - d) against
+the bare cost (e) of the spans it writes. Target: at most 0.2 ms per run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+os.environ.setdefault("OPENAI_API_KEY", "sk-offline-benchmark")  # never used: the model is scripted
+
+from agents import Agent, Runner, set_trace_processors, set_tracing_disabled
+from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+from agents.tracing import TracingProcessor
+from agents.tracing.processor_interface import TracingExporter
+from agents.tracing.processors import BatchTraceProcessor
+from agents.usage import Usage
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from bench.bench_runtime import _time_bare
+from janux.integrations.openai_agents import JanuxProcessor
+from janux.runtime import Cost
+
+
+def _usage(input_tokens: int, output_tokens: int) -> Usage:
+    return Usage(
+        requests=1, input_tokens=input_tokens, output_tokens=output_tokens,
+        total_tokens=input_tokens + output_tokens,
+    )  # fmt: skip
+
+
+_PARENT_STEPS = (
+    ModelStep(
+        output=[function_call("researcher", '{"input": "find the refund policy"}', call_id="c1")],
+        usage=_usage(400, 30),
+    ),
+    ModelStep(output=[assistant_message("Refunds take 5 days.")], usage=_usage(600, 12)),
+)
+_SUB_STEPS = (ModelStep(output=[assistant_message("5 days.")], usage=_usage(300, 8)),)
+COSTS = {"triage": Cost(input=0.15, output=0.6), "researcher": Cost(input=2.5, output=10)}
+"""The prices bench_runtime gives the same two agents."""
+
+
+class _SerializingNullExporter(TracingExporter):
+    """What the default exporter does before the network: serialize every trace and span."""
+
+    def export(self, items: list[Any]) -> None:
+        for item in items:
+            item.export()
+
+
+def _workload() -> tuple[Agent[Any], ScriptedModel, ScriptedModel]:
+    parent_model = ScriptedModel(emit_traces=True)
+    sub_model = ScriptedModel(emit_traces=True)
+    researcher = Agent(name="researcher", instructions="Research.", model=sub_model)
+    triage = Agent(
+        name="triage",
+        instructions="Front desk.",
+        model=parent_model,
+        tools=[researcher.as_tool(tool_name="researcher", tool_description="Research a question.")],
+    )
+    return triage, parent_model, sub_model
+
+
+async def _time_runs(runs: int, reset: Callable[[], None]) -> float:
+    agent, parent_model, sub_model = _workload()
+    start = time.perf_counter()
+    for index in range(runs):
+        parent_model.extend(_PARENT_STEPS)
+        sub_model.extend(_SUB_STEPS)
+        result = await Runner.run(agent, "How long do refunds take?")
+        assert result.final_output == "Refunds take 5 days."
+        if index % 100 == 99:
+            reset()  # finished spans and recorded calls would otherwise grow the heap run after run
+            parent_model._calls.clear()
+            sub_model._calls.clear()
+    elapsed = time.perf_counter() - start
+    reset()
+    return elapsed / runs * 1e6
+
+
+def _case(processors: list[TracingProcessor] | None, reset: Callable[[], None]) -> Callable[[int], float]:
+    """A case: `None` disables the SDK's tracing; a list installs exactly those processors."""
+
+    def run(runs: int) -> float:
+        set_tracing_disabled(processors is None)
+        set_trace_processors(processors or [])
+        return asyncio.run(_time_runs(runs, reset))
+
+    return run
+
+
+class _Timed(TracingProcessor):
+    """Adds up the time spent inside another processor's callbacks (two clock reads per call)."""
+
+    def __init__(self, inner: TracingProcessor) -> None:
+        self.inner = inner
+        self.seconds = 0.0
+
+    def _timed(self, call: Callable[[Any], None], item: Any) -> None:
+        start = time.perf_counter()
+        call(item)
+        self.seconds += time.perf_counter() - start
+
+    def on_trace_start(self, trace: Any) -> None:
+        self._timed(self.inner.on_trace_start, trace)
+
+    def on_trace_end(self, trace: Any) -> None:
+        self._timed(self.inner.on_trace_end, trace)
+
+    def on_span_start(self, span: Any) -> None:
+        self._timed(self.inner.on_span_start, span)
+
+    def on_span_end(self, span: Any) -> None:
+        self._timed(self.inner.on_span_end, span)
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self) -> None:
+        self.inner.force_flush()
+
+
+def _inside(janux: JanuxProcessor, reset: Callable[[], None]) -> Callable[[int], float]:
+    """µs per run spent inside the JanuxProcessor's callbacks (a direct, less noisy measure)."""
+    timed = _Timed(janux)
+    run_timed = _case([timed], reset)
+
+    def run(runs: int) -> float:
+        timed.seconds = 0.0
+        run_timed(runs)
+        return timed.seconds / runs * 1e6
+
+    return run
+
+
+def _bare(provider: TracerProvider, reset: Callable[[], None]) -> Callable[[int], float]:
+    """The spans of one run created directly, in chunks of 100 runs (the exporter cleared between)."""
+
+    def run(runs: int) -> float:
+        chunks = max(1, runs // 100)
+        total = 0.0
+        for _ in range(chunks):
+            total += asyncio.run(_time_bare(100, provider, reset))
+            reset()
+        return total / chunks
+
+    return run
+
+
+CASE_A = "(a) SDK, tracing disabled"
+CASE_B = "(b) SDK default tracing: BatchTraceProcessor, serializing exporter, no network"
+CASE_C = "(c) SDK + JanuxProcessor (SimpleSpanProcessor + InMemorySpanExporter)"
+CASE_D = "(d) SDK tracing on, no processor"
+CASE_E = "(e) bare OpenTelemetry SDK: the same 6 spans + 2 events, no agent run"
+INSIDE = "(c') of (c): time inside the JanuxProcessor's callbacks"
+
+
+def measure(runs: int, repeats: int) -> dict[str, float]:
+    """µs per run of every case: the fastest repeat (interleaved with the other cases)."""
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    janux = JanuxProcessor(costs=COSTS, tracer_provider=provider)
+    batch = BatchTraceProcessor(_SerializingNullExporter())
+    nothing: Callable[[], None] = lambda: None  # noqa: E731
+    cases = {
+        CASE_A: _case(None, nothing),
+        CASE_B: _case([batch], nothing),
+        CASE_C: _case([janux], memory.clear),
+        CASE_D: _case([], nothing),
+        CASE_E: _bare(provider, memory.clear),
+        INSIDE: _inside(janux, memory.clear),
+    }
+    cases[CASE_C](min(runs, 200))  # warm up
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(repeats):  # interleaved, so drift (other load, heap growth) hits every case alike
+        for name, run in cases.items():
+            samples[name].append(run(runs))
+    batch.shutdown()
+    set_trace_processors([])
+    return {name: min(values) for name, values in samples.items()}
+
+
+def render(results: dict[str, float]) -> str:
+    """The markdown table plus the overhead lines."""
+    base = results[CASE_A]
+    lines = ["| case | µs per run | ratio to (a) |", "|---|---:|---:|"]
+    lines += [f"| {name} | {value:,.1f} | {value / base:.2f}x |" for name, value in results.items()]
+    janux, sdk_spans, inside = results[CASE_C], results[CASE_D], results[INSIDE]
+    lines += [
+        "",
+        f"JanuxProcessor, measured inside its callbacks (c'): **{inside / 1000:.3f} ms per run** "
+        f"(target <= 0.2 ms), {inside / results[CASE_E]:.2f}x the bare OpenTelemetry cost of the spans "
+        f"it writes (e).",
+        f"End to end: over the SDK with tracing disabled (c - a) {(janux - base) / 1000:.3f} ms, of which "
+        f"the SDK's own spans (d - a) {(sdk_spans - base) / 1000:.3f} ms; over the SDK with tracing on "
+        f"(c - d) {(janux - sdk_spans) / 1000:.3f} ms; the SDK's default tracing (b - a) "
+        f"{(results[CASE_B] - base) / 1000:.3f} ms.",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Measure and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="fewer runs (a smoke check, noisier figures)")
+    parser.add_argument("--runs", type=int, default=None, help="runs per repeat (default 300, quick 100)")
+    parser.add_argument("--repeats", type=int, default=None, help="repeats per case (default 15, quick 5)")
+    args = parser.parse_args(argv)
+    runs = args.runs or (100 if args.quick else 300)
+    repeats = args.repeats or (5 if args.quick else 15)
+    print(
+        "OpenAI Agents SDK tracing overhead: 1 run = 3 model rounds + 1 delegation (agent.as_tool, the "
+        f"SDK's ScriptedModel, zero latency); {runs} runs x {repeats} repeats, fastest repeat\n"
+    )
+    print(render(measure(runs, repeats)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""The dashboard's Trace page (real app, AppTest) on a traced SDK run: the SDK's own numbers, shown.
+
+One run delegates to a researcher through `agent.as_tool` and then hands off to billing; the page
+must show that tree, the attempt, every agent's cost and exactly the tokens of the SDK's own
+`result.context_wrapper.usage`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from agents import Agent
+from streamlit.testing.v1 import AppTest
+
+from janux.dashboard.ui.view_cache import SHARED
+from janux.dashboard.views import fmt
+from janux.tracing.sources.memory import MemoryTraceSource
+from tests.dashboard.app_helpers import run_page
+from tests.integrations.openai_agents.scripts import calls, model, price, reply, run
+from tests.integrations.openai_agents.verify import checked
+from tests.support.contract_checker import Traced
+
+
+@pytest.fixture(autouse=True)
+def _isolated_app_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The page reads only the source given to it (not ~/.janux nor a configured source)."""
+    for name in ("JANUX_SOURCE", "JANUX_DATA_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    SHARED.clear()
+
+
+def _support_desk() -> Agent[None]:
+    researcher = Agent(
+        name="researcher",
+        instructions="Research the help center.",
+        model=model("responses", reply("Annual plans: refundable within 30 days.", 300, 8)),
+    )
+    billing = Agent(
+        name="billing",
+        instructions="Billing.",
+        model=model("chat_completions", reply("Refund of $120 issued.", 700, 25)),
+    )
+    return Agent(
+        name="triage",
+        instructions="Front desk.",
+        model=model(
+            "responses",
+            calls(
+                ("researcher", {"input": "refund rules for annual plans"}), input_tokens=400, output_tokens=30
+            ),
+            calls(("transfer_to_billing", {}), input_tokens=600, output_tokens=12),
+        ),
+        tools=[researcher.as_tool(tool_name="researcher", tool_description="Research the help center.")],
+        handoffs=[billing],
+    )
+
+
+def _table(at: AppTest, columns: set[str]) -> dict[str, dict[str, object]]:
+    (frame,) = [e.value for e in at.dataframe if columns <= set(e.value.columns)]
+    return {str(row["tool"]): row for row in frame.to_dict("records")}
+
+
+async def test_trace_page_shows_the_sdk_runs_tree_attempts_and_costs(traced: Traced) -> None:
+    outcome = await run(_support_desk(), "Refund my annual plan?")
+    assert outcome.result.final_output == "Refund of $120 issued."
+    records, _ = checked(traced)
+    at = run_page(MemoryTraceSource(records), "trace.py", trace_id=records[0].trace_id)
+    metrics = {m.label: m.value for m in at.metric}
+    usage = outcome.usage  # the SDK's own account: result.context_wrapper.usage
+    assert metrics["Tokens in / out"] == f"{usage.input_tokens:,} / {usage.output_tokens:,}"
+    researcher_cost = price("researcher", 300, 8)
+    bill = price("triage", 400, 30) + price("triage", 600, 12) + researcher_cost + price("billing", 700, 25)
+    assert metrics["Total cost"] == fmt.usd(bill)
+    assert (metrics["Agent loops"], metrics["Delegations"], metrics["Attempts"]) == ("2", "2", "1")
+    assert metrics["Unpriced tokens"] == "0" and metrics["Failed handoffs"] == "0"
+    assert [s.value for s in at.success] == ["All reconciliation checks pass."]
+    delegations = _table(at, {"caller", "tool", "attempt errors"})
+    assert delegations["researcher"]["kind"] == "delegate" and delegations["researcher"]["attempts"] == 1
+    assert delegations["researcher"]["cost"] == fmt.usd(researcher_cost)
+    assert delegations["handoff.billing"]["kind"] == "transfer"
+    assert delegations["handoff.billing"]["status"] == "completed"
+    dot = at.get("graphviz_chart")[0].proto.spec
+    assert "researcher" in dot and "billing" in dot and "triage" in dot
