@@ -41,7 +41,9 @@ def expected(traces: Iterable[Sequence[SpanRecord]]) -> dict[str, Any]:
         reasons = {f.delegation: f.reason for f in view.failures if f.delegation is not None}
         for d in view.delegations:
             key = (d.caller or "", d.target, d.kind)
-            e = edges.setdefault(key, {"count": 0, "attempts": 0, "failures": {}, "reasons": {}, "cost": None})
+            e = edges.setdefault(
+                key, {"count": 0, "attempts": 0, "failures": {}, "reasons": {}, "cost": None}
+            )
             e["count"] += 1
             e["attempts"] += d.attempt_count
             e["cost"] = _plus(e["cost"], _usage(d.cost))

@@ -14,6 +14,8 @@ from typing import Literal
 
 from janux.tracing import conventions as c
 from janux.tracing.records import STATUS_ERROR, SpanRecord, attr_float, attr_int, attr_str
+from janux.tracing.sources.agentmap.model import AgentMap
+from janux.tracing.sources.agentmap.spans import agent_map_of_traces
 from janux.tracing.sources.protocol import (
     IngestStats,
     TraceFilter,
@@ -220,6 +222,14 @@ class MemoryTraceSource:
             with self._lock:
                 traces.append(list(self._traces.get(summary.trace_id, {}).values()))
         return aggregate_usage(dimension, traces, limit)
+
+    def agent_map(self, flt: TraceFilter) -> AgentMap:
+        """Agents and the delegations between them over the traces matching `flt`."""
+        traces = []
+        for summary in self._matching(flt):
+            with self._lock:
+                traces.append((summary.trace_id, list(self._traces.get(summary.trace_id, {}).values())))
+        return agent_map_of_traces(traces)
 
     def ingest_stats(self) -> IngestStats:
         """Counts of what was stored and refused."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from janux.tracing.records import SpanRecord
+from janux.tracing.sources.agentmap.model import AgentMap
 
 
 @dataclass(slots=True, kw_only=True)
@@ -175,6 +176,11 @@ class TraceSource(Protocol):
         """Tokens and cost grouped by agent, delegation tool, model or conversation over the traces
         matching `flt` (use `start_ns` / `end_ns` for a time range), most expensive first; each token
         and cent counted once (see `UsageAggregate`). Raises ValueError for an unknown dimension."""
+        ...
+
+    def agent_map(self, flt: TraceFilter) -> AgentMap:
+        """Agents (nodes) and delegations/transfers between them (edges) over every trace matching
+        `flt`, with the Trace page's accounting (see `janux.tracing.sources.agentmap`)."""
         ...
 
     def ingest_stats(self) -> IngestStats:

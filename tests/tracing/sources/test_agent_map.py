@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections import defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.agentmap.spans import agent_map_of_traces
+from janux.tracing.sources.memory import MemoryTraceSource
+from janux.tracing.sources.protocol import TraceFilter
+from janux.tracing.sources.store import open_store
 from janux.tracing.testing import synthetic_trace
 from tests.support.agent_map_expect import actual, expected
 from tests.support.contract_traces import contract_trace, plain_trace
@@ -31,9 +36,59 @@ def test_in_memory_map_equals_the_trace_pages_on_the_demo_set() -> None:
 
 def test_in_memory_map_equals_the_trace_pages_on_contract_and_foreign_traces() -> None:
     traces = [
-        contract_trace(), plain_trace(), synthetic_trace(300, seed=4), synthetic_trace(300, seed=5, janux=False)
+        contract_trace(),
+        plain_trace(),
+        synthetic_trace(300, seed=4),
+        synthetic_trace(300, seed=5, janux=False),
     ]
     pairs = [(spans[0].trace_id, spans) for spans in traces]
     got = actual(agent_map_of_traces(pairs))
     want = expected(traces)
     assert got == want
+
+
+def test_embedded_store_map_equals_the_trace_pages(tmp_path: Path) -> None:
+    spans = [
+        *demo_traces().spans,
+        *contract_trace(),
+        *plain_trace(),
+        *synthetic_trace(300, seed=5, janux=False),
+    ]
+    traces = by_trace(spans)
+    with open_store(tmp_path) as store:
+        store.write(spans)
+        got = actual(store.agent_map(TraceFilter()))
+    assert got == expected(traces.values())
+
+
+def test_memory_source_map_follows_the_filter() -> None:
+    spans = demo_traces().spans
+    source = MemoryTraceSource(spans)
+    everything = source.agent_map(TraceFilter())
+    errors_only = source.agent_map(TraceFilter(status="error"))
+    assert everything.traces == len(by_trace(spans))
+    assert 0 < errors_only.traces < everything.traces
+    assert actual(everything) == expected(by_trace(spans).values())
+
+
+def test_an_older_store_gets_agent_links_filled_from_its_spans(tmp_path: Path) -> None:
+    spans = [*demo_traces().spans, *plain_trace()]
+    with open_store(tmp_path) as store:
+        store.write(spans)
+        before = actual(store.agent_map(TraceFilter()))
+    conn = sqlite3.connect(tmp_path / "traces.sqlite3")
+    conn.execute("DROP TABLE agent_links")
+    conn.commit()
+    conn.close()
+    with open_store(tmp_path) as store:
+        assert actual(store.agent_map(TraceFilter())) == before == expected(by_trace(spans).values())
+
+
+def test_prune_removes_agent_links(tmp_path: Path) -> None:
+    with open_store(tmp_path) as store:
+        store.write(list(demo_traces().spans))
+        store.prune(0, now_ns=2**62)
+        assert store.agent_map(TraceFilter()).nodes == []
+        conn = sqlite3.connect(tmp_path / "traces.sqlite3")
+        assert conn.execute("SELECT count(*) FROM agent_links").fetchone()[0] == 0
+        conn.close()

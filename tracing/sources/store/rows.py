@@ -34,6 +34,7 @@ from janux.tracing.records import EventRecord, LinkRecord, SpanRecord, attr_str
 from janux.tracing.sources.store.limits import MAX_VALUE_CHARS, cap_attributes, cap_span
 from janux.tracing.sources.store.schema import FLAG_DELEGATION, FLAG_FAILING
 from janux.tracing.sources.store.summary import summarize
+from janux.tracing.sources.store.links import link_values
 from janux.tracing.sources.store.usage import safe_float, safe_int, span_usage
 
 
@@ -105,6 +106,10 @@ class StagedBatch:
     """Spans whose text was not valid Unicode and was replaced (set by `repair_text`)."""
     notes: list[str] = field(default_factory=list)
     """What was altered, span by span (the first `MAX_NOTES`), for the store's error log."""
+    links: list[tuple[Any, ...]] = field(default_factory=list)
+    """`agent_links` rows (`links.LINK_COLUMNS`) of the agent and tool spans."""
+    links_of: list[int] = field(default_factory=list)
+    """Index in `rows` of the span of each `links` row."""
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -128,6 +133,8 @@ class StagedBatch:
             merged.roots += batch.roots
             merged.root_of += [index + offset for index in batch.root_of]
             merged.traces += batch.traces
+            merged.links += batch.links
+            merged.links_of += [index + offset for index in batch.links_of]
         return merged
 
     def summarize(self) -> None:
@@ -150,6 +157,8 @@ class StagedBatch:
             [self.rows[i] for i in kept], [self.flags[i] for i in kept],
             [u for _, u in usage], [i for i, _ in usage], [r for _, r in roots], [i for i, _ in roots],
         )  # fmt: skip
+        links = [(position[i], r) for i, r in zip(self.links_of, self.links, strict=True) if i in position]
+        batch.links, batch.links_of = [r for _, r in links], [i for i, _ in links]
         batch.summarize()
         return batch
 
@@ -163,6 +172,7 @@ class StagedBatch:
                 self.note(f"span {row[1]}/{row[2]}: text that is not valid Unicode replaced with U+FFFD")
         self.usage = _cleaned(self.usage)
         self.roots = _cleaned(self.roots)
+        self.links = _cleaned(self.links)
         self.summarize()
 
 
@@ -203,6 +213,10 @@ def batch_rows(spans: Iterable[SpanRecord]) -> StagedBatch:
             _add_usage(batch, index, span, op)
         if not span.parent_span_id:
             _add_root(batch, index, span)
+        link = link_values(span)
+        if link is not None:
+            batch.links.append(link)
+            batch.links_of.append(index)
     batch.summarize()
     return batch
 

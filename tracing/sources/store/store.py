@@ -25,7 +25,11 @@ from janux.tracing.sources.protocol import (
     UsageAggregate,
     UsageDimension,
 )
+from janux.tracing.sources.agentmap.build import build_agent_map
+from janux.tracing.sources.agentmap.model import AgentMap
 from janux.tracing.sources.store import queries
+from janux.tracing.sources.store.links import read_links
+from janux.tracing.sources.store.links_migrate import ensure_links
 from janux.tracing.sources.store.lock import WriteLock
 from janux.tracing.sources.store.maintenance import PruneResult, prune_before
 from janux.tracing.sources.store.rows import batch_rows
@@ -65,6 +69,7 @@ class TraceStore:
             # once deadlock, and SQLite answers one of them "database is locked" without waiting.
             with lock.held():
                 ensure_schema(setup)
+                ensure_links(setup)
         finally:
             setup.close()
             lock.close()
@@ -164,6 +169,11 @@ class TraceStore:
         """Tokens and cost by agent, delegation tool, model or conversation over the traces matching
         `flt` (see `janux.tracing.sources.protocol.UsageAggregate`), most expensive first."""
         return queries.usage_by(self._conn(), dimension, flt, limit)
+
+    def agent_map(self, flt: TraceFilter) -> AgentMap:
+        """Agents and the delegations between them over the traces matching `flt`."""
+        where, params = queries.filter_sql(flt)
+        return build_agent_map(read_links(self._conn(), where, params))
 
     def ingest_stats(self) -> IngestStats:
         """Counts of what was stored and refused."""
