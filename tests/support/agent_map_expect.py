@@ -72,3 +72,41 @@ def actual(agent_map: AgentMap) -> dict[str, Any]:
             for e in agent_map.edges
         },
     }  # fmt: skip
+
+
+def nested_foreign_trace(trace_id: str = "c" * 32) -> list[SpanRecord]:
+    """Another runtime's shape: agents nested through chain and task spans, a plain tool carrying a
+    delegation, inference under a chain, an ERROR attempt, and a span whose parent is missing."""
+    from janux.tracing import conventions as c
+    from tests.support.otlp_build import record
+
+    def agent(span: str, parent: str, name: str, start: int, status: str = "Unset") -> SpanRecord:
+        attrs = {c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT, c.GEN_AI_AGENT_NAME: name}
+        return record(
+            span, parent, f"invoke_agent {name}", attrs, trace_id=trace_id, start=start, status=status
+        )
+
+    def chat(span: str, parent: str, start: int, tokens: int, cost: float | None = None) -> SpanRecord:
+        attrs: dict[str, Any] = {
+            c.GEN_AI_OPERATION_NAME: c.OP_CHAT, c.GEN_AI_REQUEST_MODEL: "m",
+            c.GEN_AI_USAGE_INPUT_TOKENS: tokens, c.GEN_AI_USAGE_OUTPUT_TOKENS: 1,
+        }  # fmt: skip
+        if cost is not None:
+            attrs[c.JANUX_ROUND_COST] = cost
+        return record(span, parent, "chat m", attrs, trace_id=trace_id, start=start)
+
+    tool = {c.GEN_AI_OPERATION_NAME: c.OP_EXECUTE_TOOL, c.GEN_AI_TOOL_NAME: "ask_helper"}
+    return [
+        agent("a1", "", "boss", 1_000),
+        record("ch1", "a1", "chain", {}, trace_id=trace_id, start=1_010),
+        chat("m1", "ch1", 1_020, 100, 0.5),
+        record("t1", "ch1", "execute_tool ask_helper", tool, trace_id=trace_id, start=1_030),
+        record("task", "t1", "task", {}, trace_id=trace_id, start=1_040),
+        agent("a2", "task", "helper", 1_050, status="Error"),
+        agent("a3", "task", "helper", 1_060),
+        chat("m2", "a3", 1_070, 40),
+        agent("a4", "a3", "intern", 1_080),
+        chat("m3", "a4", 1_090, 7, 0.25),
+        agent("lost", "gone", "orphan", 1_100),
+        chat("m4", "", 1_110, 3),
+    ]

@@ -20,6 +20,8 @@ from typing import Any, Literal, Protocol
 from janux.tracing import conventions as c
 from janux.tracing.otlp.enums import KIND_BY_NAME, STATUS_BY_NAME
 from janux.tracing.records import EventRecord, LinkRecord, SpanRecord
+from janux.tracing.sources.agentmap.model import AgentMap
+from janux.tracing.sources.clickhouse_links import clickhouse_agent_map
 from janux.tracing.sources.protocol import (
     IngestStats,
     TraceFilter,
@@ -241,6 +243,20 @@ class ClickHouseSource:
             spans += f" WHERE TraceId IN (SELECT TraceId FROM ({self._summaries_sql(flt, parameters)}))"
         spans += " LIMIT 1 BY TraceId, SpanId"
         return finish(self._rows(_usage_sql(wanted, spans), parameters), limit)
+
+    def agent_map(self, flt: TraceFilter) -> AgentMap:
+        """Agents and the delegations between them over the traces matching `flt`."""
+        parameters: dict[str, Any] = {}
+        prefilter, having = _filter_sql(flt, parameters)
+        if prefilter or having:
+            traces = f"SELECT TraceId FROM ({self._summaries_sql(flt, parameters)})"
+        else:
+            traces = f"SELECT DISTINCT TraceId FROM {self._table}"
+        spans = f"SELECT * FROM {self._table} WHERE TraceId IN ({traces}) LIMIT 1 BY TraceId, SpanId"
+        inference = f"WITH spans AS ({spans}) {_span_rows('model')}"
+        return clickhouse_agent_map(
+            self._rows, self._table, traces, parameters, _SPAN_COLUMNS, _span, inference
+        )
 
     def ingest_stats(self) -> IngestStats:
         """Spans and traces in the table, and rows written twice (refusals are the Collector's)."""

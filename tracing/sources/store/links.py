@@ -7,12 +7,12 @@ reads a few typed columns instead of decoding span JSON (`links_migrate` adds th
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.agentmap.build import TraceLinks
 from janux.tracing.sources.agentmap.classify import ROLE_AGENT, LinkRow, classify_span
 from janux.tracing.sources.agentmap.model import MapUsage
+from janux.tracing.sources.agentmap.parents import resolve_parents
 
 LINK_COLUMNS = tuple("".join(part.title() for part in name.split("_")) for name in LinkRow._fields)
 """Columns of `agent_links`, in `LinkRow` field order (`trace_id` -> `TraceId`)."""
@@ -95,37 +95,25 @@ def _read_links(conn: sqlite3.Connection, where: str, params: list[object]) -> l
         if links is None:
             links = by_trace[trace_id] = TraceLinks(trace_id, [])
         links.inference[parent] = MapUsage(tokens_in or 0, tokens_out or 0, cost, unpriced or 0)
-    _resolve_parents(conn, by_trace)
+    resolve_parents(by_trace, lambda keys: _lookup(conn, keys))
     return list(by_trace.values())
 
 
-def _unresolved(links: TraceLinks) -> Iterator[str]:
-    """Parent ids the builder would have to walk through but cannot see yet."""
-    known = {row.span_id for row in links.rows}
-    wanted = [row.parent_span_id for row in links.rows] + list(links.inference)
-    wanted += list(links.parents.values())
-    for span_id in wanted:
-        if span_id and span_id not in known and span_id not in links.parents:
-            yield span_id
-
-
-def _resolve_parents(conn: sqlite3.Connection, by_trace: dict[str, TraceLinks], rounds: int = 64) -> None:
-    """Fill each trace's `parents` with the spans between its link rows (other runtimes nest agents
-    under chains and tasks), one level per round; a parent not stored stays unresolved (missing)."""
-    missing: set[tuple[str, str]] = set()
-    for _ in range(rounds):
-        pending = [(t, s) for t, links in by_trace.items() for s in set(_unresolved(links))]
-        pending = [key for key in pending if key not in missing]
-        if not pending:
-            return
-        found = set()
-        for start in range(0, len(pending), 400):
-            chunk = pending[start : start + 400]
-            marks = " OR ".join("(TraceId = ? AND SpanId = ?)" for _ in chunk)
-            args = [value for key in chunk for value in key]
-            for trace_id, span_id, parent in conn.execute(
-                f"SELECT TraceId, SpanId, ParentSpanId FROM otel_traces WHERE {marks}", args
-            ):
-                by_trace[trace_id].parents[span_id] = parent
-                found.add((trace_id, span_id))
-        missing.update(key for key in pending if key not in found)
+def _lookup(
+    conn: sqlite3.Connection, keys: list[tuple[str, str]]
+) -> list[tuple[str, str, str, LinkRow | None]]:
+    """(trace, span, parent, link row) of the stored spans among `keys`: the `agent_links` row of
+    a plain tool span the first read left out, else None."""
+    found: list[tuple[str, str, str, LinkRow | None]] = []
+    for start in range(0, len(keys), 400):
+        chunk = keys[start : start + 400]
+        marks = " OR ".join("(s.TraceId = ? AND s.SpanId = ?)" for _ in chunk)
+        args = [value for key in chunk for value in key]
+        sql = (
+            "SELECT s.TraceId, s.SpanId, s.ParentSpanId, l.* FROM otel_traces s LEFT JOIN agent_links l "
+            f"ON l.TraceId = s.TraceId AND l.SpanId = s.SpanId WHERE {marks}"
+        )
+        for row in conn.execute(sql, args):
+            link = LinkRow._make(row[3:]) if row[3] is not None else None  # type: ignore[attr-defined]
+            found.append((row[0], row[1], row[2], link))
+    return found

@@ -32,9 +32,9 @@ from janux.tracing.conventions import (
 )
 from janux.tracing.records import EventRecord, LinkRecord, SpanRecord, attr_str
 from janux.tracing.sources.store.limits import MAX_VALUE_CHARS, cap_attributes, cap_span
+from janux.tracing.sources.store.links import link_values
 from janux.tracing.sources.store.schema import FLAG_DELEGATION, FLAG_FAILING
 from janux.tracing.sources.store.summary import summarize
-from janux.tracing.sources.store.links import link_values
 from janux.tracing.sources.store.usage import safe_float, safe_int, span_usage
 
 

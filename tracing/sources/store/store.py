@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Literal
 
 from janux.tracing.records import SpanRecord
+from janux.tracing.sources.agentmap.build import build_agent_map
+from janux.tracing.sources.agentmap.model import AgentMap
 from janux.tracing.sources.protocol import (
     IngestStats,
     TraceFilter,
@@ -25,8 +27,6 @@ from janux.tracing.sources.protocol import (
     UsageAggregate,
     UsageDimension,
 )
-from janux.tracing.sources.agentmap.build import build_agent_map
-from janux.tracing.sources.agentmap.model import AgentMap
 from janux.tracing.sources.store import queries
 from janux.tracing.sources.store.links import read_links
 from janux.tracing.sources.store.links_migrate import ensure_links

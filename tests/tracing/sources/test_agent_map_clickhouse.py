@@ -1,0 +1,74 @@
+"""The agent map on the real ClickHouse engine (chdb, exporter rows) equals the Trace pages' sums and
+the embedded store's map, under the trace list's filters."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from janux.tracing.sources.chdb_client import ChdbClient
+from janux.tracing.sources.clickhouse import ClickHouseSource
+from janux.tracing.sources.protocol import TraceFilter
+from janux.tracing.sources.store import TraceStore, open_store
+from janux.tracing.testing import synthetic_trace
+from tests.support.agent_map_expect import actual, expected, nested_foreign_trace
+from tests.support.clickhouse_rows import EXPORTER_DDL, insert_statement
+from tests.support.contract_traces import contract_trace, plain_trace
+from tests.support.demo_traces import demo_traces
+from tests.tracing.sources.test_agent_map import by_trace
+
+SPANS = [
+    *demo_traces().spans, *contract_trace(), *plain_trace(), *synthetic_trace(200, seed=5, janux=False),
+    *nested_foreign_trace(),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ClickHouseSource, TraceStore]]:
+    client = ChdbClient(str(tmp_path_factory.mktemp("chdb")))
+    client.command(EXPORTER_DDL)
+    client.command(insert_statement(SPANS))
+    client.command(insert_statement(SPANS[:5]))  # an exporter retry: rows written twice
+    store = open_store(tmp_path_factory.mktemp("store"))
+    store.write(SPANS)
+    yield ClickHouseSource(client), store
+    store.close()
+    client.close()
+
+
+def test_clickhouse_map_equals_the_trace_pages(sources: tuple[ClickHouseSource, TraceStore]) -> None:
+    clickhouse, store = sources
+    want = expected(by_trace(SPANS).values())
+    assert actual(clickhouse.agent_map(TraceFilter())) == want
+    assert actual(store.agent_map(TraceFilter())) == want
+
+
+def test_nested_foreign_shape_is_read_through_chains_and_tasks(
+    sources: tuple[ClickHouseSource, TraceStore], tmp_path: Path
+) -> None:
+    clickhouse, store = sources
+    flt = TraceFilter(trace_id="c" * 32)
+    for source in (clickhouse, store):
+        agent_map = source.agent_map(flt)
+        edge = agent_map.edge("boss", "helper")
+        assert edge is not None and edge.count == 1 and edge.attempts == 2
+        assert agent_map.edge("helper", "intern") is not None
+        boss = agent_map.node("boss")
+        assert boss is not None and boss.inclusive.cost == 0.75 and boss.inclusive.unpriced_tokens == 41
+        assert agent_map.node("orphan") is not None and agent_map.node("(no agent)") is not None
+
+
+@pytest.mark.parametrize(
+    "flt",
+    [TraceFilter(status="error"), TraceFilter(has_failed_handoffs=True), TraceFilter(root_agent="triage")],
+    ids=["errors", "failed-handoffs", "root-agent"],
+)
+def test_filters_agree_with_the_embedded_store(
+    sources: tuple[ClickHouseSource, TraceStore], flt: TraceFilter
+) -> None:
+    clickhouse, store = sources
+    from_store = store.agent_map(flt)
+    assert from_store.traces > 0
+    assert actual(clickhouse.agent_map(flt)) == actual(from_store)
