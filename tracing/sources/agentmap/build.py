@@ -331,8 +331,6 @@ class _Acc:
         self.node_refs: dict[str, list[tuple[int, str, str]]] = {}
         self.edge_refs: dict[tuple[str, str, str], list[tuple[int, str, str]]] = {}
         self.edge_fails: dict[tuple[str, str, str], list[tuple[int, str, str, str, str]]] = {}
-        self.node_traces: dict[str, set[str]] = {}
-        self.edge_traces: dict[tuple[str, str, str], set[str]] = {}
         self.traces = 0
 
     def add_loop(self, trace_id: str, loop: _Loop) -> None:
@@ -348,7 +346,6 @@ class _Acc:
         if row.duration_ns >= 0 and row.span_id:
             self.node_ms.setdefault(row.name, []).append(row.duration_ns / 1e6)
         self.node_refs.setdefault(row.name, []).append((row.start_ns, trace_id, row.span_id))
-        self.node_traces.setdefault(row.name, set()).add(trace_id)
         path = _path(loop)
         stats = self.paths.get(path)
         if stats is None:
@@ -368,7 +365,6 @@ class _Acc:
         if facts.duration_ms is not None:
             self.edge_ms.setdefault(key, []).append(facts.duration_ms)
         self.edge_refs.setdefault(key, []).append((facts.start_ns, trace_id, facts.span_id))
-        self.edge_traces.setdefault(key, set()).add(trace_id)
         if facts.failure is not None:
             edge.failed += 1
             edge.failures[facts.failure] = edge.failures.get(facts.failure, 0) + 1
@@ -381,13 +377,11 @@ class _Acc:
             durations = self.node_ms.get(name, [])
             node.p50_ms, node.p95_ms = percentile(durations, 50), percentile(durations, 95)
             node.own, node.inclusive = node.own.rounded(), node.inclusive.rounded()
-            node.traces = len(self.node_traces.get(name, ()))
             node.recent = [TraceRef(t, s, span) for s, t, span in _newest(self.node_refs.get(name, []))]
         for key, edge in self.edges.items():
             durations = self.edge_ms.get(key, [])
             edge.p50_ms, edge.p95_ms = percentile(durations, 50), percentile(durations, 95)
             edge.cost = edge.cost.rounded()
-            edge.traces = len(self.edge_traces.get(key, ()))
             edge.recent = [TraceRef(t, s, span) for s, t, span in _newest(self.edge_refs.get(key, []))]
             edge.recent_failures = [
                 FailureRef(t, span, s, kind, reason)
@@ -421,4 +415,8 @@ def build_agent_map(traces: Iterable[TraceLinks]) -> AgentMap:
             acc.add_loop(links.trace_id, loop)
         for facts in delegations:
             acc.add_delegation(links.trace_id, facts)
+        for name in {loop.row.name for loop in loops}:
+            acc.nodes[name].traces += 1
+        for key in {(f.caller, f.target, f.kind) for f in delegations}:
+            acc.edges[key].traces += 1
     return acc.finish()

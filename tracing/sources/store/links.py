@@ -50,22 +50,17 @@ def link_values(span: SpanRecord) -> LinkRow | None:
     return classify_span(span)
 
 
-# Agent rows, delegating tool rows, and plain tool rows with an agent child (another runtime's
-# delegation through an ordinary tool): everything the builder needs.
-_LINKS = f"""
-SELECT l.* FROM agent_links l WHERE l.TraceId IN ({{traces}}) AND (
-    l.Role = '{ROLE_AGENT}' OR l.Delegating = 1 OR EXISTS (
-        SELECT 1 FROM agent_links a WHERE a.TraceId = l.TraceId AND a.ParentSpanId = l.SpanId
-            AND a.Role = '{ROLE_AGENT}'))
-ORDER BY l.TraceId
-"""
+# Agent rows and delegating tool rows, in key order (so each trace's rows come together). A plain
+# tool span carrying another runtime's delegation is fetched when the builder walks through it.
+_LINKS = f"SELECT * FROM agent_links WHERE (Role = '{ROLE_AGENT}' OR Delegating = 1){{traces}}"
 
 # Inference sums per parent span, except under loops whose own usage is recorded (`janux.turn.*`).
 _INFERENCE = """
 SELECT u.TraceId, u.ParentSpanId, sum(u.InputTokens), sum(u.OutputTokens), sum(u.Cost), sum(u.Unpriced)
-FROM span_usage u WHERE u.Dim = 'model' AND u.TraceId IN ({traces}) AND NOT EXISTS (
-    SELECT 1 FROM agent_links a WHERE a.TraceId = u.TraceId AND a.SpanId = u.ParentSpanId AND a.HasTurn = 1)
+FROM span_usage u WHERE u.Dim = 'model'{traces}
 GROUP BY u.TraceId, u.ParentSpanId
+HAVING NOT EXISTS (
+    SELECT 1 FROM agent_links a WHERE a.TraceId = u.TraceId AND a.SpanId = u.ParentSpanId AND a.HasTurn = 1)
 """
 
 
@@ -80,7 +75,8 @@ def read_links(conn: sqlite3.Connection, where: str, params: list[object]) -> li
 
 
 def _read_links(conn: sqlite3.Connection, where: str, params: list[object]) -> list[TraceLinks]:
-    traces_sql = f"SELECT TraceId FROM trace_summary{where}"
+    # No filter: scan (every trace is wanted) instead of probing trace by trace.
+    traces_sql = f" AND TraceId IN (SELECT TraceId FROM trace_summary{where})" if where else ""
     by_trace: dict[str, TraceLinks] = {}
     current: TraceLinks | None = None
     make = LinkRow._make
