@@ -244,7 +244,7 @@ class ClickHouseSource:
         spans += " LIMIT 1 BY TraceId, SpanId"
         return finish(self._rows(_usage_sql(wanted, spans), parameters), limit)
 
-    def agent_map(self, flt: TraceFilter) -> AgentMap:
+    def agent_map(self, flt: TraceFilter, bucket_ns: int | None = None) -> AgentMap:
         """Agents and the delegations between them over the traces matching `flt`."""
         parameters: dict[str, Any] = {}
         prefilter, having = _filter_sql(flt, parameters)
@@ -255,7 +255,7 @@ class ClickHouseSource:
         spans = f"SELECT * FROM {self._table} WHERE TraceId IN ({traces}) LIMIT 1 BY TraceId, SpanId"
         inference = f"WITH spans AS ({spans}) {_span_rows('model')}"
         return clickhouse_agent_map(
-            self._rows, self._table, traces, parameters, _SPAN_COLUMNS, _span, inference
+            self._rows, self._table, traces, parameters, _SPAN_COLUMNS, _span, inference, bucket_ns
         )
 
     def ingest_stats(self) -> IngestStats:

@@ -29,7 +29,7 @@ _IS_LINK = " OR ".join(
 
 def clickhouse_agent_map(
     rows: Rows, table: str, traces_sql: str, parameters: dict[str, Any], span_columns: str,
-    to_span: Callable[[Any], Any], inference_sql: str,
+    to_span: Callable[[Any], Any], inference_sql: str, bucket_ns: int | None = None,
 ) -> AgentMap:  # fmt: skip
     """The agent map of the traces `traces_sql` selects (a query returning TraceId)."""
     by_trace: dict[str, TraceLinks] = {}
@@ -65,4 +65,4 @@ def clickhouse_agent_map(
         return [(str(t), str(s), str(p), None) for t, s, p in found if (str(t), str(s)) in wanted]
 
     resolve_parents(by_trace, lookup)
-    return build_agent_map(by_trace.values())
+    return build_agent_map(by_trace.values(), bucket_ns)

@@ -223,13 +223,13 @@ class MemoryTraceSource:
                 traces.append(list(self._traces.get(summary.trace_id, {}).values()))
         return aggregate_usage(dimension, traces, limit)
 
-    def agent_map(self, flt: TraceFilter) -> AgentMap:
+    def agent_map(self, flt: TraceFilter, bucket_ns: int | None = None) -> AgentMap:
         """Agents and the delegations between them over the traces matching `flt`."""
         traces = []
         for summary in self._matching(flt):
             with self._lock:
                 traces.append((summary.trace_id, list(self._traces.get(summary.trace_id, {}).values())))
-        return agent_map_of_traces(traces)
+        return agent_map_of_traces(traces, bucket_ns)
 
     def ingest_stats(self) -> IngestStats:
         """Counts of what was stored and refused."""

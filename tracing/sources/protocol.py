@@ -178,9 +178,10 @@ class TraceSource(Protocol):
         and cent counted once (see `UsageAggregate`). Raises ValueError for an unknown dimension."""
         ...
 
-    def agent_map(self, flt: TraceFilter) -> AgentMap:
+    def agent_map(self, flt: TraceFilter, bucket_ns: int | None = None) -> AgentMap:
         """Agents (nodes) and delegations/transfers between them (edges) over every trace matching
-        `flt`, with the Trace page's accounting (see `janux.tracing.sources.agentmap`)."""
+        `flt`, with the Trace page's accounting (see `janux.tracing.sources.agentmap`); `bucket_ns`
+        also fills the map's timeline (own usage per agent per bucket)."""
         ...
 
     def ingest_stats(self) -> IngestStats:

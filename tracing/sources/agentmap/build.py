@@ -322,7 +322,11 @@ def trace_facts(links: TraceLinks) -> tuple[list[_Loop], list[DelegationFacts]]:
 class _Acc:
     """Running totals of the whole map."""
 
-    def __init__(self) -> None:
+    def __init__(self, bucket_ns: int | None) -> None:
+        self.bucket_ns = bucket_ns
+        self.timeline: dict[tuple[int, str], MapUsage] = {}
+        self.turn_costs: list[float] = []
+        self.unpriced_turns = 0
         self.nodes: dict[str, AgentStats] = {}
         self.edges: dict[tuple[str, str, str], EdgeStats] = {}
         self.paths: dict[tuple[str, ...], PathStats] = {}
@@ -353,6 +357,14 @@ class _Acc:
         stats.runs += 1
         stats.own.add(loop.own)
         stats.inclusive.add(loop.inclusive)
+        if loop.parent is None:
+            if loop.inclusive.cost is None:
+                self.unpriced_turns += 1
+            else:
+                self.turn_costs.append(loop.inclusive.cost)
+        if self.bucket_ns:
+            bucket = (row.start_ns // self.bucket_ns * self.bucket_ns, row.name)
+            self.timeline.setdefault(bucket, MapUsage()).add(loop.own)
 
     def add_delegation(self, trace_id: str, facts: DelegationFacts) -> None:
         key = (facts.caller, facts.target, facts.kind)
@@ -394,6 +406,9 @@ class _Acc:
             edges=sorted(self.edges.values(), key=lambda e: (-e.count, e.caller, e.target, e.kind)),
             paths=sorted(self.paths.values(), key=_path_order),
             traces=self.traces,
+            turn_costs=sorted(self.turn_costs),
+            unpriced_turns=self.unpriced_turns,
+            timeline={key: usage.rounded() for key, usage in sorted(self.timeline.items())},
         )
 
 
@@ -405,9 +420,10 @@ def _newest(refs: list[Any]) -> list[Any]:
     return heapq.nlargest(TRACE_REFS_KEPT, refs)
 
 
-def build_agent_map(traces: Iterable[TraceLinks]) -> AgentMap:
-    """The agent map over `traces` (each trace's link rows, inference sums and parent links)."""
-    acc = _Acc()
+def build_agent_map(traces: Iterable[TraceLinks], bucket_ns: int | None = None) -> AgentMap:
+    """The agent map over `traces` (each trace's link rows, inference sums and parent links);
+    `bucket_ns` also fills its timeline (own usage per agent per time bucket of loop starts)."""
+    acc = _Acc(bucket_ns)
     for links in traces:
         acc.traces += 1
         loops, delegations = trace_facts(links)

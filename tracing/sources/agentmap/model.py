@@ -183,6 +183,12 @@ class AgentMap:
     """Delegation paths, shortest then most expensive first."""
     traces: int = 0
     """Traces read."""
+    turn_costs: list[float] = field(default_factory=list)
+    """Inclusive cost of every priced top-level loop (a turn), for cost-per-turn percentiles."""
+    unpriced_turns: int = 0
+    """Top-level loops with no priced round at all (left out of `turn_costs`: unknown is not 0)."""
+    timeline: dict[tuple[int, str], MapUsage] = field(default_factory=dict)
+    """Own usage per (bucket start in Unix ns, agent), when a bucket size was asked for."""
 
     def node(self, agent: str) -> AgentStats | None:
         """The node of `agent`, None when absent."""

@@ -41,6 +41,8 @@ def links_of_spans(trace_id: str, spans: Sequence[SpanRecord]) -> TraceLinks:
     return links
 
 
-def agent_map_of_traces(traces: Iterable[tuple[str, Sequence[SpanRecord]]]) -> AgentMap:
+def agent_map_of_traces(
+    traces: Iterable[tuple[str, Sequence[SpanRecord]]], bucket_ns: int | None = None
+) -> AgentMap:
     """The agent map of in-memory traces, given as (trace id, spans) pairs."""
-    return build_agent_map(links_of_spans(trace_id, spans) for trace_id, spans in traces)
+    return build_agent_map((links_of_spans(trace_id, spans) for trace_id, spans in traces), bucket_ns)

@@ -170,10 +170,10 @@ class TraceStore:
         `flt` (see `janux.tracing.sources.protocol.UsageAggregate`), most expensive first."""
         return queries.usage_by(self._conn(), dimension, flt, limit)
 
-    def agent_map(self, flt: TraceFilter) -> AgentMap:
+    def agent_map(self, flt: TraceFilter, bucket_ns: int | None = None) -> AgentMap:
         """Agents and the delegations between them over the traces matching `flt`."""
         where, params = queries.filter_sql(flt)
-        return build_agent_map(read_links(self._conn(), where, params))
+        return build_agent_map(read_links(self._conn(), where, params), bucket_ns)
 
     def ingest_stats(self) -> IngestStats:
         """Counts of what was stored and refused."""
