@@ -48,11 +48,10 @@ def _work(story: HandoffStory) -> None:
     if r is None:
         st.info("The subagent made no model round (denied or cut before it ran).")
     else:
-        st.text(
-            f"model {r.model or '—'} · in {r.input_tokens if r.input_tokens is not None else '—'} · "
-            f"out {r.output_tokens if r.output_tokens is not None else '—'} · finish {r.finish_reasons or '—'} "
-            f"· {r.status}"
-        )
+        tokens_in = "—" if r.input_tokens is None else f"{r.input_tokens:,}"
+        tokens_out = "—" if r.output_tokens is None else f"{r.output_tokens:,}"
+        st.text(f"model {r.model or '—'} · tokens in {tokens_in} · out {tokens_out}")
+        st.text(f"finish reasons {r.finish_reasons or '—'} · status {r.status}")
         st.text(r.output)
     if story.tool_results:
         st.subheader("Its tool calls")

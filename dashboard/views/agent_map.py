@@ -158,7 +158,7 @@ def edges_frame(agent_map: AgentMap) -> pd.DataFrame:
     for e in agent_map.edges:
         row = {
             "caller": caller_name(e), "target": e.target, "kind": e.kind, "delegations": e.count,
-            "attempts / delegation": round(e.attempts_per_delegation, 3), "failed": e.failed,
+            "attempts / delegation": round(e.attempts_per_delegation, 3), "failed delegations": e.failed,
             "failure rate": round(e.failure_rate, 4),
         }  # fmt: skip
         row.update({kind: e.failures.get(kind, 0) for kind in FAILURE_KINDS})
