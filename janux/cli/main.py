@@ -11,7 +11,7 @@ import importlib
 import logging
 import sys
 
-SUBCOMMAND_MODULES = ("demo", "collect", "import_cmd", "ui", "serve", "prune")
+SUBCOMMAND_MODULES = ("demo", "collect", "import_cmd", "ui", "serve", "prune", "check")
 """Modules of `janux.cli` that each contribute one subcommand, in the order `--help` lists them."""
 
 

@@ -72,3 +72,21 @@ def test_filters_agree_with_the_embedded_store(
     from_store = store.agent_map(flt)
     assert from_store.traces > 0
     assert actual(clickhouse.agent_map(flt)) == actual(from_store)
+
+
+def test_alert_rules_read_the_same_on_clickhouse(sources: tuple[ClickHouseSource, TraceStore]) -> None:
+    from janux.dashboard.views.rules import RuleFile, evaluate
+
+    rules = RuleFile.model_validate(
+        {"rules": [
+            {"name": "edges", "edge_failure_rate": {"max": 0.1}},
+            {"name": "cuts", "budget_cut_rate": {"max": 0.05}},
+            {"name": "p95", "cost_per_turn_p95": {"max_usd": 0.0001}},
+            {"name": "books", "unreconciled_traces": {"max": 0}},
+        ]}
+    )  # fmt: skip
+    clickhouse, store = sources
+    on_clickhouse = evaluate(rules, clickhouse, TraceFilter()).findings
+    on_store = evaluate(rules, store, TraceFilter()).findings
+    assert on_clickhouse == on_store
+    assert {f.rule for f in on_store if f.crossed} >= {"edges", "cuts", "p95"}
