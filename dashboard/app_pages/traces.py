@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from janux.dashboard.ui import trace_histograms
 from janux.dashboard.ui.filters import trace_filter, trace_link
 from janux.dashboard.ui.state import active_source, get_views
 from janux.dashboard.ui.table import OPEN_LINK, show_table
@@ -47,6 +48,7 @@ def main() -> None:
         return
     _, source = active
     flt = trace_filter("traces", source)
+    trace_histograms.render(source, flt)
     left, right = st.columns([1, 3])
     page_size = left.selectbox("Rows per page", PAGE_SIZES, index=1, key="traces_size")
     live = right.toggle(f"Live tail (refresh every {LIVE_EVERY_S} s)", key="traces_live")

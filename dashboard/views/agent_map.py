@@ -24,6 +24,8 @@ MIN_PEN, MAX_PEN = 1.0, 8.0
 """Thinnest and thickest edge (Graphviz penwidth)."""
 UNKNOWN_CALLER = "(caller not in trace)"
 """Name shown for edges whose caller's spans are missing."""
+ROOT_PATH = "(top level)"
+"""The parent shown for top-level loops."""
 FAILURE_KINDS = ("denied", "failed", "fallback", "cut", "timeout", "open")
 """Failure kinds, in the order the edge table shows them."""
 
@@ -203,7 +205,7 @@ def paths_frame(agent_map: AgentMap) -> pd.DataFrame:
     rows = [
         {
             "path": " > ".join(p.path), "agent": p.path[-1], "depth": len(p.path) - 1,
-            "parent": " > ".join(p.path[:-1]), "runs": p.runs,
+            "parent": " > ".join(p.path[:-1]) or ROOT_PATH, "runs": p.runs,
             "own USD": cost_cell(p.own.cost, p.own.unpriced_tokens),
             "inclusive USD": cost_cell(p.inclusive.cost, p.inclusive.unpriced_tokens),
             "inclusive tokens": p.inclusive.total_tokens, "unpriced tokens": p.inclusive.unpriced_tokens,

@@ -157,8 +157,8 @@ def _attempts_frame(view: TraceView, d: Delegation) -> pd.DataFrame:
         span = view.span(a.span_id)
         message = span.status_message if span is not None else ""
         rows.append(
-            {"attempt": a.number, "status": a.status, "error type": a.error_type or "", "message": message,
-             "stop reason": a.stop_reason or "", "duration": fmt.ms(a.duration_ms), "span": a.span_id}
+            {"attempt": a.number, "status": a.status, "error type": a.error_type, "message": message or None,
+             "stop reason": a.stop_reason, "duration": fmt.ms(a.duration_ms), "span": a.span_id}
         )  # fmt: skip
     return pd.DataFrame(
         rows, columns=["attempt", "status", "error type", "message", "stop reason", "duration", "span"]
@@ -221,6 +221,6 @@ def burn_frame(budgets: list[BudgetBurn]) -> pd.DataFrame:
         rows.append(
             {"agent": b.agent, "attempt": b.attempt, "turns": f"{b.turns_used} / {b.max_turns or '—'}",
              "tokens": f"{b.tokens_used:,} / {b.max_tokens or '—'}",
-             "ms": f"{fmt.ms(b.ms_used)} / {fmt.ms(b.max_ms)}", "cut by": b.stop_reason or ""}
+             "ms": f"{fmt.ms(b.ms_used)} / {fmt.ms(b.max_ms)}", "cut by": b.stop_reason}
         )  # fmt: skip
     return pd.DataFrame(rows, columns=["agent", "attempt", "turns", "tokens", "ms", "cut by"])

@@ -6,6 +6,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pandas as pd
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from janux.tracing.sources.memory import MemoryTraceSource
@@ -115,3 +116,49 @@ def test_failed_handoff_screen_shows_denial_rule_and_unknown_span(open_page: Ope
     assert any("made no model round" in i.value for i in at.info)
     at = open_page(source, "handoff.py", trace_id=trace_id, span_id="0" * 16)
     assert any("No delegation" in w.value for w in at.warning)
+
+
+def test_map_and_handoff_pages_show_no_raw_missing_values(open_page: OpenPage, demo: Demo) -> None:
+    from tests.dashboard.test_table_cells import _bad_cells
+
+    source = MemoryTraceSource(demo[0])
+    at = open_page(source, "agent_map.py")
+    at.selectbox(key="map_inspect").set_value("edge: triage → researcher (delegate)").run()
+    assert _bad_cells(at) == []
+    failure = source.agent_map(TraceFilter()).edge("triage", "researcher").recent_failures[0]  # type: ignore[union-attr]
+    at = open_page(source, "handoff.py", trace_id=failure.trace_id, span_id=failure.span_id)
+    assert _bad_cells(at) == []
+
+
+def test_costs_page_draws_cost_over_time_and_the_path_icicle(open_page: OpenPage, demo: Demo) -> None:
+    source = MemoryTraceSource(demo[0])
+    at = open_page(source, "costs.py")
+    agent_map = source.agent_map(TraceFilter())
+    charts = at.get("vega_lite_chart")
+    assert len(charts) == 3
+    timelines = [
+        e.value for e in at.dataframe if {"time", "band", "cost USD", "tokens"} <= set(e.value.columns)
+    ]
+    assert len(timelines) == 2
+    timeline = timelines[0]
+    for node in agent_map.nodes:
+        rows = timeline[timeline["band"] == node.agent]
+        assert rows["cost USD"].sum() == pytest.approx(node.own.cost or 0.0)
+        assert rows["tokens"].sum() == node.own.total_tokens - node.own.unpriced_tokens
+    unpriced = timeline[timeline["band"] == "unpriced"]["tokens"].sum()
+    assert (
+        unpriced == sum(n.own.unpriced_tokens for n in agent_map.nodes) > 0
+    )  # the demo has an unpriced agent
+    paths = _table(at, "path", "parent", "inclusive USD")
+    top = paths[paths["depth"] == 0]
+    assert top["inclusive USD"].sum() == pytest.approx(sum(agent_map.turn_costs))
+    assert "triage > researcher > fact_checker" in set(paths["path"])
+
+
+def test_traces_page_histograms_read_the_newest_traces(open_page: OpenPage, demo: Demo) -> None:
+    source = MemoryTraceSource(demo[0])
+    at = open_page(source, "traces.py")
+    frame = _table(at, "trace", "cost USD", "duration ms")
+    summaries = source.list_traces(TraceFilter(), limit=5_000)
+    assert list(frame["trace"]) == [s.trace_id for s in summaries]
+    assert len(at.get("vega_lite_chart")) == 2
