@@ -162,3 +162,13 @@ def test_traces_page_histograms_read_the_newest_traces(open_page: OpenPage, demo
     summaries = source.list_traces(TraceFilter(), limit=5_000)
     assert list(frame["trace"]) == [s.trace_id for s in summaries]
     assert len(at.get("vega_lite_chart")) == 2
+
+
+def test_trace_page_links_a_failed_edge_to_the_handoff_screen(open_page: OpenPage, demo: Demo) -> None:
+    source = MemoryTraceSource(demo[0])
+    trace_id = demo[1]["failed_delegation"]
+    at = open_page(source, "trace.py", trace_id=trace_id)
+    links = [_query(b.proto.url) for b in at.get("link_button") if "Explain" in b.proto.label]
+    assert len(links) == 1 and links[0]["trace_id"] == trace_id
+    at = open_page(source, "handoff.py", **links[0])
+    assert any("failed" in rendered(h.value) for h in at.subheader)
