@@ -24,17 +24,17 @@ NOT_CAPTURED = "(not captured: content capture was off)"
 """Shown where content would be, had it been captured."""
 
 RULE_DOCS: dict[str, str] = {
-    c.DENY_ALLOWED_TOOLS: "The caller's policy lists the tools it may call (`allowed_tools`); "
+    c.DENY_ALLOWED_TOOLS: "The caller's policy lists the tools it may call (allowed_tools); "
     "this one is not among them.",
-    c.DENY_DENIED_TOOLS: "The caller's policy names this tool in `denied_tools`.",
-    c.DENY_MAX_DEPTH: "The delegation would run deeper than the policy's `max_depth`.",
+    c.DENY_DENIED_TOOLS: "The caller's policy names this tool in denied_tools.",
+    c.DENY_MAX_DEPTH: "The delegation would run deeper than the policy's max_depth.",
     c.DENY_TOOL_FORBIDDEN: "The tool is not on the calling agent's surface (it has no such subagent or "
     "handoff).",
     c.DENY_RATE_LIMITED: "The caller's rate limit had no slot left.",
     c.DENY_GUARDRAIL: "An input guardrail of the caller refused the task text.",
-    c.STOP_MAX_TURNS: "Budget line: the subagent used all its model rounds (`max_turns`).",
-    c.STOP_MAX_TOKENS: "Budget line: the subagent used all its tokens (`max_tokens`).",
-    c.STOP_MAX_TIME: "Budget line: the delegation ran out of time (`max_ms`).",
+    c.STOP_MAX_TURNS: "Budget line: the subagent used all its model rounds (max_turns).",
+    c.STOP_MAX_TOKENS: "Budget line: the subagent used all its tokens (max_tokens).",
+    c.STOP_MAX_TIME: "Budget line: the delegation ran out of time (max_ms).",
 }
 """What each deny rule and budget line means (docs/runtime.md, "Governance: HandoffPolicy")."""
 RULE_DOC_REF = "docs/runtime.md, section Governance: HandoffPolicy"
@@ -54,7 +54,7 @@ class RoundFacts:
     finish_reasons: str
     """`gen_ai.response.finish_reasons`, joined."""
     status: str
-    """`ok`, `error` (with `error.type`) or `open`."""
+    """ok, error (with `error.type`) or open."""
     output: str
     """The captured output messages, else `NOT_CAPTURED`."""
 
@@ -66,7 +66,7 @@ class ToolFacts:
     tool: str
     """Tool name."""
     status: str
-    """`ok`, `error: ...` or `open`."""
+    """ok, `error: ...` or open."""
     duration: str
     """Wall clock."""
     result: str
@@ -75,7 +75,7 @@ class ToolFacts:
 
 @dataclass(slots=True)
 class ExceptionFacts:
-    """One `exception` event."""
+    """One exception event."""
 
     span: str
     """Span it was recorded on."""
@@ -112,7 +112,7 @@ class HandoffStory:
 
 
 def find_delegation(view: TraceView, span_id: str) -> Delegation | None:
-    """The delegation whose tool span (or first attempt span, for direct nesting) is `span_id`."""
+    """The delegation whose tool span (or first attempt span, for direct nesting) is span_id."""
     for d in view.delegations:
         if d.tool_span_id == span_id or (
             d.tool_span_id is None and d.attempts and d.attempts[0].span_id == span_id
@@ -200,7 +200,7 @@ def _exceptions(view: TraceView, d: Delegation) -> list[ExceptionFacts]:
 
 
 def handoff_story(view: TraceView, span_id: str) -> HandoffStory | None:
-    """The story of the delegation at `span_id`, None when the trace has no such delegation."""
+    """The story of the delegation at span_id, None when the trace has no such delegation."""
     d = find_delegation(view, span_id)
     if d is None:
         return None
