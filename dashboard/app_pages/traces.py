@@ -48,7 +48,7 @@ def main() -> None:
         return
     _, source = active
     flt = trace_filter("traces", source)
-    trace_histograms.render(source, flt)
+    histograms = trace_histograms.render(source, flt)
     left, right = st.columns([1, 3])
     page_size = left.selectbox("Rows per page", PAGE_SIZES, index=1, key="traces_size")
     live = right.toggle(f"Live tail (refresh every {LIVE_EVERY_S} s)", key="traces_live")
@@ -58,6 +58,7 @@ def main() -> None:
         _table(source, flt, int(page_size))
 
     table()
+    trace_histograms.data(histograms)
 
 
 main()

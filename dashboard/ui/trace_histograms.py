@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from janux.dashboard.ui.table import show_table
@@ -12,11 +13,11 @@ MAX_TRACES = 5_000
 """Newest traces the histograms read (the trace list's own summaries: no span is read)."""
 
 
-def render(source: TraceSource, flt: TraceFilter) -> None:
-    """Two histograms side by side, and the table they were drawn from in an expander."""
+def render(source: TraceSource, flt: TraceFilter) -> pd.DataFrame | None:
+    """Two histograms side by side; returns the table they were drawn from (None: no traces)."""
     summaries = source.list_traces(flt, limit=MAX_TRACES)
     if not summaries:
-        return
+        return None
     frame = charts.turns_frame(summaries)
     left, right = st.columns(2)
     left.altair_chart(
@@ -30,8 +31,19 @@ def render(source: TraceSource, flt: TraceFilter) -> None:
         f"The newest {len(frame):,} traces of the filter; {unpriced:,} without a priced bill are left out of "
         "the cost histogram (unknown, not $0)."
     )
-    with st.expander("Data of the histograms"):
+    return frame
+
+
+def data(frame: pd.DataFrame | None) -> None:
+    """The histograms' table (behind a toggle) and CSV, drawn below the trace list."""
+    if frame is None:
+        return
+    # A toggle rather than an expander: a collapsed table would still be in the page.
+    if st.toggle("Show the data of the histograms above", key="hist_show"):
         show_table(frame, key="hist_table")
-        st.download_button(
-            "Download (CSV)", cells.csv_bytes(frame), file_name="janux-turns.csv", key="hist_csv"
-        )
+    st.download_button(
+        "Download the histograms' data (CSV)",
+        cells.csv_bytes(frame),
+        file_name="janux-turns.csv",
+        key="hist_csv",
+    )

@@ -158,6 +158,8 @@ def test_costs_page_draws_cost_over_time_and_the_path_icicle(open_page: OpenPage
 def test_traces_page_histograms_read_the_newest_traces(open_page: OpenPage, demo: Demo) -> None:
     source = MemoryTraceSource(demo[0])
     at = open_page(source, "traces.py")
+    assert not [e for e in at.dataframe if "duration ms" in e.value.columns]  # one click away
+    at.toggle(key="hist_show").set_value(True).run()
     frame = _table(at, "trace", "cost USD", "duration ms")
     summaries = source.list_traces(TraceFilter(), limit=5_000)
     assert list(frame["trace"]) == [s.trace_id for s in summaries]

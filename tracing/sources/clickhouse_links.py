@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from janux.tracing import conventions as c
-from janux.tracing.sources.agentmap.build import TraceLinks, build_agent_map
+from janux.tracing.sources.agentmap.build import TraceLinks, build_agent_map, gc_paused
 from janux.tracing.sources.agentmap.classify import LinkRow, classify_span
 from janux.tracing.sources.agentmap.model import AgentMap, MapUsage
 from janux.tracing.sources.agentmap.parents import resolve_parents
@@ -65,4 +65,5 @@ def clickhouse_agent_map(
         return [(str(t), str(s), str(p), None) for t, s, p in found if (str(t), str(s)) in wanted]
 
     resolve_parents(by_trace, lookup)
-    return build_agent_map(by_trace.values(), bucket_ns)
+    with gc_paused():
+        return build_agent_map(by_trace.values(), bucket_ns)

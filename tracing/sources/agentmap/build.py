@@ -10,9 +10,11 @@ the map is exact over a whole range without rebuilding traces; tests hold the tw
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -202,6 +204,8 @@ def _path(loop: _Loop) -> tuple[str, ...]:
 
 def _attempt_order(attempts: list[_Loop]) -> list[_Loop]:
     """Attempts by `janux.handoff.attempt`, else by their order among siblings (then start)."""
+    if len(attempts) < 2:
+        return attempts
     by_start = sorted(attempts, key=lambda a: (a.row.start_ns, a.row.span_id))
     numbered = [(a.row.attempt if a.row.attempt is not None else n, a.row.start_ns, i) for i, (n, a) in
                 enumerate(enumerate(by_start, start=1))]  # fmt: skip
@@ -335,18 +339,12 @@ class _Acc:
         self.node_refs: dict[str, list[tuple[int, str, str]]] = {}
         self.edge_refs: dict[tuple[str, str, str], list[tuple[int, str, str]]] = {}
         self.edge_fails: dict[tuple[str, str, str], list[tuple[int, str, str, str, str]]] = {}
+        self.node_traces: dict[str, int] = {}
         self.traces = 0
 
     def add_loop(self, trace_id: str, loop: _Loop) -> None:
+        """Count one loop under its delegation path (nodes are summed from the paths at the end)."""
         row = loop.row
-        node = self.nodes.get(row.name)
-        if node is None:
-            node = self.nodes[row.name] = AgentStats(row.name)
-        node.runs += 1
-        node.errors += row.status == "error"
-        node.own.add(loop.own)
-        assert loop.inclusive is not None
-        node.inclusive.add(loop.inclusive)
         if row.duration_ns >= 0 and row.span_id:
             self.node_ms.setdefault(row.name, []).append(row.duration_ns / 1e6)
         self.node_refs.setdefault(row.name, []).append((row.start_ns, trace_id, row.span_id))
@@ -355,7 +353,9 @@ class _Acc:
         if stats is None:
             stats = self.paths[path] = PathStats(path)
         stats.runs += 1
+        stats.errors += row.status == "error"
         stats.own.add(loop.own)
+        assert loop.inclusive is not None
         stats.inclusive.add(loop.inclusive)
         if loop.parent is None:
             if loop.inclusive.cost is None:
@@ -384,11 +384,24 @@ class _Acc:
             ref = (facts.start_ns, trace_id, facts.span_id, facts.failure, facts.reason)
             self.edge_fails.setdefault(key, []).append(ref)
 
+    def _nodes_from_paths(self) -> None:
+        for path in self.paths.values():
+            name = path.path[-1]
+            node = self.nodes.get(name)
+            if node is None:
+                node = self.nodes[name] = AgentStats(name)
+            node.runs += path.runs
+            node.errors += path.errors
+            node.own.add(path.own)
+            node.inclusive.add(path.inclusive)
+
     def finish(self) -> AgentMap:
+        self._nodes_from_paths()
         for name, node in self.nodes.items():
             durations = self.node_ms.get(name, [])
             node.p50_ms, node.p95_ms = percentile(durations, 50), percentile(durations, 95)
             node.own, node.inclusive = node.own.rounded(), node.inclusive.rounded()
+            node.traces = self.node_traces.get(name, 0)
             node.recent = [TraceRef(t, s, span) for s, t, span in _newest(self.node_refs.get(name, []))]
         for key, edge in self.edges.items():
             durations = self.edge_ms.get(key, [])
@@ -420,6 +433,20 @@ def _newest(refs: list[Any]) -> list[Any]:
     return heapq.nlargest(TRACE_REFS_KEPT, refs)
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a map is read and built: hundreds of thousands of
+    small tuples would otherwise trigger repeated full collections (about a third of the time),
+    and the map's objects hold no reference cycles."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def build_agent_map(traces: Iterable[TraceLinks], bucket_ns: int | None = None) -> AgentMap:
     """The agent map over `traces` (each trace's link rows, inference sums and parent links);
     `bucket_ns` also fills its timeline (own usage per agent per time bucket of loop starts)."""
@@ -432,7 +459,7 @@ def build_agent_map(traces: Iterable[TraceLinks], bucket_ns: int | None = None) 
         for facts in delegations:
             acc.add_delegation(links.trace_id, facts)
         for name in {loop.row.name for loop in loops}:
-            acc.nodes[name].traces += 1
+            acc.node_traces[name] = acc.node_traces.get(name, 0) + 1
         for key in {(f.caller, f.target, f.kind) for f in delegations}:
             acc.edges[key].traces += 1
     return acc.finish()

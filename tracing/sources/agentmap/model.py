@@ -165,6 +165,8 @@ class PathStats:
     """Agent names from the root loop down."""
     runs: int = 0
     """Loops at this path."""
+    errors: int = 0
+    """Loops at this path that ended with status ERROR."""
     own: MapUsage = field(default_factory=MapUsage)
     """Their own rounds."""
     inclusive: MapUsage = field(default_factory=MapUsage)

@@ -6,13 +6,8 @@ reads a few typed columns instead of decoding span JSON (`links_migrate` adds th
 
 from __future__ import annotations
 
-import sqlite3
-
 from janux.tracing.records import SpanRecord
-from janux.tracing.sources.agentmap.build import TraceLinks
 from janux.tracing.sources.agentmap.classify import ROLE_AGENT, LinkRow, classify_span
-from janux.tracing.sources.agentmap.model import MapUsage
-from janux.tracing.sources.agentmap.parents import resolve_parents
 
 LINK_COLUMNS = tuple("".join(part.title() for part in name.split("_")) for name in LinkRow._fields)
 """Columns of `agent_links`, in `LinkRow` field order (`trace_id` -> `TraceId`)."""
@@ -46,70 +41,7 @@ INSERT_LINKS = f"INSERT OR IGNORE INTO main.agent_links ({', '.join(LINK_COLUMNS
 
 
 def link_values(span: SpanRecord) -> LinkRow | None:
-    """The `agent_links` row of a span, or None (what the write path stores)."""
-    return classify_span(span)
-
-
-# Agent rows and delegating tool rows, in key order (so each trace's rows come together). A plain
-# tool span carrying another runtime's delegation is fetched when the builder walks through it.
-_LINKS = f"SELECT * FROM agent_links WHERE (Role = '{ROLE_AGENT}' OR Delegating = 1){{traces}}"
-
-# Inference sums per parent span, except under loops whose own usage is recorded (`janux.turn.*`).
-_INFERENCE = """
-SELECT u.TraceId, u.ParentSpanId, sum(u.InputTokens), sum(u.OutputTokens), sum(u.Cost), sum(u.Unpriced)
-FROM span_usage u WHERE u.Dim = 'model'{traces}
-GROUP BY u.TraceId, u.ParentSpanId
-HAVING NOT EXISTS (
-    SELECT 1 FROM agent_links a WHERE a.TraceId = u.TraceId AND a.SpanId = u.ParentSpanId AND a.HasTurn = 1)
-"""
-
-
-def read_links(conn: sqlite3.Connection, where: str, params: list[object]) -> list[TraceLinks]:
-    """The link rows, inference sums and parent links of the traces `trace_summary{where}` selects,
-    read in one transaction (one committed snapshot)."""
-    conn.execute("BEGIN")
-    try:
-        return _read_links(conn, where, params)
-    finally:
-        conn.execute("COMMIT")
-
-
-def _read_links(conn: sqlite3.Connection, where: str, params: list[object]) -> list[TraceLinks]:
-    # No filter: scan (every trace is wanted) instead of probing trace by trace.
-    traces_sql = f" AND TraceId IN (SELECT TraceId FROM trace_summary{where})" if where else ""
-    by_trace: dict[str, TraceLinks] = {}
-    current: TraceLinks | None = None
-    make = LinkRow._make
-    for row in conn.execute(_LINKS.format(traces=traces_sql), params):
-        if current is None or current.trace_id != row[0]:
-            current = by_trace[row[0]] = TraceLinks(row[0], [])
-        current.rows.append(make(row))  # type: ignore[attr-defined]
-    for trace_id, parent, tokens_in, tokens_out, cost, unpriced in conn.execute(
-        _INFERENCE.format(traces=traces_sql), params
-    ):
-        links = by_trace.get(trace_id)
-        if links is None:
-            links = by_trace[trace_id] = TraceLinks(trace_id, [])
-        links.inference[parent] = MapUsage(tokens_in or 0, tokens_out or 0, cost, unpriced or 0)
-    resolve_parents(by_trace, lambda keys: _lookup(conn, keys))
-    return list(by_trace.values())
-
-
-def _lookup(
-    conn: sqlite3.Connection, keys: list[tuple[str, str]]
-) -> list[tuple[str, str, str, LinkRow | None]]:
-    """(trace, span, parent, link row) of the stored spans among `keys`: the `agent_links` row of
-    a plain tool span the first read left out, else None."""
-    found: list[tuple[str, str, str, LinkRow | None]] = []
-    for start in range(0, len(keys), 400):
-        chunk = keys[start : start + 400]
-        marks = " OR ".join("(s.TraceId = ? AND s.SpanId = ?)" for _ in chunk)
-        args = [value for key in chunk for value in key]
-        sql = (
-            "SELECT s.TraceId, s.SpanId, s.ParentSpanId, l.* FROM otel_traces s LEFT JOIN agent_links l "
-            f"ON l.TraceId = s.TraceId AND l.SpanId = s.SpanId WHERE {marks}"
-        )
-        for row in conn.execute(sql, args):
-            link = LinkRow._make(row[3:]) if row[3] is not None else None  # type: ignore[attr-defined]
-            found.append((row[0], row[1], row[2], link))
-    return found
+    """The `agent_links` row of an agent span or a delegating tool span, else None (what the write
+    path stores). A plain tool span is classified only if a read walks through it (`_lookup`)."""
+    row = classify_span(span)
+    return row if row is not None and (row.role == ROLE_AGENT or row.delegating) else None

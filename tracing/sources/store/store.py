@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from janux.tracing.records import SpanRecord
-from janux.tracing.sources.agentmap.build import build_agent_map
+from janux.tracing.sources.agentmap.build import build_agent_map, gc_paused
 from janux.tracing.sources.agentmap.model import AgentMap
 from janux.tracing.sources.protocol import (
     IngestStats,
@@ -28,8 +28,8 @@ from janux.tracing.sources.protocol import (
     UsageDimension,
 )
 from janux.tracing.sources.store import queries
-from janux.tracing.sources.store.links import read_links
 from janux.tracing.sources.store.links_migrate import ensure_links
+from janux.tracing.sources.store.links_read import read_links
 from janux.tracing.sources.store.lock import WriteLock
 from janux.tracing.sources.store.maintenance import PruneResult, prune_before
 from janux.tracing.sources.store.rows import batch_rows
@@ -173,7 +173,8 @@ class TraceStore:
     def agent_map(self, flt: TraceFilter, bucket_ns: int | None = None) -> AgentMap:
         """Agents and the delegations between them over the traces matching `flt`."""
         where, params = queries.filter_sql(flt)
-        return build_agent_map(read_links(self._conn(), where, params), bucket_ns)
+        with gc_paused():
+            return build_agent_map(read_links(self._conn(), where, params), bucket_ns)
 
     def ingest_stats(self) -> IngestStats:
         """Counts of what was stored and refused."""
