@@ -83,7 +83,9 @@ def main(argv: list[str] | None = None) -> int:
         with open_store(data_dir) as reader:
             flt = TraceFilter()
             stored = reader.ingest_stats().spans
+            start = time.perf_counter()
             agent_map = reader.agent_map(flt)
+            cold_s = time.perf_counter() - start
             map_s = _median(lambda: reader.agent_map(flt), runs)
             list_s = _median(lambda: reader.list_traces(flt, 50), runs)
             usage_s = _median(lambda: reader.usage_by("agent", flt), runs)
@@ -92,20 +94,48 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"| `agent_map()` over {stored:,} stored spans ({agent_map.traces:,} traces, "
             f"{sum(n.runs for n in agent_map.nodes):,} loops, {sum(e.count for e in agent_map.edges):,} "
-            f"delegations) | {map_s * 1e3:.0f} ms | trace list first page {list_s * 1e3:.1f} ms; "
+            f"delegations): first call of a process (reads every trace) / later calls (facts kept) | "
+            f"{cold_s * 1e3:.0f} ms / {map_s * 1e3:.0f} ms | trace list first page {list_s * 1e3:.1f} ms; "
             f"`usage_by(agent)` {usage_s * 1e3:.0f} ms |"
         )
         if args.no_browser:
             return 0
         maps, lists = _browser(data_dir, runs)
-    shown, baseline = statistics.median(maps), statistics.median(lists)
+        deep = _deep_link(data_dir)
+    shown, baseline = max(maps), statistics.median(lists)
     print(
-        f"| Agent map page in Chromium, new session each visit (median of {runs}: "
-        f"{', '.join(f'{t:.2f}' for t in maps)} s) | **{shown:.2f} s** (target {TARGET_S:.0f} s) "
-        f"| Traces page {baseline:.2f} s "
-        f"({shown / baseline:.1f}x) |"
+        f"| Agent map page in Chromium after the Traces page (which starts reading the map's facts), "
+        f"a new session each visit: {', '.join(f'{t:.2f}' for t in maps)} s | **{shown:.2f} s** worst "
+        f"(target {TARGET_S:.0f} s) | Traces page {baseline:.2f} s ({shown / baseline:.1f}x) |"
+    )
+    print(
+        f"| Agent map opened first on a freshly started dashboard (deep link: nothing read yet) "
+        f"| {deep:.2f} s | |"
     )
     return 0 if shown < TARGET_S else 1
+
+
+def _deep_link(data_dir: Path) -> float:
+    """Seconds until the Agent map is drawn when it is the first page a fresh server shows."""
+    from playwright.sync_api import sync_playwright
+
+    from janux.cli.ui import free_port, launch_ui
+
+    port = free_port()
+    server = launch_ui(data_dir, port=port, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+            seconds = _shown_in_s(
+                browser.new_page(viewport={"width": 1440, "height": 1000}), f"{url}/agent-map", MAP_READY
+            )
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    return seconds
 
 
 if __name__ == "__main__":

@@ -145,7 +145,7 @@ def main() -> None:
     )  # fmt: skip
     graph_tab, table_tab = st.tabs(["Map", "Tables (the data of the map)"])
     with graph_tab:
-        st.graphviz_chart(dot, use_container_width=True)
+        st.graphviz_chart(dot, width="stretch")
         st.caption(
             "Edge colour: failure rate (green none, amber < 10%, orange < 50%, red more). Dashed: the "
             "caller's spans are missing. Bold: transfers. ⚠: an alert rule is crossed."

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,6 +18,7 @@ RULES_ENV = "JANUX_RULES"
 """Environment variable naming the alert rules file the agent map shows as badges."""
 ROUND_NS = 60 * 1_000_000_000
 """A relative range's start is rounded down to the minute, so reruns within it reuse the map."""
+logger = logging.getLogger(__name__)
 _CACHE = "janux_map_cache"
 _KEPT = 4
 
@@ -45,6 +48,30 @@ def cached_map(key: str, source: TraceSource, flt: TraceFilter, bucket_ns: int) 
             cache.pop(next(iter(cache)))
         cache[cache_key] = found
     return found
+
+
+_warming: set[str] = set()
+_warming_lock = threading.Lock()
+
+
+def warm(key: str, source: TraceSource) -> None:
+    """Start reading the source's agent map facts in the background, once per source per process,
+    so the Agent map (and the cost pictures) open fast after the dashboard's first page. Sources
+    that keep no facts between calls gain nothing and are left alone."""
+    if not getattr(source, "keeps_map_facts", False):
+        return
+    with _warming_lock:
+        if key in _warming:
+            return
+        _warming.add(key)
+
+    def run() -> None:
+        try:
+            source.agent_map(TraceFilter())
+        except Exception:  # a failed warm-up only means the first map is read on demand
+            logger.debug("agent map warm-up failed", exc_info=True)
+
+    threading.Thread(target=run, name="janux-map-warmup", daemon=True).start()
 
 
 def rules_report(source: TraceSource, flt: TraceFilter, agent_map: AgentMap) -> tuple[Report | None, str]:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from janux.tracing.records import SpanRecord
+from janux.tracing.sources.agentmap.build import TraceLinks
 from janux.tracing.sources.agentmap.spans import agent_map_of_traces
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter
@@ -92,3 +93,47 @@ def test_prune_removes_agent_links(tmp_path: Path) -> None:
         conn = sqlite3.connect(tmp_path / "traces.sqlite3")
         assert conn.execute("SELECT count(*) FROM agent_links").fetchone()[0] == 0
         conn.close()
+
+
+def test_store_map_stays_exact_as_traces_grow_between_calls(tmp_path: Path) -> None:
+    """The store keeps per-trace facts between calls: a trace that grows, or a new one, is re-read."""
+    contract = contract_trace()
+    late = [s for s in contract if s.parent_span_id]  # the children arrive after their root
+    first = [s for s in contract if not s.parent_span_id] + list(demo_traces().spans)
+    with open_store(tmp_path) as store:
+        store.write(first)
+        assert actual(store.agent_map(TraceFilter())) == expected(by_trace(first).values())
+        store.write(late + plain_trace())
+        everything = [*first, *late, *plain_trace()]
+        assert actual(store.agent_map(TraceFilter())) == expected(by_trace(everything).values())
+        narrowed = store.agent_map(TraceFilter(root_agent="planner"))
+        planner = [
+            spans
+            for spans in by_trace(everything).values()
+            if any(s.name == "invoke_agent planner" and not s.parent_span_id for s in spans)
+        ]
+        assert actual(narrowed) == expected(planner)
+
+
+def test_map_cache_rereads_only_what_changed() -> None:
+    from janux.tracing.sources.agentmap.cache import MapCache
+    from janux.tracing.sources.agentmap.spans import links_of_spans
+
+    traces = by_trace(demo_traces().spans)
+    calls: list[object] = []
+
+    def load_all() -> list[TraceLinks]:
+        calls.append("all")
+        return [links_of_spans(t, spans) for t, spans in traces.items()]
+
+    def load_some(ids: list[str]) -> list[TraceLinks]:
+        calls.append(sorted(ids))
+        return [links_of_spans(t, traces[t]) for t in ids]
+
+    cache = MapCache()
+    versions = {t: len(spans) for t, spans in traces.items()}
+    first = cache.agent_map(versions, load_all, load_some, None)
+    grown = next(iter(versions))
+    again = cache.agent_map({**versions, grown: versions[grown] + 1}, load_all, load_some, None)
+    assert calls == ["all", [grown]]
+    assert actual(first) == actual(again) == expected(traces.values())

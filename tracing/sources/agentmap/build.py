@@ -447,19 +447,27 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def build_agent_map(traces: Iterable[TraceLinks], bucket_ns: int | None = None) -> AgentMap:
-    """The agent map over `traces` (each trace's link rows, inference sums and parent links);
-    `bucket_ns` also fills its timeline (own usage per agent per time bucket of loop starts)."""
+TraceFacts = tuple[list[_Loop], list[DelegationFacts]]
+"""One trace's loops (usage filled) and delegations: what a map adds up (and what may be cached)."""
+
+
+def aggregate(facts: Iterable[tuple[str, TraceFacts]], bucket_ns: int | None = None) -> AgentMap:
+    """The agent map over per-trace facts (trace id, facts)."""
     acc = _Acc(bucket_ns)
-    for links in traces:
+    for trace_id, (loops, delegations) in facts:
         acc.traces += 1
-        loops, delegations = trace_facts(links)
         for loop in loops:
-            acc.add_loop(links.trace_id, loop)
-        for facts in delegations:
-            acc.add_delegation(links.trace_id, facts)
+            acc.add_loop(trace_id, loop)
+        for delegation in delegations:
+            acc.add_delegation(trace_id, delegation)
         for name in {loop.row.name for loop in loops}:
             acc.node_traces[name] = acc.node_traces.get(name, 0) + 1
         for key in {(f.caller, f.target, f.kind) for f in delegations}:
             acc.edges[key].traces += 1
     return acc.finish()
+
+
+def build_agent_map(traces: Iterable[TraceLinks], bucket_ns: int | None = None) -> AgentMap:
+    """The agent map over `traces` (each trace's link rows, inference sums and parent links);
+    `bucket_ns` also fills its timeline (own usage per agent per time bucket of loop starts)."""
+    return aggregate(((links.trace_id, trace_facts(links)) for links in traces), bucket_ns)

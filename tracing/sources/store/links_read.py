@@ -39,6 +39,15 @@ def read_links(conn: sqlite3.Connection, where: str, params: list[object]) -> li
         conn.execute("COMMIT")
 
 
+def read_links_of(conn: sqlite3.Connection, trace_ids: list[str]) -> list[TraceLinks]:
+    """`read_links` of the named traces (in chunks of one statement's worth of parameters)."""
+    found: list[TraceLinks] = []
+    for start in range(0, len(trace_ids), 500):
+        chunk = trace_ids[start : start + 500]
+        found += read_links(conn, f" WHERE TraceId IN ({', '.join('?' * len(chunk))})", list(chunk))
+    return found
+
+
 def _read_links(conn: sqlite3.Connection, where: str, params: list[object]) -> list[TraceLinks]:
     # No filter: scan (every trace is wanted) instead of probing trace by trace.
     traces_sql = f" WHERE TraceId IN (SELECT TraceId FROM trace_summary{where})" if where else ""
