@@ -6,6 +6,16 @@ reads a few typed columns instead of decoding span JSON (`links_migrate` adds th
 
 from __future__ import annotations
 
+from janux.tracing.conventions import (
+    EVENT_HANDOFF_END,
+    EVENT_HANDOFF_START,
+    GEN_AI_OPERATION_NAME,
+    GEN_AI_TOOL_TYPE,
+    OP_EXECUTE_TOOL,
+    OP_INVOKE_AGENT,
+    TOOL_TYPE_DELEGATE,
+    TOOL_TYPE_HANDOFF,
+)
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.agentmap.classify import ROLE_AGENT, LinkRow, classify_span
 
@@ -43,5 +53,18 @@ INSERT_LINKS = f"INSERT OR IGNORE INTO main.agent_links ({', '.join(LINK_COLUMNS
 def link_values(span: SpanRecord) -> LinkRow | None:
     """The `agent_links` row of an agent span or a delegating tool span, else None (what the write
     path stores). A plain tool span is classified only if a read walks through it (`_lookup`)."""
+    # The write path's hot loop: most spans are rejected on one or two dict lookups.
+    op = span.attributes.get(GEN_AI_OPERATION_NAME)
+    if op == OP_EXECUTE_TOOL:
+        if span.attributes.get(GEN_AI_TOOL_TYPE) not in _DELEGATING and not any(
+            event.name in _HANDOFF_EVENTS for event in span.events
+        ):
+            return None
+    elif op != OP_INVOKE_AGENT and op:
+        return None
     row = classify_span(span)
     return row if row is not None and (row.role == ROLE_AGENT or row.delegating) else None
+
+
+_DELEGATING = frozenset({TOOL_TYPE_DELEGATE, TOOL_TYPE_HANDOFF})
+_HANDOFF_EVENTS = frozenset({EVENT_HANDOFF_START, EVENT_HANDOFF_END})
