@@ -39,7 +39,7 @@ def _node(node: AgentStats) -> None:
     cols[1].metric("Error rate", f"{node.error_rate:.1%}")
     cols[2].metric("Own cost", views.usd(node.own))
     cols[3].metric("Inclusive cost", views.usd(node.inclusive))
-    cols[4].metric("p50 / p95", f"{fmt.ms(node.p50_ms)} / {fmt.ms(node.p95_ms)}")
+    cols[4].metric("p50 / p95", f"{views.ms(node.p50_ms)} / {views.ms(node.p95_ms)}")
     st.subheader(fmt.markdown_text(f"Newest traces of {node.agent} ({node.traces:,} in the range)"))
     refs = [(r.trace_id, r.start_ns, r.span_id) for r in node.recent]
     show_table(_refs_frame(refs), key="map_node_traces", column_config={"open": OPEN_LINK})
@@ -51,7 +51,7 @@ def _edge(edge: EdgeStats) -> None:
     cols[1].metric("Attempts / delegation", f"{edge.attempts_per_delegation:.2f}")
     cols[2].metric("Failure rate", f"{edge.failure_rate:.1%}")
     cols[3].metric("Cost carried", views.usd(edge.cost))
-    cols[4].metric("p50 / p95", f"{fmt.ms(edge.p50_ms)} / {fmt.ms(edge.p95_ms)}")
+    cols[4].metric("p50 / p95", f"{views.ms(edge.p50_ms)} / {views.ms(edge.p95_ms)}")
     kinds = " · ".join(f"{k} {edge.failures[k]}" for k in views.FAILURE_KINDS if edge.failures.get(k))
     st.caption(fmt.markdown_text(f"Failures by kind: {kinds or 'none'}"))
     if edge.failed:

@@ -38,6 +38,11 @@ def usd(usage: MapUsage) -> str:
     return text + (" + unpriced" if usage.unpriced_tokens else "")
 
 
+def ms(value: float | None) -> str:
+    """A percentile duration, `—` when there was none to take."""
+    return fmt.NO_USAGE if value is None else fmt.ms(value)
+
+
 def failure_color(rate: float) -> str:
     """Green (no failures) through orange to red (half or more failed)."""
     if rate <= 0:
@@ -72,7 +77,7 @@ def _node_line(index: int, node: AgentStats, badges: Mapping[str, list[str]], se
         node.agent,
         f"{node.runs:,} runs · {node.error_rate:.0%} errors",
         f"own {usd(node.own)} · incl {usd(node.inclusive)}",
-        f"p50 {fmt.ms(node.p50_ms)} · p95 {fmt.ms(node.p95_ms)}",
+        f"p50 {ms(node.p50_ms)} · p95 {ms(node.p95_ms)}",
         *(f"⚠ {name}" for name in badges.get(node.agent, [])),
     ]
     label = "\\n".join(escape(line) for line in lines)

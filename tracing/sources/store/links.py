@@ -37,16 +37,17 @@ def _column(name: str) -> str:
     return f"{name} {'REAL' if name in _REAL else 'INTEGER' if name in _INTEGER else 'TEXT'}"
 
 
+# A rowid table (rows are appended; a clustered key on random trace ids would split pages on
+# every batch) with one index by trace. No uniqueness constraint: the write path inserts a span's
+# row only after `otel_traces` took the span (`ingest._apply`), so a span is never here twice.
 LINKS_DDL = f"""
 CREATE TABLE IF NOT EXISTS agent_links (
-    {", ".join(_column(name) for name in LINK_COLUMNS)},
-    PRIMARY KEY (TraceId, SpanId)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS agent_links_children
-    ON agent_links (TraceId, ParentSpanId) WHERE Role = '{ROLE_AGENT}';
+    {", ".join(_column(name) for name in LINK_COLUMNS)}
+);
+CREATE INDEX IF NOT EXISTS agent_links_trace ON agent_links (TraceId, SpanId);
 """
 
-INSERT_LINKS = f"INSERT OR IGNORE INTO main.agent_links ({', '.join(LINK_COLUMNS)})"
+INSERT_LINKS = f"INSERT INTO main.agent_links ({', '.join(LINK_COLUMNS)})"
 """Head of the write path's insert (the rows follow, see `bulk.insert_rows`)."""
 
 

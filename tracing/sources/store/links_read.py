@@ -15,8 +15,8 @@ from janux.tracing.sources.agentmap.model import MapUsage
 from janux.tracing.sources.agentmap.parents import resolve_parents
 from janux.tracing.sources.store.rows import SELECT_SPAN_COLUMNS, RowReader
 
-# Every row, in key order (so each trace's rows come together). A plain tool span carrying another
-# runtime's delegation is classified when the builder walks through it (`_lookup`).
+# Every row (a trace's rows come from several batches: the reader groups them). A plain tool
+# span carrying another runtime's delegation is classified when the builder walks through it.
 _LINKS = "SELECT * FROM agent_links{traces}"
 
 # Inference sums per parent span, except under loops whose own usage is recorded (`janux.turn.*`).
@@ -52,12 +52,12 @@ def _read_links(conn: sqlite3.Connection, where: str, params: list[object]) -> l
     # No filter: scan (every trace is wanted) instead of probing trace by trace.
     traces_sql = f" WHERE TraceId IN (SELECT TraceId FROM trace_summary{where})" if where else ""
     by_trace: dict[str, TraceLinks] = {}
-    current: TraceLinks | None = None
     make = LinkRow._make
     for row in conn.execute(_LINKS.format(traces=traces_sql), params):
-        if current is None or current.trace_id != row[0]:
-            current = by_trace[row[0]] = TraceLinks(row[0], [])
-        current.rows.append(make(row))  # type: ignore[attr-defined]
+        links = by_trace.get(row[0])
+        if links is None:  # a trace's rows are scattered over the batches that brought them
+            links = by_trace[row[0]] = TraceLinks(row[0], [])
+        links.rows.append(make(row))  # type: ignore[attr-defined]
     for trace_id, parent, tokens_in, tokens_out, cost, unpriced in conn.execute(
         _INFERENCE.format(inference_traces=traces_sql.replace(" WHERE ", " AND ", 1)), params
     ):
