@@ -99,6 +99,22 @@ def _named(span: SpanRecord, key: str) -> str:
     return parts[1] if len(parts) == 2 else span.name
 
 
+def _str(attrs: dict[str, Any], key: str) -> str | None:
+    """`attr_str` with the common cases (absent, a str) first: the write path calls this per span."""
+    value = attrs.get(key)
+    if value is None or type(value) is str:
+        return value
+    return attr_str(attrs, key)
+
+
+def _int(attrs: dict[str, Any], key: str) -> int | None:
+    """`attr_int` with the common cases (absent, an int) first."""
+    value = attrs.get(key)
+    if value is None or type(value) is int:
+        return value
+    return attr_int(attrs, key)
+
+
 def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
@@ -109,12 +125,12 @@ def _agent_row(span: SpanRecord) -> LinkRow:
     has_turn = any(key in attrs for key in c.TURN_USAGE_KEYS)
     return LinkRow(
         span.trace_id, span.span_id, span.parent_span_id, ROLE_AGENT, span.start_ns, span.duration_ns,
-        _named(span, c.GEN_AI_AGENT_NAME), status, attr_str(attrs, c.ERROR_TYPE),
-        attr_str(attrs, c.JANUX_STOP_REASON), attr_int(attrs, c.JANUX_HANDOFF_ATTEMPT),
+        _named(span, c.GEN_AI_AGENT_NAME), status, _str(attrs, c.ERROR_TYPE),
+        _str(attrs, c.JANUX_STOP_REASON), _int(attrs, c.JANUX_HANDOFF_ATTEMPT),
         c.JANUX_AGENT_DEPTH in attrs or has_turn,
-        attr_int(attrs, c.JANUX_TURN_INPUT_TOKENS), attr_int(attrs, c.JANUX_TURN_OUTPUT_TOKENS),
-        _finite(attr_float(attrs, c.JANUX_TURN_COST)), attr_int(attrs, c.JANUX_TURN_UNPRICED_TOKENS),
-        has_turn, attr_str(attrs, c.JANUX_HANDOFF_FROM), attr_str(attrs, c.JANUX_HANDOFF_TO),
+        _int(attrs, c.JANUX_TURN_INPUT_TOKENS), _int(attrs, c.JANUX_TURN_OUTPUT_TOKENS),
+        _finite(attr_float(attrs, c.JANUX_TURN_COST)), _int(attrs, c.JANUX_TURN_UNPRICED_TOKENS),
+        has_turn, _str(attrs, c.JANUX_HANDOFF_FROM), _str(attrs, c.JANUX_HANDOFF_TO),
         False, c.KIND_DELEGATE, "", None, None, None, False, False,
     )  # fmt: skip
 
@@ -137,18 +153,18 @@ class _Handoff:
         self.recorded = False
 
     def read(self, attrs: dict[str, Any]) -> None:
-        status = attr_str(attrs, c.JANUX_HANDOFF_STATUS)
+        status = _str(attrs, c.JANUX_HANDOFF_STATUS)
         if status and status != c.STATUS_STARTING:
             self.status = status
-        kind = attr_str(attrs, c.JANUX_HANDOFF_KIND)
+        kind = _str(attrs, c.JANUX_HANDOFF_KIND)
         if kind in (c.KIND_DELEGATE, c.KIND_TRANSFER):
             self.kind = kind
-        self.target = attr_str(attrs, c.JANUX_HANDOFF_TARGET) or self.target
-        self.tool = attr_str(attrs, c.JANUX_HANDOFF_TOOL) or self.tool
-        self.deny = attr_str(attrs, c.JANUX_HANDOFF_DENY_REASON) or self.deny
-        self.stop = attr_str(attrs, c.JANUX_HANDOFF_STOP_REASON) or self.stop
-        self.error = attr_str(attrs, c.JANUX_HANDOFF_ERROR) or self.error
-        attempts = attr_int(attrs, c.JANUX_HANDOFF_ATTEMPTS)
+        self.target = _str(attrs, c.JANUX_HANDOFF_TARGET) or self.target
+        self.tool = _str(attrs, c.JANUX_HANDOFF_TOOL) or self.tool
+        self.deny = _str(attrs, c.JANUX_HANDOFF_DENY_REASON) or self.deny
+        self.stop = _str(attrs, c.JANUX_HANDOFF_STOP_REASON) or self.stop
+        self.error = _str(attrs, c.JANUX_HANDOFF_ERROR) or self.error
+        attempts = _int(attrs, c.JANUX_HANDOFF_ATTEMPTS)
         self.attempts = attempts if attempts is not None else self.attempts
         ms = _finite(attr_float(attrs, c.JANUX_HANDOFF_DURATION_MS))
         self.ms = ms if ms is not None else self.ms
