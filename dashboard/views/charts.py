@@ -20,13 +20,15 @@ UNPRICED_COLOR = "#9e9e9e"
 def cost_over_time(timeline: pd.DataFrame) -> alt.Chart:
     """Own cost per time bucket, stacked by agent (unpriced rows carry no cost and are left out)."""
     priced = timeline[timeline["band"] != UNPRICED_BAND]
+    bands = sorted(str(b) for b in priced["band"].unique())
+    palette = alt.Scale(domain=bands, range=[_TABLEAU[i % len(_TABLEAU)] for i in range(len(bands))])
     chart: alt.Chart = (
         alt.Chart(priced)
         .mark_bar()
         .encode(
             x=alt.X("time:T", title="time (UTC)"),
             y=alt.Y("sum(cost USD):Q", title="cost (USD)", stack="zero"),
-            color=alt.Color("band:N", title="agent"),
+            color=alt.Color("band:N", title="agent", scale=palette),
             tooltip=["time:T", "band:N", alt.Tooltip("sum(cost USD):Q", format="$.6f", title="cost")],
         )
         .properties(height=220)
