@@ -137,3 +137,35 @@ def test_map_cache_rereads_only_what_changed() -> None:
     again = cache.agent_map({**versions, grown: versions[grown] + 1}, load_all, load_some, None)
     assert calls == ["all", [grown]]
     assert actual(first) == actual(again) == expected(traces.values())
+
+
+def test_damaged_traces_never_raise(tmp_path: Path) -> None:
+    """Cycles, odd attribute types, huge and non-finite numbers: counted as far as they go, no crash."""
+    from janux.tracing import conventions as c
+    from tests.support.otlp_build import record
+
+    t = "d" * 32
+    odd = {
+        c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT, c.GEN_AI_AGENT_NAME: ["not", "a", "name"],
+        c.JANUX_TURN_INPUT_TOKENS: "12", c.JANUX_TURN_OUTPUT_TOKENS: float("inf"),
+        c.JANUX_TURN_COST: float("nan"), c.JANUX_HANDOFF_ATTEMPT: True,
+    }  # fmt: skip
+    tool = {c.GEN_AI_OPERATION_NAME: c.OP_EXECUTE_TOOL, c.GEN_AI_TOOL_TYPE: c.TOOL_TYPE_DELEGATE,
+            c.JANUX_HANDOFF_ATTEMPTS: "many", c.JANUX_HANDOFF_DURATION_MS: "slow"}  # fmt: skip
+    spans = [
+        record("a1", "a2", "invoke_agent x", odd, trace_id=t),  # a1 and a2 are each other's parent
+        record("a2", "t1", "invoke_agent y", {c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT}, trace_id=t),
+        record("t1", "a1", "execute_tool delegate.y", tool, trace_id=t, duration=-1),
+        record(
+            "c1",
+            "c1",
+            "chat m",
+            {c.GEN_AI_OPERATION_NAME: c.OP_CHAT, c.GEN_AI_USAGE_INPUT_TOKENS: 2**70},
+            trace_id=t,
+        ),
+    ]
+    for agent_map in (agent_map_of_traces([(t, spans)]), MemoryTraceSource(spans).agent_map(TraceFilter())):
+        assert agent_map.traces == 1 and agent_map.nodes
+    with open_store(tmp_path) as store:
+        store.write(spans)
+        assert store.agent_map(TraceFilter()).nodes
