@@ -41,9 +41,15 @@ def render(key: str, source: TraceSource, flt: TraceFilter) -> None:
         "Exact over every trace in the range. Each loop's own rounds, at the loop's start. Tokens "
         "without a price are their own grey band: their cost is unknown, not $0."
     )
-    timeline = views.timeline_frame(agent_map)
-    chart_with_table("Cost over time by agent", charts.cost_over_time(timeline), timeline, "cost_time")
-    chart_with_table("Tokens over time by agent", charts.tokens_over_time(timeline), timeline, "tokens_time")
+    by = st.radio("Stack by", ["agent", "model"], horizontal=True, key="costs_stack_by")
+    if by == "model":
+        bucket = bucket_for(flt, time.time_ns())
+        timeline = views.model_timeline_frame(source.model_timeline(flt, bucket))
+        st.caption("By model: every model round, placed at its trace's start.")
+    else:
+        timeline = views.timeline_frame(agent_map)
+    chart_with_table(f"Cost over time by {by}", charts.cost_over_time(timeline), timeline, "cost_time")
+    chart_with_table(f"Tokens over time by {by}", charts.tokens_over_time(timeline), timeline, "tokens_time")
     rects = views.icicle_frame(agent_map)
     paths = views.paths_frame(agent_map)
     if rects.empty:

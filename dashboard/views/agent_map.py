@@ -274,8 +274,18 @@ def _place(
 
 def timeline_frame(agent_map: AgentMap) -> pd.DataFrame:
     """Own cost and tokens per time bucket and agent, plus one `unpriced` band of tokens."""
+    return _bands((bucket, agent, usage) for (bucket, agent), usage in agent_map.timeline.items())
+
+
+def model_timeline_frame(rows: Iterable[tuple[int, str, MapUsage]]) -> pd.DataFrame:
+    """Cost and tokens per time bucket and requested model (`TraceSource.model_timeline`), plus one
+    `unpriced` band of tokens."""
+    return _bands((bucket, model or "(no model)", usage) for bucket, model, usage in rows)
+
+
+def _bands(items: Iterable[tuple[int, str, MapUsage]]) -> pd.DataFrame:
     rows: list[dict[str, object]] = []
-    for (bucket, agent), usage in agent_map.timeline.items():
+    for bucket, agent, usage in items:
         when = pd.Timestamp(bucket, unit="ns", tz="UTC")
         priced_tokens = usage.total_tokens - usage.unpriced_tokens
         rows.append({"time": when, "band": agent, "cost USD": usage.cost or 0.0, "tokens": priced_tokens})

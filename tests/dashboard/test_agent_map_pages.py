@@ -174,3 +174,18 @@ def test_trace_page_links_a_failed_edge_to_the_handoff_screen(open_page: OpenPag
     assert len(links) == 1 and links[0]["trace_id"] == trace_id
     at = open_page(source, "handoff.py", **links[0])
     assert any("failed" in rendered(h.value) for h in at.subheader)
+
+
+def test_cost_over_time_stacks_by_model(open_page: OpenPage, demo: Demo) -> None:
+    source = MemoryTraceSource(demo[0])
+    at = open_page(source, "costs.py")
+    at.radio(key="costs_stack_by").set_value("model").run()
+    assert not at.exception
+    timeline = next(
+        e.value for e in at.dataframe if {"time", "band", "cost USD", "tokens"} <= set(e.value.columns)
+    )
+    for row in source.usage_by("model", TraceFilter()):
+        rows = timeline[timeline["band"] == (row.key or "(no model)")]
+        assert rows["cost USD"].sum() == pytest.approx(row.cost or 0.0)
+    unpriced = timeline[timeline["band"] == "unpriced"]["tokens"].sum()
+    assert unpriced == sum(r.unpriced_tokens or 0 for r in source.usage_by("model", TraceFilter())) > 0

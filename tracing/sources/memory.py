@@ -14,7 +14,7 @@ from typing import Literal
 
 from janux.tracing import conventions as c
 from janux.tracing.records import STATUS_ERROR, SpanRecord, attr_float, attr_int, attr_str
-from janux.tracing.sources.agentmap.model import AgentMap
+from janux.tracing.sources.agentmap.model import AgentMap, MapUsage
 from janux.tracing.sources.agentmap.spans import agent_map_of_traces
 from janux.tracing.sources.protocol import (
     IngestStats,
@@ -23,6 +23,7 @@ from janux.tracing.sources.protocol import (
     UsageAggregate,
     UsageDimension,
 )
+from janux.tracing.sources.store.timeline import model_timeline_of
 from janux.tracing.sources.store.usage import aggregate_usage, bill_reconciled, bill_sums, turn_sums
 
 MAX_RECENT_ERRORS = 20
@@ -230,6 +231,14 @@ class MemoryTraceSource:
             with self._lock:
                 traces.append((summary.trace_id, list(self._traces.get(summary.trace_id, {}).values())))
         return agent_map_of_traces(traces, bucket_ns)
+
+    def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, MapUsage]]:
+        """Usage per (bucket of trace start, model) over the traces matching `flt`."""
+        traces = []
+        for summary in self._matching(flt):
+            with self._lock:
+                traces.append(list(self._traces.get(summary.trace_id, {}).values()))
+        return model_timeline_of(traces, max(1, bucket_ns))
 
     def ingest_stats(self) -> IngestStats:
         """Counts of what was stored and refused."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from janux.tracing.records import SpanRecord
-from janux.tracing.sources.agentmap.model import AgentMap
+from janux.tracing.sources.agentmap.model import AgentMap, MapUsage
 
 
 @dataclass(slots=True, kw_only=True)
@@ -182,6 +182,11 @@ class TraceSource(Protocol):
         """Agents (nodes) and delegations/transfers between them (edges) over every trace matching
         `flt`, with the Trace page's accounting (see `janux.tracing.sources.agentmap`); `bucket_ns`
         also fills the map's timeline (own usage per agent per bucket)."""
+        ...
+
+    def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, MapUsage]]:
+        """Usage per (time bucket of the trace start, requested model) over the traces matching `flt`:
+        every inference round once, unpriced rounds as unpriced tokens (see `model_timeline`)."""
         ...
 
     def ingest_stats(self) -> IngestStats:

@@ -90,3 +90,24 @@ def test_alert_rules_read_the_same_on_clickhouse(sources: tuple[ClickHouseSource
     on_store = evaluate(rules, store, TraceFilter()).findings
     assert on_clickhouse == on_store
     assert {f.rule for f in on_store if f.crossed} >= {"edges", "cuts", "p95"}
+
+
+def test_model_timeline_is_the_same_in_every_source(sources: tuple[ClickHouseSource, TraceStore]) -> None:
+    from janux.tracing.sources.memory import MemoryTraceSource
+
+    clickhouse, store = sources
+    bucket = 3_600 * 10**9
+    memory = MemoryTraceSource(SPANS).model_timeline(TraceFilter(), bucket)
+    assert store.model_timeline(TraceFilter(), bucket) == memory
+    assert clickhouse.model_timeline(TraceFilter(), bucket) == memory
+    # Summed over time, each model is its usage_by("model") row: every round once.
+    for row in store.usage_by("model", TraceFilter()):
+        rows = [u for _, model, u in memory if model == row.key]
+        assert sum(u.input_tokens for u in rows) == (row.input_tokens or 0)
+        assert sum(u.unpriced_tokens for u in rows) == (row.unpriced_tokens or 0)
+        priced = [u.cost for u in rows if u.cost is not None]
+        assert (round(sum(priced), 9) if priced else None) == (
+            None if row.cost is None else round(row.cost, 9)
+        )
+    filtered = store.model_timeline(TraceFilter(root_agent="triage"), bucket)
+    assert filtered == clickhouse.model_timeline(TraceFilter(root_agent="triage"), bucket) != memory

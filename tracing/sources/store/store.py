@@ -20,7 +20,7 @@ from typing import Literal
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.agentmap.build import gc_paused
 from janux.tracing.sources.agentmap.cache import MapCache
-from janux.tracing.sources.agentmap.model import AgentMap
+from janux.tracing.sources.agentmap.model import AgentMap, MapUsage
 from janux.tracing.sources.protocol import (
     IngestStats,
     TraceFilter,
@@ -35,6 +35,7 @@ from janux.tracing.sources.store.lock import WriteLock
 from janux.tracing.sources.store.maintenance import PruneResult, prune_before
 from janux.tracing.sources.store.rows import batch_rows
 from janux.tracing.sources.store.schema import connect, database_path, ensure_schema
+from janux.tracing.sources.store.timeline import STORE_SQL, finish_timeline
 from janux.tracing.sources.store.writer import GroupCommitWriter, WriteResult
 
 DATA_DIR_ENV = "JANUX_DATA_DIR"
@@ -187,6 +188,13 @@ class TraceStore:
             lambda ids: read_links_of(conn, ids),
             bucket_ns,
         )
+
+    def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, MapUsage]]:
+        """Usage per (bucket of trace start, model) over the traces matching `flt`."""
+        where, params = queries.filter_sql(flt)
+        sql = STORE_SQL.format(traces=f"SELECT TraceId, StartNs FROM trace_summary{where}")
+        bucket = max(1, bucket_ns)
+        return finish_timeline(self._conn().execute(sql, [bucket, bucket, *params]).fetchall())
 
     def ingest_stats(self) -> IngestStats:
         """Counts of what was stored and refused."""
