@@ -5,7 +5,14 @@ from __future__ import annotations
 import subprocess
 import sys
 
-BENCHES = ("bench_runtime", "bench_openai_agents", "bench_telemetry", "bench_reconstruct", "bench_ingest")
+BENCHES = (
+    "bench_runtime",
+    "bench_openai_agents",
+    "bench_telemetry",
+    "bench_reconstruct",
+    "bench_ingest",
+    "bench_agent_map",
+)
 """Benchmark modules, cheapest first."""
 
 

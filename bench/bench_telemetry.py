@@ -63,15 +63,23 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     spans, repeats = (2_000, 3) if args.quick else (20_000, 7)
     # A queue large enough that the healthy cases never drop: they measure the admission path.
-    roomy = BatchSettings(max_queue_size=spans * repeats, schedule_delay_ms=200,
-                          max_export_batch_size=512, export_timeout_ms=30_000)
-    small = BatchSettings(max_queue_size=2048, schedule_delay_ms=200, max_export_batch_size=512,
-                          export_timeout_ms=30_000)
+    roomy = BatchSettings(
+        max_queue_size=spans * repeats,
+        schedule_delay_ms=200,
+        max_export_batch_size=512,
+        export_timeout_ms=30_000,
+    )
+    small = BatchSettings(
+        max_queue_size=2048, schedule_delay_ms=200, max_export_batch_size=512, export_timeout_ms=30_000
+    )
     hung = _HungExporter()
     cases = {
         "SDK BatchSpanProcessor (baseline)": BatchSpanProcessor(
-            _NullExporter(), max_queue_size=roomy.max_queue_size, schedule_delay_millis=200,
-            max_export_batch_size=512),
+            _NullExporter(),
+            max_queue_size=roomy.max_queue_size,
+            schedule_delay_millis=200,
+            max_export_batch_size=512,
+        ),
         "janux, healthy": BoundedSpanProcessor(_NullExporter(), roomy),
         "janux, exporter hung (dropping)": BoundedSpanProcessor(hung, small),
         "no processor": None,

@@ -24,6 +24,9 @@ navigation = st.navigation(
         st.Page(_PAGES / "costs.py", title="Costs", url_path="costs"),
         st.Page(_PAGES / "failures.py", title="Failures", url_path="failures"),
         st.Page(_PAGES / "compare.py", title="Compare", url_path="compare"),
+        # Fleet views (issue 14): the agent map and the failed-handoff screen.
+        st.Page(_PAGES / "agent_map.py", title="Agent map", url_path="agent-map"),
+        st.Page(_PAGES / "handoff.py", title="Failed handoff", url_path="handoff"),
     ]
 )
 render_sidebar()

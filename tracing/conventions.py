@@ -377,12 +377,38 @@ TOKEN_TYPE_OUTPUT: Final = "output"
 """`gen_ai.token.type` of completion tokens."""
 
 TOKEN_USAGE_BUCKETS: Final = (
-    1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
+    1,
+    4,
+    16,
+    64,
+    256,
+    1024,
+    4096,
+    16384,
+    65536,
+    262144,
+    1048576,
+    4194304,
+    16777216,
+    67108864,
 )
 """Explicit bucket boundaries the semantic conventions advise for `gen_ai.client.token.usage`."""
 
 OPERATION_DURATION_BUCKETS: Final = (
-    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+    0.01,
+    0.02,
+    0.04,
+    0.08,
+    0.16,
+    0.32,
+    0.64,
+    1.28,
+    2.56,
+    5.12,
+    10.24,
+    20.48,
+    40.96,
+    81.92,
 )
 """Explicit bucket boundaries the semantic conventions advise for `gen_ai.client.operation.duration`."""
 

@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from janux.dashboard.reconstruct.pricing import price_source
+from janux.dashboard.ui import cost_pictures
 from janux.dashboard.ui.filters import trace_filter, trace_link
 from janux.dashboard.ui.state import active_source, get_views
 from janux.dashboard.ui.table import OPEN_LINK, show_table
@@ -135,10 +136,11 @@ def main() -> None:
     active = active_source()
     if active is None:
         return
-    _, source = active
+    key, source = active
     flt = trace_filter("costs", source, full=False)
     usage = range_usage(source, flt)
     _exact(usage)
+    cost_pictures.render(key, source, flt)
     _rebuilt(source, flt, usage.traces if usage.complete else source.count_traces(flt))
 
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 import streamlit as st
 
 from janux.dashboard.reconstruct.model import Failure
+from janux.dashboard.ui.edge_filter import EXPLAIN_LINK, edge_only, explain_links
 from janux.dashboard.ui.filters import scan_inputs, trace_link
 from janux.dashboard.ui.state import get_views
 from janux.dashboard.ui.table import OPEN_LINK, show_table
@@ -72,6 +73,7 @@ def main() -> None:
     source, flt, limit = inputs
     kinds = st.multiselect("Kinds", KINDS, default=list(KINDS), key="failures_kinds")
     failures = [f for f in _collect(source, flt, limit) if any(f.has_kind(k) for k in kinds)]
+    failures = edge_only(failures)
     _counts(failures)
     if not failures:
         st.success("No failed handoffs in this range.")
@@ -82,8 +84,10 @@ def main() -> None:
     show_table(grouped.sort_values("handoffs", ascending=False), key="failures_groups")
     st.subheader("Every failed handoff")
     frame.insert(0, "open", [trace_link(t) for t in frame["trace"]])
+    frame.insert(0, "explain", explain_links(frame))
     frame = frame.sort_values(["kind", "reason"])
-    show_table(frame, key="failures_table", visible_rows=25, column_config={"open": OPEN_LINK})
+    config = {"open": OPEN_LINK, "explain": EXPLAIN_LINK}
+    show_table(frame, key="failures_table", visible_rows=25, column_config=config)
 
 
 main()

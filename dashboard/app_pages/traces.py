@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from janux.dashboard.ui import map_data, trace_histograms
 from janux.dashboard.ui.filters import trace_filter, trace_link
 from janux.dashboard.ui.state import active_source, get_views
 from janux.dashboard.ui.table import OPEN_LINK, show_table
@@ -45,8 +46,10 @@ def main() -> None:
     active = active_source()
     if active is None:
         return
-    _, source = active
+    key, source = active
+    map_data.warm(key, source)  # the Agent map's facts, read in the background (issue 14)
     flt = trace_filter("traces", source)
+    histograms = trace_histograms.render(source, flt)
     left, right = st.columns([1, 3])
     page_size = left.selectbox("Rows per page", PAGE_SIZES, index=1, key="traces_size")
     live = right.toggle(f"Live tail (refresh every {LIVE_EVERY_S} s)", key="traces_live")
@@ -56,6 +59,7 @@ def main() -> None:
         _table(source, flt, int(page_size))
 
     table()
+    trace_histograms.data(histograms)
 
 
 main()

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from janux.dashboard.reconstruct.rebuild import TraceView
+from janux.dashboard.ui.links import handoff_link
 from janux.dashboard.ui.table import show_table
 from janux.dashboard.views import fmt, tables
 from janux.dashboard.views.graph import DEFAULT_MAX_NODES, handoff_dot
@@ -142,6 +143,9 @@ def delegations(view: TraceView) -> None:
         key="trace_attempts_of",
     )
     picked = view.delegations[int(chosen)]
+    failed = next((f for f in view.failures if f.delegation == picked.index), None)
+    if failed is not None:  # the failed-handoff screen (issue 14)
+        st.link_button("Explain this failed handoff ›", handoff_link(view.trace_id, failed.span_id))
     if picked.attempts:
         show_table(tables.attempts_frame(view, int(chosen)), key="trace_attempts")
     else:

@@ -43,26 +43,54 @@ def register(subparsers: Any) -> None:
         ),
     )
     target = parser.add_mutually_exclusive_group()
-    target.add_argument("--out", type=Path, metavar="FILE",
-                        help="write the traces as OTLP JSON lines to FILE (replaced unless --append)")
-    target.add_argument("--endpoint", metavar="URL",
-                        help="send the traces over OTLP to URL (e.g. http://127.0.0.1:4318)")
-    parser.add_argument("--protocol", choices=("http/protobuf", "grpc"), default=None,
-                        help="OTLP protocol for --endpoint (default: OTEL_EXPORTER_OTLP_PROTOCOL "
-                             "or http/protobuf)")
-    parser.add_argument("--scenario", action="append", metavar="NAME", dest="scenarios",
-                        help="run only this scenario (repeatable; see --list)")
+    target.add_argument(
+        "--out",
+        type=Path,
+        metavar="FILE",
+        help="write the traces as OTLP JSON lines to FILE (replaced unless --append)",
+    )
+    target.add_argument(
+        "--endpoint", metavar="URL", help="send the traces over OTLP to URL (e.g. http://127.0.0.1:4318)"
+    )
+    parser.add_argument(
+        "--protocol",
+        choices=("http/protobuf", "grpc"),
+        default=None,
+        help="OTLP protocol for --endpoint (default: OTEL_EXPORTER_OTLP_PROTOCOL or http/protobuf)",
+    )
+    parser.add_argument(
+        "--scenario",
+        action="append",
+        metavar="NAME",
+        dest="scenarios",
+        help="run only this scenario (repeatable; see --list)",
+    )
     parser.add_argument("--list", action="store_true", help="print the scenario names and exit")
     parser.add_argument("--append", action="store_true", help="append to --out instead of replacing it")
-    parser.add_argument("--service-name", default=None,
-                        help="service.name of the traces (default: OTEL_SERVICE_NAME or "
-                             f"{DEFAULT_SERVICE_NAME})")
-    parser.add_argument("--latency-scale", type=float, default=1.0, metavar="F",
-                        help="multiply the scripted model latencies by F (0 = as fast as possible)")
-    parser.add_argument("--wait-for", metavar="URL",
-                        help="first wait until URL answers HTTP 200 (e.g. the collector's health check)")
-    parser.add_argument("--wait-timeout", type=float, default=60.0, metavar="SECONDS",
-                        help="how long --wait-for waits (default 60)")
+    parser.add_argument(
+        "--service-name",
+        default=None,
+        help=f"service.name of the traces (default: OTEL_SERVICE_NAME or {DEFAULT_SERVICE_NAME})",
+    )
+    parser.add_argument(
+        "--latency-scale",
+        type=float,
+        default=1.0,
+        metavar="F",
+        help="multiply the scripted model latencies by F (0 = as fast as possible)",
+    )
+    parser.add_argument(
+        "--wait-for",
+        metavar="URL",
+        help="first wait until URL answers HTTP 200 (e.g. the collector's health check)",
+    )
+    parser.add_argument(
+        "--wait-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long --wait-for waits (default 60)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -79,8 +107,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"janux demo: {problem}", file=sys.stderr)
         return 2
     if args.wait_for and not wait_until_up(args.wait_for, args.wait_timeout):
-        print(f"janux demo: {args.wait_for} did not answer within {args.wait_timeout:g} s",
-              file=sys.stderr)
+        print(f"janux demo: {args.wait_for} did not answer within {args.wait_timeout:g} s", file=sys.stderr)
         return 1
     try:
         telemetry = _telemetry(args)
@@ -111,10 +138,20 @@ def _telemetry(args: argparse.Namespace) -> Telemetry:
         if not args.append and args.out.exists():
             args.out.unlink()
         # A trace file holds spans only, so metrics stay off here.
-        return configure_telemetry(service_name=service_name, exporter="otlp_json_file",
-                                   file_path=args.out, metrics=False, set_global=False)
-    return configure_telemetry(service_name=service_name, exporter="otlp", endpoint=args.endpoint,
-                               protocol=args.protocol, set_global=False)
+        return configure_telemetry(
+            service_name=service_name,
+            exporter="otlp_json_file",
+            file_path=args.out,
+            metrics=False,
+            set_global=False,
+        )
+    return configure_telemetry(
+        service_name=service_name,
+        exporter="otlp",
+        endpoint=args.endpoint,
+        protocol=args.protocol,
+        set_global=False,
+    )
 
 
 def _run_and_report(args: argparse.Namespace, telemetry: Telemetry, out: TextIO) -> int:
@@ -122,12 +159,14 @@ def _run_and_report(args: argparse.Namespace, telemetry: Telemetry, out: TextIO)
 
     names = tuple(args.scenarios) if args.scenarios else None
     try:
-        outcomes = asyncio.run(run_scenarios(
-            names,
-            tracer_provider=telemetry.tracer_provider,
-            meter_provider=telemetry.meter_provider,
-            latency_scale=args.latency_scale,
-        ))
+        outcomes = asyncio.run(
+            run_scenarios(
+                names,
+                tracer_provider=telemetry.tracer_provider,
+                meter_provider=telemetry.meter_provider,
+                latency_scale=args.latency_scale,
+            )
+        )
     finally:
         clean = telemetry.shutdown()
     width = max((len(outcome.name) for outcome in outcomes), default=8)
@@ -141,8 +180,10 @@ def _run_and_report(args: argparse.Namespace, telemetry: Telemetry, out: TextIO)
     if failed:  # a built-in scenario that raises is a bug: its trace is not what the demo promises
         print(f"janux demo: scenario(s) failed: {', '.join(failed)}", file=sys.stderr)
     if not clean:
-        print(f"janux demo: {telemetry.dropped_spans} spans could not be delivered to {destination}",
-              file=sys.stderr)
+        print(
+            f"janux demo: {telemetry.dropped_spans} spans could not be delivered to {destination}",
+            file=sys.stderr,
+        )
     return 1 if failed or not clean else 0
 
 

@@ -11,7 +11,9 @@ import importlib
 import logging
 import sys
 
-SUBCOMMAND_MODULES = ("demo", "collect", "import_cmd", "ui", "serve", "prune", "traces_cmd", "trace_cmd")
+SUBCOMMAND_MODULES = (
+    "demo", "collect", "import_cmd", "ui", "serve", "prune", "traces_cmd", "trace_cmd", "check",
+)  # fmt: skip
 """Modules of `janux.cli` that each contribute one subcommand, in the order `--help` lists them."""
 
 

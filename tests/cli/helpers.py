@@ -28,8 +28,15 @@ def janux(
     script = Path(sys.executable).with_name("janux")
     command = [str(script)] if script.exists() else [sys.executable, "-m", "janux"]
     base = {key: value for key, value in os.environ.items() if not key.startswith("OTEL_")}
-    return subprocess.run([*command, *args], cwd=ROOT, env={**base, **(env or {})}, capture_output=True,
-                          text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        [*command, *args],
+        cwd=ROOT,
+        env={**base, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 @dataclass(frozen=True)

@@ -83,8 +83,16 @@ def test_endpoint_sends_over_otlp_http(http_sink: Sink) -> None:
 
 def test_unreachable_endpoint_finishes_and_reports_dropped_spans() -> None:
     env = {"OTEL_EXPORTER_OTLP_TIMEOUT": "300", "OTEL_BSP_EXPORT_TIMEOUT": "1000"}
-    done = janux("demo", "--endpoint", f"http://127.0.0.1:{refused_port()}", "--scenario",
-                 SCENARIO_NAMES[0], *FAST, env=env, timeout=60)
+    done = janux(
+        "demo",
+        "--endpoint",
+        f"http://127.0.0.1:{refused_port()}",
+        "--scenario",
+        SCENARIO_NAMES[0],
+        *FAST,
+        env=env,
+        timeout=60,
+    )
     assert done.returncode == 1
     assert "could not be delivered" in done.stderr
     assert [row.name for row in report_rows(done.stdout)] == [SCENARIO_NAMES[0]]
@@ -92,8 +100,9 @@ def test_unreachable_endpoint_finishes_and_reports_dropped_spans() -> None:
 
 def test_wait_for_gives_up_after_its_timeout(tmp_path: Path) -> None:
     out = tmp_path / "never.jsonl"
-    done = janux("demo", "--out", str(out), "--wait-for", f"http://127.0.0.1:{refused_port()}/",
-                 "--wait-timeout", "1")
+    done = janux(
+        "demo", "--out", str(out), "--wait-for", f"http://127.0.0.1:{refused_port()}/", "--wait-timeout", "1"
+    )
     assert done.returncode == 1 and "did not answer" in done.stderr
     assert not out.exists()
 

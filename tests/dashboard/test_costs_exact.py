@@ -227,6 +227,9 @@ def test_every_table_has_a_csv_that_spells_out_unpriced(open_page: OpenPage, dem
         "Download by delegation tool (CSV)",
         "Download by model (CSV)",
         "Download by conversation (CSV)",
+        "Download cost over time by agent (CSV)",
+        "Download tokens over time by agent (CSV)",
+        "Download inclusive cost by delegation path (CSV)",
         "Download inclusive cost by agent (CSV)",
         "Download most expensive delegations (CSV)",
     ]

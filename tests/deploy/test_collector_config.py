@@ -101,8 +101,10 @@ def test_file_exporters_write_to_the_shared_volume(config: dict[str, Any], servi
         assert folder in collector_mounts, f"{name}: {folder} is not a mounted volume"
         assert init_mounts.get(folder) == collector_mounts[folder], f"{name}: volume not handed to uid 10001"
     assert init["command"][:3] == ["chown", "-R", "10001:10001"]
-    assert services["otel-collector"]["depends_on"]["otel-files-init"]["condition"] == \
-        "service_completed_successfully"
+    assert (
+        services["otel-collector"]["depends_on"]["otel-files-init"]["condition"]
+        == "service_completed_successfully"
+    )
 
 
 def test_the_dashboards_own_config_reader_points_at_the_exporters_table(
@@ -117,5 +119,9 @@ def test_the_dashboards_own_config_reader_points_at_the_exporters_table(
     assert source.kind == "clickhouse"
     settings = source.clickhouse
     assert (settings.host, settings.port, settings.database, settings.table) == (
-        host, port, exporter["database"], exporter["traces_table_name"])
+        host,
+        port,
+        exporter["database"],
+        exporter["traces_table_name"],
+    )
     assert settings.user == environment(services["otel-collector"])["CLICKHOUSE_USER"]

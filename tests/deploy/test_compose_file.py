@@ -28,7 +28,8 @@ LONG_RUNNING_PROBED = ("clickhouse", "dashboard")
 
 SECRET_KEY = re.compile(r"(password|passwd|secret|token|api[_-]?key|credential)", re.IGNORECASE)
 SECRET_PREFIX = re.compile(
-    r"(sk-[A-Za-z0-9]{16,}|ghp_[A-Za-z0-9]{20,}|AKIA[A-Z0-9]{12,}|xox[bp]-|Bearer\s+\S+)")
+    r"(sk-[A-Za-z0-9]{16,}|ghp_[A-Za-z0-9]{20,}|AKIA[A-Z0-9]{12,}|xox[bp]-|Bearer\s+\S+)"
+)
 ENV_REFERENCE = re.compile(r"\$\{(env:)?[A-Z_][A-Z0-9_]*(:-)?\}")
 """A secret-named value may only be an environment reference with an empty default."""
 
@@ -38,8 +39,12 @@ def looks_like_a_token(value: str) -> bool:
     if SECRET_PREFIX.search(value):
         return True
     for word in re.split(r"[^A-Za-z0-9+=_]", value):
-        if len(word) >= 24 and re.search(r"\d", word) and re.search(r"[A-Z]", word) and \
-                re.search(r"[a-z]", word):
+        if (
+            len(word) >= 24
+            and re.search(r"\d", word)
+            and re.search(r"[A-Z]", word)
+            and re.search(r"[a-z]", word)
+        ):
             return True
     return False
 
@@ -162,8 +167,12 @@ def test_credentials_come_from_the_environment_and_agree(services: dict[str, Any
     collector = raw_environment(services["otel-collector"])
     dashboard = raw_environment(services["dashboard"])
     assert server["CLICKHOUSE_USER"] == collector["CLICKHOUSE_USER"] == dashboard["JANUX_CLICKHOUSE_USER"]
-    assert server["CLICKHOUSE_PASSWORD"] == collector["CLICKHOUSE_PASSWORD"] == \
-        dashboard["JANUX_CLICKHOUSE_PASSWORD"] == "${CLICKHOUSE_PASSWORD:-}"
+    assert (
+        server["CLICKHOUSE_PASSWORD"]
+        == collector["CLICKHOUSE_PASSWORD"]
+        == dashboard["JANUX_CLICKHOUSE_PASSWORD"]
+        == "${CLICKHOUSE_PASSWORD:-}"
+    )
     assert environment(services["dashboard"])["JANUX_CLICKHOUSE_PASSWORD"] == ""
 
 
@@ -180,7 +189,8 @@ def test_no_secret_in_the_deployment_files(compose: dict[str, Any]) -> None:
 
 def test_env_example_has_no_password_and_no_env_file_is_committed() -> None:
     example = dict(
-        line.split("=", 1) for line in ENV_EXAMPLE.read_text().splitlines()
+        line.split("=", 1)
+        for line in ENV_EXAMPLE.read_text().splitlines()
         if line.strip() and not line.startswith("#")
     )
     assert example["CLICKHOUSE_PASSWORD"] == ""

@@ -41,8 +41,11 @@ def test_installs_the_distribution_with_the_clickhouse_extra() -> None:
 
 
 def test_dockerignore_keeps_the_context_small_but_complete() -> None:
-    ignored = {line.strip() for line in DOCKERIGNORE.read_text().splitlines()
-               if line.strip() and not line.startswith("#")}
+    ignored = {
+        line.strip()
+        for line in DOCKERIGNORE.read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
     assert {".git", ".venv", ".env"} <= ignored
     dockerfile = parse_dockerfile()
     for source in dockerfile.copied:

@@ -18,7 +18,14 @@ _SPAN_ID = re.compile(r"[0-9a-f]{16}")
 _UINT64 = re.compile(r"[0-9]+")
 _INT64 = re.compile(r"-?[0-9]+")
 _VALUE_KEYS = {
-    "stringValue", "boolValue", "intValue", "doubleValue", "arrayValue", "kvlistValue", "bytesValue"}
+    "stringValue",
+    "boolValue",
+    "intValue",
+    "doubleValue",
+    "arrayValue",
+    "kvlistValue",
+    "bytesValue",
+}
 
 
 class OtlpJsonError(AssertionError):
@@ -61,7 +68,7 @@ def attributes(items: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _value(value: dict[str, Any]) -> Any:
-    (kind, raw), = value.items()
+    ((kind, raw),) = value.items()
     if kind == "intValue":
         return int(raw)
     if kind == "arrayValue":
@@ -96,7 +103,7 @@ def _check_attributes(items: list[dict[str, Any]], number: int, where: str) -> N
 
 def _check_value(value: dict[str, Any], number: int, where: str) -> None:
     _expect(isinstance(value, dict) and len(value) == 1 and set(value) <= _VALUE_KEYS, number, where)
-    (kind, raw), = value.items()
+    ((kind, raw),) = value.items()
     if kind == "intValue":
         _expect(isinstance(raw, str) and bool(_INT64.fullmatch(raw)), number, f"{where} (int64 as string)")
     elif kind == "arrayValue":

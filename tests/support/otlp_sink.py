@@ -160,9 +160,11 @@ def serve_grpc() -> Iterator[Sink]:
     received = Received()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     trace_service_pb2_grpc.add_TraceServiceServicer_to_server(  # type: ignore[no-untyped-call]
-        _TraceService(received), server)
+        _TraceService(received), server
+    )
     metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(  # type: ignore[no-untyped-call]
-        _MetricsService(received), server)
+        _MetricsService(received), server
+    )
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     try:

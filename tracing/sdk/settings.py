@@ -247,9 +247,7 @@ def _resource(given: SettingsOverrides, reader: EnvReader) -> tuple[str, dict[st
     return reader.text("OTEL_SERVICE_NAME") or from_attributes or DEFAULT_SERVICE_NAME, attributes
 
 
-def _endpoint(
-    given: SettingsOverrides, reader: EnvReader, protocol: Protocol, signal: str, path: str
-) -> str:
+def _endpoint(given: SettingsOverrides, reader: EnvReader, protocol: Protocol, signal: str, path: str) -> str:
     """The full endpoint of one signal, following the OTel rules for base vs per-signal variables."""
     if given.endpoint is not None:
         return _signal_url(_checked_url(given.endpoint, "endpoint"), protocol, path)
@@ -308,16 +306,32 @@ def _traces_file(given: SettingsOverrides, reader: EnvReader) -> str:
 
 def _batch(given: SettingsOverrides, reader: EnvReader) -> BatchSettings:
     defaults = BatchSettings()
-    queue = BoundedInt.pick(given.max_queue_size, "max_queue_size", reader, "OTEL_BSP_MAX_QUEUE_SIZE",
-                            defaults.max_queue_size)
-    batch_size = BoundedInt.pick(given.max_export_batch_size, "max_export_batch_size", reader,
-                                 "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", defaults.max_export_batch_size)
+    queue = BoundedInt.pick(
+        given.max_queue_size, "max_queue_size", reader, "OTEL_BSP_MAX_QUEUE_SIZE", defaults.max_queue_size
+    )
+    batch_size = BoundedInt.pick(
+        given.max_export_batch_size,
+        "max_export_batch_size",
+        reader,
+        "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+        defaults.max_export_batch_size,
+    )
     return BatchSettings(
         max_queue_size=queue,
-        schedule_delay_ms=BoundedInt.pick(given.schedule_delay_ms, "schedule_delay_ms", reader,
-                                          "OTEL_BSP_SCHEDULE_DELAY", defaults.schedule_delay_ms),
+        schedule_delay_ms=BoundedInt.pick(
+            given.schedule_delay_ms,
+            "schedule_delay_ms",
+            reader,
+            "OTEL_BSP_SCHEDULE_DELAY",
+            defaults.schedule_delay_ms,
+        ),
         # The SDK refuses a batch larger than the queue; clamp instead of failing the app.
         max_export_batch_size=min(batch_size, queue),
-        export_timeout_ms=BoundedInt.pick(given.export_timeout_ms, "export_timeout_ms", reader,
-                                          "OTEL_BSP_EXPORT_TIMEOUT", defaults.export_timeout_ms),
+        export_timeout_ms=BoundedInt.pick(
+            given.export_timeout_ms,
+            "export_timeout_ms",
+            reader,
+            "OTEL_BSP_EXPORT_TIMEOUT",
+            defaults.export_timeout_ms,
+        ),
     )

@@ -21,7 +21,9 @@ from janux.tracing import conventions as c
 from janux.tracing.foreign.facts import JANUX_LOOP_MARKERS
 from janux.tracing.otlp.enums import KIND_BY_NAME, STATUS_BY_NAME
 from janux.tracing.records import EventRecord, LinkRecord, SpanRecord
+from janux.tracing.sources.agentmap.model import AgentMap, MapUsage
 from janux.tracing.sources.aggregate import group_rows, merge_groups
+from janux.tracing.sources.clickhouse_links import clickhouse_agent_map
 from janux.tracing.sources.columns import names, picker, positions, select_list
 from janux.tracing.sources.memory import summarize
 from janux.tracing.sources.protocol import (
@@ -31,6 +33,7 @@ from janux.tracing.sources.protocol import (
     UsageAggregate,
     UsageDimension,
 )
+from janux.tracing.sources.store.timeline import finish_timeline
 from janux.tracing.sources.usage import (
     MAX_COUNT,
     UsageSums,
@@ -301,6 +304,38 @@ class ClickHouseSource:
             chunk = self.get_traces(foreign[start : start + FOREIGN_TRACES_PER_QUERY])
             foreign_rows += group_rows(wanted, [s for s in chunk.values() if s])
         return finish(merge_groups([*janux_rows, *foreign_rows]), limit)
+
+    def agent_map(self, flt: TraceFilter, bucket_ns: int | None = None) -> AgentMap:
+        """Agents and the delegations between them over the traces matching `flt`."""
+        parameters: dict[str, Any] = {}
+        prefilter, having = _filter_sql(flt, parameters)
+        if prefilter or having:
+            traces = f"SELECT TraceId FROM ({self._summaries_sql(flt, parameters)})"
+        else:
+            traces = f"SELECT DISTINCT TraceId FROM {self._table}"
+        spans = f"SELECT * FROM {self._table} WHERE TraceId IN ({traces}) LIMIT 1 BY TraceId, SpanId"
+        inference = f"WITH spans AS ({spans}) {_span_rows('model')}"
+        return clickhouse_agent_map(
+            self._rows, self._table, traces, parameters, _SPAN_SELECT, _span, inference, bucket_ns
+        )
+
+    def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, MapUsage]]:
+        """Usage per (bucket of trace start, model) over the traces matching `flt`."""
+        parameters: dict[str, Any] = {"bucket": max(1, bucket_ns)}
+        spans = f"SELECT * FROM {self._table}"
+        prefilter, having = _filter_sql(flt, parameters)
+        if prefilter or having:
+            spans += f" WHERE TraceId IN (SELECT TraceId FROM ({self._summaries_sql(flt, parameters)}))"
+        spans += " LIMIT 1 BY TraceId, SpanId"
+        sql = f"""
+            WITH spans AS ({spans})
+            SELECT intDiv(s.start, {{bucket:Int64}}) * {{bucket:Int64}} AS b, m.key, sum(m.i), sum(m.o),
+                sum(m.cost), sum(m.u)
+            FROM ({_span_rows("model")}) AS m
+            JOIN (SELECT TraceId, min(toUnixTimestamp64Nano(Timestamp)) AS start FROM spans
+                GROUP BY TraceId) AS s ON s.TraceId = m.TraceId
+            GROUP BY b, m.key"""
+        return finish_timeline(self._rows(sql, parameters))
 
     def ingest_stats(self) -> IngestStats:
         """Spans and traces in the table, and rows written twice (refusals are the Collector's)."""

@@ -14,6 +14,8 @@ from typing import Literal
 from janux.tracing import conventions as c
 from janux.tracing.foreign.facts import TraceFacts, trace_facts
 from janux.tracing.records import STATUS_ERROR, SpanRecord, attr_float, attr_int, attr_str
+from janux.tracing.sources.agentmap.model import AgentMap, MapUsage
+from janux.tracing.sources.agentmap.spans import agent_map_of_traces
 from janux.tracing.sources.aggregate import aggregate_usage, turn_sums
 from janux.tracing.sources.protocol import (
     IngestStats,
@@ -22,6 +24,7 @@ from janux.tracing.sources.protocol import (
     UsageAggregate,
     UsageDimension,
 )
+from janux.tracing.sources.store.timeline import model_timeline_of
 from janux.tracing.sources.usage import bill_reconciled, bill_sums
 
 MAX_RECENT_ERRORS = 20
@@ -201,6 +204,22 @@ class MemoryTraceSource:
             with self._lock:
                 traces.append(list(self._traces.get(summary.trace_id, {}).values()))
         return aggregate_usage(dimension, traces, limit)
+
+    def agent_map(self, flt: TraceFilter, bucket_ns: int | None = None) -> AgentMap:
+        """Agents and the delegations between them over the traces matching `flt`."""
+        traces = []
+        for summary in self._matching(flt):
+            with self._lock:
+                traces.append((summary.trace_id, list(self._traces.get(summary.trace_id, {}).values())))
+        return agent_map_of_traces(traces, bucket_ns)
+
+    def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, MapUsage]]:
+        """Usage per (bucket of trace start, model) over the traces matching `flt`."""
+        traces = []
+        for summary in self._matching(flt):
+            with self._lock:
+                traces.append(list(self._traces.get(summary.trace_id, {}).values()))
+        return model_timeline_of(traces, max(1, bucket_ns))
 
     def ingest_stats(self) -> IngestStats:
         """Counts of what was stored and refused."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from janux.tracing.records import SpanRecord
+from janux.tracing.sources.agentmap.model import AgentMap, MapUsage
 
 
 @dataclass(slots=True, kw_only=True)
@@ -199,6 +200,17 @@ class TraceSource(Protocol):
         """Tokens and cost grouped by agent, delegation tool, model or conversation over the traces
         matching `flt` (use `start_ns` / `end_ns` for a time range), most expensive first; each token
         and cent counted once (see `UsageAggregate`). Raises ValueError for an unknown dimension."""
+        ...
+
+    def agent_map(self, flt: TraceFilter, bucket_ns: int | None = None) -> AgentMap:
+        """Agents (nodes) and delegations/transfers between them (edges) over every trace matching
+        `flt`, with the Trace page's accounting (see `janux.tracing.sources.agentmap`); `bucket_ns`
+        also fills the map's timeline (own usage per agent per bucket)."""
+        ...
+
+    def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, MapUsage]]:
+        """Usage per (time bucket of the trace start, requested model) over the traces matching `flt`:
+        every inference round once, unpriced rounds as unpriced tokens (see `model_timeline`)."""
         ...
 
     def ingest_stats(self) -> IngestStats:

@@ -53,8 +53,17 @@ def _summary(outcomes: list[ScenarioOutcome]) -> list[tuple[Any, ...]]:
         if result is None:
             rows.append((outcome.name, outcome.error))
             continue
-        rows.append((outcome.name, result.text, result.agent, result.stop_reason, result.rounds,
-                     result.bill, [event.get("status") for event in result.handoff_events]))
+        rows.append(
+            (
+                outcome.name,
+                result.text,
+                result.agent,
+                result.stop_reason,
+                result.rounds,
+                result.bill,
+                [event.get("status") for event in result.handoff_events],
+            )
+        )
     return rows
 
 
@@ -92,8 +101,13 @@ def test_agent_runs_are_unchanged_by_a_broken_exporter(
     expected, span_count = reference
     telemetry = _broken(kind, hanging)
     started = time.monotonic()
-    outcomes = asyncio.run(run_scenarios(
-        tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider, latency_scale=0))
+    outcomes = asyncio.run(
+        run_scenarios(
+            tracer_provider=telemetry.tracer_provider,
+            meter_provider=telemetry.meter_provider,
+            latency_scale=0,
+        )
+    )
     run_s = time.monotonic() - started
     shutdown_started = time.monotonic()
     clean = telemetry.shutdown()

@@ -33,8 +33,12 @@ def _record_metric(telemetry: Telemetry) -> None:
 
 def test_otlp_http_exports_spans_and_metrics(http_sink: Sink) -> None:
     telemetry = configure_telemetry(
-        service_name="http-test", endpoint=http_sink.url, protocol="http/protobuf",
-        headers={"x-janux-test": "yes"}, set_global=False, env=FAST,
+        service_name="http-test",
+        endpoint=http_sink.url,
+        protocol="http/protobuf",
+        headers={"x-janux-test": "yes"},
+        set_global=False,
+        env=FAST,
     )
     results = asyncio.run(run_turns(telemetry.tracer_provider, 3))
     _record_metric(telemetry)
@@ -52,8 +56,13 @@ def test_otlp_http_exports_spans_and_metrics(http_sink: Sink) -> None:
 
 
 def test_otlp_grpc_exports_spans_and_metrics(grpc_sink: Sink) -> None:
-    env = {**FAST, "OTEL_EXPORTER_OTLP_ENDPOINT": grpc_sink.url, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
-           "OTEL_EXPORTER_OTLP_HEADERS": "x-janux-test=grpc", "OTEL_SERVICE_NAME": "grpc-test"}
+    env = {
+        **FAST,
+        "OTEL_EXPORTER_OTLP_ENDPOINT": grpc_sink.url,
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+        "OTEL_EXPORTER_OTLP_HEADERS": "x-janux-test=grpc",
+        "OTEL_SERVICE_NAME": "grpc-test",
+    }
     telemetry = configure_telemetry(set_global=False, env=env)
     results = asyncio.run(run_turns(telemetry.tracer_provider, 2))
     _record_metric(telemetry)
@@ -69,15 +78,21 @@ def test_otlp_grpc_exports_spans_and_metrics(grpc_sink: Sink) -> None:
 def test_json_lines_file_is_otlp_json(tmp_path: Path) -> None:
     path = tmp_path / "nested" / "traces.jsonl"
     telemetry = configure_telemetry(
-        service_name="file-test", exporter="otlp_json_file", file_path=path,
-        max_export_batch_size=4, schedule_delay_ms=60_000, set_global=False, env={},
+        service_name="file-test",
+        exporter="otlp_json_file",
+        file_path=path,
+        max_export_batch_size=4,
+        schedule_delay_ms=60_000,
+        set_global=False,
+        env={},
     )
     assert telemetry.meter_provider is None  # a trace file gets no metrics unless JANUX_METRICS_FILE
     tracer = telemetry.tracer_provider.get_tracer(c.INSTRUMENTATION_SCOPE)
     with tracer.start_as_current_span("root", kind=SpanKind.INTERNAL) as root:
         root.set_attributes({"int": 2**40, "float": 0.25, "text": "x", "flag": True, "list": ["a", "b"]})
-        with tracer.start_as_current_span("child", kind=SpanKind.CLIENT,
-                                          links=[Link(root.get_span_context())]) as child:
+        with tracer.start_as_current_span(
+            "child", kind=SpanKind.CLIENT, links=[Link(root.get_span_context())]
+        ) as child:
             child.add_event(c.EVENT_HANDOFF_START, {c.JANUX_HANDOFF_ATTEMPTS: 3})
             child.set_status(Status(StatusCode.ERROR, "boom"))
     for index in range(8):
@@ -100,7 +115,12 @@ def test_json_lines_file_is_otlp_json(tmp_path: Path) -> None:
     assert child_span["status"]["code"] == 2 and child_span["status"]["message"] == "boom"
     assert child_span["links"][0]["spanId"] == root_span["spanId"]
     assert attributes(root_span["attributes"]) == {
-        "int": 2**40, "float": 0.25, "text": "x", "flag": True, "list": ["a", "b"]}
+        "int": 2**40,
+        "float": 0.25,
+        "text": "x",
+        "flag": True,
+        "list": ["a", "b"],
+    }
     raw_int = next(a for a in root_span["attributes"] if a["key"] == "int")["value"]["intValue"]
     assert raw_int == str(2**40)  # int64 as a string
     assert attributes(child_span["events"][0]["attributes"]) == {c.JANUX_HANDOFF_ATTEMPTS: 3}
@@ -110,7 +130,8 @@ def test_json_lines_file_is_otlp_json(tmp_path: Path) -> None:
 def test_file_destination_metrics_go_to_their_own_file(tmp_path: Path) -> None:
     env = {"JANUX_METRICS_FILE": str(tmp_path / "metrics.jsonl")}
     telemetry = configure_telemetry(
-        exporter="file", file_path=tmp_path / "t.jsonl", set_global=False, env=env)
+        exporter="file", file_path=tmp_path / "t.jsonl", set_global=False, env=env
+    )
     _record_metric(telemetry)
     assert telemetry.shutdown(timeout_ms=10_000)
     line = json.loads((tmp_path / "metrics.jsonl").read_text(encoding="utf-8").splitlines()[-1])
@@ -151,16 +172,26 @@ def test_global_install_reads_the_process_environment(tmp_path: Path) -> None:
         assert telemetry.shutdown(timeout_ms=5000)
         """
     )
-    env = {"PATH": "/usr/bin:/bin", "OTEL_TRACES_EXPORTER": "otlp_json_file",
-           "JANUX_TRACES_FILE": str(path), "OTEL_SERVICE_NAME": "from-env"}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "OTEL_TRACES_EXPORTER": "otlp_json_file",
+        "JANUX_TRACES_FILE": str(path),
+        "OTEL_SERVICE_NAME": "from-env",
+    }
     root = REPO_ROOT
-    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=root, capture_output=True,
-                          text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     spans = parse_lines(path.read_text(encoding="utf-8"))
     assert [span["name"] for span in spans] == ["via-global"]
     assert attributes(spans[0]["_resource"]["attributes"])["service.name"] == "from-env"
-
 
 
 def test_environment_alone_selects_http_endpoint_protocol_service_and_exporter(

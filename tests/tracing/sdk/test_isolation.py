@@ -86,8 +86,12 @@ def timed_shutdown(telemetry: Telemetry) -> tuple[bool, float]:
 def test_refused_port_changes_nothing_and_counts_every_span(protocol: str) -> None:
     env = {"OTEL_EXPORTER_OTLP_TIMEOUT": "300", "OTEL_BSP_SCHEDULE_DELAY": "20"}
     telemetry = configure_telemetry(
-        endpoint=f"http://127.0.0.1:{refused_port()}", protocol=protocol,
-        export_timeout_ms=1000, max_export_batch_size=16, set_global=False, env=env,
+        endpoint=f"http://127.0.0.1:{refused_port()}",
+        protocol=protocol,
+        export_timeout_ms=1000,
+        max_export_batch_size=16,
+        set_global=False,
+        env=env,
     )
     assert timed_run(telemetry) < RUN_BOUND_S
     ok, shutdown_s = timed_shutdown(telemetry)
@@ -99,8 +103,9 @@ def test_refused_port_changes_nothing_and_counts_every_span(protocol: str) -> No
 
 def test_raising_exporter_is_contained_and_logged_once(caplog: pytest.LogCaptureFixture) -> None:
     exporter = RaisingExporter()
-    telemetry = configure_telemetry(exporter=exporter, max_export_batch_size=8, schedule_delay_ms=20,
-                                    set_global=False, env={})
+    telemetry = configure_telemetry(
+        exporter=exporter, max_export_batch_size=8, schedule_delay_ms=20, set_global=False, env={}
+    )
     with caplog.at_level(logging.WARNING, logger="janux.tracing.sdk.processor"):
         assert timed_run(telemetry) < RUN_BOUND_S
         assert not telemetry.force_flush(timeout_ms=5000)
@@ -108,15 +113,24 @@ def test_raising_exporter_is_contained_and_logged_once(caplog: pytest.LogCapture
     assert not ok
     assert exporter.calls >= (TURNS * SPANS_PER_TURN) // 8
     assert telemetry.dropped_spans == TURNS * SPANS_PER_TURN
-    raised = [r for r in caplog.records if "raised RuntimeError" in r.getMessage() and "span exporter" in
-              r.getMessage()]
+    raised = [
+        r
+        for r in caplog.records
+        if "raised RuntimeError" in r.getMessage() and "span exporter" in r.getMessage()
+    ]
     assert len(raised) == 1, [r.getMessage() for r in caplog.records]
     assert any("span shutdown" in r.getMessage() for r in caplog.records)
 
 
 def test_hanging_exporter_bounds_the_run_flush_and_shutdown(hanging: HangingExporter) -> None:
-    telemetry = configure_telemetry(exporter=hanging, export_timeout_ms=500, max_export_batch_size=10,
-                                    schedule_delay_ms=20, set_global=False, env={})
+    telemetry = configure_telemetry(
+        exporter=hanging,
+        export_timeout_ms=500,
+        max_export_batch_size=10,
+        schedule_delay_ms=20,
+        set_global=False,
+        env={},
+    )
     assert timed_run(telemetry) < RUN_BOUND_S
     started = time.monotonic()
     assert not telemetry.force_flush()
@@ -131,9 +145,15 @@ def test_hanging_exporter_bounds_the_run_flush_and_shutdown(hanging: HangingExpo
 def test_full_queue_drops_are_counted_and_logged_once(
     hanging: HangingExporter, caplog: pytest.LogCaptureFixture
 ) -> None:
-    telemetry = configure_telemetry(exporter=hanging, max_queue_size=10, max_export_batch_size=5,
-                                    schedule_delay_ms=60_000, export_timeout_ms=5000,
-                                    set_global=False, env={})
+    telemetry = configure_telemetry(
+        exporter=hanging,
+        max_queue_size=10,
+        max_export_batch_size=5,
+        schedule_delay_ms=60_000,
+        export_timeout_ms=5000,
+        set_global=False,
+        env={},
+    )
     with caplog.at_level(logging.WARNING, logger="janux.tracing.sdk.processor"):
         assert timed_run(telemetry) < RUN_BOUND_S
     processor = telemetry._processor

@@ -54,8 +54,14 @@ def test_explicit_service_name_wins() -> None:
 
 @pytest.mark.parametrize(
     ("value", "kind"),
-    [("otlp", "otlp"), ("console", "console"), ("none", "none"), ("otlp_json_file", "otlp_json_file"),
-     ("file", "otlp_json_file"), ("OTLP", "otlp")],
+    [
+        ("otlp", "otlp"),
+        ("console", "console"),
+        ("none", "none"),
+        ("otlp_json_file", "otlp_json_file"),
+        ("file", "otlp_json_file"),
+        ("OTLP", "otlp"),
+    ],
 )
 def test_traces_exporter_variable(value: str, kind: str) -> None:
     assert resolve({"OTEL_TRACES_EXPORTER": value}).traces_exporter == kind
@@ -89,7 +95,9 @@ def test_grpc_protocol_uses_the_base_endpoint_as_is() -> None:
     settings = resolve({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"})
     assert settings.protocol == "grpc"
     assert settings.traces_endpoint == "http://localhost:4317"
-    settings = resolve({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317"})
+    settings = resolve(
+        {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317"}
+    )
     assert settings.traces_endpoint == "http://c:4317"
     assert settings.metrics_endpoint == "http://c:4317"
 
@@ -145,8 +153,10 @@ def test_headers_variables_merge_and_decode() -> None:
     }
     settings = resolve(env)
     assert settings.headers == {"authorization": "Bearer abc", "x-team": "traces"}
-    assert any("OTEL_EXPORTER_OTLP_TRACES_HEADERS" in warning and "broken-entry" in warning
-               for warning in settings.warnings)
+    assert any(
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS" in warning and "broken-entry" in warning
+        for warning in settings.warnings
+    )
     assert resolve(env, headers={"a": "b"}).headers == {"a": "b"}
 
 

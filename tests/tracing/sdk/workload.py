@@ -41,7 +41,8 @@ async def _turn(tracer: Tracer, index: int) -> TurnResult:
         tokens = 0
         for round_number in range(2):
             with tracer.start_as_current_span(
-                c.chat_span_name("scripted"), kind=SpanKind.CLIENT,
+                c.chat_span_name("scripted"),
+                kind=SpanKind.CLIENT,
                 attributes={c.GEN_AI_OPERATION_NAME: c.OP_CHAT, c.GEN_AI_USAGE_INPUT_TOKENS: 10 + index},
             ):
                 tokens += 10 + index + round_number

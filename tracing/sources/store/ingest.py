@@ -20,6 +20,7 @@ from janux.tracing.conventions import OP_EXECUTE_TOOL, OP_INVOKE_AGENT
 from janux.tracing.records import STATUS_ERROR
 from janux.tracing.sources.store.bulk import insert_rows
 from janux.tracing.sources.store.derive import derive_traces
+from janux.tracing.sources.store.links import INSERT_LINKS, LINK_COLUMNS
 from janux.tracing.sources.store.rows import StagedBatch
 from janux.tracing.sources.store.schema import SPAN_AT, SPAN_COLUMNS, USAGE_COLUMNS
 from janux.tracing.sources.store.summary import ROOT_FIRST, SUMMARY_COLUMNS
@@ -196,6 +197,7 @@ def _apply(conn: sqlite3.Connection, batch: StagedBatch) -> tuple[int, set[tuple
         stored_keys = set(new.fetchall())
         batch = batch.only(stored_keys)
     insert_rows(conn, _STORE_USAGE, len(USAGE_COLUMNS), batch.usage)
+    insert_rows(conn, INSERT_LINKS, len(LINK_COLUMNS), batch.links)
     insert_rows(conn, _SUMMARY, len(SUMMARY_COLUMNS), batch.traces, _SUMMARY_MERGE)
     if any(row[_OP] in _LINKED_OPS for row in batch.rows):
         conn.execute(_ATTEMPTS, {"before": before})

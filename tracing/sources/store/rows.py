@@ -38,6 +38,7 @@ from janux.tracing.foreign.spans import classify
 from janux.tracing.records import EventRecord, LinkRecord, SpanRecord, attr_str
 from janux.tracing.sources.columns import picker
 from janux.tracing.sources.store.limits import MAX_VALUE_CHARS, cap_attributes, cap_span
+from janux.tracing.sources.store.links import link_values
 from janux.tracing.sources.store.schema import (
     FLAG_DELEGATION,
     FLAG_FAILING,
@@ -132,6 +133,10 @@ class StagedBatch:
     spans: list[SpanRecord] = field(default_factory=list)
     """The records of `rows`, as stored (empty once rows were dropped: readers then go to the
     database), so a trace first seen in this batch is read structurally without reading it back."""
+    links: list[tuple[Any, ...]] = field(default_factory=list)
+    """`agent_links` rows (`links.LINK_COLUMNS`) of the agent and tool spans."""
+    links_of: list[int] = field(default_factory=list)
+    """Index in `rows` of the span of each `links` row."""
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -156,6 +161,8 @@ class StagedBatch:
             merged.root_of += [index + offset for index in batch.root_of]
             merged.traces += batch.traces
             merged.spans += batch.spans
+            merged.links += batch.links
+            merged.links_of += [index + offset for index in batch.links_of]
         return merged
 
     def summarize(self) -> None:
@@ -178,6 +185,8 @@ class StagedBatch:
             [self.rows[i] for i in kept], [self.flags[i] for i in kept],
             [u for _, u in usage], [i for i, _ in usage], [r for _, r in roots], [i for i, _ in roots],
         )  # fmt: skip
+        links = [(position[i], r) for i, r in zip(self.links_of, self.links, strict=True) if i in position]
+        batch.links, batch.links_of = [r for _, r in links], [i for i, _ in links]
         batch.summarize()
         return batch
 
@@ -193,6 +202,7 @@ class StagedBatch:
         self.usage = _cleaned(self.usage)
         self.roots = _cleaned(self.roots)
         self.spans = []  # the records hold the text before repair: read the stored rows instead
+        self.links = _cleaned(self.links)
         self.summarize()
 
 
@@ -233,6 +243,10 @@ def batch_rows(spans: Iterable[SpanRecord]) -> StagedBatch:
         _add_usage(batch, index, span, op)
         if not span.parent_span_id:
             _add_root(batch, index, span)
+        link = link_values(span)
+        if link is not None:
+            batch.links.append(link)
+            batch.links_of.append(index)
     batch.summarize()
     return batch
 

@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import Literal
 
 from janux.tracing.records import SpanRecord
+from janux.tracing.sources.agentmap.build import gc_paused
+from janux.tracing.sources.agentmap.cache import MapCache
+from janux.tracing.sources.agentmap.model import AgentMap, MapUsage
 from janux.tracing.sources.protocol import (
     IngestStats,
     TraceFilter,
@@ -26,11 +29,14 @@ from janux.tracing.sources.protocol import (
     UsageDimension,
 )
 from janux.tracing.sources.store import queries
+from janux.tracing.sources.store.links_migrate import ensure_links
+from janux.tracing.sources.store.links_read import read_links, read_links_of
 from janux.tracing.sources.store.lock import WriteLock
 from janux.tracing.sources.store.maintenance import PruneResult, prune_before
 from janux.tracing.sources.store.migrate import rebuild_from_old_spans
 from janux.tracing.sources.store.rows import batch_rows
 from janux.tracing.sources.store.schema import connect, database_path, ensure_schema
+from janux.tracing.sources.store.timeline import STORE_SQL, finish_timeline
 from janux.tracing.sources.store.writer import GroupCommitWriter, WriteResult
 
 DATA_DIR_ENV = "JANUX_DATA_DIR"
@@ -66,12 +72,16 @@ class TraceStore:
             # once deadlock, and SQLite answers one of them "database is locked" without waiting.
             with lock.held():
                 ensure_schema(setup, rebuild_from_old_spans)
+                ensure_links(setup)
         finally:
             setup.close()
             lock.close()
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
+        self._map_cache = MapCache()
+        self.keeps_map_facts = True
+        """`agent_map` keeps per-trace facts between calls (worth warming up once per process)."""
         self._writer = GroupCommitWriter(
             lambda: connect(self.path, writer=True), lambda: WriteLock(self.data_dir)
         )
@@ -165,6 +175,27 @@ class TraceStore:
         """Tokens and cost by agent, delegation tool, model or conversation over the traces matching
         `flt` (see `janux.tracing.sources.protocol.UsageAggregate`), most expensive first."""
         return queries.usage_by(self._conn(), dimension, flt, limit)
+
+    def agent_map(self, flt: TraceFilter, bucket_ns: int | None = None) -> AgentMap:
+        """Agents and the delegations between them over the traces matching `flt`."""
+        conn = self._conn()
+        where, params = queries.filter_sql(flt)
+        with gc_paused():  # 50,000 rows of tuples: no reason to scan the cached facts meanwhile
+            rows = conn.execute(f"SELECT TraceId, SpanCount FROM trace_summary{where}", params).fetchall()
+            versions = dict(rows)
+        return self._map_cache.agent_map(
+            versions,
+            lambda: read_links(conn, where, params),
+            lambda ids: read_links_of(conn, ids),
+            bucket_ns,
+        )
+
+    def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, MapUsage]]:
+        """Usage per (bucket of trace start, model) over the traces matching `flt`."""
+        where, params = queries.filter_sql(flt)
+        sql = STORE_SQL.format(traces=f"SELECT TraceId, StartNs FROM trace_summary{where}")
+        bucket = max(1, bucket_ns)
+        return finish_timeline(self._conn().execute(sql, [bucket, bucket, *params]).fetchall())
 
     def ingest_stats(self) -> IngestStats:
         """Counts of what was stored and refused."""

@@ -1,0 +1,142 @@
+"""The agent map over a 1,000,000-span store: the source's aggregate and the page in Chromium.
+
+Run: `.venv/bin/python -m bench.bench_agent_map [--quick] [--no-browser]`. Builds an embedded store
+of janux-shaped turns (the generator of `bench_ingest`: 20 spans per turn, 2 delegations with
+2 attempts each), then measures
+- `agent_map()` on a reading process's store (median of repeats), next to the trace list's first
+  page and `usage_by("agent")` (baselines from the same store);
+- in Chromium via `janux ui`: the Agent map page (each visit a new page load, so a new Streamlit
+  session: nothing of the map cached) from navigation until the script has finished and the graph
+  is drawn, next to the Traces page (the baseline) in the same run. Target: the map under 2 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bench.bench_ingest import _populate
+from bench.bench_reconstruct import CHROMIUM, CHROMIUM_FLAGS, _shown_in_s, _wait_healthy
+from janux.tracing.sources.protocol import TraceFilter
+from janux.tracing.sources.store import open_store
+
+TARGET_S = 2.0
+"""The issue's target for the agent map over 1M stored spans, in the browser."""
+MAP_READY = ["[data-testid='stGraphVizChart'] svg", "[data-testid='stMetric']"]
+LIST_READY = ["[data-testid='stDataFrame']"]
+
+
+def _median(fn: Callable[[], object], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _browser(data_dir: Path, runs: int) -> tuple[list[float], list[float]]:
+    """(Agent map seconds, Traces page seconds). Every visit loads the page anew, which opens a new
+    Streamlit session (the map's per-session cache starts empty); the browser's HTTP cache is kept,
+    as for a person moving between pages."""
+    from playwright.sync_api import sync_playwright
+
+    from janux.cli.ui import free_port, launch_ui
+
+    port = free_port()
+    server = launch_ui(data_dir, port=port, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    maps, lists = [], []
+    try:
+        _wait_healthy(url)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+            page = browser.new_page(viewport={"width": 1440, "height": 1000})
+            _shown_in_s(page, url, LIST_READY)  # imports, JS bundle: not what is measured
+            for _ in range(runs):
+                for target, ready, out in ((url, LIST_READY, lists), (f"{url}/agent-map", MAP_READY, maps)):
+                    out.append(_shown_in_s(page, target, ready))
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    return maps, lists
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the table; exit 1 when the browser target is missed."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="100,000 spans, fewer repeats")
+    parser.add_argument("--no-browser", action="store_true", help="only the server-side figures")
+    args = parser.parse_args(argv)
+    spans = 100_000 if args.quick else 1_000_000
+    runs = 2 if args.quick else 3
+    with tempfile.TemporaryDirectory() as work:
+        data_dir = Path(work) / "store"
+        with open_store(data_dir) as store:
+            _populate(store, spans)
+        with open_store(data_dir) as reader:
+            flt = TraceFilter()
+            stored = reader.ingest_stats().spans
+            start = time.perf_counter()
+            agent_map = reader.agent_map(flt)
+            cold_s = time.perf_counter() - start
+            map_s = _median(lambda: reader.agent_map(flt), runs)
+            list_s = _median(lambda: reader.list_traces(flt, 50), runs)
+            usage_s = _median(lambda: reader.usage_by("agent", flt), runs)
+        print("| measure | result | baseline in the same run |")
+        print("|---|---:|---|")
+        print(
+            f"| `agent_map()` over {stored:,} stored spans ({agent_map.traces:,} traces, "
+            f"{sum(n.runs for n in agent_map.nodes):,} loops, {sum(e.count for e in agent_map.edges):,} "
+            f"delegations): first call of a process (reads every trace) / later calls (facts kept) | "
+            f"{cold_s * 1e3:.0f} ms / {map_s * 1e3:.0f} ms | trace list first page {list_s * 1e3:.1f} ms; "
+            f"`usage_by(agent)` {usage_s * 1e3:.0f} ms |"
+        )
+        if args.no_browser:
+            return 0
+        maps, lists = _browser(data_dir, runs)
+        deep = _deep_link(data_dir)
+    shown, baseline = max(maps), statistics.median(lists)
+    print(
+        f"| Agent map page in Chromium after the Traces page (which starts reading the map's facts), "
+        f"a new session each visit: {', '.join(f'{t:.2f}' for t in maps)} s | **{shown:.2f} s** worst "
+        f"(target {TARGET_S:.0f} s) | Traces page {baseline:.2f} s ({shown / baseline:.1f}x) |"
+    )
+    print(
+        f"| Agent map opened first on a freshly started dashboard (deep link: nothing read yet) "
+        f"| {deep:.2f} s | |"
+    )
+    return 0 if shown < TARGET_S else 1
+
+
+def _deep_link(data_dir: Path) -> float:
+    """Seconds until the Agent map is drawn when it is the first page a fresh server shows."""
+    from playwright.sync_api import sync_playwright
+
+    from janux.cli.ui import free_port, launch_ui
+
+    port = free_port()
+    server = launch_ui(data_dir, port=port, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+            seconds = _shown_in_s(
+                browser.new_page(viewport={"width": 1440, "height": 1000}), f"{url}/agent-map", MAP_READY
+            )
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    return seconds
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

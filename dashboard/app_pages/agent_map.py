@@ -1,0 +1,158 @@
+"""Agent map: which agent delegates to which, how often each edge fails, where the money goes.
+
+Nodes and edges are the source's exact aggregate over every trace in the range (`agent_map`);
+pick a node or an edge to list its traces and its failures.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+import streamlit as st
+
+from janux.dashboard.ui.filters import trace_filter, trace_link
+from janux.dashboard.ui.links import failures_link, handoff_link
+from janux.dashboard.ui.map_data import bucket_for, cached_map, rules_report
+from janux.dashboard.ui.state import active_source
+from janux.dashboard.ui.table import OPEN_LINK, show_table
+from janux.dashboard.views import agent_map as views
+from janux.dashboard.views import cells, fmt
+from janux.dashboard.views.rules import Report, badges
+from janux.tracing.sources.agentmap.model import AgentMap, AgentStats, EdgeStats
+
+EXPLAIN_LINK = st.column_config.LinkColumn("explain", display_text="explain ›", width="small")
+FAILURES_LINK = st.column_config.LinkColumn("failures", display_text="failures ›", width="small")
+
+
+def _refs_frame(refs: list[tuple[str, int, str]]) -> pd.DataFrame:
+    frame = pd.DataFrame(
+        [{"open": trace_link(t), "started (UTC)": fmt.utc(s), "trace": t, "span": sp} for t, s, sp in refs],
+        columns=["open", "started (UTC)", "trace", "span"],
+    )
+    return frame
+
+
+def _node(node: AgentStats) -> None:
+    cols = st.columns(5)
+    cols[0].metric("Runs", f"{node.runs:,}")
+    cols[1].metric("Error rate", f"{node.error_rate:.1%}")
+    cols[2].metric("Own cost", views.usd(node.own))
+    cols[3].metric("Inclusive cost", views.usd(node.inclusive))
+    cols[4].metric("p50 / p95", f"{views.ms(node.p50_ms)} / {views.ms(node.p95_ms)}")
+    st.subheader(fmt.markdown_text(f"Newest traces of {node.agent} ({node.traces:,} in the range)"))
+    refs = [(r.trace_id, r.start_ns, r.span_id) for r in node.recent]
+    show_table(_refs_frame(refs), key="map_node_traces", column_config={"open": OPEN_LINK})
+
+
+def _edge(edge: EdgeStats) -> None:
+    cols = st.columns(5)
+    cols[0].metric("Delegations", f"{edge.count:,}")
+    cols[1].metric("Attempts / delegation", f"{edge.attempts_per_delegation:.2f}")
+    cols[2].metric("Failure rate", f"{edge.failure_rate:.1%}")
+    cols[3].metric("Cost carried", views.usd(edge.cost))
+    cols[4].metric("p50 / p95", f"{views.ms(edge.p50_ms)} / {views.ms(edge.p95_ms)}")
+    kinds = " · ".join(f"{k} {edge.failures[k]}" for k in views.FAILURE_KINDS if edge.failures.get(k))
+    st.caption(fmt.markdown_text(f"Failures by kind: {kinds or 'none'}"))
+    if edge.failed:
+        st.link_button("All failures of this edge ›", failures_link(edge.caller, edge.target))
+        show_table(views.reasons_frame(edge), key="map_edge_reasons")
+        failures = pd.DataFrame(
+            [
+                {"explain": handoff_link(f.trace_id, f.span_id), "open": trace_link(f.trace_id),
+                 "started (UTC)": fmt.utc(f.start_ns), "kind": f.kind, "reason": f.reason,
+                 "trace": f.trace_id}
+                for f in edge.recent_failures
+            ]
+        )  # fmt: skip
+        st.subheader("Newest failures")
+        show_table(
+            failures, key="map_edge_failures", column_config={"explain": EXPLAIN_LINK, "open": OPEN_LINK}
+        )
+    st.subheader(fmt.markdown_text(f"Newest delegations ({edge.traces:,} traces in the range)"))
+    refs = [(r.trace_id, r.start_ns, r.span_id) for r in edge.recent]
+    show_table(_refs_frame(refs), key="map_edge_traces", column_config={"open": OPEN_LINK})
+
+
+def _inspect(agent_map: AgentMap) -> None:
+    options = views.choices(agent_map)
+    labels = [c.label for c in options]
+    wanted = str(st.query_params.get("select", ""))
+    index = labels.index(wanted) if wanted in labels else 0
+    label = st.selectbox("Inspect a node or an edge", labels, index=index, key="map_inspect")
+    choice = options[labels.index(label)]
+    if choice.agent is not None:
+        node = agent_map.node(choice.agent)
+        if node is not None:
+            _node(node)
+    elif choice.edge is not None:
+        edge = agent_map.edge(*choice.edge)
+        if edge is not None:
+            _edge(edge)
+
+
+def _selected_name() -> str | None:
+    label = str(st.session_state.get("map_inspect", ""))
+    return label.split(": ", 1)[1] if ": " in label else None
+
+
+def _tables(agent_map: AgentMap, report: Report | None) -> None:
+    for title, frame, key in (
+        ("Nodes", views.nodes_frame(agent_map), "nodes"),
+        ("Edges", views.edges_frame(agent_map), "edges"),
+    ):
+        st.subheader(title)
+        show_table(frame, key=f"map_table_{key}")
+        st.download_button(
+            f"Download {title.lower()} (CSV)", cells.csv_bytes(frame), file_name=f"janux-map-{key}.csv",
+            mime="text/csv", key=f"map_csv_{key}",
+        )  # fmt: skip
+    if report is not None:
+        st.subheader("Alert rules")
+        frame = pd.DataFrame(
+            [{"rule": f.rule, "check": f.check, "subject": f.subject, "value": f.value, "limit": f.limit,
+              "crossed": f.crossed, "counts": f.note} for f in report.findings]
+        )  # fmt: skip
+        show_table(frame, key="map_table_rules")
+
+
+def main() -> None:
+    """Draw the page."""
+    st.title("Agent map")
+    active = active_source()
+    if active is None:
+        return
+    key, source = active
+    flt = trace_filter("map", source, full=False)
+    agent_map = cached_map(key, source, flt, bucket_for(flt, time.time_ns()))
+    report, note = rules_report(source, flt, agent_map)
+    cols = st.columns(5)
+    cols[0].metric("Traces", f"{agent_map.traces:,}")
+    cols[1].metric("Agents", f"{len(agent_map.nodes):,}")
+    cols[2].metric("Edges", f"{len(agent_map.edges):,}")
+    p95 = views.turn_cost_summary(agent_map)["p95 USD"]
+    cols[3].metric("p95 cost / turn", cells.money_metric(p95 if isinstance(p95, float) else None))
+    crossed = len(report.crossed) if report is not None else 0
+    cols[4].metric("Rules crossed", f"{crossed:,}" if report is not None else "—", help=note)
+    if not agent_map.nodes:
+        st.info("No agent loops in this range.")
+        return
+    width_by = st.radio("Edge width by", ["count", "cost"], horizontal=True, key="map_width")
+    node_badges, edge_badges = badges(report) if report is not None else ({}, {})
+    dot = views.map_dot(
+        agent_map, width_by="cost" if width_by == "cost" else "count", node_badges=node_badges,
+        edge_badges=edge_badges, selected=_selected_name(),
+    )  # fmt: skip
+    graph_tab, table_tab = st.tabs(["Map", "Tables (the data of the map)"])
+    with graph_tab:
+        st.graphviz_chart(dot, width="stretch")
+        st.caption(
+            "Edge colour: failure rate (green none, amber < 10%, orange < 50%, red more). Dashed: the "
+            "caller's spans are missing. Bold: transfers. ⚠: an alert rule is crossed."
+        )
+        _inspect(agent_map)
+    with table_tab:
+        _tables(agent_map, report)
+
+
+main()

@@ -1,0 +1,134 @@
+"""Failed handoff: one delegation's failure explained in one screen (`?trace_id=&span_id=`)."""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+import streamlit as st
+
+from janux.dashboard.reconstruct.rebuild import TraceView
+from janux.dashboard.ui.filters import trace_link
+from janux.dashboard.ui.links import failures_link, handoff_link
+from janux.dashboard.ui.map_data import bucket_for, cached_map
+from janux.dashboard.ui.state import active_source, get_views
+from janux.dashboard.ui.table import OPEN_LINK, show_table
+from janux.dashboard.views import fmt
+from janux.dashboard.views.handoff_story import RULE_DOC_REF, HandoffStory, burn_frame, handoff_story
+from janux.tracing.sources.protocol import TraceFilter
+
+EXPLAIN_LINK = st.column_config.LinkColumn("explain", display_text="explain ›", width="small")
+
+
+def _record(story: HandoffStory) -> None:
+    d = story.delegation
+    st.subheader(fmt.markdown_text(f"{d.caller or '(caller missing)'} → {d.target} ({d.kind}): {d.status}"))
+    cols = st.columns(4)
+    cols[0].metric("Attempts", f"{d.attempt_count}")
+    cols[1].metric("Duration", fmt.ms(d.duration_ms))
+    cols[2].metric("Started (UTC)", fmt.utc(d.start_ns))
+    cols[3].metric("Cost carried", fmt.usage_cost(d.cost))
+    if story.rule:
+        st.error(fmt.markdown_text(f"Decided by: {story.rule}"))
+        if story.rule_doc:
+            st.caption(fmt.markdown_text(f"{story.rule_doc} (documented in {RULE_DOC_REF})"))
+    if d.error or d.error_type:
+        st.text(f"Error: {d.error_type or ''} {d.error or ''}".strip())
+    st.caption(
+        fmt.markdown_text(f"Tool {d.tool} · handoff id {d.handoff_id or '—'} · span {d.tool_span_id or '—'}")
+    )
+    show_table(story.attempts, key="handoff_attempts")
+
+
+def _work(story: HandoffStory) -> None:
+    st.subheader("The task it was given")
+    st.text(story.task)
+    st.subheader("Its last model round before it failed")
+    r = story.last_round
+    if r is None:
+        st.info("The subagent made no model round (denied or cut before it ran).")
+    else:
+        tokens_in = "—" if r.input_tokens is None else f"{r.input_tokens:,}"
+        tokens_out = "—" if r.output_tokens is None else f"{r.output_tokens:,}"
+        st.text(f"model {r.model or '—'} · tokens in {tokens_in} · out {tokens_out}")
+        st.text(f"finish reasons {r.finish_reasons or '—'} · status {r.status}")
+        st.text(r.output)
+    if story.tool_results:
+        st.subheader("Its tool calls")
+        frame = pd.DataFrame(
+            [{"tool": t.tool, "status": t.status, "duration": t.duration, "result": t.result}
+             for t in story.tool_results]
+        )  # fmt: skip
+        show_table(frame, key="handoff_tools")
+
+
+def _exceptions_and_budget(story: HandoffStory) -> None:
+    st.subheader("Exceptions")
+    if not story.exceptions:
+        st.caption("No exception event was recorded on these spans.")
+    for e in story.exceptions:
+        st.text(f"{e.type}: {e.message} (span {e.span})")
+        if e.stacktrace:
+            st.code(e.stacktrace, language=None)
+    st.subheader("Budget burn at the cut")
+    if not story.budgets:
+        st.caption("No budget was recorded on the attempts.")
+    else:
+        show_table(burn_frame(story.budgets), key="handoff_budget")
+
+
+def _same_way(story: HandoffStory, view: TraceView) -> None:
+    """Other traces where the same edge failed with the same reason (over every stored trace)."""
+    d = story.delegation
+    failure = next((f for f in view.failures if f.delegation == d.index), None)
+    st.subheader("The same edge, failing the same way")
+    if failure is None:
+        st.caption("This handoff did not fail.")
+        return
+    active = active_source()
+    if active is None:
+        return
+    key, source = active
+    flt = TraceFilter()
+    edge = cached_map(key, source, flt, bucket_for(flt, time.time_ns())).edge(
+        d.caller or "", d.target, d.kind
+    )
+    same = [f for f in (edge.recent_failures if edge else []) if f.reason == failure.reason]
+    total = edge.reasons.get(failure.reason, 0) if edge else 0
+    st.metric(
+        fmt.markdown_text(f"{failure.kind}: {failure.reason}"), f"{total:,} of {edge.count if edge else 0:,}"
+    )
+    st.link_button("All failures of this edge ›", failures_link(d.caller or "", d.target))
+    rows = [
+        {"explain": handoff_link(f.trace_id, f.span_id), "open": trace_link(f.trace_id),
+         "started (UTC)": fmt.utc(f.start_ns), "trace": f.trace_id}
+        for f in same
+        if f.trace_id != view.trace_id
+    ]  # fmt: skip
+    show_table(pd.DataFrame(rows, columns=["explain", "open", "started (UTC)", "trace"]), key="handoff_same",
+               column_config={"explain": EXPLAIN_LINK, "open": OPEN_LINK})  # fmt: skip
+
+
+def main() -> None:
+    """Draw the page."""
+    st.title("Failed handoff")
+    if active_source() is None:
+        return
+    trace_id = str(st.query_params.get("trace_id", "")).strip().lower()
+    span_id = str(st.query_params.get("span_id", "")).strip().lower()
+    if not trace_id or not span_id:
+        st.info("Open a failed handoff from the Failures page, the agent map or a trace's delegations.")
+        return
+    view = get_views([trace_id])[trace_id]
+    story = handoff_story(view, span_id) if view.index.spans else None
+    if story is None:
+        st.warning("No delegation with this span in this trace.")
+        return
+    st.link_button("Open the whole trace ›", trace_link(trace_id))
+    _record(story)
+    _work(story)
+    _exceptions_and_budget(story)
+    _same_way(story, view)
+
+
+main()

@@ -1,0 +1,99 @@
+"""Altair charts of the cost pictures and the trace histograms, each drawn from one plain table.
+
+The page shows the table next to each chart (and offers it as CSV), so every chart returns the
+exact frame it was drawn from. Nothing here imports Streamlit.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from janux.tracing.sources.protocol import TraceSummary
+
+UNPRICED_BAND = "unpriced"
+"""Name of the band holding tokens without a price (their cost is unknown, not 0)."""
+UNPRICED_COLOR = "#9e9e9e"
+"""Grey for the unpriced band."""
+
+
+def cost_over_time(timeline: pd.DataFrame) -> alt.Chart:
+    """Own cost per time bucket, stacked by agent (unpriced rows carry no cost and are left out)."""
+    priced = timeline[timeline["band"] != UNPRICED_BAND]
+    bands = sorted(str(b) for b in priced["band"].unique())
+    palette = alt.Scale(domain=bands, range=[_TABLEAU[i % len(_TABLEAU)] for i in range(len(bands))])
+    chart: alt.Chart = (
+        alt.Chart(priced)
+        .mark_bar()
+        .encode(
+            x=alt.X("time:T", title="time (UTC)"),
+            y=alt.Y("sum(cost USD):Q", title="cost (USD)", stack="zero"),
+            color=alt.Color("band:N", title="agent", scale=palette),
+            tooltip=["time:T", "band:N", alt.Tooltip("sum(cost USD):Q", format="$.6f", title="cost")],
+        )
+        .properties(height=220)
+    )
+    return chart
+
+
+def tokens_over_time(timeline: pd.DataFrame) -> alt.Chart:
+    """Tokens per time bucket, stacked by agent, with unpriced tokens as their own grey band."""
+    bands = sorted(str(b) for b in timeline["band"].unique() if b != UNPRICED_BAND)
+    colors = [_TABLEAU[i % len(_TABLEAU)] for i in range(len(bands))]
+    if (timeline["band"] == UNPRICED_BAND).any():
+        bands, colors = [*bands, UNPRICED_BAND], [*colors, UNPRICED_COLOR]
+    palette = alt.Scale(domain=bands, range=colors)
+    chart: alt.Chart = (
+        alt.Chart(timeline)
+        .mark_bar()
+        .encode(
+            x=alt.X("time:T", title="time (UTC)"),
+            y=alt.Y("sum(tokens):Q", title="tokens", stack="zero"),
+            color=alt.Color("band:N", title="agent / unpriced", scale=palette),
+            tooltip=["time:T", "band:N", alt.Tooltip("sum(tokens):Q", format=",", title="tokens")],
+        )
+        .properties(height=220)
+    )
+    return chart
+
+
+_TABLEAU = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f"]
+
+
+def icicle(rects: pd.DataFrame, value_title: str) -> alt.Chart:
+    """An icicle: one row per delegation depth, each path's width its share of the inclusive value."""
+    chart: alt.Chart = (
+        alt.Chart(rects)
+        .mark_rect(stroke="white")
+        .encode(
+            x=alt.X("x0:Q", axis=None, scale=alt.Scale(domain=[0, 1])),
+            x2="x1:Q",
+            y=alt.Y("depth:O", title="delegation depth"),
+            color=alt.Color("agent:N", title="agent"),
+            tooltip=["path:N", alt.Tooltip("value:Q", title=value_title, format=",.6f")],
+        )
+        .properties(height=60 + 50 * max(1, int(rects["depth"].max()) + 1 if len(rects) else 1))
+    )
+    return chart
+
+
+def turns_frame(summaries: list[TraceSummary]) -> pd.DataFrame:
+    """One row per trace: its bill (None when unpriced or absent) and duration, for the histograms."""
+    rows = [
+        {"trace": s.trace_id, "cost USD": s.bill_cost, "duration ms": s.duration_ns / 1e6} for s in summaries
+    ]
+    return pd.DataFrame(rows, columns=["trace", "cost USD", "duration ms"])
+
+
+def histogram(frame: pd.DataFrame, column: str, title: str) -> alt.Chart:
+    """A small histogram of one column (missing values left out)."""
+    chart: alt.Chart = (
+        alt.Chart(frame.dropna(subset=[column]))
+        .mark_bar()
+        .encode(
+            x=alt.X(f"{column}:Q", bin=alt.Bin(maxbins=30), title=title),
+            y=alt.Y("count():Q", title="traces"),
+        )
+        .properties(height=120)
+    )
+    return chart

@@ -1,0 +1,67 @@
+"""The agent map, the cost pictures and the failed-handoff screen in a real Chromium, on `janux serve --demo`.
+
+Reuses the served demo, browser and page fixtures of `test_dashboard_in_chromium` (conftest.py).
+Its screenshots are the README's (docs/screenshots/agent-map*.png, costs-*.png, handoff.png).
+"""
+
+from __future__ import annotations
+
+from playwright.sync_api import Page, expect
+
+from janux.tracing.sources.protocol import TraceFilter
+from janux.tracing.sources.store import open_store
+from tests.dashboard.browser.test_dashboard_in_chromium import UI_WAIT_MS, Served, _open, _shot
+
+
+def _choose(page: Page, label: str, option: str) -> None:
+    page.get_by_role("combobox", name=label).click()
+    page.get_by_role("option", name=option, exact=True).click()
+
+
+def test_agent_map_node_and_edge_click_through(served: Served, page: Page) -> None:
+    with open_store(served.data_dir) as store:
+        agent_map = store.agent_map(TraceFilter())
+    edge = agent_map.edge("triage", "researcher")
+    assert edge is not None and edge.failed
+    _open(page, f"{served.url}/agent-map", "Agent map")
+    graph = page.locator("svg")
+    expect(graph.get_by_text("researcher", exact=True).first).to_be_visible(timeout=UI_WAIT_MS)
+    expect(graph.get_by_text(f"{edge.count}× · {edge.failure_rate:.0%} failed").first).to_be_visible()
+    _shot(page, "agent-map")
+    _choose(page, "Inspect a node or an edge", "agent: fact_checker")
+    expect(page.get_by_text("Newest traces of fact_checker", exact=False)).to_be_visible(timeout=UI_WAIT_MS)
+    _choose(page, "Inspect a node or an edge", "edge: triage → researcher (delegate)")
+    expect(page.get_by_role("heading", name="Newest failures")).to_be_visible(timeout=UI_WAIT_MS)
+    page.get_by_role("heading", name="Newest failures").evaluate("e => e.scrollIntoView({block: 'center'})")
+    _shot(page, "agent-map-edge")
+    with page.context.expect_page() as opened:
+        page.get_by_role("link", name="All failures of this edge ›").first.click()
+    failures = opened.value
+    expect(failures.get_by_role("heading", name="Failures", exact=True)).to_be_visible(timeout=UI_WAIT_MS)
+    expect(failures.get_by_text("Only the edge triage → researcher.", exact=True)).to_be_visible(
+        timeout=UI_WAIT_MS
+    )
+
+
+def test_costs_over_time_and_the_path_icicle(served: Served, page: Page) -> None:
+    _open(page, f"{served.url}/costs", "Costs")
+    heading = page.get_by_role("heading", name="Cost over time and by delegation path")
+    expect(heading).to_be_visible(timeout=UI_WAIT_MS)
+    heading.evaluate("e => e.scrollIntoView({block: 'start'})")
+    charts = page.locator("[data-testid='stVegaLiteChart']")
+    expect(charts.nth(1)).to_be_visible(timeout=UI_WAIT_MS)
+    _shot(page, "costs-over-time")
+    icicle = page.get_by_role("heading", name="Inclusive cost by delegation path")
+    icicle.evaluate("e => e.scrollIntoView({block: 'start'})")
+    expect(charts.nth(2)).to_be_visible(timeout=UI_WAIT_MS)
+    _shot(page, "costs-paths")
+
+
+def test_failed_handoff_screen_explains_a_cut(served: Served, page: Page) -> None:
+    with open_store(served.data_dir) as store:
+        agent_map = store.agent_map(TraceFilter())
+    cut = next(f for e in agent_map.edges for f in e.recent_failures if f.reason == "max_turns")
+    _open(page, f"{served.url}/handoff?trace_id={cut.trace_id}&span_id={cut.span_id}", "Failed handoff")
+    expect(page.get_by_text("Decided by: max_turns", exact=True)).to_be_visible(timeout=UI_WAIT_MS)
+    expect(page.get_by_role("heading", name="Budget burn at the cut")).to_be_visible()
+    _shot(page, "handoff")

@@ -1,0 +1,191 @@
+"""AppTest of the Agent map, the Failed handoff screen and the Failures page narrowed to an edge."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from janux.tracing.sources.memory import MemoryTraceSource
+from janux.tracing.sources.protocol import TraceFilter
+from tests.dashboard.app_helpers import OpenPage
+from tests.dashboard.shown import rendered
+
+Demo = tuple[list[Any], dict[str, str]]
+
+
+def _table(at: AppTest, *columns: str) -> pd.DataFrame:
+    found = [e.value for e in at.dataframe if set(columns) <= set(e.value.columns)]
+    assert len(found) == 1, f"{len(found)} tables with columns {columns}"
+    return found[0]
+
+
+def _query(link: str) -> dict[str, str]:
+    return {k: v[0] for k, v in parse_qs(urlparse(link).query).items()}
+
+
+def test_map_draws_every_agent_and_edge(open_page: OpenPage, demo: Demo) -> None:
+    source = MemoryTraceSource(demo[0])
+    expected = source.agent_map(TraceFilter())
+    at = open_page(source, "agent_map.py")
+    dot = at.get("graphviz_chart")[0].proto.spec
+    for node in expected.nodes:
+        assert f'"{node.agent}\\n{node.runs:,} runs' in dot
+    researcher = expected.edge("triage", "researcher")
+    assert researcher is not None and f"{researcher.count:,}× · {researcher.failure_rate:.0%} failed" in dot
+    edges = _table(at, "caller", "target", "delegations", "failure rate")
+    row = edges[(edges["caller"] == "triage") & (edges["target"] == "researcher")].iloc[0]
+    assert row["delegations"] == researcher.count and row["failed delegations"] == researcher.failed
+    assert len(at.get("download_button")) == 2
+
+
+def test_clicking_a_node_lists_its_traces_newest_first(open_page: OpenPage, demo: Demo) -> None:
+    source = MemoryTraceSource(demo[0])
+    at = open_page(source, "agent_map.py")
+    at.selectbox(key="map_inspect").set_value("agent: fact_checker").run()
+    assert not at.exception
+    frame = _table(at, "open", "started (UTC)", "trace", "span")
+    node = source.agent_map(TraceFilter()).node("fact_checker")
+    assert node is not None and list(frame["trace"]) == [r.trace_id for r in node.recent]
+    assert all(_query(link)["trace_id"] == t for link, t in zip(frame["open"], frame["trace"], strict=True))
+    assert (
+        "fact_checker"
+        in at.get("graphviz_chart")[0].proto.spec.split("penwidth=3")[0].rsplit("[label=", 1)[1]
+    )
+
+
+def test_clicking_an_edge_lists_failures_linking_to_failures_and_the_handoff_screen(
+    open_page: OpenPage, demo: Demo
+) -> None:
+    source = MemoryTraceSource(demo[0])
+    at = open_page(source, "agent_map.py")
+    at.selectbox(key="map_inspect").set_value("edge: triage → researcher (delegate)").run()
+    assert not at.exception
+    edge = source.agent_map(TraceFilter()).edge("triage", "researcher")
+    assert edge is not None and edge.failed > 0
+    reasons = _table(at, "reason", "delegations")
+    assert dict(zip(reasons["reason"], reasons["delegations"], strict=True)) == edge.reasons
+    failures = _table(at, "explain", "kind", "reason")
+    assert len(failures) == len(edge.recent_failures)
+    first = _query(failures["explain"].iloc[0])
+    assert first["trace_id"] == edge.recent_failures[0].trace_id
+    assert first["span_id"] == edge.recent_failures[0].span_id
+    buttons = [b.proto.url for b in at.get("link_button")]
+    assert any(_query(url) == {"caller": "triage", "target": "researcher"} for url in buttons)
+
+
+def test_failures_page_filtered_to_an_edge(open_page: OpenPage, demo: Demo) -> None:
+    source = MemoryTraceSource(demo[0])
+    at = open_page(source, "failures.py", caller="triage", target="writer")
+    frame = _table(at, "kind", "reason", "task", "open")
+    assert len(frame) > 0 and set(frame["target"]) == {"writer"} and set(frame["caller"]) == {"triage"}
+    assert all(
+        _query(link)["span_id"] == span for link, span in zip(frame["explain"], frame["span"], strict=True)
+    )
+
+
+def test_failed_handoff_screen_explains_a_budget_cut(open_page: OpenPage, demo: Demo) -> None:
+    source = MemoryTraceSource(demo[0])
+    trace_id = demo[1]["cut_max_turns"]
+    edge = next(e for e in source.agent_map(TraceFilter()).edges if e.failures.get("cut"))
+    failure = next(f for f in edge.recent_failures if f.trace_id == trace_id)
+    at = open_page(source, "handoff.py", trace_id=trace_id, span_id=failure.span_id)
+    text = " ".join(e.value for e in at.text) + " ".join(rendered(e.value) for e in at.error)
+    assert "max_turns" in text
+    assert any("model rounds" in rendered(c.value) for c in at.caption)  # the budget line is explained
+    attempts = _table(at, "attempt", "status", "error type", "message")
+    assert len(attempts) >= 1
+    burn = _table(at, "agent", "turns", "tokens", "cut by")
+    assert "max_turns" in set(burn["cut by"])
+    same = _table(at, "explain", "open", "started (UTC)", "trace")
+    metric = next(m for m in at.metric if "max_turns" in rendered(m.label))
+    assert metric.value.startswith(f"{edge.reasons['max_turns']:,} of")
+    assert trace_id not in set(same["trace"])
+
+
+def test_failed_handoff_screen_shows_denial_rule_and_unknown_span(open_page: OpenPage, demo: Demo) -> None:
+    source = MemoryTraceSource(demo[0])
+    trace_id = demo[1]["denied_denied_tools"]
+    view_failures = [f for f in source.agent_map(TraceFilter()).edges for f in f.recent_failures]
+    failure = next(f for f in view_failures if f.trace_id == trace_id)
+    at = open_page(source, "handoff.py", trace_id=trace_id, span_id=failure.span_id)
+    assert any("denied_tools" in rendered(e.value) for e in at.error)
+    assert any("made no model round" in i.value for i in at.info)
+    at = open_page(source, "handoff.py", trace_id=trace_id, span_id="0" * 16)
+    assert any("No delegation" in w.value for w in at.warning)
+
+
+def test_map_and_handoff_pages_show_no_raw_missing_values(open_page: OpenPage, demo: Demo) -> None:
+    from tests.dashboard.test_table_cells import _bad_cells
+
+    source = MemoryTraceSource(demo[0])
+    at = open_page(source, "agent_map.py")
+    at.selectbox(key="map_inspect").set_value("edge: triage → researcher (delegate)").run()
+    assert _bad_cells(at) == []
+    failure = source.agent_map(TraceFilter()).edge("triage", "researcher").recent_failures[0]  # type: ignore[union-attr]
+    at = open_page(source, "handoff.py", trace_id=failure.trace_id, span_id=failure.span_id)
+    assert _bad_cells(at) == []
+
+
+def test_costs_page_draws_cost_over_time_and_the_path_icicle(open_page: OpenPage, demo: Demo) -> None:
+    source = MemoryTraceSource(demo[0])
+    at = open_page(source, "costs.py")
+    agent_map = source.agent_map(TraceFilter())
+    charts = at.get("vega_lite_chart")
+    assert len(charts) == 3
+    timelines = [
+        e.value for e in at.dataframe if {"time", "band", "cost USD", "tokens"} <= set(e.value.columns)
+    ]
+    assert len(timelines) == 2
+    timeline = timelines[0]
+    for node in agent_map.nodes:
+        rows = timeline[timeline["band"] == node.agent]
+        assert rows["cost USD"].sum() == pytest.approx(node.own.cost or 0.0)
+        assert rows["tokens"].sum() == node.own.total_tokens - node.own.unpriced_tokens
+    unpriced = timeline[timeline["band"] == "unpriced"]["tokens"].sum()
+    assert (
+        unpriced == sum(n.own.unpriced_tokens for n in agent_map.nodes) > 0
+    )  # the demo has an unpriced agent
+    paths = _table(at, "path", "parent", "inclusive USD")
+    top = paths[paths["depth"] == 0]
+    assert top["inclusive USD"].sum() == pytest.approx(sum(agent_map.turn_costs))
+    assert "triage > researcher > fact_checker" in set(paths["path"])
+
+
+def test_traces_page_histograms_read_the_newest_traces(open_page: OpenPage, demo: Demo) -> None:
+    source = MemoryTraceSource(demo[0])
+    at = open_page(source, "traces.py")
+    assert not [e for e in at.dataframe if "duration ms" in e.value.columns]  # one click away
+    at.toggle(key="hist_show").set_value(True).run()
+    frame = _table(at, "trace", "cost USD", "duration ms")
+    summaries = source.list_traces(TraceFilter(), limit=5_000)
+    assert list(frame["trace"]) == [s.trace_id for s in summaries]
+    assert len(at.get("vega_lite_chart")) == 2
+
+
+def test_trace_page_links_a_failed_edge_to_the_handoff_screen(open_page: OpenPage, demo: Demo) -> None:
+    source = MemoryTraceSource(demo[0])
+    trace_id = demo[1]["failed_delegation"]
+    at = open_page(source, "trace.py", trace_id=trace_id)
+    links = [_query(b.proto.url) for b in at.get("link_button") if "Explain" in b.proto.label]
+    assert len(links) == 1 and links[0]["trace_id"] == trace_id
+    at = open_page(source, "handoff.py", **links[0])
+    assert any("failed" in rendered(h.value) for h in at.subheader)
+
+
+def test_cost_over_time_stacks_by_model(open_page: OpenPage, demo: Demo) -> None:
+    source = MemoryTraceSource(demo[0])
+    at = open_page(source, "costs.py")
+    at.radio(key="costs_stack_by").set_value("model").run()
+    assert not at.exception
+    timeline = next(
+        e.value for e in at.dataframe if {"time", "band", "cost USD", "tokens"} <= set(e.value.columns)
+    )
+    for row in source.usage_by("model", TraceFilter()):
+        rows = timeline[timeline["band"] == (row.key or "(no model)")]
+        assert rows["cost USD"].sum() == pytest.approx(row.cost or 0.0)
+    unpriced = timeline[timeline["band"] == "unpriced"]["tokens"].sum()
+    assert unpriced == sum(r.unpriced_tokens or 0 for r in source.usage_by("model", TraceFilter())) > 0

@@ -1,0 +1,171 @@
+"""The agent map equals the sums over the Trace pages of the same traces, in every source."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+from janux.tracing.records import SpanRecord
+from janux.tracing.sources.agentmap.build import TraceLinks
+from janux.tracing.sources.agentmap.spans import agent_map_of_traces
+from janux.tracing.sources.memory import MemoryTraceSource
+from janux.tracing.sources.protocol import TraceFilter
+from janux.tracing.sources.store import open_store
+from janux.tracing.testing import synthetic_trace
+from tests.support.agent_map_expect import actual, expected
+from tests.support.contract_traces import contract_trace, plain_trace
+from tests.support.demo_traces import demo_traces
+
+
+def by_trace(spans: Sequence[SpanRecord]) -> dict[str, list[SpanRecord]]:
+    out: dict[str, list[SpanRecord]] = defaultdict(list)
+    for span in spans:
+        out[span.trace_id].append(span)
+    return dict(out)
+
+
+def test_in_memory_map_equals_the_trace_pages_on_the_demo_set() -> None:
+    traces = by_trace(demo_traces().spans)
+    got = actual(agent_map_of_traces(traces.items()))
+    want = expected(traces.values())
+    assert got["nodes"] == want["nodes"]
+    assert got["edges"] == want["edges"]
+    assert len(got["edges"]) >= 5 and any(e["failures"] for e in got["edges"].values())
+
+
+def test_in_memory_map_equals_the_trace_pages_on_contract_and_foreign_traces() -> None:
+    traces = [
+        contract_trace(),
+        plain_trace(),
+        synthetic_trace(300, seed=4),
+        synthetic_trace(300, seed=5, janux=False),
+    ]
+    pairs = [(spans[0].trace_id, spans) for spans in traces]
+    got = actual(agent_map_of_traces(pairs))
+    want = expected(traces)
+    assert got == want
+
+
+def test_embedded_store_map_equals_the_trace_pages(tmp_path: Path) -> None:
+    spans = [
+        *demo_traces().spans,
+        *contract_trace(),
+        *plain_trace(),
+        *synthetic_trace(300, seed=5, janux=False),
+    ]
+    traces = by_trace(spans)
+    with open_store(tmp_path) as store:
+        store.write(spans)
+        got = actual(store.agent_map(TraceFilter()))
+    assert got == expected(traces.values())
+
+
+def test_memory_source_map_follows_the_filter() -> None:
+    spans = demo_traces().spans
+    source = MemoryTraceSource(spans)
+    everything = source.agent_map(TraceFilter())
+    errors_only = source.agent_map(TraceFilter(status="error"))
+    assert everything.traces == len(by_trace(spans))
+    assert 0 < errors_only.traces < everything.traces
+    assert actual(everything) == expected(by_trace(spans).values())
+
+
+def test_an_older_store_gets_agent_links_filled_from_its_spans(tmp_path: Path) -> None:
+    spans = [*demo_traces().spans, *plain_trace()]
+    with open_store(tmp_path) as store:
+        store.write(spans)
+        before = actual(store.agent_map(TraceFilter()))
+    conn = sqlite3.connect(tmp_path / "traces.sqlite3")
+    conn.execute("DROP TABLE agent_links")
+    conn.commit()
+    conn.close()
+    with open_store(tmp_path) as store:
+        assert actual(store.agent_map(TraceFilter())) == before == expected(by_trace(spans).values())
+
+
+def test_prune_removes_agent_links(tmp_path: Path) -> None:
+    with open_store(tmp_path) as store:
+        store.write(list(demo_traces().spans))
+        store.prune(0, now_ns=2**62)
+        assert store.agent_map(TraceFilter()).nodes == []
+        conn = sqlite3.connect(tmp_path / "traces.sqlite3")
+        assert conn.execute("SELECT count(*) FROM agent_links").fetchone()[0] == 0
+        conn.close()
+
+
+def test_store_map_stays_exact_as_traces_grow_between_calls(tmp_path: Path) -> None:
+    """The store keeps per-trace facts between calls: a trace that grows, or a new one, is re-read."""
+    contract = contract_trace()
+    late = [s for s in contract if s.parent_span_id]  # the children arrive after their root
+    first = [s for s in contract if not s.parent_span_id] + list(demo_traces().spans)
+    with open_store(tmp_path) as store:
+        store.write(first)
+        assert actual(store.agent_map(TraceFilter())) == expected(by_trace(first).values())
+        store.write(late + plain_trace())
+        everything = [*first, *late, *plain_trace()]
+        assert actual(store.agent_map(TraceFilter())) == expected(by_trace(everything).values())
+        narrowed = store.agent_map(TraceFilter(root_agent="planner"))
+        planner = [
+            spans
+            for spans in by_trace(everything).values()
+            if any(s.name == "invoke_agent planner" and not s.parent_span_id for s in spans)
+        ]
+        assert actual(narrowed) == expected(planner)
+
+
+def test_map_cache_rereads_only_what_changed() -> None:
+    from janux.tracing.sources.agentmap.cache import MapCache
+    from janux.tracing.sources.agentmap.spans import links_of_spans
+
+    traces = by_trace(demo_traces().spans)
+    calls: list[object] = []
+
+    def load_all() -> list[TraceLinks]:
+        calls.append("all")
+        return [links_of_spans(t, spans) for t, spans in traces.items()]
+
+    def load_some(ids: list[str]) -> list[TraceLinks]:
+        calls.append(sorted(ids))
+        return [links_of_spans(t, traces[t]) for t in ids]
+
+    cache = MapCache()
+    versions = {t: len(spans) for t, spans in traces.items()}
+    first = cache.agent_map(versions, load_all, load_some, None)
+    grown = next(iter(versions))
+    again = cache.agent_map({**versions, grown: versions[grown] + 1}, load_all, load_some, None)
+    assert calls == ["all", [grown]]
+    assert actual(first) == actual(again) == expected(traces.values())
+
+
+def test_damaged_traces_never_raise(tmp_path: Path) -> None:
+    """Cycles, odd attribute types, huge and non-finite numbers: counted as far as they go, no crash."""
+    from janux.tracing import conventions as c
+    from tests.support.otlp_build import record
+
+    t = "d" * 32
+    odd = {
+        c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT, c.GEN_AI_AGENT_NAME: ["not", "a", "name"],
+        c.JANUX_TURN_INPUT_TOKENS: "12", c.JANUX_TURN_OUTPUT_TOKENS: float("inf"),
+        c.JANUX_TURN_COST: float("nan"), c.JANUX_HANDOFF_ATTEMPT: True,
+    }  # fmt: skip
+    tool = {c.GEN_AI_OPERATION_NAME: c.OP_EXECUTE_TOOL, c.GEN_AI_TOOL_TYPE: c.TOOL_TYPE_DELEGATE,
+            c.JANUX_HANDOFF_ATTEMPTS: "many", c.JANUX_HANDOFF_DURATION_MS: "slow"}  # fmt: skip
+    spans = [
+        record("a1", "a2", "invoke_agent x", odd, trace_id=t),  # a1 and a2 are each other's parent
+        record("a2", "t1", "invoke_agent y", {c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT}, trace_id=t),
+        record("t1", "a1", "execute_tool delegate.y", tool, trace_id=t, duration=-1),
+        record(
+            "c1",
+            "c1",
+            "chat m",
+            {c.GEN_AI_OPERATION_NAME: c.OP_CHAT, c.GEN_AI_USAGE_INPUT_TOKENS: 2**70},
+            trace_id=t,
+        ),
+    ]
+    for agent_map in (agent_map_of_traces([(t, spans)]), MemoryTraceSource(spans).agent_map(TraceFilter())):
+        assert agent_map.traces == 1 and agent_map.nodes
+    with open_store(tmp_path) as store:
+        store.write(spans)
+        assert store.agent_map(TraceFilter()).nodes
