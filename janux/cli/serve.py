@@ -16,7 +16,7 @@ import sys
 import threading
 from typing import Any
 
-from janux.cli.collect import add_receiver_arguments, start_receiver_from_args
+from janux.cli.receiver_args import add_receiver_arguments, resolve_token, start_receiver_from_args
 from janux.cli.ui import DEFAULT_PORT, free_port, launch_ui, stop_child
 from janux.tracing.sources.store import open_store
 
@@ -68,12 +68,13 @@ def demo_env(token: str | None) -> dict[str, str]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    token = resolve_token(args, command="janux serve")
     store = open_store(args.data_dir)
     stop = threading.Event()
     for signum in _STOP_SIGNALS:
         signal.signal(signum, lambda *_: stop.set())
     try:
-        receiver = start_receiver_from_args(args, store)
+        receiver = start_receiver_from_args(args, store, token)
     except OSError as err:
         store.close()
         raise SystemExit(f"janux serve: {err}") from None
@@ -90,7 +91,7 @@ def _run(args: argparse.Namespace) -> int:
             dashboard = launch_ui(store.data_dir, args.host, port)
             print(f"janux serve: dashboard http://{args.host}:{port}", flush=True)
         if args.demo and receiver.http_port is not None:
-            env = dict(os.environ, **demo_env(args.token or None))
+            env = dict(os.environ, **demo_env(token))
             demo = subprocess.Popen(demo_command(receiver.http_port, args.host), env=env)
         while not stop.wait(0.5):
             if dashboard is not None and dashboard.poll() is not None:
