@@ -26,11 +26,13 @@ def test_waiters_are_let_in_in_arrival_order_as_room_frees() -> None:
     small = threading.Thread(target=take, args=("small", 5))  # would fit now, but must not overtake
     small.start()
     wait_until(lambda: len(budget._waiters) == 2, what="the small request to queue")
-    assert order == []
-    budget.release(90)
+    assert order == []  # the small one would fit, but waits behind the big one
+    budget.release(30)  # still no room for the big one: the small one keeps waiting
+    assert budget.used == 60 and len(budget._waiters) == 2
+    budget.release(60)
     big.join(10)
     small.join(10)
-    assert order == ["big", "small"] and budget.used == 65
+    assert sorted(order) == ["big", "small"] and budget.used == 65
 
 
 def test_a_wait_ends_busy_and_leaves_nothing_reserved() -> None:
