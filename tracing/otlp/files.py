@@ -89,6 +89,11 @@ class TraceFile:
         except (OSError, ValueError):
             return self.size
 
+    @property
+    def bytes_read(self) -> int:
+        """Bytes of content read so far (after decompression for a compressed file)."""
+        return self._inflating.total if self._inflating is not None else self.position()
+
     def close(self) -> None:
         """Close the file."""
         self._raw.close()

@@ -28,9 +28,12 @@ class LoadResult:
     """Spans or records refused."""
     errors: list[str] = field(default_factory=list)
     """The first rejection messages, each naming its file, line and field."""
+    decompressed_bytes: int = 0
+    """Bytes of content read (after decompression)."""
 
     def merge(self, other: LoadResult) -> None:
         """Add another load's spans and rejections."""
+        self.decompressed_bytes += other.decompressed_bytes
         self.spans.extend(other.spans)
         self.rejected += other.rejected
         self.errors.extend(other.errors[: max(0, MAX_ERRORS - len(self.errors))])
@@ -68,6 +71,7 @@ def load_trace_file(
             if record.result.rejected:
                 first = record.result.first_error
                 result._reject(f"{where}: {first}", record.result.rejected)
+        result.decompressed_bytes = trace_file.bytes_read
     return result
 
 
