@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-BENCHES = ("bench_runtime", "bench_telemetry", "bench_reconstruct", "bench_ingest")
+BENCHES = ("bench_runtime", "bench_telemetry", "bench_reconstruct", "bench_ingest", "bench_hostile")
 """Benchmark modules, cheapest first."""
 
 

@@ -20,9 +20,12 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 """First bytes of a zstd frame."""
 GZIP_MAGIC = b"\x1f\x8b"
 """First bytes of a gzip member."""
-_ZSTD_FEED = 512
-# A zstd block of up to 128 KiB can be described in 4 bytes: feeding 512 bytes at a time bounds one
-# step's output at about 16 MiB, whatever the file.
+_ZSTD_FEED_MAX = 512
+# A zstd block of up to 128 KiB can be described in 4 bytes: feeding at most 512 bytes at a time
+# bounds one step's output at about 16 MiB, whatever the file. Within that, the feed shrinks so a
+# step yields about `_ZSTD_STEP` (small pieces reuse freed memory; 16 MiB ones fault in new pages).
+_ZSTD_FEED_MIN = 16
+_ZSTD_STEP = 1024 * 1024
 _GZIP_FEED = 64 * 1024
 _GZIP_STEP = 1024 * 1024
 
@@ -82,9 +85,11 @@ class ZstdStream(Inflating):
         super().__init__(source, max_total)
         self._inflater = zstandard.ZstdDecompressor().decompressobj()
         self._in_frame = False
+        self._feed = _ZSTD_FEED_MAX
 
     def _more(self) -> bytes:
-        chunk = self._source.read(_ZSTD_FEED)
+        chunk = self._source.read(self._feed)
+        fed = len(chunk)
         if not chunk:
             return self._stop("truncated zstd data: the file ends inside a frame" if self._in_frame else None)
         out = []
@@ -100,7 +105,10 @@ class ZstdStream(Inflating):
                 self._inflater = zstandard.ZstdDecompressor().decompressobj()
         except zstandard.ZstdError as err:
             out.append(self._stop(f"invalid zstd data after {self.total} decompressed bytes: {err}"))
-        return b"".join(out)
+        produced = b"".join(out)
+        ratio = len(produced) // max(1, fed) + 1
+        self._feed = max(_ZSTD_FEED_MIN, min(_ZSTD_FEED_MAX, _ZSTD_STEP // ratio))
+        return produced
 
 
 class GzipStream(Inflating):
