@@ -30,22 +30,21 @@ def count_spans(body: bytes | bytearray, most: int) -> int:
 
     Raises `DecodeError` when the body is not valid protobuf, as parsing it would.
     """
-    view = memoryview(body)
+    view = body  # indexing bytes is faster than indexing a memoryview
     try:
         total = 0
         for start, end in _fields(view, 0, len(view), _RESOURCE_SPANS):
             for scope_start, scope_end in _fields(view, start, end, _SCOPE_SPANS):
-                for _ in _fields(view, scope_start, scope_end, _SPANS):
-                    total += 1
-                    if total > most:
-                        return total
+                total = _count_spans(view, scope_start, scope_end, total, most)
+                if total > most:
+                    return total
         return total
     except (_Malformed, IndexError) as err:
         reason = str(err) if isinstance(err, _Malformed) else "truncated message"
         raise DecodeError("", f"invalid protobuf ExportTraceServiceRequest: {reason}") from None
 
 
-def _varint(buf: memoryview, pos: int) -> tuple[int, int]:
+def _varint(buf: bytes | bytearray, pos: int) -> tuple[int, int]:
     """The varint at `pos` and the position after it."""
     result = 0
     shift = 0
@@ -60,7 +59,36 @@ def _varint(buf: memoryview, pos: int) -> tuple[int, int]:
             raise _Malformed("varint longer than 10 bytes")
 
 
-def _fields(buf: memoryview, pos: int, end: int, wanted: int) -> Iterator[tuple[int, int]]:
+_SPANS_TAG = _SPANS << 3 | _LEN
+
+
+def _count_spans(buf: bytes | bytearray, pos: int, end: int, total: int, most: int) -> int:
+    """`total` plus the spans of one ScopeSpans (`buf[pos:end]`), stopping past `most`.
+
+    The loop every span goes through: its one-byte tag and a short length are read inline, with
+    no generator or tuple per span (other fields take the general path)."""
+    while pos < end:
+        if buf[pos] != _SPANS_TAG:
+            key, pos = _varint(buf, pos)
+            if key >> 3 == 0:
+                raise _Malformed("field number 0")
+            pos = _skip(buf, pos, end, key >> 3, key & 7)
+            continue
+        length = buf[pos + 1]
+        if length < 0x80:
+            pos += 2 + length
+        else:
+            length, pos = _varint(buf, pos + 1)
+            pos += length
+        if pos > end:
+            raise _Malformed("field runs past the end of its message")
+        total += 1
+        if total > most:
+            return total
+    return total
+
+
+def _fields(buf: bytes | bytearray, pos: int, end: int, wanted: int) -> Iterator[tuple[int, int]]:
     """(start, end) of the payload of every length-delimited field number `wanted` in
     `buf[pos:end]`, checking that every other field is well formed and skipping it."""
     while pos < end:
@@ -80,7 +108,7 @@ def _fields(buf: memoryview, pos: int, end: int, wanted: int) -> Iterator[tuple[
         pos = stop
 
 
-def _skip(buf: memoryview, pos: int, end: int, number: int, wire: int, depth: int = 0) -> int:
+def _skip(buf: bytes | bytearray, pos: int, end: int, number: int, wire: int, depth: int = 0) -> int:
     """The position after the value of a field of `wire` type starting at `pos`."""
     if wire == _VARINT:
         return _varint(buf, pos)[1]
@@ -100,7 +128,7 @@ def _skip(buf: memoryview, pos: int, end: int, number: int, wire: int, depth: in
     return pos
 
 
-def _skip_group(buf: memoryview, pos: int, end: int, number: int, depth: int) -> int:
+def _skip_group(buf: bytes | bytearray, pos: int, end: int, number: int, depth: int) -> int:
     """Skip a (deprecated, unknown-field) group up to its matching end tag."""
     if depth >= _MAX_GROUP_DEPTH:
         raise _Malformed("groups nested too deeply")
