@@ -12,6 +12,7 @@ BENCHES = (
     "bench_reconstruct",
     "bench_ingest",
     "bench_agent_map",
+    "bench_hostile",
 )
 """Benchmark modules, cheapest first."""
 

@@ -10,11 +10,13 @@ from pathlib import Path
 
 import streamlit as st
 
+from janux.dashboard.ui.login import require_sign_in
 from janux.dashboard.ui.state import render_sidebar
 
 _PAGES = Path(__file__).parent / "app_pages"
 
 st.set_page_config(page_title="Janux", layout="wide")
+require_sign_in()  # with a token configured, nothing below renders before the visitor signs in
 
 navigation = st.navigation(
     [

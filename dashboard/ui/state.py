@@ -2,13 +2,16 @@
 
 Tests and embedding code may put a ready `TraceSource` into `st.session_state[SOURCE_OVERRIDE]`;
 otherwise the sidebar offers the embedded store (default), a ClickHouse `otel_traces` table,
-uploaded files, or the file named by `JANUX_SOURCE=memory-file:<path>`.
+uploaded files, or the file named by `JANUX_SOURCE=memory-file:<path>`. The data directory and the
+ClickHouse connection are the server's settings, shown read-only, unless the dashboard was started
+with `--allow-source-edit` (then only an existing store may be opened from the page).
 """
 
 from __future__ import annotations
 
 import sys
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -21,6 +24,7 @@ from janux.dashboard.sources import (
     config_from_env,
     open_source,
 )
+from janux.dashboard.ui.login import access, ticket_params
 from janux.dashboard.ui.uploads import UPLOAD_PARAM, linked_token, uploaded_source
 from janux.dashboard.ui.view_cache import SHARED
 from janux.dashboard.views import fmt
@@ -75,11 +79,24 @@ def _choose() -> tuple[str, TraceSource | None]:
         if token is not None:
             st.session_state[_LINK_PARAMS] = {UPLOAD_PARAM: token}
         return key, source
+    editable = access().allow_source_edit
     if choice == STORE:
-        data_dir = st.sidebar.text_input("Data directory", str(cfg.resolved_data_dir()), key="janux_data_dir")
-        cfg = replace(cfg, kind="store", data_dir=data_dir)
+        cfg = replace(cfg, kind="store")
+        if not editable:
+            st.sidebar.caption(fmt.markdown_text(f"Data directory: {cfg.resolved_data_dir()}"))
+        else:
+            configured = str(cfg.resolved_data_dir())
+            data_dir = st.sidebar.text_input("Data directory", configured, key="janux_data_dir")
+            if data_dir != configured and not (Path(data_dir).expanduser() / "traces.sqlite3").is_file():
+                st.sidebar.error(fmt.markdown_text(f"No Janux store in {data_dir}."))
+                return f"store:{data_dir}", None
+            cfg = replace(cfg, data_dir=data_dir)
     elif choice == CLICKHOUSE:
-        cfg = replace(cfg, kind="clickhouse", clickhouse=_clickhouse_inputs(cfg.clickhouse))
+        ch = cfg.clickhouse if not editable else _clickhouse_inputs(cfg.clickhouse)
+        if not editable:
+            where = f"ClickHouse: {ch.user}@{ch.host}:{ch.port}/{ch.database}.{ch.table}"
+            st.sidebar.caption(fmt.markdown_text(where))
+        cfg = replace(cfg, kind="clickhouse", clickhouse=ch)
     else:
         st.sidebar.text(f"File: {cfg.path}")
     try:
@@ -127,8 +144,9 @@ def render_sidebar() -> None:
 
 
 def link_params() -> dict[str, str]:
-    """Query parameters a link to another page must carry to show the same source in a new tab."""
-    return dict(st.session_state.get(_LINK_PARAMS, {}))
+    """Query parameters a link to another page must carry to show the same source in a new tab
+    (and, with sign-in, to be signed in there)."""
+    return {**st.session_state.get(_LINK_PARAMS, {}), **ticket_params()}
 
 
 def active_source() -> tuple[str, TraceSource] | None:

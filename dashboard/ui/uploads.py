@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from janux.dashboard.ui.login import access
 from janux.dashboard.ui.upload_shelf import SHARED_UPLOADS, Upload
 from janux.dashboard.views import fmt
 from janux.tracing.sources.memory import MemoryTraceSource
@@ -41,8 +42,11 @@ def _load(files: list[st.runtime.uploaded_file_manager.UploadedFile]) -> Upload:
         if kept is not None:
             return kept
     total = LoadResult()
+    room = access().max_upload_decompressed_mb * 1024 * 1024  # for all the files together
     for f in files:
-        total.merge(load_trace_bytes(f.name, f.getvalue()))
+        loaded = load_trace_bytes(f.name, f.getvalue(), max_total_bytes=max(room, 1))
+        room -= loaded.decompressed_bytes
+        total.merge(loaded)
     memory = MemoryTraceSource(total.spans, rejected=total.rejected, errors=total.errors)
     upload = SHARED_UPLOADS.put(tuple(f.name for f in files), memory)
     st.session_state[_LOADED] = (fingerprint, upload.token)

@@ -9,18 +9,9 @@ import signal
 import threading
 from typing import Any
 
-from janux.tracing.receiver import (
-    DEFAULT_GRPC_PORT,
-    DEFAULT_HOST,
-    DEFAULT_HTTP_PORT,
-    DEFAULT_MAX_BODY_BYTES,
-    RunningReceiver,
-    start_receiver,
-)
-from janux.tracing.sources.store import DATA_DIR_ENV, TraceStore, open_store
+from janux.cli.receiver_args import add_receiver_arguments, resolve_token, start_receiver_from_args
+from janux.tracing.sources.store import TraceStore, open_store
 
-TOKEN_ENV = "JANUX_RECEIVER_TOKEN"
-"""Environment variable read for the bearer token when --token is not given."""
 RETENTION_ENV = "JANUX_RETENTION_DAYS"
 """Environment variable read for the retention in days when --retention-days is not given."""
 PRUNE_INTERVAL_S = 3600.0
@@ -38,7 +29,9 @@ def register(subparsers: Any) -> None:
             "Receive OpenTelemetry traces over OTLP/HTTP (POST /v1/traces, protobuf or JSON, gzip) "
             "and OTLP/gRPC, and store them in the embedded store. Any OpenTelemetry SDK or Collector "
             "pointed at it works unchanged. Each request is acknowledged only after its spans are "
-            "durably committed. Runs in the foreground until SIGINT or SIGTERM."
+            "durably committed. Runs in the foreground until SIGINT or SIGTERM. Every request is held "
+            "to the limits below (docs/configuration.md lists them); the bearer token is best given "
+            "with --token-file or $JANUX_RECEIVER_TOKEN, which other users cannot see in the process list."
         ),
     )
     add_receiver_arguments(parser)
@@ -65,58 +58,18 @@ def _retention_from_env() -> float | None:
         ) from None
 
 
-def add_receiver_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the receiver's flags (bind address, ports, token, data dir, body limit); shared with `serve`."""
-    parser.add_argument(
-        "--host",
-        default=DEFAULT_HOST,
-        help="address to bind (default: %(default)s; 0.0.0.0 accepts remote senders)",
-    )
-    parser.add_argument(
-        "--http-port",
-        type=int,
-        default=DEFAULT_HTTP_PORT,
-        help="OTLP/HTTP port, 0 picks a free one (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--grpc-port",
-        type=int,
-        default=DEFAULT_GRPC_PORT,
-        help="OTLP/gRPC port, 0 picks a free one (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--token",
-        default=os.environ.get(TOKEN_ENV),
-        help=f"require 'Authorization: Bearer TOKEN' on every request (default: ${TOKEN_ENV}, else none)",
-    )
-    parser.add_argument(
-        "--data-dir", default=None, help=f"store directory (default: ${DATA_DIR_ENV} or ~/.janux/data)"
-    )
-    parser.add_argument(
-        "--max-body-bytes",
-        type=int,
-        default=DEFAULT_MAX_BODY_BYTES,
-        help="largest request after decompression; larger get 413/RESOURCE_EXHAUSTED (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--workers",
-        type=int,
-        default=min(2, os.cpu_count() or 1),
-        help="OTLP/HTTP processes sharing the port, to decode on more cores (default: %(default)s)",
-    )
-
-
 def _run(args: argparse.Namespace) -> int:
     if args.retention_days is None:
         args.retention_days = _retention_from_env()
     if args.retention_days is not None and args.retention_days < 0:
         raise SystemExit("janux collect: --retention-days must be >= 0")
+    token = resolve_token(args, command="janux collect")
     store = open_store(args.data_dir)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     try:
-        receiver = start_receiver_from_args(args, store, http_workers=max(1, args.workers))
+        receiver = start_receiver_from_args(args, store, token, http_workers=args.workers)
     except OSError as err:
         store.close()
         raise SystemExit(f"janux collect: {err}") from None
@@ -160,18 +113,3 @@ def _start_pruner(store: TraceStore, days: float | None, stop: threading.Event) 
     thread = threading.Thread(target=prune_until_stopped, name="janux-retention", daemon=True)
     thread.start()
     return thread
-
-
-def start_receiver_from_args(
-    args: argparse.Namespace, store: TraceStore, http_workers: int = 1
-) -> RunningReceiver:
-    """Start the receiver into `store` as the flags of `add_receiver_arguments` say."""
-    return start_receiver(
-        store,
-        host=args.host,
-        http_port=args.http_port,
-        grpc_port=args.grpc_port,
-        token=args.token or None,
-        max_body_bytes=args.max_body_bytes,
-        http_workers=http_workers,
-    )

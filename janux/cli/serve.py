@@ -16,8 +16,17 @@ import sys
 import threading
 from typing import Any
 
-from janux.cli.collect import add_receiver_arguments, start_receiver_from_args
-from janux.cli.ui import DEFAULT_PORT, free_port, launch_ui, stop_child
+from janux.cli.receiver_args import add_receiver_arguments, resolve_token, start_receiver_from_args
+from janux.cli.ui import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    add_dashboard_arguments,
+    dashboard_access,
+    free_port,
+    launch_ui,
+    stop_child,
+)
+from janux.dashboard.access import exposure_problem
 from janux.tracing.sources.store import open_store
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -36,6 +45,12 @@ def register(subparsers: Any) -> None:
     )
     add_receiver_arguments(parser)
     parser.add_argument(
+        "--ui-host",
+        default=DEFAULT_HOST,
+        help="address the dashboard binds, separate from the receiver's --host (default: %(default)s; "
+        "any other needs --ui-token-file or $JANUX_UI_TOKEN)",
+    )
+    parser.add_argument(
         "--ui-port",
         type=int,
         default=DEFAULT_PORT,
@@ -45,6 +60,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--demo", action="store_true", help="send the built-in scenarios to the receiver once it is up"
     )
+    add_dashboard_arguments(parser)
     parser.set_defaults(func=_run)
 
 
@@ -68,12 +84,17 @@ def demo_env(token: str | None) -> dict[str, str]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    token = resolve_token(args, command="janux serve")
+    access = dashboard_access(args)
+    problem = None if args.no_ui else exposure_problem(args.ui_host, access)
+    if problem is not None:
+        raise SystemExit(f"janux serve: refusing to start: {problem}")
     store = open_store(args.data_dir)
     stop = threading.Event()
     for signum in _STOP_SIGNALS:
         signal.signal(signum, lambda *_: stop.set())
     try:
-        receiver = start_receiver_from_args(args, store)
+        receiver = start_receiver_from_args(args, store, token)
     except OSError as err:
         store.close()
         raise SystemExit(f"janux serve: {err}") from None
@@ -86,11 +107,11 @@ def _run(args: argparse.Namespace) -> int:
             flush=True,
         )
         if not args.no_ui:
-            port = args.ui_port or free_port(args.host)
-            dashboard = launch_ui(store.data_dir, args.host, port)
-            print(f"janux serve: dashboard http://{args.host}:{port}", flush=True)
+            port = args.ui_port or free_port(args.ui_host)
+            dashboard = launch_ui(store.data_dir, args.ui_host, port, access=access)
+            print(f"janux serve: dashboard http://{args.ui_host}:{port}", flush=True)
         if args.demo and receiver.http_port is not None:
-            env = dict(os.environ, **demo_env(args.token or None))
+            env = dict(os.environ, **demo_env(token))
             demo = subprocess.Popen(demo_command(receiver.http_port, args.host), env=env)
         while not stop.wait(0.5):
             if dashboard is not None and dashboard.poll() is not None:

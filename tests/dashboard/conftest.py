@@ -17,7 +17,7 @@ from tests.support.demo_traces import demo_traces
 @pytest.fixture(autouse=True)
 def _isolated_app_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No test reads the developer's ~/.janux or a source configured in the environment."""
-    for name in ("JANUX_SOURCE", "JANUX_DATA_DIR"):
+    for name in ("JANUX_SOURCE", "JANUX_DATA_DIR", "JANUX_UI_TOKEN", "JANUX_ALLOW_SOURCE_EDIT"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     SHARED.clear()

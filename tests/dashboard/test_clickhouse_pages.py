@@ -94,6 +94,7 @@ def test_clickhouse_is_selectable_in_the_sidebar(
         return chdb_client
 
     monkeypatch.setattr(clickhouse_connect, "get_client", get_client)
+    monkeypatch.setenv("JANUX_ALLOW_SOURCE_EDIT", "1")  # the server lets the page choose the connection
     port = free_port()
     at = open_page(None)
     at.sidebar.radio(key="janux_source_choice").set_value("ClickHouse otel_traces").run()

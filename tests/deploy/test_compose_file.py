@@ -209,3 +209,10 @@ def test_interpolation_helper_resolves_defaults() -> None:
     assert interpolate("${A:-x}") == "x"
     assert interpolate("${A:-x}", {"A": "y"}) == "y"
     assert interpolate("127.0.0.1:${P:-8501}:8501") == "127.0.0.1:8501:8501"
+
+
+def test_the_dashboard_gets_its_sign_in_token_from_the_environment(services: dict[str, Any]) -> None:
+    """It binds every interface of its container: `janux ui` starts only with a token."""
+    assert raw_environment(services["dashboard"])["JANUX_UI_TOKEN"] == "${JANUX_UI_TOKEN:-}"
+    example = ENV_EXAMPLE.read_text()
+    assert "\nJANUX_UI_TOKEN=\n" in example

@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -138,8 +139,18 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_collect(data_dir: Path, *extra: str) -> tuple[subprocess.Popen[str], int, int]:
-    """`janux collect` in a subprocess on free ports; returns it with its HTTP and gRPC ports."""
+def start_collect(
+    data_dir: Path,
+    *extra: str,
+    preexec_fn: Callable[[], None] | None = None,
+    stderr_path: Path | None = None,
+) -> tuple[subprocess.Popen[str], int, int]:
+    """`janux collect` in a subprocess on free ports; returns it with its HTTP and gRPC ports.
+
+    `preexec_fn` runs in the child before it starts (e.g. to set resource limits); with
+    `stderr_path`, the child's stderr goes to that file instead of a pipe.
+    """
+    stderr = open(stderr_path, "w") if stderr_path is not None else subprocess.PIPE  # noqa: SIM115
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -156,15 +167,19 @@ def start_collect(data_dir: Path, *extra: str) -> tuple[subprocess.Popen[str], i
         ],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=stderr,
         text=True,
+        preexec_fn=preexec_fn,
     )
+    if stderr_path is not None:
+        stderr.close()  # type: ignore[union-attr]
     assert proc.stdout is not None
     deadline = time.monotonic() + 60
     line = proc.stdout.readline()
     if "OTLP/HTTP on" not in line or time.monotonic() > deadline:
         proc.kill()
-        raise AssertionError(f"collector did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}")
+        errors = proc.stderr.read() if proc.stderr else stderr_path.read_text() if stderr_path else ""
+        raise AssertionError(f"collector did not start: {line!r} {errors}")
     http_port = int(line.split("/v1/traces")[0].rsplit(":", 1)[1])
     grpc_port = int(line.split("OTLP/gRPC on ")[1].split(",")[0].rsplit(":", 1)[1])
     return proc, http_port, grpc_port

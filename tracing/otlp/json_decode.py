@@ -23,32 +23,41 @@ from janux.tracing.otlp.json_values import (
     key_values,
     pick,
 )
+from janux.tracing.otlp.limits import RECEIVER_LIMITS, DecodeLimits, check_json, check_span_count, too_many
 from janux.tracing.otlp.wrappers import resource_span_lists
 from janux.tracing.records import EventRecord, LinkRecord, SpanRecord
 
 
-def decode_json_bytes(body: bytes | str) -> DecodeResult:
-    """Parse an OTLP/JSON payload and decode it; raises `DecodeError` if it is not usable JSON."""
+def decode_json_bytes(
+    body: bytes | bytearray | str, limits: DecodeLimits = RECEIVER_LIMITS, *, checked: bool = False
+) -> DecodeResult:
+    """Parse an OTLP/JSON payload and decode it; raises `DecodeError` if it is not usable JSON and
+    `LimitExceeded` if it is over `limits` (`checked`: the caller already ran `check_json`)."""
+    if not checked:
+        check_json(body, limits)
     try:
         doc = json.loads(body)
     except RecursionError:
         raise DecodeError("", "invalid JSON: nested too deeply") from None
     except ValueError as err:  # JSONDecodeError and UnicodeDecodeError
         raise DecodeError("", f"invalid JSON: {err}") from None
-    return decode_json_document(doc)
+    return decode_json_document(doc, limits)
 
 
-def decode_json_document(doc: object) -> DecodeResult:
+def decode_json_document(doc: object, limits: DecodeLimits = RECEIVER_LIMITS) -> DecodeResult:
     """Decode an already-parsed OTLP/JSON document (any accepted wrapper) into spans."""
+    found = resource_span_lists(doc)
+    spans = sum(_count_spans(item) for _, resource_spans in found for item in resource_spans)
+    check_span_count(spans, limits)
     result = DecodeResult()
-    for path, resource_spans in resource_span_lists(doc):
+    for path, resource_spans in found:
         for i, item in enumerate(resource_spans):
-            _resource_spans(item, f"{path}[{i}]", result)
+            _resource_spans(item, f"{path}[{i}]", result, limits)
     return result
 
 
 def _count_spans(resource: object) -> int:
-    """Best-effort number of spans inside a ResourceSpans that has to be rejected whole."""
+    """Best-effort number of spans inside a ResourceSpans (at least 1: a broken one counts as one)."""
     if not isinstance(resource, dict):
         return 1
     total = 0
@@ -66,13 +75,12 @@ def _scope_list(resource: dict[str, Any]) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _resource_spans(item: object, path: str, result: DecodeResult) -> None:
+def _resource_spans(item: object, path: str, result: DecodeResult, limits: DecodeLimits) -> None:
     """Decode one ResourceSpans into `result`; a broken resource rejects all of its spans."""
     try:
         resource = json_object(item, "")
-        attrs = key_values(
-            json_object(resource.get("resource"), "resource").get("attributes"), path="resource.attributes"
-        )
+        resource_obj = json_object(resource.get("resource"), "resource")
+        attrs = _attributes(resource_obj.get("attributes"), "resource.", limits)
         scopes = pick(resource, "scopeSpans", "scope_spans")
         key = "scopeSpans"
         if scopes is None:
@@ -85,10 +93,21 @@ def _resource_spans(item: object, path: str, result: DecodeResult) -> None:
     service = attrs.get(SERVICE_NAME)
     service_name = service if isinstance(service, str) else ("" if service is None else str(service))
     for j, scope in enumerate(scopes):
-        _scope_spans(scope, f"{path}.{key}[{j}]", attrs, service_name, result)
+        _scope_spans(scope, f"{path}.{key}[{j}]", attrs, service_name, result, limits)
 
 
-def _scope_spans(item: object, path: str, attrs: dict[str, Any], service: str, result: DecodeResult) -> None:
+def _attributes(value: object, prefix: str, limits: DecodeLimits) -> dict[str, Any]:
+    """The `attributes` list at `prefix`, within the attribute-count and nesting limits."""
+    items = json_list(value, f"{prefix}attributes")
+    if len(items) > limits.max_attributes:
+        error = too_many(len(items), limits.max_attributes, "attributes", "max_attributes")
+        raise error.under(prefix.rstrip("."))
+    return key_values(items, path=f"{prefix}attributes", max_depth=limits.max_depth)
+
+
+def _scope_spans(
+    item: object, path: str, attrs: dict[str, Any], service: str, result: DecodeResult, limits: DecodeLimits
+) -> None:
     """Decode one ScopeSpans into `result`."""
     try:
         scope_spans = json_object(item, "")
@@ -107,7 +126,7 @@ def _scope_spans(item: object, path: str, attrs: dict[str, Any], service: str, r
     append = result.spans.append
     for k, span in enumerate(spans):
         try:
-            record = _span(span, attrs, service, scope_name, scope_version)
+            record = _span(span, attrs, service, scope_name, scope_version, limits)
         except DecodeError as err:
             result.reject(str(err.under(f"{path}.spans[{k}]")))
             continue
@@ -115,7 +134,12 @@ def _scope_spans(item: object, path: str, attrs: dict[str, Any], service: str, r
 
 
 def _span(
-    obj: object, resource: dict[str, Any], service: str, scope_name: str, scope_version: str
+    obj: object,
+    resource: dict[str, Any],
+    service: str,
+    scope_name: str,
+    scope_version: str,
+    limits: DecodeLimits,
 ) -> SpanRecord:
     """One OTLP/JSON Span as a record; raises `DecodeError` with a path relative to the span."""
     if not isinstance(obj, dict):
@@ -136,34 +160,40 @@ def _span(
         status_code=status_code(status.get("code"), "status.code"),
         status_message=json_str(status.get("message"), "status.message"),
         service_name=service,
-        attributes=key_values(obj.get("attributes"), path="attributes"),
+        attributes=_attributes(obj.get("attributes"), "", limits),
         resource_attributes=resource,
         scope_name=scope_name,
         scope_version=scope_version,
         trace_state=json_str(pick(obj, "traceState", "trace_state"), "traceState"),
-        events=_events(obj.get("events")),
-        links=_links(obj.get("links")),
+        events=_events(obj.get("events"), limits),
+        links=_links(obj.get("links"), limits),
     )
 
 
-def _events(value: object) -> list[EventRecord]:
+def _events(value: object, limits: DecodeLimits) -> list[EventRecord]:
     events: list[EventRecord] = []
-    for i, item in enumerate(json_list(value, "events")):
+    items = json_list(value, "events")
+    if len(items) > limits.max_events:
+        raise too_many(len(items), limits.max_events, "events", "max_events")
+    for i, item in enumerate(items):
         path = f"events[{i}]"
         event = json_object(item, path)
         events.append(
             EventRecord(
                 timestamp_ns=json_time(pick(event, "timeUnixNano", "time_unix_nano"), f"{path}.timeUnixNano"),
                 name=json_str(event.get("name"), f"{path}.name"),
-                attributes=key_values(event.get("attributes"), path=f"{path}.attributes"),
+                attributes=_attributes(event.get("attributes"), f"{path}.", limits),
             )
         )
     return events
 
 
-def _links(value: object) -> list[LinkRecord]:
+def _links(value: object, limits: DecodeLimits) -> list[LinkRecord]:
     links: list[LinkRecord] = []
-    for i, item in enumerate(json_list(value, "links")):
+    items = json_list(value, "links")
+    if len(items) > limits.max_links:
+        raise too_many(len(items), limits.max_links, "links", "max_links")
+    for i, item in enumerate(items):
         path = f"links[{i}]"
         link = json_object(item, path)
         links.append(
@@ -171,7 +201,7 @@ def _links(value: object) -> list[LinkRecord]:
                 trace_id=json_id(pick(link, "traceId", "trace_id"), TRACE_ID_BYTES, f"{path}.traceId"),
                 span_id=json_id(pick(link, "spanId", "span_id"), SPAN_ID_BYTES, f"{path}.spanId"),
                 trace_state=json_str(pick(link, "traceState", "trace_state"), f"{path}.traceState"),
-                attributes=key_values(link.get("attributes"), path=f"{path}.attributes"),
+                attributes=_attributes(link.get("attributes"), f"{path}.", limits),
             )
         )
     return links

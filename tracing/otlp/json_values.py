@@ -16,7 +16,7 @@ INT64_MIN = -(2**63)
 UINT64_MAX = 2**64 - 1
 """Largest unsigned 64-bit integer (`fixed64` timestamps)."""
 MAX_VALUE_DEPTH = 32
-"""Deepest nesting of arrays/kvlists accepted in one AnyValue."""
+"""Default deepest nesting of arrays/kvlists accepted in one AnyValue (`DecodeLimits.max_depth`)."""
 
 _SPECIAL_DOUBLES = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
@@ -111,7 +111,7 @@ def pick(obj: dict[str, Any], camel: str, snake: str) -> Any:
     return value
 
 
-def any_value(value: object, depth: int = 0) -> Any:
+def any_value(value: object, depth: int = 0, max_depth: int = MAX_VALUE_DEPTH) -> Any:
     """Decode one OTLP AnyValue: scalars as is, arrays as lists, kvlists as dicts, bytes as base64.
 
     Errors carry a path relative to the AnyValue (`arrayValue.values[1].intValue`); the caller
@@ -119,16 +119,16 @@ def any_value(value: object, depth: int = 0) -> Any:
     """
     if not isinstance(value, dict):
         raise DecodeError("", f"expected an AnyValue object, got {type(value).__name__}")
-    if depth > MAX_VALUE_DEPTH:
-        raise DecodeError("", "value nested too deeply")
+    if depth > max_depth:
+        raise DecodeError("", f"value nested too deeply: more than {max_depth} levels (max_depth)")
     for key, raw in value.items():
         if raw is None:
             continue
-        return _any_value_field(key, raw, depth)
+        return _any_value_field(key, raw, depth, max_depth)
     return None
 
 
-def _any_value_field(key: str, raw: object, depth: int) -> Any:
+def _any_value_field(key: str, raw: object, depth: int, max_depth: int) -> Any:
     """The payload of the one set AnyValue field `key`."""
     if key in ("stringValue", "string_value"):
         if isinstance(raw, str):
@@ -147,25 +147,27 @@ def _any_value_field(key: str, raw: object, depth: int) -> Any:
         return json_str(raw, key)
     if key in ("arrayValue", "array_value"):
         items = json_list(json_object(raw, key).get("values"), f"{key}.values")
-        return _array(items, f"{key}.values", depth)
+        return _array(items, f"{key}.values", depth, max_depth)
     if key in ("kvlistValue", "kvlist_value"):
         items = json_list(json_object(raw, key).get("values"), f"{key}.values")
-        return key_values(items, depth + 1, f"{key}.values")
+        return key_values(items, depth + 1, f"{key}.values", max_depth)
     raise DecodeError(key, "unknown AnyValue field")
 
 
-def _array(items: list[Any], path: str, depth: int) -> list[Any]:
+def _array(items: list[Any], path: str, depth: int, max_depth: int) -> list[Any]:
     """Decode the values of an arrayValue."""
     out: list[Any] = []
     for i, item in enumerate(items):
         try:
-            out.append(any_value(item, depth + 1))
+            out.append(any_value(item, depth + 1, max_depth))
         except DecodeError as err:
             raise err.under(f"{path}[{i}]") from None
     return out
 
 
-def key_values(items: object, depth: int = 0, path: str = "") -> dict[str, Any]:
+def key_values(
+    items: object, depth: int = 0, path: str = "", max_depth: int = MAX_VALUE_DEPTH
+) -> dict[str, Any]:
     """Decode a list of OTLP KeyValue objects into a dict (a repeated key keeps its last value).
 
     Errors carry a path relative to the list (`[2].value.intValue`) under `path`.
@@ -182,7 +184,7 @@ def key_values(items: object, depth: int = 0, path: str = "") -> dict[str, Any]:
             result[key] = None
             continue
         try:
-            result[key] = any_value(raw, depth)
+            result[key] = any_value(raw, depth, max_depth)
         except DecodeError as err:
             raise err.under(f"{path}[{i}].value") from None
     return result

@@ -20,10 +20,8 @@ from janux.tracing.otlp.enums import KIND_BY_NUMBER, STATUS_BY_NUMBER
 from janux.tracing.otlp.errors import DecodeError, DecodeResult
 from janux.tracing.otlp.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, bytes_id
 from janux.tracing.otlp.json_values import INT64_MAX, check_time
+from janux.tracing.otlp.limits import RECEIVER_LIMITS, DecodeLimits, check_proto, check_span_count, too_many
 from janux.tracing.records import EventRecord, LinkRecord, SpanRecord
-
-MAX_VALUE_DEPTH = 32
-"""Deepest nesting of arrays/kvlists accepted in one AnyValue."""
 
 _SCALARS = frozenset({"string_value", "int_value", "double_value", "bool_value"})
 _ZERO_TRACE = bytes(TRACE_ID_BYTES)
@@ -32,29 +30,36 @@ _N_KINDS = len(KIND_BY_NUMBER)
 _N_STATUSES = len(STATUS_BY_NUMBER)
 
 
-def decode_proto_request(body: bytes) -> DecodeResult:
-    """Parse OTLP protobuf bytes and decode them; raises `DecodeError` if they do not parse."""
+def decode_proto_request(
+    body: bytes | bytearray, limits: DecodeLimits = RECEIVER_LIMITS, *, checked: bool = False
+) -> DecodeResult:
+    """Parse OTLP protobuf bytes and decode them; raises `DecodeError` if they do not parse and
+    `LimitExceeded` if they are over `limits` (`checked`: the caller already ran `check_proto`)."""
+    if not checked:
+        check_proto(body, limits)
     try:
         message = ExportTraceServiceRequest.FromString(body)
     except (ProtoDecodeError, RecursionError, ValueError) as err:
         raise DecodeError("", f"invalid protobuf ExportTraceServiceRequest: {err}") from None
-    return decode_proto_message(message)
+    return decode_proto_message(message, limits)
 
 
-def decode_proto_message(message: Any) -> DecodeResult:
+def decode_proto_message(message: Any, limits: DecodeLimits = RECEIVER_LIMITS) -> DecodeResult:
     """Decode a parsed `ExportTraceServiceRequest` or `TracesData` (both have `resource_spans`)."""
+    spans = sum(len(s.spans) for r in message.resource_spans for s in r.scope_spans)
+    check_span_count(spans, limits)
     result = DecodeResult()
     for i, resource_spans in enumerate(message.resource_spans):
         try:
-            resource = attributes(resource_spans.resource.attributes)
+            resource = _attribute_list(resource_spans.resource.attributes, limits)
         except DecodeError as err:
             count = sum(len(s.spans) for s in resource_spans.scope_spans) or 1
-            result.reject(str(err.under(f"resource_spans[{i}].resource.attributes")), count)
+            result.reject(str(err.under(f"resource_spans[{i}].resource")), count)
             continue
         service = resource.get(SERVICE_NAME)
         service_name = service if isinstance(service, str) else ("" if service is None else str(service))
         for j, scope_spans in enumerate(resource_spans.scope_spans):
-            _scope_spans(scope_spans, i, j, resource, service_name, result)
+            _scope_spans(scope_spans, i, j, resource, service_name, result, limits)
     return result
 
 
@@ -65,6 +70,7 @@ def _scope_spans(
     resource: dict[str, Any],
     service: str,
     result: DecodeResult,
+    limits: DecodeLimits,
 ) -> None:
     scope = scope_spans.scope
     scope_name = scope.name
@@ -72,13 +78,18 @@ def _scope_spans(
     append = result.spans.append
     for k, span in enumerate(scope_spans.spans):
         try:
-            append(_span(span, resource, service, scope_name, scope_version))
+            append(_span(span, resource, service, scope_name, scope_version, limits))
         except DecodeError as err:
             result.reject(str(err.under(f"resource_spans[{i}].scope_spans[{j}].spans[{k}]")))
 
 
 def _span(
-    span: Span, resource: dict[str, Any], service: str, scope_name: str, scope_version: str
+    span: Span,
+    resource: dict[str, Any],
+    service: str,
+    scope_name: str,
+    scope_version: str,
+    limits: DecodeLimits,
 ) -> SpanRecord:
     """One protobuf Span as a record; raises `DecodeError` with a path relative to the span."""
     trace_id = span.trace_id
@@ -108,27 +119,39 @@ def _span(
     if start > INT64_MAX or end > INT64_MAX:
         check_time(start, "start_time_unix_nano")
         check_time(end, "end_time_unix_nano")
-    try:
-        attrs = attributes(span.attributes)
-    except DecodeError as err:
-        raise err.under("attributes") from None
+    attrs = _attribute_list(span.attributes, limits)
     events = span.events
     links = span.links
+    if len(events) > limits.max_events:
+        raise too_many(len(events), limits.max_events, "events", "max_events")
+    if len(links) > limits.max_links:
+        raise too_many(len(links), limits.max_links, "links", "max_links")
     # Positional (SpanRecord field order): the keyword form costs a third of the call.
     return SpanRecord(
         trace_id.hex(), span_id.hex(), parent_hex, span.name, start, end - start, KIND_BY_NUMBER[kind],
         STATUS_BY_NUMBER[code], status.message, service, attrs, resource, scope_name, scope_version,
-        span.trace_state, _events(events) if events else [], _links(links) if links else [],
+        span.trace_state, _events(events, limits) if events else [], _links(links, limits) if links else [],
     )  # fmt: skip
 
 
-def _events(span_events: Any) -> list[EventRecord]:
+def _attribute_list(kvs: Any, limits: DecodeLimits) -> dict[str, Any]:
+    """`attributes` of a span, event, link or resource, within the attribute-count limit; errors
+    carry a path starting with `attributes`."""
+    if len(kvs) > limits.max_attributes:
+        raise too_many(len(kvs), limits.max_attributes, "attributes", "max_attributes")
+    try:
+        return attributes(kvs, 0, limits.max_depth)
+    except DecodeError as err:
+        raise err.under("attributes") from None
+
+
+def _events(span_events: Any, limits: DecodeLimits) -> list[EventRecord]:
     events = []
     for i, event in enumerate(span_events):
         try:
-            attrs = attributes(event.attributes)
+            attrs = _attribute_list(event.attributes, limits)
         except DecodeError as err:
-            raise err.under(f"events[{i}].attributes") from None
+            raise err.under(f"events[{i}]") from None
         time_ns = event.time_unix_nano
         if time_ns > INT64_MAX:
             check_time(time_ns, f"events[{i}].time_unix_nano")
@@ -136,13 +159,13 @@ def _events(span_events: Any) -> list[EventRecord]:
     return events
 
 
-def _links(span_links: Any) -> list[LinkRecord]:
+def _links(span_links: Any, limits: DecodeLimits) -> list[LinkRecord]:
     links = []
     for i, link in enumerate(span_links):
         try:
-            attrs = attributes(link.attributes)
+            attrs = _attribute_list(link.attributes, limits)
         except DecodeError as err:
-            raise err.under(f"links[{i}].attributes") from None
+            raise err.under(f"links[{i}]") from None
         links.append(
             LinkRecord(
                 trace_id=bytes_id(link.trace_id, TRACE_ID_BYTES, f"links[{i}].trace_id"),
@@ -154,8 +177,9 @@ def _links(span_links: Any) -> list[LinkRecord]:
     return links
 
 
-def attributes(kvs: Any, depth: int = 0) -> dict[str, Any]:
-    """A repeated KeyValue as a dict; errors carry a path relative to the list (`[2].value`)."""
+def attributes(kvs: Any, depth: int = 0, max_depth: int = RECEIVER_LIMITS.max_depth) -> dict[str, Any]:
+    """A repeated KeyValue as a dict; errors carry a path relative to the list (`[2].value`).
+    Values nested deeper than `max_depth` arrays or kvlists are refused."""
     out: dict[str, Any] = {}
     kv: KeyValue
     for kv in kvs:
@@ -171,23 +195,23 @@ def attributes(kvs: Any, depth: int = 0) -> dict[str, Any]:
         elif which is None:
             out[kv.key] = None
         else:
-            out[kv.key] = _complex_value(value, depth, kvs, kv)
+            out[kv.key] = _complex_value(value, depth, max_depth, kvs, kv)
     return out
 
 
-def _complex_value(value: AnyValue, depth: int, kvs: Any, kv: KeyValue) -> Any:
+def _complex_value(value: AnyValue, depth: int, max_depth: int, kvs: Any, kv: KeyValue) -> Any:
     """An array, kvlist or bytes AnyValue; on error, the path names the entry inside `kvs`."""
     try:
-        return any_value(value, depth)
+        return any_value(value, depth, max_depth)
     except DecodeError as err:
         index = next(n for n, item in enumerate(kvs) if item is kv or item == kv)
         raise err.under(f"[{index}].value") from None
 
 
-def any_value(value: AnyValue, depth: int = 0) -> Any:
+def any_value(value: AnyValue, depth: int = 0, max_depth: int = RECEIVER_LIMITS.max_depth) -> Any:
     """One protobuf AnyValue: scalars as is, arrays as lists, kvlists as dicts, bytes as base64."""
-    if depth > MAX_VALUE_DEPTH:
-        raise DecodeError("", "value nested too deeply")
+    if depth > max_depth:
+        raise DecodeError("", f"value nested too deeply: more than {max_depth} levels (max_depth)")
     which = value.WhichOneof("value")
     if which is None:
         return None
@@ -203,11 +227,11 @@ def any_value(value: AnyValue, depth: int = 0) -> Any:
                 out.append(text)
                 continue
             try:
-                out.append(any_value(item, depth + 1))
+                out.append(any_value(item, depth + 1, max_depth))
             except DecodeError as err:
                 raise err.under(f"array_value.values[{n}]") from None
         return out
     try:
-        return attributes(value.kvlist_value.values, depth + 1)
+        return attributes(value.kvlist_value.values, depth + 1, max_depth)
     except DecodeError as err:
         raise err.under("kvlist_value.values") from None

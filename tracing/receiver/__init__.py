@@ -7,11 +7,11 @@ receiver.stop()
 
 from __future__ import annotations
 
+from janux.tracing.receiver.limits import DEFAULT_MAX_BODY_BYTES, ReceiverLimits
 from janux.tracing.receiver.server import (
     DEFAULT_GRPC_PORT,
     DEFAULT_HOST,
     DEFAULT_HTTP_PORT,
-    DEFAULT_MAX_BODY_BYTES,
     RunningReceiver,
     start_receiver,
 )
@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_HTTP_PORT",
     "DEFAULT_MAX_BODY_BYTES",
+    "ReceiverLimits",
     "RunningReceiver",
     "start_receiver",
 ]

@@ -2,7 +2,10 @@
 
 The request is taken as raw bytes (no deserializer) so a malformed message gets
 INVALID_ARGUMENT naming the problem instead of grpc's generic INTERNAL. grpcio itself enforces
-the size limit (RESOURCE_EXHAUSTED) and handles gzip. The metrics and logs services answer
+the size limit (RESOURCE_EXHAUSTED), handles gzip, caps concurrent calls and connections and
+closes connections that never finish their handshake. Each call then checks the decode limits
+(RESOURCE_EXHAUSTED naming the limit) and reserves its memory from the process's budget
+(UNAVAILABLE, retryable, when it stays full) before it parses. The metrics and logs services answer
 UNIMPLEMENTED with a message saying only traces are collected (rather than grpc's bare
 "Method not found"), so an SDK exporting every signal here logs why.
 """
@@ -17,8 +20,11 @@ import grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from janux.tracing.otlp.errors import DecodeError
+from janux.tracing.otlp.limits import LimitExceeded, check_proto
 from janux.tracing.otlp.proto_decode import decode_proto_request
+from janux.tracing.receiver.budget import BudgetBusy, BudgetExceeded, ProcessBudget, Reservation
 from janux.tracing.receiver.export import response_message, submit
+from janux.tracing.receiver.limits import ReceiverLimits
 from janux.tracing.sources.store import TraceStore
 
 logger = logging.getLogger(__name__)
@@ -34,24 +40,46 @@ OTHER_SIGNAL_SERVICES = {
 
 GRPC_WORKERS = 8
 """Threads serving concurrent Export calls (each mostly waits for its commit)."""
+IDLE_CONNECTION_MS = 5 * 60_000
+"""A connection without any call for this long is closed (clients reconnect transparently)."""
 
 
 class _TraceService:
-    """The Export handler: decode, store, answer after commit."""
+    """The Export handler: check, reserve memory, decode, store, answer after commit."""
 
-    def __init__(self, store: TraceStore, token: str | None) -> None:
+    def __init__(
+        self, store: TraceStore, token: str | None, limits: ReceiverLimits, budget: ProcessBudget
+    ) -> None:
         self._store = store
         self._expected = f"Bearer {token}".encode() if token is not None else None
+        self._limits = limits
+        self._budget = budget.decoding  # grpcio holds the message already: only decoding is left
 
     def export(self, request: bytes, context: grpc.ServicerContext) -> ExportTraceServiceResponse:
         """Handle one Export call (`request` is the raw message)."""
         if self._expected is not None and not self._authorized(context):
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+        reservation = Reservation(self._budget)
         try:
-            result = decode_proto_request(request)
+            return self._export(request, context, reservation)
+        finally:
+            reservation.close()
+
+    def _export(
+        self, request: bytes, context: grpc.ServicerContext, reservation: Reservation
+    ) -> ExportTraceServiceResponse:
+        limits = self._limits.decode
+        try:
+            reservation.grow(check_proto(request, limits))
+            result = decode_proto_request(request, limits, checked=True)
+        except BudgetBusy as busy:
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(busy))
+        except BudgetExceeded as too_big:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(too_big))
         except DecodeError as err:
             self._count_refused(str(err))
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
+            code = grpc.StatusCode.RESOURCE_EXHAUSTED if isinstance(err, LimitExceeded) else None
+            context.abort(code or grpc.StatusCode.INVALID_ARGUMENT, str(err))
         outcome, future = submit(self._store, result)
         try:
             future.result()
@@ -94,10 +122,15 @@ def _not_collected_handler(signal: str, service: str) -> grpc.GenericRpcHandler:
 
 
 def start_grpc_server(
-    store: TraceStore, host: str, port: int, token: str | None, max_body_bytes: int
+    store: TraceStore,
+    host: str,
+    port: int,
+    token: str | None,
+    limits: ReceiverLimits,
+    budget: ProcessBudget,
 ) -> tuple[grpc.Server, int]:
     """Start the gRPC server; returns it and the port it actually bound (for port 0)."""
-    service = _TraceService(store, token)
+    service = _TraceService(store, token, limits, budget)
     handler = grpc.method_handlers_generic_handler(
         SERVICE_NAME,
         {
@@ -111,9 +144,14 @@ def start_grpc_server(
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=GRPC_WORKERS, thread_name_prefix="janux-otlp-grpc"),
         handlers=[handler, *(_not_collected_handler(k, v) for k, v in OTHER_SIGNAL_SERVICES.items())],
+        maximum_concurrent_rpcs=limits.max_concurrent_rpcs,
         options=[
-            ("grpc.max_receive_message_length", max_body_bytes),
+            ("grpc.max_receive_message_length", limits.max_body_bytes),
             ("grpc.so_reuseport", 0),
+            ("grpc.max_allowed_incoming_connections", limits.max_connections),
+            # A connection that has not finished its HTTP/2 handshake in time is closed.
+            ("grpc.server_handshake_timeout_ms", int(limits.header_timeout_s * 1000)),
+            ("grpc.max_connection_idle_ms", IDLE_CONNECTION_MS),
         ],
     )
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -6,13 +6,18 @@ import logging
 import socket
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from multiprocessing.process import BaseProcess
 
 import grpc
 import uvicorn
 
+from janux.tracing.receiver.budget import ProcessBudget
+from janux.tracing.receiver.connections import rate_limit_accept_errors, uvicorn_config
 from janux.tracing.receiver.grpc_server import start_grpc_server
-from janux.tracing.receiver.http_app import HttpSettings, build_http_app
+from janux.tracing.receiver.http_app import DECODER_THREADS, HttpSettings, build_http_app
+from janux.tracing.receiver.limits import ReceiverLimits, raise_open_file_limit
 from janux.tracing.receiver.process import settle_heap
 from janux.tracing.receiver.workers import start_http_workers, stop_http_workers
 from janux.tracing.sources.store import TraceStore
@@ -25,8 +30,6 @@ DEFAULT_HTTP_PORT = 4318
 """OTLP/HTTP's registered port."""
 DEFAULT_GRPC_PORT = 4317
 """OTLP/gRPC's registered port."""
-DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
-"""Largest request accepted (after decompression): 413 / RESOURCE_EXHAUSTED beyond it."""
 _STARTUP_TIMEOUT_S = 15.0
 RECONNECT_EVERY = 8
 """With several OTLP/HTTP processes, every 8th answer of a process ends its connection
@@ -44,8 +47,10 @@ class RunningReceiver:
         grpc_server: grpc.Server | None,
         grpc_port: int | None,
         workers: list[BaseProcess] | None = None,
+        decoder: ThreadPoolExecutor | None = None,
     ) -> None:
         self._workers = workers or []
+        self._decoder = decoder
         self._http_server = http_server
         self._http_thread = http_thread
         self._grpc_server = grpc_server
@@ -66,6 +71,9 @@ class RunningReceiver:
             self._http_server.should_exit = True
             self._http_thread.join(grace_s + 5)
             self._http_server = None
+        if self._decoder is not None:
+            self._decoder.shutdown(wait=False, cancel_futures=True)
+            self._decoder = None
 
     def __enter__(self) -> RunningReceiver:
         return self
@@ -76,7 +84,9 @@ class RunningReceiver:
 
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP, and
+    # without it every answer on a kept-alive connection waits 40 ms for a delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
@@ -89,17 +99,10 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def _start_http(
-    store: TraceStore, sock: socket.socket, settings: HttpSettings
+    app: object, sock: socket.socket, limits: ReceiverLimits
 ) -> tuple[uvicorn.Server, threading.Thread, int]:
     host, actual = sock.getsockname()[:2]
-    config = uvicorn.Config(
-        build_http_app(store, settings),
-        log_level="warning",
-        access_log=False,
-        lifespan="off",
-        timeout_graceful_shutdown=5,
-    )
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(uvicorn_config(app, limits))
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="janux-otlp-http", daemon=True
     )
@@ -119,34 +122,45 @@ def start_receiver(
     http_port: int | None = DEFAULT_HTTP_PORT,
     grpc_port: int | None = DEFAULT_GRPC_PORT,
     token: str | None = None,
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_body_bytes: int | None = None,
     http_workers: int = 1,
+    limits: ReceiverLimits | None = None,
 ) -> RunningReceiver:
     """Serve OTLP/HTTP and OTLP/gRPC into `store` from background threads.
 
     A port of 0 picks a free one (read it back from the result); None disables that endpoint.
-    With `token`, every request must carry `Authorization: Bearer <token>`. `http_workers` > 1
-    adds that many minus one OTLP/HTTP worker processes on the same socket and data directory
-    (more cores for decoding; each still acknowledges only after its own commit).
+    With `token`, every request must carry `Authorization: Bearer <token>`. `limits` bounds request
+    sizes and contents, memory, time and connections (`max_body_bytes`, if given, overrides its
+    body limit). `http_workers` > 1 adds that many minus one OTLP/HTTP worker processes on the
+    same socket and data directory (more cores for decoding; each still acknowledges only after
+    its own commit, and each has its own memory budget).
     """
+    raise_open_file_limit()
+    rate_limit_accept_errors()
+    limits = (limits or ReceiverLimits()).fitted_to_open_files()
+    if max_body_bytes is not None:
+        limits = replace(limits, max_body_bytes=max_body_bytes)
     # Several processes share the socket: make clients reconnect now and then to spread the load.
-    settings = HttpSettings(token, max_body_bytes, RECONNECT_EVERY if http_workers > 1 else 0)
+    settings = HttpSettings(token, limits, RECONNECT_EVERY if http_workers > 1 else 0)
+    budget = ProcessBudget.split(limits.memory_budget_bytes, limits.budget_wait_s, limits.max_body_bytes)
+    decoder = ThreadPoolExecutor(DECODER_THREADS, thread_name_prefix="janux-otlp-decode")
     http: tuple[uvicorn.Server, threading.Thread, int] | None = None
     workers: list[BaseProcess] = []
-    if http_port is not None:
-        sock = _bind(host, http_port)
-        http = _start_http(store, sock, settings)
-        if http_workers > 1:
-            workers = start_http_workers(http_workers - 1, sock, store.data_dir, settings)
     grpc_result: tuple[grpc.Server, int] | None = None
     try:
+        if http_port is not None:
+            sock = _bind(host, http_port)
+            http = _start_http(build_http_app(store, settings, budget, decoder), sock, limits)
+            if http_workers > 1:
+                workers = start_http_workers(http_workers - 1, sock, store.data_dir, settings)
         if grpc_port is not None:
-            grpc_result = start_grpc_server(store, host, grpc_port, token, max_body_bytes)
+            grpc_result = start_grpc_server(store, host, grpc_port, token, limits, budget)
     except BaseException:
         stop_http_workers(workers)
         if http is not None:
             http[0].should_exit = True
             http[1].join(10)
+        decoder.shutdown(wait=False)
         raise
     settle_heap()
     receiver = RunningReceiver(
@@ -156,6 +170,7 @@ def start_receiver(
         grpc_result[0] if grpc_result else None,
         grpc_result[1] if grpc_result else None,
         workers,
+        decoder,
     )
     logger.info(
         "OTLP receiver listening: http=%s (%d process(es)) grpc=%s (token %s)",

@@ -17,12 +17,15 @@ import signal
 import socket
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 import uvicorn
 
-from janux.tracing.receiver.http_app import HttpSettings, build_http_app
+from janux.tracing.receiver.budget import ProcessBudget
+from janux.tracing.receiver.connections import rate_limit_accept_errors, uvicorn_config
+from janux.tracing.receiver.http_app import DECODER_THREADS, HttpSettings, build_http_app
 from janux.tracing.receiver.process import settle_heap
 from janux.tracing.sources.store import open_store
 
@@ -81,13 +84,15 @@ def _die_with_parent(parent_pid: int) -> None:
 def _worker_main(sock: socket.socket, data_dir: str, settings: HttpSettings, parent_pid: int) -> None:
     """Body of a worker process: serve until SIGTERM, then commit what is queued."""
     _die_with_parent(parent_pid)
+    rate_limit_accept_errors()
     store = open_store(data_dir)
+    limits = settings.limits
+    decoder = ThreadPoolExecutor(DECODER_THREADS, thread_name_prefix="janux-otlp-decode")
     try:
-        config = uvicorn.Config(
-            build_http_app(store, settings), log_level="warning", access_log=False, lifespan="off",
-            timeout_graceful_shutdown=5,
-        )  # fmt: skip
+        budget = ProcessBudget.split(limits.memory_budget_bytes, limits.budget_wait_s, limits.max_body_bytes)
+        config = uvicorn_config(build_http_app(store, settings, budget, decoder), limits)
         settle_heap()
         uvicorn.Server(config).run(sockets=[sock])
     finally:
+        decoder.shutdown(wait=False, cancel_futures=True)
         store.close()

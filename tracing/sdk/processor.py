@@ -252,8 +252,8 @@ class BoundedSpanProcessor(SpanProcessor):
         self._worker.stop()
         self.exporter.shutdown()
         left = self.accounting.write_off_pending()
-        if left:
-            _log.warning("telemetry: %d queued spans could not be exported before shutdown", left)
+        if left:  # counted in dropped_shutdown; Telemetry.shutdown reports every drop in one line
+            _log.debug("telemetry: %d queued spans could not be exported before shutdown", left)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Export everything queued now; False when some of it could not be exported."""

@@ -65,6 +65,12 @@ JANUX_METRICS_FILE_ENV: Final = "JANUX_METRICS_FILE"
 DEFAULT_TRACES_FILE: Final = "janux-traces.jsonl"
 """File written by the `otlp_json_file` exporter when no path is configured."""
 
+JANUX_SHUTDOWN_TIMEOUT_ENV: Final = "JANUX_SHUTDOWN_TIMEOUT_MS"
+"""Longest `Telemetry.shutdown()` / `force_flush()` (and the exit of a program that calls neither) waits."""
+
+DEFAULT_SHUTDOWN_TIMEOUT_MS: Final = 3000
+"""Default of `shutdown_timeout_ms`: an agent program does not hang on exit for a dead collector."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class BatchSettings:
@@ -113,6 +119,9 @@ class TelemetrySettings:
     """Interval between two metric exports (OTEL_METRIC_EXPORT_INTERVAL)."""
     metric_export_timeout_ms: int = 30000
     """Longest one metric export may take (OTEL_METRIC_EXPORT_TIMEOUT)."""
+    shutdown_timeout_ms: int = DEFAULT_SHUTDOWN_TIMEOUT_MS
+    """Longest wait of `shutdown()`, `force_flush()` and of the flush when the program exits
+    (JANUX_SHUTDOWN_TIMEOUT_MS); what is still queued then is dropped and counted."""
     warnings: tuple[str, ...] = ()
     """Malformed environment values that were ignored, each naming its variable."""
 
@@ -131,6 +140,7 @@ class SettingsOverrides:
     schedule_delay_ms: int | None = None
     max_export_batch_size: int | None = None
     export_timeout_ms: int | None = None
+    shutdown_timeout_ms: int | None = None
     metrics: bool = True
 
 
@@ -161,6 +171,8 @@ def resolve_settings(
         metrics_file=reader.text(JANUX_METRICS_FILE_ENV),
         metric_export_interval_ms=reader.integer("OTEL_METRIC_EXPORT_INTERVAL", default=60000),
         metric_export_timeout_ms=reader.integer("OTEL_METRIC_EXPORT_TIMEOUT", default=30000),
+        shutdown_timeout_ms=BoundedInt.pick(given.shutdown_timeout_ms, "shutdown_timeout_ms", reader,
+                                            JANUX_SHUTDOWN_TIMEOUT_ENV, DEFAULT_SHUTDOWN_TIMEOUT_MS),
         warnings=reader.warnings,
     )
     for warning in settings.warnings:

@@ -6,7 +6,7 @@
     telemetry = configure_telemetry(exporter="otlp_json_file", file_path="traces.jsonl")
     telemetry = configure_telemetry(endpoint="http://collector:4317", protocol="grpc")
     ...
-    telemetry.shutdown()        # bounded: never hangs on a hung exporter
+    telemetry.shutdown()        # bounded (3 s by default): never hangs on a hung exporter
 
 Anything not passed comes from the OpenTelemetry environment variables (see docs/configuration.md).
 The runtime itself only ever uses the OpenTelemetry API; this module is the one place that
@@ -15,6 +15,7 @@ touches the SDK. Exporter trouble never reaches the agent run: see `janux.tracin
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 from collections.abc import Mapping
@@ -53,10 +54,6 @@ __all__ = ["Telemetry", "TelemetryConfigError", "TelemetrySettings", "configure_
 
 _log = logging.getLogger(__name__)
 
-_SHUTDOWN_MARGIN_MS = 2000
-"""Extra time shutdown allows beyond one export timeout (thread joins, file close)."""
-
-
 class Telemetry:
     """The providers `configure_telemetry` built, with counters and a bounded shutdown."""
 
@@ -82,6 +79,9 @@ class Telemetry:
         self._closed = False
         # One for every flush: its call thread is kept between calls (see BoundedCall).
         self._flush_call = BoundedCall("janux-telemetry-flush")
+        # The SDK's own exit hooks (off, see configure_telemetry) would wait up to the export
+        # timeout per provider; this one waits at most shutdown_timeout_ms in all.
+        atexit.register(self._shutdown_at_exit)
 
     @property
     def dropped_spans(self) -> int:
@@ -99,31 +99,51 @@ class Telemetry:
         return self._processor.accounting.exported if self._processor else 0
 
     def force_flush(self, timeout_ms: int | None = None) -> bool:
-        """Export everything queued now; False when it did not all get out within the bound."""
+        """Export everything queued now; False when it did not all get out within the bound
+        (default: `settings.shutdown_timeout_ms`)."""
         budget = self._bound(timeout_ms)
         outcome = self._flush_call.run(lambda: self._flush_all(budget), budget / 1000)
         return outcome.kind == "ok" and bool(outcome.value)
 
     def shutdown(self, timeout_ms: int | None = None) -> bool:
-        """Flush and close both providers, waiting at most `timeout_ms` (default: export timeout + 2 s).
+        """Flush and close both providers, waiting at most `timeout_ms` (default:
+        `settings.shutdown_timeout_ms`, 3 s unless configured).
 
         Returns True only when everything finished within the bound and no span was ever dropped;
-        `dropped_spans` says how many were.
-        Calling it twice is harmless.
+        `dropped_spans` says how many were, and one log line says it with the reasons.
+        Calling it twice is harmless. It also runs, bounded the same way, when the program exits.
         """
         if self._closed:
             return False
         self._closed = True
+        atexit.unregister(self._shutdown_at_exit)
         budget = self._bound(timeout_ms)
         call = BoundedCall("janux-telemetry-shutdown")
         outcome = call.run(lambda: self._shutdown_all(budget), budget / 1000)
-        if outcome.kind != "ok":
-            _log.warning("telemetry: shutdown did not finish within %d ms; giving up on the exporter", budget)
-            if self._processor is not None:
-                self._processor.accounting.write_off_pending()
-        if self.dropped_spans:
-            _log.warning("telemetry: %d spans were dropped in total", self.dropped_spans)
-        return outcome.kind == "ok" and self.dropped_spans == 0
+        finished = outcome.kind == "ok"
+        if not finished and self._processor is not None:
+            self._processor.accounting.write_off_pending()
+        self._report_drops(finished, budget)
+        return finished and self.dropped_spans == 0
+
+    def _shutdown_at_exit(self) -> None:
+        self.shutdown()
+
+    def _report_drops(self, finished: bool, budget_ms: int) -> None:
+        """One warning line with every dropped span and why (nothing when none was dropped)."""
+        if self._processor is None or (finished and not self.dropped_spans):
+            return
+        books = self._processor.accounting
+        cut = "" if finished else f"shutdown gave up after {budget_ms} ms; "
+        _log.warning(
+            "telemetry: %s%d span(s) dropped in all: %d refused with the queue full, "
+            "%d in failed or timed-out exports, %d still queued or exporting at shutdown",
+            cut,
+            books.dropped,
+            books.dropped_queue_full,
+            books.dropped_export,
+            books.dropped_shutdown,
+        )
 
     def __enter__(self) -> Telemetry:
         """Use as a context manager that shuts down on exit."""
@@ -141,7 +161,7 @@ class Telemetry:
     def _bound(self, timeout_ms: int | None) -> int:
         if timeout_ms is not None:
             return max(1, timeout_ms)
-        return self.settings.batch.export_timeout_ms + _SHUTDOWN_MARGIN_MS
+        return self.settings.shutdown_timeout_ms
 
     def _flush_all(self, budget_ms: int) -> bool:
         flushed = self.tracer_provider.force_flush(budget_ms)
@@ -167,6 +187,7 @@ def configure_telemetry(
     schedule_delay_ms: int | None = None,
     max_export_batch_size: int | None = None,
     export_timeout_ms: int | None = None,
+    shutdown_timeout_ms: int | None = None,
     metrics: bool = True,
     metric_exporter: MetricExporter | None = None,
     resource_attributes: Mapping[str, str] | None = None,
@@ -181,7 +202,9 @@ def configure_telemetry(
       (`/v1/traces`, `/v1/metrics`) is appended to the base URL.
     - `file_path`: the JSON-lines file of `otlp_json_file` (appended to; folders are created).
     - `max_queue_size`, `schedule_delay_ms`, `max_export_batch_size`, `export_timeout_ms`: batch
-      limits; `export_timeout_ms` also bounds every single export call and the shutdown.
+      limits; `export_timeout_ms` also bounds every single export call.
+    - `shutdown_timeout_ms`: the longest `shutdown()` and `force_flush()` wait, also when the
+      program exits without calling `shutdown()` (default 3000, JANUX_SHUTDOWN_TIMEOUT_MS).
     - `metrics`: also build a MeterProvider to the same destination; `metric_exporter` overrides it.
     - `set_global`: install the providers as the OpenTelemetry globals (the default); with False
       the caller passes `telemetry.tracer_provider` where it is needed.
@@ -203,12 +226,14 @@ def configure_telemetry(
         schedule_delay_ms=schedule_delay_ms,
         max_export_batch_size=max_export_batch_size,
         export_timeout_ms=export_timeout_ms,
+        shutdown_timeout_ms=shutdown_timeout_ms,
         metrics=metrics and (custom is None or metric_exporter is not None),
     )
     settings = resolve_settings(overrides, env)
     resource = _resource(settings, resource_attributes)
     span_exporter = custom if custom is not None else build_span_exporter(settings)
-    tracer_provider = TracerProvider(resource=resource)
+    # shutdown_on_exit=False: Telemetry's own exit hook shuts down both providers within one bound.
+    tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
     processor = None
     if span_exporter is not None:
         processor = BoundedSpanProcessor(span_exporter, settings.batch)
@@ -250,7 +275,7 @@ def _meter_provider(
         export_interval_millis=settings.metric_export_interval_ms,
         export_timeout_millis=settings.metric_export_timeout_ms,
     )
-    return MeterProvider(resource=resource, metric_readers=[reader])
+    return MeterProvider(resource=resource, metric_readers=[reader], shutdown_on_exit=False)
 
 
 def _install(tracer_provider: TracerProvider, meter_provider: MeterProvider | None) -> bool:

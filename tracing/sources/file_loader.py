@@ -28,9 +28,12 @@ class LoadResult:
     """Spans or records refused."""
     errors: list[str] = field(default_factory=list)
     """The first rejection messages, each naming its file, line and field."""
+    decompressed_bytes: int = 0
+    """Bytes of content read (after decompression)."""
 
     def merge(self, other: LoadResult) -> None:
         """Add another load's spans and rejections."""
+        self.decompressed_bytes += other.decompressed_bytes
         self.spans.extend(other.spans)
         self.rejected += other.rejected
         self.errors.extend(other.errors[: max(0, MAX_ERRORS - len(self.errors))])
@@ -41,14 +44,18 @@ class LoadResult:
             self.errors.append(message)
 
 
-def load_trace_file(path: str | Path, *, label: str | None = None) -> LoadResult:
-    """Every span of a trace file; unreadable files and records are counted, never raised."""
+def load_trace_file(
+    path: str | Path, *, label: str | None = None, max_total_bytes: int | None = None
+) -> LoadResult:
+    """Every span of a trace file; unreadable files and records are counted, never raised.
+
+    `max_total_bytes` caps the decompressed size read (the rest is refused with a message)."""
     from janux.tracing.otlp.files import TraceFile
 
     result = LoadResult()
     shown = label or str(path)
     try:
-        trace_file = TraceFile(path)
+        trace_file = TraceFile(path, max_total_bytes=max_total_bytes)
     except OSError as exc:
         result._reject(f"{shown}: cannot open ({exc.strerror or exc})")
         return result
@@ -64,16 +71,18 @@ def load_trace_file(path: str | Path, *, label: str | None = None) -> LoadResult
             if record.result.rejected:
                 first = record.result.first_error
                 result._reject(f"{where}: {first}", record.result.rejected)
+        result.decompressed_bytes = trace_file.bytes_read
     return result
 
 
-def load_trace_bytes(name: str, data: bytes) -> LoadResult:
-    """Spans of an uploaded file's bytes (format detected from the content)."""
+def load_trace_bytes(name: str, data: bytes, max_total_bytes: int | None = None) -> LoadResult:
+    """Spans of an uploaded file's bytes (format detected from the content), reading at most
+    `max_total_bytes` once decompressed."""
     handle, tmp = tempfile.mkstemp(prefix="janux-upload-")
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
-        return load_trace_file(tmp, label=name)
+        return load_trace_file(tmp, label=name, max_total_bytes=max_total_bytes)
     finally:
         Path(tmp).unlink(missing_ok=True)
 

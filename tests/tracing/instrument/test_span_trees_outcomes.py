@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,6 +15,14 @@ from tests.support.contract_checker import Traced, contract_problems
 
 from .expected import Bill, Handoff, Own, attempt, chat, failed_chat, handoff_tool, turn
 from .test_span_trees import FRONT_OWN, THREAD, _check, _delegation, _front_turn, _parent, _run
+
+
+async def _until(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    """Let the run proceed until `condition` holds (a fixed sleep would be a guess)."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "the run never reached the awaited point"
+        await asyncio.sleep(0.001)
 
 
 def _refuse_secrets(text: str) -> str | None:
@@ -212,9 +221,10 @@ async def test_a_failed_turn_ends_its_root_span_with_error(traced: Traced) -> No
 async def test_cancelling_the_turn_mid_delegation_ends_every_span_and_records_handoff_end(
     traced: Traced,
 ) -> None:
-    sub = Agent("researcher", model=ScriptedModel([reply("late", delay=5.0)], model_name="s"))
+    sub_model = ScriptedModel([reply("late", delay=5.0)], model_name="s")
+    sub = Agent("researcher", model=sub_model)
     task = asyncio.create_task(_run(traced, _parent(Subagent(agent=sub, max_turns=1))))
-    await asyncio.sleep(0.05)
+    await _until(lambda: len(sub_model.calls) == 1)  # the subagent is waiting for its model
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -246,7 +256,8 @@ async def test_cancelling_the_turn_mid_delegation_ends_every_span_and_records_ha
 
 
 async def test_cancelling_parallel_nested_delegations_pairs_every_handoff(traced: Traced) -> None:
-    leaf = Agent("leaf", model=ScriptedModel([reply("late", delay=5.0)] * 2, model_name="l"))
+    leaf_model = ScriptedModel([reply("late", delay=5.0)] * 2, model_name="l")
+    leaf = Agent("leaf", model=leaf_model)
     mid_model = ScriptedModel(
         [call_tools(delegate("leaf", "x", id="x"), delegate("leaf", "y", id="y"))], model_name="m"
     )
@@ -258,7 +269,7 @@ async def test_cancelling_parallel_nested_delegations_pairs_every_handoff(traced
     )
     parent = _parent(Subagent(agent=mid, max_turns=2), policy=HandoffPolicy(max_depth=2))
     task = asyncio.create_task(_run(traced, parent))
-    await asyncio.sleep(0.05)
+    await _until(lambda: len(leaf_model.calls) == 2)  # both parallel leaves wait for their model
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

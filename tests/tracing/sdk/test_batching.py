@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Callable, Sequence
 
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -93,7 +92,8 @@ def test_shutdown_counts_the_batch_a_hanging_export_holds_and_ignores_its_late_a
     assert processor.accounting.dropped_shutdown == 6 and processor.accounting.exported == 0
     exporter.hold.set()
     _wait_for(lambda: exporter.batches)
-    time.sleep(0.05)
+    # The export thread ends once the late call has returned and its answer has been counted (or not).
+    _wait_for(lambda: not processor._worker._thread.is_alive())
     assert processor.accounting.exported == 0 and processor.accounting.dropped == 6
 
 

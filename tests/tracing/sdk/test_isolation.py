@@ -19,6 +19,7 @@ from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter, Sp
 
 from janux.tracing.sdk.telemetry import Telemetry, configure_telemetry
 from tests.support.otlp_sink import refused_port
+from tests.support.wait import wait_until
 
 from .workload import SPANS_PER_TURN, expected_results, run_turns
 
@@ -103,11 +104,18 @@ def test_refused_port_changes_nothing_and_counts_every_span(protocol: str) -> No
 
 def test_raising_exporter_is_contained_and_logged_once(caplog: pytest.LogCaptureFixture) -> None:
     exporter = RaisingExporter()
-    telemetry = configure_telemetry(
-        exporter=exporter, max_export_batch_size=8, schedule_delay_ms=20, set_global=False, env={}
-    )
+    # Full batches of 8 go out as they fill; with no timed export, the last 4 of the 100 spans stay
+    # queued until the flush, which therefore has something to fail on (a short schedule delay
+    # could export them first, and then the flush would rightly report nothing left to fail).
+    telemetry = configure_telemetry(exporter=exporter, max_export_batch_size=8, schedule_delay_ms=600_000,
+                                    set_global=False, env={})
+    processor = telemetry._processor
+    assert processor is not None
     with caplog.at_level(logging.WARNING, logger="janux.tracing.sdk.processor"):
         assert timed_run(telemetry) < RUN_BOUND_S
+        total = TURNS * SPANS_PER_TURN
+        wait_until(lambda: processor.accounting.handed_off == total - total % 8, what="the full batches")
+        assert processor.accounting.pending == total % 8 > 0
         assert not telemetry.force_flush(timeout_ms=5000)
         ok, _ = timed_shutdown(telemetry)
     assert not ok

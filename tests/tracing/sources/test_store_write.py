@@ -7,7 +7,6 @@ import json
 import math
 import sqlite3
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -110,8 +109,9 @@ def test_the_writer_checkpoints_the_wal_itself_every_few_thousand_spans(
         store.write(spans[:550])  # still only in the log
         assert db.stat().st_size == empty
         store.write(spans[550:])  # past 600 spans: copied into the database file after the commit
-        wait_until(lambda: db.stat().st_size != empty, timeout_s=30, what="the WAL checkpoint")
-        assert db.stat().st_size > empty + 50 * 4096
+        # The checkpoint runs on the writer's thread after the commit and grows the file page by
+        # page: wait for the size it reaches, not just for the first page.
+        wait_until(lambda: db.stat().st_size > empty + 50 * 4096, timeout_s=60, what="the WAL checkpoint")
         assert store.ingest_stats().spans == len(spans)
 
 
@@ -121,14 +121,15 @@ def test_a_group_of_batches_is_stored_as_one_with_the_results_of_one_after_the_o
     extra = record("f" * 16, trace_id=T)
     batches = [spans[:10], spans[10:70], spans[60:150], [*spans[150:], extra], spans[:5]]
     with open_store(tmp_path / "group") as store:
-        # While the test holds the inter-process write lock, the writer waits with the first batch
-        # and the others queue up: they are committed as one group (a copy inside it, one before).
+        # While the test holds the inter-process write lock, nothing can commit: every batch is with
+        # the writer when the lock is released, and they are committed as one group (a copy inside
+        # it, one before).
         lock = WriteLock(store.data_dir)
         with lock.held():
             futures = [store.submit(batch) for batch in batches]
-            time.sleep(0.2)
         lock.close()
         results = [(f.result(30).stored, f.result(30).duplicates) for f in futures]
+        assert store._writer.commits == 1
         summaries = store.list_traces(TraceFilter(), limit=1000)
         stats = store.ingest_stats()
     assert results == [(10, 0), (60, 0), (80, 10), (len(spans) - 150 + 1, 0), (0, 5)]
@@ -143,9 +144,9 @@ def test_a_group_with_text_to_repair_counts_the_repair_on_its_own_batch(tmp_path
         lock = WriteLock(store.data_dir)
         with lock.held():
             futures = [store.submit(good[2:]), store.submit(good), store.submit(bad), store.submit(good[:2])]
-            time.sleep(0.2)
         lock.close()
         results = [f.result(30) for f in futures]
+        assert store._writer.commits == 1
         counts = [(r.stored, r.duplicates, r.repaired) for r in results]
         assert counts == [(len(good) - 2, 0, 0), (2, len(good) - 2, 0), (1, 0, 1), (0, 2, 0)]
         assert store.get_trace(T)[0].name == "plan\ufffd"

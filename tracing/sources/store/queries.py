@@ -230,10 +230,15 @@ def distinct_values(
 
 
 def ingest_stats(conn: sqlite3.Connection) -> IngestStats:
-    """Counters of what was stored, seen twice and refused, with the latest error messages."""
-    counters = dict(conn.execute("SELECT Name, Value FROM store_counters").fetchall())
-    traces = conn.execute("SELECT count(*) FROM trace_summary").fetchone()[0]
-    errors = [r[0] for r in conn.execute("SELECT Message FROM ingest_errors ORDER BY Id DESC LIMIT 20")]
+    """Counters of what was stored, seen twice and refused, with the latest error messages, all read
+    from one snapshot (a commit between the statements would otherwise show half of a batch)."""
+    conn.execute("BEGIN")
+    try:
+        counters = dict(conn.execute("SELECT Name, Value FROM store_counters").fetchall())
+        traces = conn.execute("SELECT count(*) FROM trace_summary").fetchone()[0]
+        errors = [r[0] for r in conn.execute("SELECT Message FROM ingest_errors ORDER BY Id DESC LIMIT 20")]
+    finally:
+        conn.execute("COMMIT")
     return IngestStats(
         spans=int(counters.get("spans", 0)),
         traces=int(traces),

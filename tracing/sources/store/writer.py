@@ -90,6 +90,8 @@ class GroupCommitWriter:
         self._closed = False
         self._lock = threading.Lock()
         self._uncheckpointed = 0
+        self.commits = 0
+        """Transactions committed so far (one per group of batches)."""
 
     def submit(self, rows: StagedBatch, rejected: int = 0, errors: Sequence[str] = ()) -> Future[WriteResult]:
         """Queue staged rows (and rejection counts) for the next commit; the future resolves after it."""
@@ -202,6 +204,7 @@ class GroupCommitWriter:
             for job in jobs:
                 job.future.set_exception(err)
             return
+        self.commits += 1
         for job, result in zip(jobs, results, strict=True):
             job.future.set_result(result)
 
