@@ -25,7 +25,6 @@ from janux.tracing.sources.agentmap.model import AgentMap, MapUsage
 from janux.tracing.sources.aggregate import group_rows, merge_groups
 from janux.tracing.sources.clickhouse_links import clickhouse_agent_map
 from janux.tracing.sources.columns import names, picker, positions, select_list
-from janux.tracing.sources.memory import summarize
 from janux.tracing.sources.protocol import (
     IngestStats,
     TraceFilter,
@@ -34,6 +33,7 @@ from janux.tracing.sources.protocol import (
     UsageDimension,
 )
 from janux.tracing.sources.store.timeline import finish_timeline
+from janux.tracing.sources.summaries import summarize
 from janux.tracing.sources.usage import (
     MAX_COUNT,
     UsageSums,
