@@ -11,8 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 from janux.tracing import conventions as c
-from janux.tracing.sources.agentmap.build import TraceLinks, build_agent_map, gc_paused
+from janux.tracing.sources.agentmap.build import build_agent_map, gc_paused
 from janux.tracing.sources.agentmap.classify import LinkRow, classify_span
+from janux.tracing.sources.agentmap.loops import TraceLinks
 from janux.tracing.sources.agentmap.model import AgentMap, MapUsage
 from janux.tracing.sources.agentmap.parents import resolve_parents
 

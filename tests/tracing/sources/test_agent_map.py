@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from janux.tracing.records import SpanRecord
-from janux.tracing.sources.agentmap.build import TraceLinks
+from janux.tracing.sources.agentmap.loops import TraceLinks
 from janux.tracing.sources.agentmap.spans import agent_map_of_traces
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter

@@ -5,7 +5,8 @@ tool span, however deep; a handoff span; an agent nested in another), and its ag
 is the sum of the model calls whose nearest loop they are. Neither can be summed span by span as
 the batch arrives, so after each batch the store reads every trace it touched that carries no
 Janux accounting (`trace_summary.Janux = 0`) once more, whole, with the same facts every source
-uses (`janux.tracing.foreign.facts`), and replaces that trace's agent and delegation rows and its
+uses (`janux.tracing.foreign.facts`), and replaces that trace's agent and delegation rows, its
+agent map rows (`agent_links`, resolved from the same structure: `agentmap.foreign_rows`) and its
 structural counts. A trace read this way keeps `Derived = 1`: should Janux accounting show up in
 a later batch, its rows are recomputed from its spans then too (Janux's own rows).
 """
@@ -15,12 +16,17 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 
+from janux.tracing.foreign.facts import facts_of, structure
 from janux.tracing.records import SpanRecord
+from janux.tracing.sources.agentmap.classify import LinkRow
+from janux.tracing.sources.agentmap.foreign_rows import foreign_rows
 from janux.tracing.sources.aggregate import span_rows
-from janux.tracing.sources.derived import DerivedRow, trace_rows
+from janux.tracing.sources.derived import DerivedRow, derived_rows
 from janux.tracing.sources.store.bulk import insert_rows
+from janux.tracing.sources.store.links import INSERT_LINKS, LINK_COLUMNS, link_values
 from janux.tracing.sources.store.rows import SELECT_SPAN_COLUMNS, RowReader
 from janux.tracing.sources.usage import USAGE_COLUMNS
+from janux.tracing.spantree.index import build_index
 
 _IDS_PER_QUERY = 500
 _NEEDS_READING = "(Janux = 0 OR Derived = 1)"
@@ -68,11 +74,16 @@ def derive_traces(
         spans = in_batch.get(trace_id, [])
         if len(spans) != stored:  # spans stored before this batch: read the trace back whole
             spans = [reader.span(row) for row in conn.execute(_SPANS, (trace_id,))]
-        facts, derived = trace_rows(spans, janux)
+        built = structure(build_index(spans))
+        facts = facts_of(built, janux)
         if janux:  # Janux's own rows: each loop's and delegation's span, as written
             derived = [(span.span_id, span.parent_span_id, row) for span, row in span_rows(spans)
                        if row.dimension != "model"]  # fmt: skip
+            links = [row for row in map(link_values, spans) if row is not None]
+        else:
+            derived, links = derived_rows(facts), foreign_rows(built, facts)
         _replace_rows(conn, trace_id, derived)
+        _replace_links(conn, trace_id, links)
         conn.execute(
             _COUNTS,
             (facts.delegations, facts.attempts, facts.failed_handoffs, facts.transfers, facts.inference_spans,
@@ -86,3 +97,8 @@ def _replace_rows(conn: sqlite3.Connection, trace_id: str, derived: list[Derived
     conn.execute("DELETE FROM main.span_usage WHERE TraceId = ? AND Dim IN ('agent', 'tool')", (trace_id,))
     rows = [(trace_id, span_id, parent, *row) for span_id, parent, row in derived]
     insert_rows(conn, _STORE_USAGE, len(USAGE_COLUMNS), rows)
+
+
+def _replace_links(conn: sqlite3.Connection, trace_id: str, rows: list[LinkRow]) -> None:
+    conn.execute("DELETE FROM main.agent_links WHERE TraceId = ?", (trace_id,))
+    insert_rows(conn, INSERT_LINKS, len(LINK_COLUMNS), rows)
