@@ -24,7 +24,7 @@ from janux.tracing.sources.protocol import (
     UsageDimension,
 )
 from janux.tracing.sources.store.timeline import model_timeline_of
-from janux.tracing.sources.summaries import failed_edge_spans, matches, summarize
+from janux.tracing.sources.summaries import failed_edge_spans, matches, newest_spans, summarize
 
 MAX_RECENT_ERRORS = 20
 """How many rejection messages `ingest_stats` keeps."""
@@ -102,8 +102,7 @@ class MemoryTraceSource:
                 trace = self._traces.get(summary.trace_id, {})
                 spans = list(trace.values())
             found.extend(failed_edge_spans(trace_facts(spans), trace))
-        found.sort(key=lambda s: -s.start_ns)
-        return found[: max(0, limit)]
+        return newest_spans(found, limit)
 
     def distinct_values(self, what: Literal["service", "root_agent", "conversation"]) -> list[str]:
         """Sorted distinct non-empty values of one filter field."""

@@ -33,6 +33,12 @@ def failed_edge_spans(facts: TraceFacts, by_id: dict[str, SpanRecord]) -> list[S
     return found
 
 
+def newest_spans(spans: list[SpanRecord], limit: int) -> list[SpanRecord]:
+    """The `limit` newest of `spans` (ties by trace and span id): how every source orders failed
+    handoffs."""
+    return sorted(spans, key=lambda s: (-s.start_ns, s.trace_id, s.span_id))[: max(0, limit)]
+
+
 def summarize(trace_id: str, spans: Sequence[SpanRecord]) -> TraceSummary:
     """The trace-list row of one trace (spans in any order, each once)."""
     facts = trace_facts(spans)
