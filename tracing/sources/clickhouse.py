@@ -223,7 +223,7 @@ class ClickHouseSource:
         prefilter, having = _filter_sql(flt, parameters)
         source = f"SELECT * FROM {self._table}"
         if prefilter:
-            source += f" WHERE TraceId IN (SELECT TraceId FROM {self._table} WHERE {prefilter})"
+            source += f" WHERE TraceId IN ({_traces_with(self._table, prefilter)})"
         conditions = " AND ".join(["janux", *([having] if having else [])])
         source += " LIMIT 1 BY TraceId, SpanId"
         return f"{_SUMMARY_SELECT} FROM ({source}) GROUP BY TraceId HAVING {conditions}"
@@ -241,7 +241,7 @@ class ClickHouseSource:
         prefilter, having = _filter_sql(flt, parameters)
         source = self._table
         if prefilter:
-            source += f" WHERE TraceId IN (SELECT TraceId FROM {self._table} WHERE {prefilter})"
+            source += f" WHERE TraceId IN ({_traces_with(self._table, prefilter)})"
         conditions = " AND ".join(["NOT janux", *([having] if having else [])])
         sql = f"{_CANDIDATE_SELECT} FROM {source} GROUP BY TraceId HAVING {conditions}"
         return {str(row[0]): int(row[1]) for row in self._rows(sql, parameters)}
@@ -383,8 +383,19 @@ class ClickHouseSource:
         return IngestStats(spans=spans - duplicates, traces=traces, duplicates=duplicates)
 
 
-def _filter_sql(flt: TraceFilter, parameters: dict[str, Any]) -> tuple[str, str]:
-    """(span-level prefilter that keeps every matching trace, exact trace-level HAVING)."""
+def _traces_with(table: str, conditions: list[str]) -> str:
+    """A query selecting the traces that have, for each of `conditions`, some span meeting it
+    (not one span meeting them all: the root names the agent, another span may be the error)."""
+    if len(conditions) == 1:
+        return f"SELECT TraceId FROM {table} WHERE {conditions[0]}"
+    some = " OR ".join(f"({condition})" for condition in conditions)
+    each = " AND ".join(f"countIf({condition}) > 0" for condition in conditions)
+    return f"SELECT TraceId FROM {table} WHERE {some} GROUP BY TraceId HAVING {each}"
+
+
+def _filter_sql(flt: TraceFilter, parameters: dict[str, Any]) -> tuple[list[str], str]:
+    """(span-level conditions each some span of every matching trace meets, exact trace-level
+    HAVING)."""
     where: list[str] = []
     having: list[str] = []
     if flt.start_ns is not None:
@@ -407,7 +418,7 @@ def _filter_sql(flt: TraceFilter, parameters: dict[str, Any]) -> tuple[str, str]
             where.append(span_condition)
             having.append(f"{name} = {{{name}:String}}")
     _status_filters(flt, where, having, parameters)
-    return " AND ".join(where), " AND ".join(having)
+    return where, " AND ".join(having)
 
 
 def _status_filters(
