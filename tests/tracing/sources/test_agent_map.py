@@ -133,7 +133,7 @@ def test_memory_source_map_follows_the_filter() -> None:
 
 
 def test_an_older_store_gets_agent_links_filled_from_its_spans(tmp_path: Path) -> None:
-    spans = [*demo_traces().spans, *plain_trace()]
+    spans = [*demo_traces().spans, *plain_trace(), *all_spans()]
     with open_store(tmp_path) as store:
         store.write(spans)
         before = actual(store.agent_map(TraceFilter()))
@@ -143,6 +143,44 @@ def test_an_older_store_gets_agent_links_filled_from_its_spans(tmp_path: Path) -
     conn.close()
     with open_store(tmp_path) as store:
         assert actual(store.agent_map(TraceFilter())) == before == expected(by_trace(spans).values())
+
+
+def test_agent_links_of_the_older_layout_are_renewed(tmp_path: Path) -> None:
+    """A table written before traces of other runtimes were resolved (no Via, no Resolved; their rows
+    one per span) is dropped and filled anew, those traces read whole."""
+    spans = [*demo_traces().spans, *all_spans()]
+    with open_store(tmp_path) as store:
+        store.write(spans)
+    conn = sqlite3.connect(tmp_path / "traces.sqlite3")
+    conn.execute("ALTER TABLE agent_links DROP COLUMN Via")
+    conn.execute("ALTER TABLE agent_links DROP COLUMN Resolved")
+    conn.commit()
+    conn.close()
+    with open_store(tmp_path) as store:
+        assert actual(store.agent_map(TraceFilter())) == expected(by_trace(spans).values())
+    conn = sqlite3.connect(tmp_path / "traces.sqlite3")
+    resolved = conn.execute("SELECT count(DISTINCT TraceId) FROM agent_links WHERE Resolved = 1")
+    assert resolved.fetchone()[0] == len(cases())
+    conn.close()
+
+
+def test_a_trace_whose_janux_accounting_arrives_late(tmp_path: Path) -> None:
+    """Read as another runtime's trace while only its unmarked spans are stored, then as a Janux
+    trace once a span with Janux accounting arrives: its map rows follow both times."""
+    from janux.tracing import conventions as c
+    from janux.tracing.foreign.facts import is_janux_span
+
+    spans = contract_trace()
+    unmarked = [
+        s for s in spans if not is_janux_span(s.attributes.get(c.GEN_AI_OPERATION_NAME), s.attributes)
+    ]
+    marked = [s for s in spans if s not in unmarked]
+    assert unmarked and marked
+    with open_store(tmp_path) as store:
+        store.write(unmarked)
+        assert actual(store.agent_map(TraceFilter())) == expected([unmarked])
+        store.write(marked)
+        assert actual(store.agent_map(TraceFilter())) == expected([spans])
 
 
 def test_prune_removes_agent_links(tmp_path: Path) -> None:

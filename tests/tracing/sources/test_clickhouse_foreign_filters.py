@@ -112,3 +112,22 @@ def test_agent_map_and_model_timeline_agree(sources: dict[str, TraceSource], nam
     for kind in ("store", "clickhouse"):
         assert asdict(sources[kind].agent_map(flt, bucket)) == want, kind
         assert sources[kind].model_timeline(flt, bucket) == timeline, kind
+
+
+def test_a_foreign_trace_that_grows_is_read_again(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Summaries are kept per span count: a trace whose spans keep arriving is summarized anew."""
+    case = next(c for c in cases() if c.truth["scenario"] == "raised")
+    spans = sorted(case.spans, key=lambda s: s.start_ns)
+    client = ChdbClient(str(tmp_path_factory.mktemp("grow")))
+    try:
+        client.command(EXPORTER_DDL)
+        clickhouse = ClickHouseSource(client)
+        flt = TraceFilter(has_failed_handoffs=True)
+        for stored in (spans[:2], spans):
+            client.command(insert_statement(stored))  # the first two again: an exporter retry
+            memory = MemoryTraceSource(stored)
+            assert clickhouse.list_traces(TraceFilter()) == memory.list_traces(TraceFilter())
+            assert clickhouse.count_traces(flt) == memory.count_traces(flt)
+        assert clickhouse.count_traces(flt) == 1
+    finally:
+        client.close()
