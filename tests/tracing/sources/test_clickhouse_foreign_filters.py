@@ -51,8 +51,14 @@ FILTERS = {
 
 
 @pytest.fixture(scope="module")
-def sources(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, TraceSource]]:
-    client = ChdbClient(str(tmp_path_factory.mktemp("chdb")))
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChdbClient]:
+    client = ChdbClient(str(tmp_path_factory.mktemp("chdb")))  # one embedded server per process
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory: pytest.TempPathFactory, client: ChdbClient) -> Iterator[dict[str, TraceSource]]:
     client.command(EXPORTER_DDL)
     client.command(insert_statement(SPANS))
     client.command(insert_statement(SPANS[:40]))  # an exporter retry: rows written twice
@@ -60,7 +66,6 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Trac
     store.write(SPANS)
     yield {"memory": MEMORY, "store": store, "clickhouse": ClickHouseSource(client)}
     store.close()
-    client.close()
 
 
 def test_every_filter_selects_traces_of_both_kinds() -> None:
@@ -114,20 +119,17 @@ def test_agent_map_and_model_timeline_agree(sources: dict[str, TraceSource], nam
         assert sources[kind].model_timeline(flt, bucket) == timeline, kind
 
 
-def test_a_foreign_trace_that_grows_is_read_again(tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_a_foreign_trace_that_grows_is_read_again(client: ChdbClient) -> None:
     """Summaries are kept per span count: a trace whose spans keep arriving is summarized anew."""
     case = next(c for c in cases() if c.truth["scenario"] == "raised")
     spans = sorted(case.spans, key=lambda s: s.start_ns)
-    client = ChdbClient(str(tmp_path_factory.mktemp("grow")))
-    try:
-        client.command(EXPORTER_DDL)
-        clickhouse = ClickHouseSource(client)
-        flt = TraceFilter(has_failed_handoffs=True)
-        for stored in (spans[:2], spans):
-            client.command(insert_statement(stored))  # the first two again: an exporter retry
-            memory = MemoryTraceSource(stored)
-            assert clickhouse.list_traces(TraceFilter()) == memory.list_traces(TraceFilter())
-            assert clickhouse.count_traces(flt) == memory.count_traces(flt)
-        assert clickhouse.count_traces(flt) == 1
-    finally:
-        client.close()
+    client.command(EXPORTER_DDL.replace("otel_traces", "growing_traces"))
+    clickhouse = ClickHouseSource(client, table="growing_traces")
+    flt = TraceFilter(has_failed_handoffs=True)
+    for stored in (spans[:2], spans):
+        # the first two again on the second round: an exporter retry
+        client.command(insert_statement(stored).replace("INTO otel_traces", "INTO growing_traces"))
+        memory = MemoryTraceSource(stored)
+        assert clickhouse.list_traces(TraceFilter()) == memory.list_traces(TraceFilter())
+        assert clickhouse.count_traces(flt) == memory.count_traces(flt)
+    assert clickhouse.count_traces(flt) == 1

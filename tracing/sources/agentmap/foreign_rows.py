@@ -15,7 +15,16 @@ import math
 from collections.abc import Sequence
 
 from janux.tracing import conventions as c
-from janux.tracing.foreign.facts import Edge, EdgeFacts, Loop, Structure, TraceFacts, facts_of, structure
+from janux.tracing.foreign.facts import (
+    AgentFacts,
+    Edge,
+    EdgeFacts,
+    Loop,
+    Structure,
+    TraceFacts,
+    facts_of,
+    structure,
+)
 from janux.tracing.records import STATUS_ERROR, SpanRecord, attr_float, attr_int, attr_str
 from janux.tracing.sources.agentmap.classify import ROLE_AGENT, ROLE_TOOL, LinkRow
 from janux.tracing.sources.agentmap.loops import (
@@ -31,20 +40,26 @@ from janux.tracing.sources.agentmap.model import MapUsage
 from janux.tracing.spantree.index import NO_PARENT, build_index
 
 
-def _own_usage(s: Structure, calls: list[int]) -> MapUsage:
-    """A loop's own rounds as the Trace page counts them without estimates: usage read under any
-    convention, priced by `janux.round.cost` where a round carries it, else unpriced."""
-    usage = MapUsage()
+def _own_usage(s: Structure, calls: list[int], agent: AgentFacts) -> MapUsage:
+    """A loop's own rounds as the Trace page counts them without estimates: the usage its facts
+    read (any convention), priced by `janux.round.cost` where a round carries it, else unpriced."""
+    tokens_in, tokens_out = agent.input_tokens or 0, agent.output_tokens or 0
+    cost: float | None = None
+    priced = 0
     for pos in calls:
-        read = s.read(pos)
-        if read.usage != "read":  # unknown, or a failed call that returned none: nothing to count
+        attributes = s.index.spans[pos].attributes
+        if c.JANUX_ROUND_COST not in attributes:  # the common case: other runtimes price nothing
             continue
-        tokens_in, tokens_out = read.input_tokens or 0, read.output_tokens or 0
-        cost = attr_float(s.index.spans[pos].attributes, c.JANUX_ROUND_COST)
-        if cost is not None and not math.isfinite(cost):
-            cost = None
-        usage.add(MapUsage(tokens_in, tokens_out, cost, 0 if cost is not None else tokens_in + tokens_out))
-    return usage
+        read = s.read(pos)
+        value = attr_float(attributes, c.JANUX_ROUND_COST)
+        if read.usage != "read" or value is None or not math.isfinite(value):
+            continue  # unknown usage, or a failed call: nothing to price
+        cost = value if cost is None else cost + value
+        priced += (read.input_tokens or 0) + (read.output_tokens or 0)
+    return MapUsage(tokens_in, tokens_out, cost, tokens_in + tokens_out - priced)
+
+
+_row = tuple.__new__  # builds a LinkRow without NamedTuple's Python-level __new__ (the write path)
 
 
 def _status(span: SpanRecord) -> str:
@@ -72,7 +87,7 @@ class _Writer:
     def loop_row(self, number: int, loop: Loop) -> LinkRow:
         s = self.s
         span = s.index.spans[loop.pos] if loop.pos != NO_PARENT else None
-        own = _own_usage(s, loop.calls)
+        own = _own_usage(s, loop.calls, self.facts.agents[number])
         via = self.edge_ids[loop.via] if loop.via is not None else ""
         attempt = None
         if loop.via is not None:
@@ -85,12 +100,12 @@ class _Writer:
             start, duration = span.start_ns, span.duration_ns
             status, error_type = _status(span), attr_str(span.attributes, c.ERROR_TYPE)
         parent = self.loop_ids[loop.parent] if loop.parent is not None else ""
-        return LinkRow(
+        return _row(LinkRow, (
             s.index.trace_id, self.loop_ids[number], parent, ROLE_AGENT, start, duration, loop.name, status,
             error_type, None, attempt, False, own.input_tokens, own.output_tokens, own.cost,
             own.unpriced_tokens, True, None, None, False, c.KIND_DELEGATE, "", None, None, None, False, False,
             via, True,
-        )  # fmt: skip
+        ))  # fmt: skip
 
     def edge_row(self, number: int, edge: Edge, read: EdgeFacts) -> LinkRow:
         s = self.s
@@ -104,11 +119,11 @@ class _Writer:
         start, duration = (span.start_ns, span.duration_ns) if span is not None else (0, -1)
         caller = self.loop_ids[edge.caller] if edge.caller is not None else ""
         kind = c.KIND_TRANSFER if read.kind == "transfer" else c.KIND_DELEGATE
-        return LinkRow(
+        return _row(LinkRow, (
             s.index.trace_id, self.edge_ids[number], caller, ROLE_TOOL, start, duration, read.tool,
             read.status, error_type, None, None, False, None, None, None, None, False, None, None, True, kind,
             read.target, None, read.error, None, False, False, "", True,
-        )  # fmt: skip
+        ))  # fmt: skip
 
 
 def foreign_rows(s: Structure, facts: TraceFacts) -> list[LinkRow]:
