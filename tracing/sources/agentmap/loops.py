@@ -41,8 +41,9 @@ class TraceLinks:
 
     @property
     def resolved(self) -> bool:
-        """True when the rows were resolved from the whole trace (`LinkRow.resolved`)."""
-        return any(row.resolved for row in self.rows)
+        """True when the rows were resolved from the whole trace (`LinkRow.resolved`): a trace's
+        rows are all resolved or none (the store replaces them together), so the first one says."""
+        return bool(self.rows) and bool(self.rows[0].resolved)
 
 
 def target_from_tool(tool: str) -> str:

@@ -21,16 +21,15 @@ from janux.tracing.sources.store.rows import SELECT_SPAN_COLUMNS, RowReader
 # the builder walks through (a Janux run nested in a tool function) is classified then.
 _LINKS = "SELECT * FROM agent_links{traces}"
 
-# Inference sums per parent span of traces with Janux accounting, except under loops whose own usage
-# is recorded (`janux.turn.*`).
+# Inference sums per parent span, except under loops whose own usage is recorded (`janux.turn.*`,
+# the common case, tested first) and in traces without Janux accounting (their rows carry it).
 _INFERENCE = """
 SELECT u.TraceId, u.ParentSpanId, sum(u.InputTokens), sum(u.OutputTokens), sum(u.Cost), sum(u.Unpriced)
-FROM span_usage u
-WHERE u.Dim = 'model'
-    AND u.TraceId NOT IN (SELECT TraceId FROM trace_summary WHERE Janux = 0){inference_traces}
+FROM span_usage u WHERE u.Dim = 'model'{inference_traces}
 GROUP BY u.TraceId, u.ParentSpanId
 HAVING NOT EXISTS (
     SELECT 1 FROM agent_links a WHERE a.TraceId = u.TraceId AND a.SpanId = u.ParentSpanId AND a.HasTurn = 1)
+AND NOT EXISTS (SELECT 1 FROM trace_summary t WHERE t.TraceId = u.TraceId AND t.Janux = 0)
 """
 
 
