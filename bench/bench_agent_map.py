@@ -5,6 +5,8 @@ of janux-shaped turns (the generator of `bench_ingest`: 20 spans per turn, 2 del
 2 attempts each), then measures
 - `agent_map()` on a reading process's store (median of repeats), next to the trace list's first
   page and `usage_by("agent")` (baselines from the same store);
+- the same over a store of other runtimes' traces (no Janux accounting: their map rows are resolved
+  from the whole trace when a batch is stored), next to `usage_by("agent")` on that store;
 - in Chromium via `janux ui`: the Agent map page (each visit a new page load, so a new Streamlit
   session: nothing of the map cached) from navigation until the script has finished and the graph
   is drawn, next to the Traces page (the baseline) in the same run. Target: the map under 2 s.
@@ -98,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{cold_s * 1e3:.0f} ms / {map_s * 1e3:.0f} ms | trace list first page {list_s * 1e3:.1f} ms; "
             f"`usage_by(agent)` {usage_s * 1e3:.0f} ms |"
         )
+        print(_foreign_row(Path(work) / "foreign", 20_000 if args.quick else 100_000, runs))
         if args.no_browser:
             return 0
         maps, lists = _browser(data_dir, runs)
@@ -113,6 +116,28 @@ def main(argv: list[str] | None = None) -> int:
         f"| {deep:.2f} s | |"
     )
     return 0 if shown < TARGET_S else 1
+
+
+def _foreign_row(data_dir: Path, spans: int, runs: int) -> str:
+    """The table row of `agent_map()` over a store of other runtimes' traces (200 spans each)."""
+    from janux.tracing.testing import synthetic_trace
+
+    with open_store(data_dir) as store:
+        for seed in range(max(1, spans // 200)):
+            store.write(synthetic_trace(200, seed=seed, janux=False))
+    with open_store(data_dir) as reader:
+        flt = TraceFilter()
+        start = time.perf_counter()
+        agent_map = reader.agent_map(flt)
+        cold_s = time.perf_counter() - start
+        map_s = _median(lambda: reader.agent_map(flt), runs)
+        usage_s = _median(lambda: reader.usage_by("agent", flt), runs)
+        stored = reader.ingest_stats().spans
+    return (
+        f"| `agent_map()` over {stored:,} stored spans of other runtimes' traces ({agent_map.traces:,} "
+        f"traces, {sum(n.runs for n in agent_map.nodes):,} loops): first call / later calls | "
+        f"{cold_s * 1e3:.0f} ms / {map_s * 1e3:.0f} ms | `usage_by(agent)` {usage_s * 1e3:.0f} ms |"
+    )
 
 
 def _deep_link(data_dir: Path) -> float:

@@ -3,7 +3,8 @@
 Which spans are loops and which edges join them is read by `janux.tracing.foreign.facts` (the one
 structural reading every source and the CLI share, for Janux's own traces and every other
 convention); this module turns it into the dashboard's nodes and delegations and fills their
-details from the spans and HANDOFF events.
+details from the spans and HANDOFF events. A trace without Janux accounting records no final
+status: its delegations' status and error are the facts' too, the ones the trace list counts.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from janux.dashboard.reconstruct import spanread as sr
 from janux.dashboard.reconstruct.model import AgentNode, Attempt, Delegation
 from janux.tracing import conventions as c
 from janux.tracing.foreign.facts import LOOSE_AGENT as LOOSE_AGENT
-from janux.tracing.foreign.facts import Structure, structure
+from janux.tracing.foreign.facts import Structure, edge_status, is_janux_trace, structure
 from janux.tracing.foreign.spans import error_text
 from janux.tracing.records import attr_int, attr_str
 from janux.tracing.spantree.index import NO_PARENT, SpanIndex
@@ -85,7 +86,18 @@ def build_tree(index: SpanIndex) -> HandoffTree:
     _nodes(index, s, tree)
     _delegations(index, s, tree)
     describe_tree(index, tree)
+    if not is_janux_trace(index.spans):
+        _outcomes_from_facts(s, tree)
     return tree
+
+
+def _outcomes_from_facts(s: Structure, tree: HandoffTree) -> None:
+    """Status and error of each delegation of a trace without Janux accounting, as its facts say
+    (the error text kept from the span when the facts have none)."""
+    for delegation, edge in zip(tree.delegations, s.edges, strict=True):
+        status, error = edge_status(s, edge)
+        delegation.status = status
+        delegation.error = error if error is not None else delegation.error
 
 
 def describe_tree(index: SpanIndex, tree: HandoffTree) -> None:

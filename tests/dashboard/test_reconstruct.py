@@ -189,6 +189,52 @@ def test_plain_trace_costs_are_estimated_and_unknown_models_unpriced() -> None:
     assert view.total.is_estimated
 
 
+def _unfinished_handoffs() -> list[SpanRecord]:
+    """Another runtime's turn: a handoff span that failed before its target ran, and a tool whose
+    only attempt failed with an exception (the tool span itself ended fine)."""
+    from janux.tracing.records import EventRecord
+    from tests.support.otlp_build import record
+
+    t = "9" * 32
+    boom = EventRecord(1_031, c.EVENT_EXCEPTION, {c.EXCEPTION_TYPE: "Boom", c.EXCEPTION_MESSAGE: "kaput"})
+    agent = {c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT}
+    handoff = {
+        c.GEN_AI_OPERATION_NAME: c.OP_AGENT_HANDOFF,
+        c.GEN_AI_HANDOFF_FROM_AGENT: "boss",
+        c.GEN_AI_HANDOFF_TO_AGENT: "ghost",
+    }
+    tool = {c.GEN_AI_OPERATION_NAME: c.OP_EXECUTE_TOOL, c.GEN_AI_TOOL_NAME: "ask"}
+    helper = {**agent, c.GEN_AI_AGENT_NAME: "helper"}
+    return [
+        record("a1", "", "invoke_agent boss", {**agent, c.GEN_AI_AGENT_NAME: "boss"}, trace_id=t),
+        record("h1", "a1", "agent_handoff", handoff, trace_id=t, start=1_010, status="Error"),
+        record("t1", "a1", "execute_tool ask", tool, trace_id=t, start=1_020),
+        record("a2", "t1", "invoke_agent helper", helper, trace_id=t, start=1_030, status="Error",
+               events=[boom]),
+    ]
+
+
+def test_foreign_delegations_fail_as_their_facts_say_on_every_page() -> None:
+    """The Trace and Failures pages, the trace list and the agent map count the same failed
+    handoffs of a trace without Janux accounting, for the same reasons."""
+    from janux.tracing.foreign.facts import trace_facts
+    from janux.tracing.sources.agentmap.spans import agent_map_of_traces
+    from janux.tracing.sources.summaries import summarize
+    from tests.support.agent_map_expect import actual, expected
+
+    spans = _unfinished_handoffs()
+    view = reconstruct(spans)
+    facts = trace_facts(spans)
+    assert [(d.kind, d.target, d.status) for d in view.delegations] == [
+        (e.kind, e.target, e.status) for e in facts.edges
+    ] == [("transfer", "ghost", c.STATUS_FAILED), ("delegate", "helper", c.STATUS_FAILED)]
+    assert [(f.kind, f.reason) for f in view.failures] == [("failed", "failed"), ("failed", "Boom: kaput")]
+    assert summarize(spans[0].trace_id, spans).failed_handoffs == 2
+    agent_map = agent_map_of_traces([(spans[0].trace_id, spans)])
+    assert actual(agent_map) == expected([spans])
+    assert sum(e.failed for e in agent_map.edges) == 2
+
+
 def test_plain_trace_attempts_from_repeated_siblings() -> None:
     view = reconstruct(plain_trace())
     assert len(view.delegations) == 1

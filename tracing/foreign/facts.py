@@ -399,8 +399,9 @@ def _agent_facts(s: Structure, depth: list[int]) -> list[AgentFacts]:
     return found
 
 
-def _edge_status(s: Structure, edge: Edge) -> tuple[str, str | None]:
-    """(status, error) of an edge: Janux's recorded final status, else the last attempt's."""
+def edge_status(s: Structure, edge: Edge) -> tuple[str, str | None]:
+    """(status, error) of an edge: Janux's recorded final status, else the last attempt's (an edge
+    without attempts failed when its tool or handoff span did)."""
     tool = s.index.spans[edge.tool_pos] if edge.tool_pos != NO_PARENT else None
     recorded = attr_str(tool.attributes, c.JANUX_HANDOFF_STATUS) if tool is not None else None
     error = error_text(tool)[0] if tool is not None else None
@@ -425,7 +426,7 @@ def _edge_facts(s: Structure) -> list[EdgeFacts]:
         first = s.loops[edge.attempts[0]].name if edge.attempts else ""
         recorded = attr_str(tool.attributes, c.JANUX_HANDOFF_TARGET) if tool is not None else None
         target = edge.target or recorded or first
-        status, error = _edge_status(s, edge)
+        status, error = edge_status(s, edge)
         found.append(
             EdgeFacts(
                 kind=edge.kind, caller=s.loops[edge.caller].name if edge.caller is not None else None,
@@ -464,7 +465,8 @@ def is_janux_span(operation: object, attributes: dict[str, object]) -> bool:
     return not keys.isdisjoint(_BILL_KEYS)
 
 
-def _is_janux(spans: list[SpanRecord]) -> bool:
+def is_janux_trace(spans: Iterable[SpanRecord]) -> bool:
+    """True when the trace carries Janux accounting (some span does: `is_janux_span`)."""
     return any(is_janux_span(s.attributes.get(c.GEN_AI_OPERATION_NAME), s.attributes) for s in spans)
 
 
@@ -487,7 +489,7 @@ def facts_of(s: Structure, janux: bool | None = None) -> TraceFacts:
         input_tokens=tokens_in,
         output_tokens=tokens_out,
         errors=sum(1 for span in s.index.spans if span.status_code == STATUS_ERROR),
-        janux=_is_janux(s.index.spans) if janux is None else janux,
+        janux=is_janux_trace(s.index.spans) if janux is None else janux,
     )
 
 

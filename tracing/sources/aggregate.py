@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from janux.tracing import conventions as c
+from janux.tracing.foreign.facts import is_janux_trace
 from janux.tracing.records import STATUS_ERROR, SpanRecord
-from janux.tracing.sources.derived import is_janux_trace, trace_rows
+from janux.tracing.sources.derived import trace_rows
 from janux.tracing.sources.protocol import UsageAggregate
 from janux.tracing.sources.usage import (
     GROUP_COLUMNS,

@@ -7,25 +7,35 @@ server-side `{name:Type}` parameters, so the SQL is the same everywhere.
 The exporter's attribute maps are `Map(LowCardinality(String), String)`, so attribute values come
 back as strings (read them with `janux.tracing.records.attr_*`). Both spellings of status codes and span
 kinds (`Error` / `STATUS_CODE_ERROR`, `Internal` / `SPAN_KIND_INTERNAL`) are understood. Rows the
-exporter wrote twice (retries) are counted once (`LIMIT 1 BY TraceId, SpanId`). Summaries are
-aggregated at query time with the same semantics as the embedded store's `trace_summary`.
+exporter wrote twice (retries) are counted once (`LIMIT 1 BY TraceId, SpanId`).
+
+Traces carrying Janux accounting are summarized and filtered in SQL at query time, with the same
+semantics as the embedded store's `trace_summary`. Traces without it get their structure's numbers
+(delegations, attempts, failed handoffs, own usage) only by being read whole: `clickhouse_foreign`
+names them in SQL on what does not depend on that reading, reads them in chunks and filters their
+summaries as the memory source does. Every query merges the two sides.
 """
 
 from __future__ import annotations
 
+import heapq
 import logging
 import math
+from collections.abc import Iterator
+from itertools import chain, islice
 from typing import Any, Literal, Protocol
 
 from janux.tracing import conventions as c
-from janux.tracing.foreign.facts import JANUX_LOOP_MARKERS
+from janux.tracing.foreign.facts import JANUX_LOOP_MARKERS, trace_facts
 from janux.tracing.otlp.enums import KIND_BY_NAME, STATUS_BY_NAME
 from janux.tracing.records import EventRecord, LinkRecord, SpanRecord
+from janux.tracing.sources.agentmap.build import build_agent_map, gc_paused
+from janux.tracing.sources.agentmap.foreign_rows import foreign_links
 from janux.tracing.sources.agentmap.model import AgentMap, MapUsage
 from janux.tracing.sources.aggregate import group_rows, merge_groups
-from janux.tracing.sources.clickhouse_links import clickhouse_agent_map
+from janux.tracing.sources.clickhouse_foreign import ForeignTraces
+from janux.tracing.sources.clickhouse_links import clickhouse_links
 from janux.tracing.sources.columns import names, picker, positions, select_list
-from janux.tracing.sources.memory import summarize
 from janux.tracing.sources.protocol import (
     IngestStats,
     TraceFilter,
@@ -33,7 +43,8 @@ from janux.tracing.sources.protocol import (
     UsageAggregate,
     UsageDimension,
 )
-from janux.tracing.sources.store.timeline import finish_timeline
+from janux.tracing.sources.store.timeline import finish_timeline, sums_as_rows, timeline_sums
+from janux.tracing.sources.summaries import failed_edge_spans, newest_spans
 from janux.tracing.sources.usage import (
     MAX_COUNT,
     UsageSums,
@@ -180,8 +191,18 @@ _LINK_FIELDS = picker(names(_SPAN_COLUMNS), ("link_traces", "link_spans", "link_
 
 MAX_DISTINCT_VALUES = 5_000
 """Most values `distinct_values` returns."""
-FOREIGN_TRACES_PER_QUERY = 200
-"""Traces of other runtimes fetched per query when they are read whole (`usage_by`)."""
+
+# What SQL knows of a trace without reading its structure: which traces carry no Janux accounting
+# (`clickhouse_foreign`), with the columns the reading-independent filters compare.
+_CANDIDATE_SELECT = f"""
+SELECT
+    TraceId,
+    uniqExact(SpanId) AS spans,
+    min(toUnixTimestamp64Nano(Timestamp)) AS start_ns,
+    if(countIf({_IS_ROOT}) > 0, {_root("ServiceName")}, argMin(ServiceName, Timestamp)) AS service,
+    {_root_attr(c.GEN_AI_CONVERSATION_ID)} AS conversation,
+    countIf({_JANUX_SPAN}) > 0 AS janux
+"""
 
 
 class ClickHouseSource:
@@ -192,40 +213,60 @@ class ClickHouseSource:
             raise ValueError(f"invalid table name {table!r}")
         self._client = client
         self._table = table
+        self._foreign = ForeignTraces(self._foreign_candidates, self.get_traces)
 
     def _rows(self, sql: str, parameters: dict[str, Any]) -> list[Any]:
         return list(self._client.query(sql, parameters=parameters).result_rows)
 
-    def _summaries_sql(self, flt: TraceFilter, parameters: dict[str, Any]) -> str:
-        """Per-trace aggregates of the traces matching `flt` (one row per trace)."""
+    def _janux_summaries_sql(self, flt: TraceFilter, parameters: dict[str, Any]) -> str:
+        """Per-trace aggregates of the traces with Janux accounting matching `flt` (one row per trace)."""
         prefilter, having = _filter_sql(flt, parameters)
         source = f"SELECT * FROM {self._table}"
         if prefilter:
-            source += f" WHERE TraceId IN (SELECT TraceId FROM {self._table} WHERE {prefilter})"
-        return f"{_SUMMARY_SELECT} FROM ({source} LIMIT 1 BY TraceId, SpanId) GROUP BY TraceId" + (
-            f" HAVING {having}" if having else ""
-        )
+            source += f" WHERE TraceId IN ({_traces_with(self._table, prefilter)})"
+        conditions = " AND ".join(["janux", *([having] if having else [])])
+        source += " LIMIT 1 BY TraceId, SpanId"
+        return f"{_SUMMARY_SELECT} FROM ({source}) GROUP BY TraceId HAVING {conditions}"
+
+    def _janux_ids_sql(self, flt: TraceFilter, parameters: dict[str, Any]) -> str:
+        """A query selecting the TraceId of every trace with Janux accounting matching `flt`."""
+        if flt == TraceFilter():  # no filter: which traces carry Janux accounting, nothing more
+            return f"SELECT TraceId FROM {self._table} GROUP BY TraceId HAVING countIf({_JANUX_SPAN}) > 0"
+        return f"SELECT TraceId FROM ({self._janux_summaries_sql(flt, parameters)})"
+
+    def _foreign_candidates(self, flt: TraceFilter) -> dict[str, int]:
+        """Trace id -> distinct spans of the traces without Janux accounting that pass the
+        reading-independent filters of `flt` (`clickhouse_foreign.reading_independent`)."""
+        parameters: dict[str, Any] = {}
+        prefilter, having = _filter_sql(flt, parameters)
+        source = self._table
+        if prefilter:
+            source += f" WHERE TraceId IN ({_traces_with(self._table, prefilter)})"
+        conditions = " AND ".join(["NOT janux", *([having] if having else [])])
+        sql = f"{_CANDIDATE_SELECT} FROM {source} GROUP BY TraceId HAVING {conditions}"
+        return {str(row[0]): int(row[1]) for row in self._rows(sql, parameters)}
+
+    def _foreign_spans(self, flt: TraceFilter) -> Iterator[list[SpanRecord]]:
+        """The spans of every trace without Janux accounting matching `flt`, read in chunks."""
+        return self._foreign.read_whole([s.trace_id for s in self._foreign.matching(flt)])
 
     def list_traces(self, flt: TraceFilter, limit: int = 50, offset: int = 0) -> list[TraceSummary]:
         """Trace summaries matching `flt`, newest first."""
-        parameters: dict[str, Any] = {"limit": max(0, limit), "offset": max(0, offset)}
+        first, wanted = max(0, offset), max(0, limit)
+        parameters: dict[str, Any] = {"limit": first + wanted}
         sql = (
-            f"SELECT {', '.join(_SUMMARY_COLUMNS)} FROM ({self._summaries_sql(flt, parameters)}) "
-            "ORDER BY start_ns DESC, TraceId LIMIT {limit:UInt64} OFFSET {offset:UInt64}"
+            f"SELECT {', '.join(_SUMMARY_COLUMNS)} FROM ({self._janux_summaries_sql(flt, parameters)}) "
+            "ORDER BY start_ns DESC, TraceId LIMIT {limit:UInt64}"
         )
-        rows = self._rows(sql, parameters)
-        summaries = [_summary(row) for row in rows]
-        # Traces without Janux accounting are read whole, like every source reads them.
-        janux = [bool(row[_SUMMARY_AT["janux"]]) for row in rows]
-        foreign = [s.trace_id for s, own in zip(summaries, janux, strict=True) if not own]
-        spans = self.get_traces(foreign) if foreign else {}
-        return [summarize(s.trace_id, spans[s.trace_id]) if spans.get(s.trace_id) else s for s in summaries]
+        janux = [_summary(row) for row in self._rows(sql, parameters)]
+        merged = heapq.merge(janux, self._foreign.matching(flt), key=lambda s: (-s.start_ns, s.trace_id))
+        return list(islice(merged, first, first + wanted))
 
     def count_traces(self, flt: TraceFilter) -> int:
         """How many traces match `flt`."""
         parameters: dict[str, Any] = {}
-        rows = self._rows(f"SELECT count() FROM ({self._summaries_sql(flt, parameters)})", parameters)
-        return int(rows[0][0]) if rows else 0
+        rows = self._rows(f"SELECT count() FROM ({self._janux_summaries_sql(flt, parameters)})", parameters)
+        return (int(rows[0][0]) if rows else 0) + len(self._foreign.matching(flt))
 
     def get_trace(self, trace_id: str) -> list[SpanRecord]:
         """All spans of one trace (each span once), in start order."""
@@ -247,11 +288,12 @@ class ClickHouseSource:
         return out
 
     def failed_handoff_spans(self, flt: TraceFilter, limit: int = 500) -> list[SpanRecord]:
-        """Failing `execute_tool` spans, plus ERROR `invoke_agent` spans under other runtimes' tool
-        spans, newest first."""
+        """The failed handoffs' spans, newest first: of Janux traces, failing `execute_tool` spans and
+        ERROR `invoke_agent` spans under tool spans without a recorded status; of other traces, the
+        tool (else last attempt) span of every failed edge of their facts."""
         parameters: dict[str, Any] = {"limit": max(0, limit)}
         traces = (
-            f"SELECT TraceId FROM ({self._summaries_sql(flt, parameters)}) WHERE failed_handoffs > 0 "
+            f"SELECT TraceId FROM ({self._janux_summaries_sql(flt, parameters)}) WHERE failed_handoffs > 0 "
             "ORDER BY start_ns DESC LIMIT {limit:UInt64}"
         )
         foreign_tools = (
@@ -264,7 +306,11 @@ class ClickHouseSource:
             f"({_IS_AGENT} AND {_IS_ERROR} AND (TraceId, ParentSpanId) IN ({foreign_tools}))) "
             "ORDER BY Timestamp DESC LIMIT 1 BY TraceId, SpanId LIMIT {limit:UInt64}"
         )
-        return [_span(row) for row in self._rows(sql, parameters)]
+        found = [_span(row) for row in self._rows(sql, parameters)]
+        failing = [s.trace_id for s in self._foreign.matching(flt) if s.failed_handoffs > 0][: max(0, limit)]
+        for spans in self._foreign.read_whole(failing):
+            found += failed_edge_spans(trace_facts(spans), {span.span_id: span for span in spans})
+        return newest_spans(found, limit)
 
     def distinct_values(self, what: Literal["service", "root_agent", "conversation"]) -> list[str]:
         """Values to offer in a filter drop-down: those of every root span (a cheap superset of the
@@ -290,52 +336,44 @@ class ClickHouseSource:
         and aggregated by the same facts as every source (`janux.tracing.sources.aggregate`)."""
         wanted = check_dimension(dimension)
         parameters: dict[str, Any] = {}
-        summaries = self._summaries_sql(flt, parameters)
         spans = (
-            f"SELECT * FROM {self._table} WHERE TraceId IN (SELECT TraceId FROM ({summaries}) WHERE janux) "
+            f"SELECT * FROM {self._table} WHERE TraceId IN ({self._janux_ids_sql(flt, parameters)}) "
             "LIMIT 1 BY TraceId, SpanId"
         )
         janux_rows = self._rows(_usage_sql(wanted, spans), parameters)
-        foreign_parameters: dict[str, Any] = {}
-        foreign_sql = f"SELECT TraceId FROM ({self._summaries_sql(flt, foreign_parameters)}) WHERE NOT janux"
-        foreign = [str(trace_id) for (trace_id,) in self._rows(foreign_sql, foreign_parameters)]
-        foreign_rows: list[tuple[Any, ...]] = []
-        for start in range(0, len(foreign), FOREIGN_TRACES_PER_QUERY):
-            chunk = self.get_traces(foreign[start : start + FOREIGN_TRACES_PER_QUERY])
-            foreign_rows += group_rows(wanted, [s for s in chunk.values() if s])
+        foreign_rows = group_rows(wanted, self._foreign_spans(flt))
         return finish(merge_groups([*janux_rows, *foreign_rows]), limit)
 
     def agent_map(self, flt: TraceFilter, bucket_ns: int | None = None) -> AgentMap:
         """Agents and the delegations between them over the traces matching `flt`."""
         parameters: dict[str, Any] = {}
-        prefilter, having = _filter_sql(flt, parameters)
-        if prefilter or having:
-            traces = f"SELECT TraceId FROM ({self._summaries_sql(flt, parameters)})"
-        else:
-            traces = f"SELECT DISTINCT TraceId FROM {self._table}"
+        traces = self._janux_ids_sql(flt, parameters)
         spans = f"SELECT * FROM {self._table} WHERE TraceId IN ({traces}) LIMIT 1 BY TraceId, SpanId"
         inference = f"WITH spans AS ({spans}) {_span_rows('model')}"
-        return clickhouse_agent_map(
-            self._rows, self._table, traces, parameters, _SPAN_SELECT, _span, inference, bucket_ns
-        )
+        janux = clickhouse_links(self._rows, self._table, traces, parameters, _SPAN_SELECT, _span, inference)
+        foreign = (foreign_links(spans[0].trace_id, spans) for spans in self._foreign_spans(flt))
+        with gc_paused():
+            return build_agent_map(chain(janux, foreign), bucket_ns)
 
     def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, MapUsage]]:
         """Usage per (bucket of trace start, model) over the traces matching `flt`."""
-        parameters: dict[str, Any] = {"bucket": max(1, bucket_ns)}
-        spans = f"SELECT * FROM {self._table}"
-        prefilter, having = _filter_sql(flt, parameters)
-        if prefilter or having:
-            spans += f" WHERE TraceId IN (SELECT TraceId FROM ({self._summaries_sql(flt, parameters)}))"
-        spans += " LIMIT 1 BY TraceId, SpanId"
+        bucket = max(1, bucket_ns)
+        parameters: dict[str, Any] = {"bucket": bucket}
+        traces = self._janux_ids_sql(flt, parameters)
         sql = f"""
-            WITH spans AS ({spans})
+            WITH spans AS (SELECT * FROM {self._table} WHERE TraceId IN ({traces}) LIMIT 1 BY TraceId, SpanId)
             SELECT intDiv(s.start, {{bucket:Int64}}) * {{bucket:Int64}} AS b, m.key, sum(m.i), sum(m.o),
                 sum(m.cost), sum(m.u)
             FROM ({_span_rows("model")}) AS m
             JOIN (SELECT TraceId, min(toUnixTimestamp64Nano(Timestamp)) AS start FROM spans
                 GROUP BY TraceId) AS s ON s.TraceId = m.TraceId
             GROUP BY b, m.key"""
-        return finish_timeline(self._rows(sql, parameters))
+        sums = timeline_sums(self._foreign_spans(flt), bucket)
+        for b, model, tokens_in, tokens_out, cost, unpriced in self._rows(sql, parameters):
+            usage = MapUsage(int(tokens_in or 0), int(tokens_out or 0), None if cost is None else float(cost),
+                             int(unpriced or 0))  # fmt: skip
+            sums.setdefault((int(b), str(model or "")), MapUsage()).add(usage)
+        return finish_timeline(sums_as_rows(sums))
 
     def ingest_stats(self) -> IngestStats:
         """Spans and traces in the table, and rows written twice (refusals are the Collector's)."""
@@ -345,8 +383,19 @@ class ClickHouseSource:
         return IngestStats(spans=spans - duplicates, traces=traces, duplicates=duplicates)
 
 
-def _filter_sql(flt: TraceFilter, parameters: dict[str, Any]) -> tuple[str, str]:
-    """(span-level prefilter that keeps every matching trace, exact trace-level HAVING)."""
+def _traces_with(table: str, conditions: list[str]) -> str:
+    """A query selecting the traces that have, for each of `conditions`, some span meeting it
+    (not one span meeting them all: the root names the agent, another span may be the error)."""
+    if len(conditions) == 1:
+        return f"SELECT TraceId FROM {table} WHERE {conditions[0]}"
+    some = " OR ".join(f"({condition})" for condition in conditions)
+    each = " AND ".join(f"countIf({condition}) > 0" for condition in conditions)
+    return f"SELECT TraceId FROM {table} WHERE {some} GROUP BY TraceId HAVING {each}"
+
+
+def _filter_sql(flt: TraceFilter, parameters: dict[str, Any]) -> tuple[list[str], str]:
+    """(span-level conditions each some span of every matching trace meets, exact trace-level
+    HAVING)."""
     where: list[str] = []
     having: list[str] = []
     if flt.start_ns is not None:
@@ -369,7 +418,7 @@ def _filter_sql(flt: TraceFilter, parameters: dict[str, Any]) -> tuple[str, str]
             where.append(span_condition)
             having.append(f"{name} = {{{name}:String}}")
     _status_filters(flt, where, having, parameters)
-    return " AND ".join(where), " AND ".join(having)
+    return where, " AND ".join(having)
 
 
 def _status_filters(

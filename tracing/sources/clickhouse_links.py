@@ -1,8 +1,10 @@
-"""`agent_map` over the Collector's `otel_traces` table: the same link rows as the embedded store.
+"""The agent map's links of Janux traces in the Collector's `otel_traces` table: the same link rows
+as the embedded store.
 
 Agent and tool spans are read as spans and classified by `agentmap.classify` (the one place that
 says what a span is to the map); inference usage is summed per parent span in SQL with the same
-per-span rule as `usage_by`; spans between link rows are looked up level by level.
+per-span rule as `usage_by`; spans between link rows are looked up level by level. Traces without
+Janux accounting are read whole by the source instead (`agentmap.foreign_rows`).
 """
 
 from __future__ import annotations
@@ -11,27 +13,23 @@ from collections.abc import Callable
 from typing import Any
 
 from janux.tracing import conventions as c
-from janux.tracing.sources.agentmap.build import TraceLinks, build_agent_map, gc_paused
 from janux.tracing.sources.agentmap.classify import LinkRow, classify_span
-from janux.tracing.sources.agentmap.model import AgentMap, MapUsage
+from janux.tracing.sources.agentmap.loops import TraceLinks
+from janux.tracing.sources.agentmap.model import MapUsage
 from janux.tracing.sources.agentmap.parents import resolve_parents
 
 Rows = Callable[[str, dict[str, Any]], list[Any]]
 """Runs SQL with parameters and returns the result rows."""
 
 _LINK_OPS = (c.OP_INVOKE_AGENT, c.OP_EXECUTE_TOOL)
-_IS_LINK = " OR ".join(
-    f"SpanAttributes['{c.GEN_AI_OPERATION_NAME}'] = '{op}' OR "
-    f"(SpanAttributes['{c.GEN_AI_OPERATION_NAME}'] = '' AND startsWith(SpanName, '{op}'))"
-    for op in _LINK_OPS
-)
+_IS_LINK = " OR ".join(f"SpanAttributes['{c.GEN_AI_OPERATION_NAME}'] = '{op}'" for op in _LINK_OPS)
 
 
-def clickhouse_agent_map(
+def clickhouse_links(
     rows: Rows, table: str, traces_sql: str, parameters: dict[str, Any], span_columns: str,
-    to_span: Callable[[Any], Any], inference_sql: str, bucket_ns: int | None = None,
-) -> AgentMap:  # fmt: skip
-    """The agent map of the traces `traces_sql` selects (a query returning TraceId)."""
+    to_span: Callable[[Any], Any], inference_sql: str,
+) -> list[TraceLinks]:  # fmt: skip
+    """The links of the Janux traces `traces_sql` selects (a query returning TraceId)."""
     by_trace: dict[str, TraceLinks] = {}
     sql = (
         f"SELECT {span_columns} FROM {table} WHERE TraceId IN ({traces_sql}) AND ({_IS_LINK}) "
@@ -65,5 +63,4 @@ def clickhouse_agent_map(
         return [(str(t), str(s), str(p), None) for t, s, p in found if (str(t), str(s)) in wanted]
 
     resolve_parents(by_trace, lookup)
-    with gc_paused():
-        return build_agent_map(by_trace.values(), bucket_ns)
+    return list(by_trace.values())

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from janux.tracing import conventions as c
-from janux.tracing.foreign.facts import AgentFacts, EdgeFacts, TraceFacts, is_janux_span, trace_facts
+from janux.tracing.foreign.facts import AgentFacts, EdgeFacts, TraceFacts, trace_facts
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.usage import UsageRow
 
@@ -28,11 +27,6 @@ LOOSE_PREFIX = "loose:"
 
 DerivedRow = tuple[str, str, UsageRow]
 """(span id, parent id, row) of one derived `span_usage` row."""
-
-
-def is_janux_trace(spans: Sequence[SpanRecord]) -> bool:
-    """True when the trace carries Janux accounting (its usage rows come from the spans alone)."""
-    return any(is_janux_span(s.attributes.get(c.GEN_AI_OPERATION_NAME), s.attributes) for s in spans)
 
 
 def _edge_id(facts: TraceFacts, edge: EdgeFacts) -> str:

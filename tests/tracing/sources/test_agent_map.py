@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import random
 import sqlite3
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from janux.tracing.records import SpanRecord
-from janux.tracing.sources.agentmap.build import TraceLinks
+from janux.tracing.sources.agentmap.loops import TraceLinks
+from janux.tracing.sources.agentmap.model import AgentMap
 from janux.tracing.sources.agentmap.spans import agent_map_of_traces
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter
@@ -17,6 +21,7 @@ from janux.tracing.testing import synthetic_trace
 from tests.support.agent_map_expect import actual, expected
 from tests.support.contract_traces import contract_trace, plain_trace
 from tests.support.demo_traces import demo_traces
+from tests.support.foreign.load import Case, all_spans, cases
 
 
 def by_trace(spans: Sequence[SpanRecord]) -> dict[str, list[SpanRecord]]:
@@ -48,6 +53,61 @@ def test_in_memory_map_equals_the_trace_pages_on_contract_and_foreign_traces() -
     assert got == want
 
 
+def _as_truth(agent_map: AgentMap) -> dict[str, object]:
+    """What a fixture's truth says, read off a map: agent loops, edges by kind, failed edges, tokens."""
+    def edges(kind: str) -> Counter[tuple[str, str]]:
+        return Counter({(e.caller, e.target): e.count for e in agent_map.edges if e.kind == kind})
+
+    nodes = agent_map.nodes
+    return {
+        "agents": Counter({n.agent: n.runs for n in nodes}),
+        "delegations": edges("delegate"),
+        "transfers": edges("transfer"),
+        "failed": sum(e.failed for e in agent_map.edges),
+        "tokens": (sum(n.own.input_tokens for n in nodes), sum(n.own.output_tokens for n in nodes)),
+    }
+
+
+def _truth(case: Case) -> dict[str, object]:
+    truth = case.truth
+    return {
+        "agents": Counter(truth["agents"]),
+        "delegations": Counter(tuple(edge) for edge in truth["delegations"]),
+        "transfers": Counter(tuple(edge) for edge in truth["transfers"]),
+        "failed": 1 if truth["raised"] else 0,
+        "tokens": (truth["input_tokens"], truth["output_tokens"]),
+    }
+
+
+@pytest.mark.parametrize("case", cases(), ids=lambda case: case.id)
+def test_foreign_fixture_map_equals_its_trace_page(case: Case, tmp_path: Path) -> None:
+    """Each committed trace of another runtime: the map's nodes and edges (runs, errors, own and
+    inclusive tokens, counts, attempts, failures and their reasons, transfers) are the sums of its
+    rebuilt Trace page, and its agents, edges and tokens are the library's truth."""
+    spans = list(case.spans)
+    want = expected([spans])
+    in_memory = agent_map_of_traces([(case.trace_id, spans)])
+    assert actual(in_memory) == want
+    assert actual(MemoryTraceSource(spans).agent_map(TraceFilter())) == want
+    assert _as_truth(in_memory) == _truth(case)
+    shuffled = spans[:]
+    random.Random(case.trace_id).shuffle(shuffled)
+    with open_store(tmp_path) as store:
+        for start in range(0, len(shuffled), 3):  # the trace is read whole again after each batch
+            store.write(shuffled[start : start + 3])
+        assert actual(store.agent_map(TraceFilter())) == want
+
+
+def test_every_foreign_fixture_together_with_janux_traces(tmp_path: Path) -> None:
+    spans = [*all_spans(), *demo_traces().spans, *contract_trace()]
+    traces = by_trace(spans)
+    want = expected(traces.values())
+    assert actual(agent_map_of_traces(traces.items())) == want
+    with open_store(tmp_path) as store:
+        store.write(spans)
+        assert actual(store.agent_map(TraceFilter())) == want
+
+
 def test_embedded_store_map_equals_the_trace_pages(tmp_path: Path) -> None:
     spans = [
         *demo_traces().spans,
@@ -73,7 +133,7 @@ def test_memory_source_map_follows_the_filter() -> None:
 
 
 def test_an_older_store_gets_agent_links_filled_from_its_spans(tmp_path: Path) -> None:
-    spans = [*demo_traces().spans, *plain_trace()]
+    spans = [*demo_traces().spans, *plain_trace(), *all_spans()]
     with open_store(tmp_path) as store:
         store.write(spans)
         before = actual(store.agent_map(TraceFilter()))
@@ -83,6 +143,44 @@ def test_an_older_store_gets_agent_links_filled_from_its_spans(tmp_path: Path) -
     conn.close()
     with open_store(tmp_path) as store:
         assert actual(store.agent_map(TraceFilter())) == before == expected(by_trace(spans).values())
+
+
+def test_agent_links_of_the_older_layout_are_renewed(tmp_path: Path) -> None:
+    """A table written before traces of other runtimes were resolved (no Via, no Resolved; their rows
+    one per span) is dropped and filled anew, those traces read whole."""
+    spans = [*demo_traces().spans, *all_spans()]
+    with open_store(tmp_path) as store:
+        store.write(spans)
+    conn = sqlite3.connect(tmp_path / "traces.sqlite3")
+    conn.execute("ALTER TABLE agent_links DROP COLUMN Via")
+    conn.execute("ALTER TABLE agent_links DROP COLUMN Resolved")
+    conn.commit()
+    conn.close()
+    with open_store(tmp_path) as store:
+        assert actual(store.agent_map(TraceFilter())) == expected(by_trace(spans).values())
+    conn = sqlite3.connect(tmp_path / "traces.sqlite3")
+    resolved = conn.execute("SELECT count(DISTINCT TraceId) FROM agent_links WHERE Resolved = 1")
+    assert resolved.fetchone()[0] == len(cases())
+    conn.close()
+
+
+def test_a_trace_whose_janux_accounting_arrives_late(tmp_path: Path) -> None:
+    """Read as another runtime's trace while only its unmarked spans are stored, then as a Janux
+    trace once a span with Janux accounting arrives: its map rows follow both times."""
+    from janux.tracing import conventions as c
+    from janux.tracing.foreign.facts import is_janux_span
+
+    spans = contract_trace()
+    unmarked = [
+        s for s in spans if not is_janux_span(s.attributes.get(c.GEN_AI_OPERATION_NAME), s.attributes)
+    ]
+    marked = [s for s in spans if s not in unmarked]
+    assert unmarked and marked
+    with open_store(tmp_path) as store:
+        store.write(unmarked)
+        assert actual(store.agent_map(TraceFilter())) == expected([unmarked])
+        store.write(marked)
+        assert actual(store.agent_map(TraceFilter())) == expected([spans])
 
 
 def test_prune_removes_agent_links(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """The agent map on the real ClickHouse engine (chdb, exporter rows) equals the Trace pages' sums and
-the embedded store's map, under the trace list's filters."""
+the embedded store's map, under the trace list's filters; with Janux traces and every committed
+trace of another runtime (tests/support/foreign) side by side."""
 
 from __future__ import annotations
 
@@ -17,11 +18,12 @@ from tests.support.agent_map_expect import actual, expected, nested_foreign_trac
 from tests.support.clickhouse_rows import EXPORTER_DDL, insert_statement
 from tests.support.contract_traces import contract_trace, plain_trace
 from tests.support.demo_traces import demo_traces
+from tests.support.foreign.load import Case, all_spans, cases
 from tests.tracing.sources.test_agent_map import by_trace
 
 SPANS = [
     *demo_traces().spans, *contract_trace(), *plain_trace(), *synthetic_trace(200, seed=5, janux=False),
-    *nested_foreign_trace(),
+    *nested_foreign_trace(), *all_spans(),
 ]  # fmt: skip
 
 
@@ -43,6 +45,17 @@ def test_clickhouse_map_equals_the_trace_pages(sources: tuple[ClickHouseSource, 
     want = expected(by_trace(SPANS).values())
     assert actual(clickhouse.agent_map(TraceFilter())) == want
     assert actual(store.agent_map(TraceFilter())) == want
+
+
+@pytest.mark.parametrize("case", cases(), ids=lambda case: case.id)
+def test_each_foreign_fixture_equals_its_trace_page(
+    sources: tuple[ClickHouseSource, TraceStore], case: Case
+) -> None:
+    clickhouse, store = sources
+    want = expected([list(case.spans)])
+    flt = TraceFilter(trace_id=case.trace_id)
+    assert actual(clickhouse.agent_map(flt)) == want
+    assert actual(store.agent_map(flt)) == want
 
 
 def test_nested_foreign_shape_is_read_through_chains_and_tasks(

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from janux.tracing import conventions as c
 from janux.tracing.records import EventRecord, LinkRecord, SpanRecord
+from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter, TraceSummary
 from janux.tracing.sources.store import TraceStore, open_store
 from tests.support.otlp_build import record
@@ -253,7 +254,10 @@ def test_get_traces_and_failed_handoffs(store: TraceStore) -> None:
     assert len(traces[T2]) == 5 and traces["f" * 32] == []
     assert [s.start_ns for s in traces[T2]] == sorted(s.start_ns for s in traces[T2])
     failed = store.failed_handoff_spans(TraceFilter())
-    assert [s.name for s in failed] == ["invoke_agent billing", "execute_tool delegate.researcher"]
+    # The other runtime's failed delegation is its tool span, as its facts say (every source alike).
+    assert [s.name for s in failed] == ["execute_tool transfer", "execute_tool delegate.researcher"]
+    memory = MemoryTraceSource(janux_turn() + other_runtime_turn()).failed_handoff_spans(TraceFilter())
+    assert [(s.trace_id, s.span_id) for s in failed] == [(s.trace_id, s.span_id) for s in memory]
     assert (
         store.failed_handoff_spans(TraceFilter(service="svc"))[0].attributes[c.JANUX_HANDOFF_STATUS]
         == "failed"

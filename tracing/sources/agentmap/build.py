@@ -1,11 +1,11 @@
-"""Fold the link rows of many traces into an `AgentMap`, with the Trace page's rules.
+"""Fold the per-trace loops and delegations of many traces into an `AgentMap`, with the Trace page's rules.
 
-Per trace: each agent loop's caller is its nearest agent ancestor and its delegating tool the
-nearest tool span between them (no tool: direct nesting); a loop's own usage is its
-`janux.turn.*`, else the inference rounds it owns (unpriced when they carry no cost: the map
-never estimates); inclusive usage adds every loop below. These are the rules of
-`janux.dashboard.reconstruct` (tree.py, costs.py, failures.py), applied to link rows only, so
-the map is exact over a whole range without rebuilding traces; tests hold the two equal.
+A trace's link rows become its loops and delegations in one of two ways: a trace with Janux
+accounting is walked from its recorded fields (`walk`), any other trace comes as the rows of its
+structure as `janux.tracing.foreign.facts` read it (`foreign_rows`), the reading the Trace page's
+reconstruction uses. Either way these are the rules of `janux.dashboard.reconstruct` (tree.py,
+costs.py, failures.py), applied to link rows only, so the map is exact over a whole range without
+rebuilding traces; tests hold the two equal.
 """
 
 from __future__ import annotations
@@ -15,11 +15,18 @@ import heapq
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
-from janux.tracing import conventions as c
-from janux.tracing.sources.agentmap.classify import ROLE_AGENT, LinkRow
+from janux.tracing.sources.agentmap.foreign_rows import resolved_trace
+from janux.tracing.sources.agentmap.loops import (
+    DelegationFacts,
+    MapLoop,
+    TraceFacts,
+    TraceLinks,
+    delegation_facts,
+    fold_inclusive,
+    path_of,
+)
 from janux.tracing.sources.agentmap.model import (
     TRACE_REFS_KEPT,
     AgentMap,
@@ -30,28 +37,7 @@ from janux.tracing.sources.agentmap.model import (
     PathStats,
     TraceRef,
 )
-
-LOOSE_AGENT = "(no agent)"
-"""The node holding inference rounds that run outside any agent loop (as on the Trace page)."""
-MISSING_END = "missing HANDOFF_END"
-"""Reason of a delegation whose HANDOFF_START has no HANDOFF_END (as on the Failures page)."""
-MAX_WALK = 256
-"""Longest parent chain followed; a longer one (or a cycle) ends the walk."""
-_TOOL_PREFIXES = ("delegate.", "handoff.", "transfer_to_")
-
-
-@dataclass(slots=True)
-class TraceLinks:
-    """What a source hands the builder for one trace."""
-
-    trace_id: str
-    """Trace id."""
-    rows: Sequence[LinkRow]
-    """Link rows of its agent spans and (at least) its delegating tool spans."""
-    inference: dict[str, MapUsage] = field(default_factory=dict)
-    """Usage of its inference spans, summed per parent span id (`(no parent)` key: "")."""
-    parents: dict[str, str] = field(default_factory=dict)
-    """Parent of every other span on a path between link rows and inference (span -> parent)."""
+from janux.tracing.sources.agentmap.walk import JanuxTrace
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -63,263 +49,14 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return ordered[min(rank, len(ordered)) - 1]
 
 
-def target_from_tool(tool: str) -> str:
-    """Best guess of a target from a tool name (`delegate.researcher` -> `researcher`)."""
-    for prefix in _TOOL_PREFIXES:
-        if tool.startswith(prefix) and len(tool) > len(prefix):
-            return tool[len(prefix) :]
-    return tool
-
-
-@dataclass(slots=True)
-class _Loop:
-    row: LinkRow
-    parent: _Loop | None = None
-    own: MapUsage = field(default_factory=MapUsage)
-    inclusive: MapUsage | None = None
-    path: tuple[str, ...] | None = None
-
-
-@dataclass(slots=True)
-class _Delegation:
-    tool: LinkRow | None
-    caller: _Loop | None
-    attempts: list[_Loop] = field(default_factory=list)
-
-
-class _Trace:
-    """The loops and delegations of one trace."""
-
-    def __init__(self, links: TraceLinks) -> None:
-        self.links = links
-        self.rows: dict[str, LinkRow] = {}
-        for row in links.rows:
-            self.rows.setdefault(row.span_id, row)
-        self.loops: dict[str, _Loop] = {}
-        self.delegations: dict[str, _Delegation] = {}
-        self.loose: _Loop | None = None
-
-    def walk(self, parent_id: str) -> tuple[LinkRow | None, LinkRow | None]:
-        """(nearest tool below the nearest agent, nearest agent) above a span with this parent."""
-        tool = None
-        current = parent_id
-        for _ in range(MAX_WALK):
-            if not current:
-                break
-            row = self.rows.get(current)
-            if row is None:
-                next_id = self.links.parents.get(current)
-                if next_id is None:
-                    break
-                current = next_id
-                continue
-            if row.role == ROLE_AGENT:
-                return tool, row
-            if tool is None:
-                tool = row
-            current = row.parent_span_id
-        return tool, None
-
-    def build(self) -> None:
-        for row in self.links.rows:
-            if row.role == ROLE_AGENT and row.span_id not in self.loops:
-                self.loops[row.span_id] = _Loop(row)
-        for loop in self.loops.values():
-            tool, caller = self.walk(loop.row.parent_span_id)
-            loop.parent = self.loops.get(caller.span_id) if caller is not None else None
-            if loop.row.has_turn:
-                loop.own = _turn_usage(loop.row)
-            if tool is not None:
-                self._delegation(tool).attempts.append(loop)
-            elif loop.parent is not None:
-                key = "direct:" + loop.row.span_id
-                self.delegations[key] = _Delegation(None, loop.parent, [loop])
-        for row in self.rows.values():
-            if row.role != ROLE_AGENT and row.delegating:
-                self._delegation(row)
-        self._inference()
-
-    def _delegation(self, tool: LinkRow) -> _Delegation:
-        found = self.delegations.get(tool.span_id)
-        if found is None:
-            _, caller = self.walk(tool.parent_span_id)
-            found = _Delegation(tool, self.loops.get(caller.span_id) if caller is not None else None)
-            self.delegations[tool.span_id] = found
-        return found
-
-    def _inference(self) -> None:
-        for parent_id, usage in self.links.inference.items():
-            row = self.rows.get(parent_id)
-            owner = row if row is not None and row.role == ROLE_AGENT else self.walk(parent_id)[1]
-            loop = self.loops.get(owner.span_id) if owner is not None else None
-            if loop is None:
-                if self.loose is None:
-                    self.loose = _Loop(_loose_row(self.links.trace_id))
-                loop = self.loose
-            elif loop.row.has_turn:
-                continue
-            loop.own.add(usage)
-
-    def all_loops(self) -> list[_Loop]:
-        loops = list(self.loops.values())
-        return [*loops, self.loose] if self.loose is not None else loops
-
-
-def _loose_row(trace_id: str) -> LinkRow:
-    return LinkRow(
-        trace_id, "", "", ROLE_AGENT, 0, 0, LOOSE_AGENT, "ok", None, None, None, False,
-        None, None, None, None, False, None, None, False, c.KIND_DELEGATE, "", None, None, None, False, False,
-    )  # fmt: skip
-
-
-def _turn_usage(row: LinkRow) -> MapUsage:
-    return MapUsage(row.input_tokens or 0, row.output_tokens or 0, row.cost, row.unpriced_tokens or 0)
-
-
-def _fold_inclusive(loops: Sequence[_Loop]) -> None:
-    """Inclusive usage of every loop: its own plus the own usage of every loop below it."""
-    for loop in loops:
-        loop.inclusive = loop.own.copy()
-    for loop in loops:
-        ancestor, steps = loop.parent, 0
-        while ancestor is not None and steps < MAX_WALK:
-            assert ancestor.inclusive is not None
-            ancestor.inclusive.add(loop.own)
-            ancestor, steps = ancestor.parent, steps + 1
-
-
-def _path(loop: _Loop) -> tuple[str, ...]:
-    if loop.path is None:
-        chain: list[_Loop] = []
-        current: _Loop | None = loop
-        while current is not None and current.path is None and len(chain) < MAX_WALK:
-            chain.append(current)
-            current = current.parent
-        prefix: tuple[str, ...] = current.path if current is not None and current.path else ()
-        for item in reversed(chain):
-            prefix = (*prefix, item.row.name)
-            item.path = prefix
-    return loop.path or (loop.row.name,)
-
-
-def _attempt_order(attempts: list[_Loop]) -> list[_Loop]:
-    """Attempts by `janux.handoff.attempt`, else by their order among siblings (then start)."""
-    if len(attempts) < 2:
-        return attempts
-    by_start = sorted(attempts, key=lambda a: (a.row.start_ns, a.row.span_id))
-    numbered = [(a.row.attempt if a.row.attempt is not None else n, a.row.start_ns, i) for i, (n, a) in
-                enumerate(enumerate(by_start, start=1))]  # fmt: skip
-    return [by_start[i] for _, _, i in sorted(numbered)]
-
-
-@dataclass(slots=True)
-class DelegationFacts:
-    """What the map (and the Failures page) says about one delegation."""
-
-    caller: str
-    """Delegating agent ("" when unknown)."""
-    target: str
-    """Subagent or transfer target."""
-    kind: str
-    """`delegate` or `transfer`."""
-    tool: str
-    """Tool name."""
-    status: str
-    """Final status (`completed`, `failed`, `fallback`, `denied`, `cut`, `open`)."""
-    attempts: int
-    """Attempts that ran (the recorded count when no attempt span was seen)."""
-    duration_ms: float | None
-    """Wall clock of the whole delegation."""
-    failure: str | None
-    """Failure kind (`denied`, `failed`, `fallback`, `cut`, `timeout`, `open`), None when it did not fail."""
-    reason: str
-    """Why it failed (deny rule, budget line, error type, error text); "" when it did not."""
-    span_id: str
-    """Tool span id (first attempt's span for direct nesting)."""
-    start_ns: int
-    """Start of the delegation."""
-    cost: MapUsage
-    """Inclusive usage of its attempts."""
-
-
-def _status(tool: LinkRow | None, attempts: list[_Loop]) -> str:
-    if tool is not None and tool.has_start and not tool.has_end:
-        return "open"
-    if (tool is None or not tool.janux) and attempts:
-        last = attempts[-1].row.status
-        return "open" if last == "open" else (c.STATUS_FAILED if last == "error" else c.STATUS_COMPLETED)
-    return (tool.status if tool is not None else "") or c.STATUS_COMPLETED
-
-
-def _failure(status: str, timeouts: int) -> str | None:
-    if status in c.FAILING_STATUSES or status == "open":
-        return status
-    return c.ERROR_TIMEOUT if timeouts else None
-
-
-def _reason(kind: str | None, tool: LinkRow | None, error_type: str | None) -> str:
-    if kind is None:
-        return ""
-    if kind == "open":
-        return MISSING_END
-    if kind == c.ERROR_TIMEOUT:
-        return c.ERROR_TIMEOUT
-    values = (tool.deny_reason, tool.stop_reason, error_type, tool.error) if tool else (error_type,)
-    return next((v for v in values if v), kind)
-
-
-def _caller(delegation: _Delegation, kind: str, target: str) -> str:
-    loop = delegation.caller
-    if loop is None:
-        return ""
-    row = loop.row
-    if kind == c.KIND_TRANSFER and row.transfer_from and row.transfer_to == target:
-        return row.transfer_from
-    return row.name
-
-
-def delegation_facts(delegation: _Delegation) -> DelegationFacts:
-    """The facts of one delegation (rules of the Trace page's handoff tree)."""
-    tool = delegation.tool
-    attempts = _attempt_order(delegation.attempts)
-    first = attempts[0].row if attempts else None
-    name = tool.name if tool is not None else ""
-    target = (tool.target if tool is not None else "") or (first.name if first else target_from_tool(name))
-    kind = tool.kind if tool is not None else c.KIND_DELEGATE
-    status = _status(tool, attempts)
-    failed_types = [a.row.error_type for a in attempts if a.row.error_type]
-    error_type = tool.error_type if tool is not None else None
-    error_type = error_type or (failed_types[-1] if failed_types else None)
-    timeouts = sum(1 for a in attempts if a.row.error_type == c.ERROR_TIMEOUT)
-    failure = _failure(status, timeouts)
-    if tool is not None:
-        ms = tool.handoff_ms if tool.handoff_ms is not None else _ms(tool.duration_ns)
-        span_id, start = tool.span_id, tool.start_ns or (first.start_ns if first else 0)
-    else:
-        assert first is not None
-        ms, span_id, start = _ms(first.duration_ns), first.span_id, first.start_ns
-    cost = MapUsage()
-    for attempt in attempts:
-        assert attempt.inclusive is not None
-        cost.add(attempt.inclusive)
-    recorded = tool.attempt if tool is not None else None
-    return DelegationFacts(
-        caller=_caller(delegation, kind, target), target=target, kind=kind, tool=name or target,
-        status=status, attempts=len(attempts) or recorded or 0, duration_ms=ms, failure=failure,
-        reason=_reason(failure, tool, error_type), span_id=span_id, start_ns=start, cost=cost,
-    )  # fmt: skip
-
-
-def _ms(duration_ns: int) -> float | None:
-    return None if duration_ns < 0 else duration_ns / 1e6
-
-
-def trace_facts(links: TraceLinks) -> tuple[list[_Loop], list[DelegationFacts]]:
+def trace_facts(links: TraceLinks) -> TraceFacts:
     """The loops (own and inclusive usage filled) and delegations of one trace."""
-    trace = _Trace(links)
+    if links.resolved:
+        return resolved_trace(links)
+    trace = JanuxTrace(links)
     trace.build()
     loops = trace.all_loops()
-    _fold_inclusive(loops)
+    fold_inclusive(loops)
     return loops, [delegation_facts(d) for d in trace.delegations.values()]
 
 
@@ -342,13 +79,13 @@ class _Acc:
         self.node_traces: dict[str, int] = {}
         self.traces = 0
 
-    def add_loop(self, trace_id: str, loop: _Loop) -> None:
+    def add_loop(self, trace_id: str, loop: MapLoop) -> None:
         """Count one loop under its delegation path (nodes are summed from the paths at the end)."""
         row = loop.row
         if row.duration_ns >= 0 and row.span_id:
             self.node_ms.setdefault(row.name, []).append(row.duration_ns / 1e6)
         self.node_refs.setdefault(row.name, []).append((row.start_ns, trace_id, row.span_id))
-        path = _path(loop)
+        path = path_of(loop)
         stats = self.paths.get(path)
         if stats is None:
             stats = self.paths[path] = PathStats(path)
@@ -445,10 +182,6 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-TraceFacts = tuple[list[_Loop], list[DelegationFacts]]
-"""One trace's loops (usage filled) and delegations: what a map adds up (and what may be cached)."""
 
 
 def aggregate(facts: Iterable[tuple[str, TraceFacts]], bucket_ns: int | None = None) -> AgentMap:

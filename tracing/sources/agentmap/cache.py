@@ -11,7 +11,8 @@ import gc
 import threading
 from collections.abc import Callable, Iterable
 
-from janux.tracing.sources.agentmap.build import TraceFacts, TraceLinks, aggregate, gc_paused, trace_facts
+from janux.tracing.sources.agentmap.build import aggregate, gc_paused, trace_facts
+from janux.tracing.sources.agentmap.loops import TraceFacts, TraceLinks
 from janux.tracing.sources.agentmap.model import AgentMap
 
 MAX_TRACES = 300_000

@@ -1,8 +1,11 @@
-"""What one span is to the agent map: an agent loop, a tool call (maybe a delegation), or neither.
+"""What one span of a Janux trace is to the agent map: an agent loop, a tool call (maybe a
+delegation), or neither.
 
 `classify_span` is the only function that reads contract attributes for the map; the embedded
 store stores its rows at write time (`agent_links`), the in-memory source and ClickHouse call it
-at read time, so every source sees the same facts. Other runtimes' conventions enter here too.
+at read time, so every source sees the same facts. It reads traces carrying Janux accounting only:
+a trace without it is read whole by `janux.tracing.foreign.facts`, and `agentmap.foreign_rows`
+writes its rows (`LinkRow.resolved`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ ROLE_TOOL: Final = "tool"
 """An `execute_tool` span: a delegation when `delegating`, else a plain tool (its agent children,
 if any, still make it a delegation of another runtime)."""
 
-_KNOWN_OPS = frozenset({c.OP_INVOKE_AGENT, c.OP_CHAT, c.OP_EXECUTE_TOOL}) | c.INFERENCE_OPERATIONS
 _DELEGATING_TOOL_TYPES = frozenset({c.TOOL_TYPE_DELEGATE, c.TOOL_TYPE_HANDOFF})
 
 
@@ -80,15 +82,18 @@ class LinkRow(NamedTuple):
     """Tool: a HANDOFF_START event was seen."""
     has_end: bool
     """Tool: a HANDOFF_END event was seen."""
+    via: str
+    """Resolved agent rows: the span id of the edge row it is an attempt of ("" when none)."""
+    resolved: bool
+    """True for the rows of a trace without Janux accounting, read whole by
+    `janux.tracing.foreign.facts` (`agentmap.foreign_rows`): an agent row's `parent_span_id` is its
+    parent loop, an edge row's (role tool) its calling loop, and an agent row's own usage is in it."""
 
 
 def operation(span: SpanRecord) -> str:
-    """`gen_ai.operation.name`, else the first word of the span name when it is a GenAI operation."""
+    """`gen_ai.operation.name` ("" when absent): the contract names every span's operation."""
     op = span.attributes.get(c.GEN_AI_OPERATION_NAME)
-    if isinstance(op, str) and op:
-        return op
-    head = span.name.split(" ", 1)[0]
-    return head if head in _KNOWN_OPS else ""
+    return op if isinstance(op, str) else ""
 
 
 def _named(span: SpanRecord, key: str) -> str:
@@ -131,7 +136,7 @@ def _agent_row(span: SpanRecord) -> LinkRow:
         _int(attrs, c.JANUX_TURN_INPUT_TOKENS), _int(attrs, c.JANUX_TURN_OUTPUT_TOKENS),
         _finite(attr_float(attrs, c.JANUX_TURN_COST)), _int(attrs, c.JANUX_TURN_UNPRICED_TOKENS),
         has_turn, _str(attrs, c.JANUX_HANDOFF_FROM), _str(attrs, c.JANUX_HANDOFF_TO),
-        False, c.KIND_DELEGATE, "", None, None, None, False, False,
+        False, c.KIND_DELEGATE, "", None, None, None, False, False, "", False,
     )  # fmt: skip
 
 
@@ -192,7 +197,8 @@ def _tool_row(span: SpanRecord) -> LinkRow:
         span.trace_id, span.span_id, span.parent_span_id, ROLE_TOOL, span.start_ns, span.duration_ns,
         handoff.tool or _named(span, c.GEN_AI_TOOL_NAME), handoff.status, attr_str(attrs, c.ERROR_TYPE),
         handoff.stop, handoff.attempts, handoff.recorded, None, None, None, None, False, None, None,
-        delegating, kind, handoff.target, handoff.deny, handoff.error, handoff.ms, has_start, has_end,
+        delegating, kind, handoff.target, handoff.deny, handoff.error, handoff.ms, has_start, has_end, "",
+        False,
     )  # fmt: skip
 
 

@@ -1,16 +1,19 @@
-"""The spans between link rows: other runtimes nest agents under chains, tasks and workflow spans.
+"""The spans between link rows of a trace with Janux accounting: a user's own spans around a run
+(a tool function that opens a span and runs another agent inside it), plain tool spans.
 
-A source hands the builder its agent and tool rows; when a row's parent is neither, the builder
-must walk through spans it was not given. `resolve_parents` asks the source for those spans'
-parents, one level per round, until every chain ends at a link row, a root or a missing span.
+A source hands the builder its agent and delegating tool rows; when a row's parent is neither, the
+builder must walk through spans it was not given. `resolve_parents` asks the source for those
+spans' parents, one level per round, until every chain ends at a link row, a root or a missing
+span. Traces without Janux accounting need none of this: their rows are resolved from the whole
+trace (`foreign_rows`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from janux.tracing.sources.agentmap.build import MAX_WALK, TraceLinks
 from janux.tracing.sources.agentmap.classify import LinkRow
+from janux.tracing.sources.agentmap.loops import MAX_WALK, TraceLinks
 
 ParentLookup = Callable[[list[tuple[str, str]]], list[tuple[str, str, str, LinkRow | None]]]
 """Given (trace id, span id) keys, (trace id, span id, parent span id, link row) of those stored;
@@ -28,6 +31,7 @@ def _unresolved(links: TraceLinks, known: set[str]) -> Iterator[str]:
 def resolve_parents(by_trace: dict[str, TraceLinks], lookup: ParentLookup) -> None:
     """Fill each trace's `parents` with the spans on the paths between its rows (a span the source
     does not have stays unresolved: the builder treats it as missing, like the Trace page)."""
+    by_trace = {trace_id: links for trace_id, links in by_trace.items() if not links.resolved}
     known = {trace_id: {row.span_id for row in links.rows} for trace_id, links in by_trace.items()}
     missing: set[tuple[str, str]] = set()
     for _ in range(MAX_WALK):

@@ -1,13 +1,20 @@
-"""Link rows straight from spans: what the in-memory source (and tests) feed the map builder."""
+"""Link rows straight from spans: what the in-memory source (and tests) feed the map builder.
+
+A trace with Janux accounting gives one row per agent and tool span (`classify_span`) plus its
+inference sums; any other trace is read whole, as the Trace page reads it (`foreign_rows`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
 from janux.tracing import conventions as c
+from janux.tracing.foreign.facts import is_janux_trace
 from janux.tracing.records import SpanRecord, attr_float, attr_int
-from janux.tracing.sources.agentmap.build import TraceLinks, build_agent_map
+from janux.tracing.sources.agentmap.build import build_agent_map
 from janux.tracing.sources.agentmap.classify import classify_span, operation
+from janux.tracing.sources.agentmap.foreign_rows import foreign_links
+from janux.tracing.sources.agentmap.loops import TraceLinks
 from janux.tracing.sources.agentmap.model import AgentMap, MapUsage
 
 
@@ -23,6 +30,8 @@ def round_usage(span: SpanRecord) -> MapUsage:
 
 def links_of_spans(trace_id: str, spans: Sequence[SpanRecord]) -> TraceLinks:
     """Link rows, inference sums and parent links of one trace's spans (each span once)."""
+    if not is_janux_trace(spans):
+        return foreign_links(trace_id, spans)
     links = TraceLinks(trace_id, [])
     rows = []
     for span in spans:

@@ -5,7 +5,8 @@ tool span, however deep; a handoff span; an agent nested in another), and its ag
 is the sum of the model calls whose nearest loop they are. Neither can be summed span by span as
 the batch arrives, so after each batch the store reads every trace it touched that carries no
 Janux accounting (`trace_summary.Janux = 0`) once more, whole, with the same facts every source
-uses (`janux.tracing.foreign.facts`), and replaces that trace's agent and delegation rows and its
+uses (`janux.tracing.foreign.facts`), and replaces that trace's agent and delegation rows, its
+agent map rows (`agent_links`, resolved from the same structure: `agentmap.foreign_rows`) and its
 structural counts. A trace read this way keeps `Derived = 1`: should Janux accounting show up in
 a later batch, its rows are recomputed from its spans then too (Janux's own rows).
 """
@@ -15,12 +16,17 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 
+from janux.tracing.foreign.facts import facts_of, structure
 from janux.tracing.records import SpanRecord
+from janux.tracing.sources.agentmap.classify import LinkRow
+from janux.tracing.sources.agentmap.foreign_rows import foreign_rows
 from janux.tracing.sources.aggregate import span_rows
-from janux.tracing.sources.derived import DerivedRow, trace_rows
+from janux.tracing.sources.derived import derived_rows
 from janux.tracing.sources.store.bulk import insert_rows
+from janux.tracing.sources.store.links import INSERT_LINKS, LINK_COLUMNS, link_values
 from janux.tracing.sources.store.rows import SELECT_SPAN_COLUMNS, RowReader
 from janux.tracing.sources.usage import USAGE_COLUMNS
+from janux.tracing.spantree.index import build_index
 
 _IDS_PER_QUERY = 500
 _NEEDS_READING = "(Janux = 0 OR Derived = 1)"
@@ -40,7 +46,7 @@ WHERE TraceId = ?
 """
 
 
-def _to_derive(conn: sqlite3.Connection, trace_ids: list[str]) -> list[tuple[str, int, bool]]:
+def _to_derive(conn: sqlite3.Connection, trace_ids: list[str]) -> ToDerive:
     """(trace id, stored spans, Janux accounting) of the traces among `trace_ids` without Janux
     accounting, or read structurally before."""
     found: list[tuple[str, int, bool]] = []
@@ -52,37 +58,68 @@ def _to_derive(conn: sqlite3.Connection, trace_ids: list[str]) -> list[tuple[str
     return found
 
 
+ToDerive = list[tuple[str, int, bool]]
+"""(trace id, stored spans, Janux accounting) of the traces to read whole (`to_derive`)."""
+
+
+def to_derive(conn: sqlite3.Connection, trace_ids: Iterable[str]) -> ToDerive:
+    """The traces among `trace_ids` without Janux accounting, or read structurally before: those
+    `derive` reads whole (their `agent_links` rows too, so the write path need not store any)."""
+    return _to_derive(conn, sorted(trace_ids))
+
+
 def derive_traces(
     conn: sqlite3.Connection, trace_ids: Iterable[str], batch: Sequence[SpanRecord] = ()
 ) -> int:
-    """Re-read the touched traces that need it (see the module docstring); returns how many.
+    """Re-read the touched traces that need it (see the module docstring); returns how many."""
+    wanted = to_derive(conn, trace_ids)
+    derive(conn, wanted, batch)
+    return len(wanted)
+
+
+def derive(conn: sqlite3.Connection, wanted: ToDerive, batch: Sequence[SpanRecord] = ()) -> None:
+    """Read each of `wanted` whole and replace its rows (see the module docstring).
 
     `batch` holds the records just stored (every one of them stored): a trace all of whose stored
     spans are in it is read from them instead of from the database."""
-    wanted = _to_derive(conn, sorted(trace_ids))
     in_batch: dict[str, list[SpanRecord]] = {}
     for span in batch:
         in_batch.setdefault(span.trace_id, []).append(span)
     reader = RowReader()
+    usage: list[tuple[object, ...]] = []
+    links: list[LinkRow] = []
     for trace_id, stored, janux in wanted:
         spans = in_batch.get(trace_id, [])
         if len(spans) != stored:  # spans stored before this batch: read the trace back whole
             spans = [reader.span(row) for row in conn.execute(_SPANS, (trace_id,))]
-        facts, derived = trace_rows(spans, janux)
+        built = structure(build_index(spans))
+        facts = facts_of(built, janux)
         if janux:  # Janux's own rows: each loop's and delegation's span, as written
             derived = [(span.span_id, span.parent_span_id, row) for span, row in span_rows(spans)
                        if row.dimension != "model"]  # fmt: skip
-        _replace_rows(conn, trace_id, derived)
+            links += [row for row in map(link_values, spans) if row is not None]
+        else:
+            derived = derived_rows(facts)
+            links += foreign_rows(built, facts)
+        usage += [(trace_id, span_id, parent, *row) for span_id, parent, row in derived]
         conn.execute(
             _COUNTS,
             (facts.delegations, facts.attempts, facts.failed_handoffs, facts.transfers, facts.inference_spans,
              facts.usage_read_spans, facts.unrecognised_spans, facts.input_tokens, facts.output_tokens,
              trace_id),
         )  # fmt: skip
-    return len(wanted)
+    _replace_rows(conn, [trace_id for trace_id, _, _ in wanted], usage, links)
 
 
-def _replace_rows(conn: sqlite3.Connection, trace_id: str, derived: list[DerivedRow]) -> None:
-    conn.execute("DELETE FROM main.span_usage WHERE TraceId = ? AND Dim IN ('agent', 'tool')", (trace_id,))
-    rows = [(trace_id, span_id, parent, *row) for span_id, parent, row in derived]
-    insert_rows(conn, _STORE_USAGE, len(USAGE_COLUMNS), rows)
+def _replace_rows(
+    conn: sqlite3.Connection, trace_ids: list[str], usage: list[tuple[object, ...]], links: list[LinkRow]
+) -> None:
+    """Replace the agent and tool `span_usage` rows and the `agent_links` rows of `trace_ids`."""
+    for start in range(0, len(trace_ids), _IDS_PER_QUERY):
+        chunk = trace_ids[start : start + _IDS_PER_QUERY]
+        marks = ", ".join("?" * len(chunk))
+        conn.execute(f"DELETE FROM main.span_usage WHERE TraceId IN ({marks}) AND Dim IN ('agent', 'tool')",
+                     chunk)  # fmt: skip
+        conn.execute(f"DELETE FROM main.agent_links WHERE TraceId IN ({marks})", chunk)
+    insert_rows(conn, _STORE_USAGE, len(USAGE_COLUMNS), usage)
+    insert_rows(conn, INSERT_LINKS, len(LINK_COLUMNS), links)

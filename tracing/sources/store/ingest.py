@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from janux.tracing.conventions import OP_EXECUTE_TOOL, OP_INVOKE_AGENT
 from janux.tracing.records import STATUS_ERROR
 from janux.tracing.sources.store.bulk import insert_rows
-from janux.tracing.sources.store.derive import derive_traces
+from janux.tracing.sources.store.derive import derive, to_derive
 from janux.tracing.sources.store.links import INSERT_LINKS, LINK_COLUMNS
 from janux.tracing.sources.store.rows import StagedBatch
 from janux.tracing.sources.store.schema import SPAN_AT, SPAN_COLUMNS, USAGE_COLUMNS
@@ -197,10 +197,14 @@ def _apply(conn: sqlite3.Connection, batch: StagedBatch) -> tuple[int, set[tuple
         stored_keys = set(new.fetchall())
         batch = batch.only(stored_keys)
     insert_rows(conn, _STORE_USAGE, len(USAGE_COLUMNS), batch.usage)
-    insert_rows(conn, INSERT_LINKS, len(LINK_COLUMNS), batch.links)
     insert_rows(conn, _SUMMARY, len(SUMMARY_COLUMNS), batch.traces, _SUMMARY_MERGE)
+    wanted = to_derive(conn, {row[_TRACE] for row in batch.rows})
+    # A trace read whole below gets all its agent_links rows there: store only the others' here.
+    whole = {trace_id for trace_id, _, _ in wanted}
+    links = [row for row in batch.links if row[0] not in whole] if whole else batch.links
+    insert_rows(conn, INSERT_LINKS, len(LINK_COLUMNS), links)
     if any(row[_OP] in _LINKED_OPS for row in batch.rows):
         conn.execute(_ATTEMPTS, {"before": before})
         conn.execute(_FOREIGN_FAILED, {"before": before})
-    derive_traces(conn, {row[_TRACE] for row in batch.rows}, batch.spans if stored_keys is None else [])
+    derive(conn, wanted, batch.spans if stored_keys is None else [])
     return stored, stored_keys

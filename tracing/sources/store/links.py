@@ -1,7 +1,11 @@
-"""The embedded store's `agent_links` table: one `agentmap.classify` row per agent and tool span.
+"""The embedded store's `agent_links` table: the agent map's rows, so it reads a few typed columns
+instead of decoding span JSON.
 
-Rows are written with their spans (`rows.batch_rows` -> `ingest.apply_batch`), so the agent map
-reads a few typed columns instead of decoding span JSON (`links_migrate` adds the table to older stores).
+A trace with Janux accounting has one `agentmap.classify` row per agent and delegating tool span,
+written with its spans (`rows.batch_rows` -> `ingest.apply_batch`). A trace without it is read
+whole after each batch that touches it (`derive.py`), which replaces its rows with the resolved
+rows of its structure (`agentmap.foreign_rows`). `links_migrate` adds or renews the table in
+older stores.
 """
 
 from __future__ import annotations
@@ -17,15 +21,17 @@ from janux.tracing.conventions import (
     TOOL_TYPE_HANDOFF,
 )
 from janux.tracing.records import SpanRecord
-from janux.tracing.sources.agentmap.classify import ROLE_AGENT, LinkRow, classify_span
+from janux.tracing.sources.agentmap.classify import LinkRow, classify_span
 
 LINK_COLUMNS = tuple("".join(part.title() for part in name.split("_")) for name in LinkRow._fields)
 """Columns of `agent_links`, in `LinkRow` field order (`trace_id` -> `TraceId`)."""
 
 _REAL = {"Cost", "HandoffMs"}
 _INTEGER = {"Attempt", "InputTokens", "OutputTokens", "UnpricedTokens"}
-_REQUIRED_INTEGER = {"StartNs", "DurationNs", "Janux", "HasTurn", "Delegating", "HasStart", "HasEnd"}
-_REQUIRED_TEXT = {"TraceId", "SpanId", "ParentSpanId", "Role", "Name", "Status", "Kind", "Target"}
+_REQUIRED_INTEGER = {
+    "StartNs", "DurationNs", "Janux", "HasTurn", "Delegating", "HasStart", "HasEnd", "Resolved",
+}  # fmt: skip
+_REQUIRED_TEXT = {"TraceId", "SpanId", "ParentSpanId", "Role", "Name", "Status", "Kind", "Target", "Via"}
 
 
 def _column(name: str) -> str:
@@ -61,10 +67,9 @@ def link_values(span: SpanRecord) -> LinkRow | None:
             event.name in _HANDOFF_EVENTS for event in span.events
         ):
             return None
-    elif op != OP_INVOKE_AGENT and op:
+    elif op != OP_INVOKE_AGENT:
         return None
-    row = classify_span(span)
-    return row if row is not None and (row.role == ROLE_AGENT or row.delegating) else None
+    return classify_span(span)
 
 
 _DELEGATING = frozenset({TOOL_TYPE_DELEGATE, TOOL_TYPE_HANDOFF})

@@ -1,7 +1,9 @@
 """The agent map's read of the embedded store: `agent_links` rows, inference sums, parent links.
 
 One transaction per read (one committed snapshot); what the builder must walk through that is not
-an agent or delegating tool span is looked up in `otel_traces` only when a trace needs it.
+an agent or delegating tool span is looked up in `otel_traces` only when a trace needs it. A trace
+without Janux accounting needs neither inference sums nor look-ups: its rows are resolved
+(`agentmap.foreign_rows`, written by `derive.py`).
 """
 
 from __future__ import annotations
@@ -9,23 +11,25 @@ from __future__ import annotations
 import sqlite3
 
 from janux.tracing.conventions import OP_EXECUTE_TOOL
-from janux.tracing.sources.agentmap.build import TraceLinks
 from janux.tracing.sources.agentmap.classify import LinkRow, classify_span
+from janux.tracing.sources.agentmap.loops import TraceLinks
 from janux.tracing.sources.agentmap.model import MapUsage
 from janux.tracing.sources.agentmap.parents import resolve_parents
 from janux.tracing.sources.store.rows import SELECT_SPAN_COLUMNS, RowReader
 
-# Every row (a trace's rows come from several batches: the reader groups them). A plain tool
-# span carrying another runtime's delegation is classified when the builder walks through it.
+# Every row (a trace's rows come from several batches: the reader groups them). A plain tool span
+# the builder walks through (a Janux run nested in a tool function) is classified then.
 _LINKS = "SELECT * FROM agent_links{traces}"
 
-# Inference sums per parent span, except under loops whose own usage is recorded (`janux.turn.*`).
+# Inference sums per parent span, except under loops whose own usage is recorded (`janux.turn.*`,
+# the common case, tested first) and in traces without Janux accounting (their rows carry it).
 _INFERENCE = """
 SELECT u.TraceId, u.ParentSpanId, sum(u.InputTokens), sum(u.OutputTokens), sum(u.Cost), sum(u.Unpriced)
 FROM span_usage u WHERE u.Dim = 'model'{inference_traces}
 GROUP BY u.TraceId, u.ParentSpanId
 HAVING NOT EXISTS (
     SELECT 1 FROM agent_links a WHERE a.TraceId = u.TraceId AND a.SpanId = u.ParentSpanId AND a.HasTurn = 1)
+AND NOT EXISTS (SELECT 1 FROM trace_summary t WHERE t.TraceId = u.TraceId AND t.Janux = 0)
 """
 
 
@@ -75,16 +79,15 @@ Found = list[tuple[str, str, str, LinkRow | None]]
 
 def _lookup(conn: sqlite3.Connection, keys: list[tuple[str, str]]) -> Found:
     """(trace, span, parent, link row) of the stored spans among `keys`; a tool span is classified
-    (it may carry another runtime's delegation), every other span is only a link in the chain."""
+    (agents below a plain tool are its delegation), every other span is only a link in the chain."""
     found: Found = []
     reader = RowReader()
     for start in range(0, len(keys), 400):
         chunk = keys[start : start + 400]
         marks = " OR ".join("(TraceId = ? AND SpanId = ?)" for _ in chunk)
         args = [value for key in chunk for value in key]
-        sql = f"SELECT Op, SpanName, {SELECT_SPAN_COLUMNS} FROM otel_traces WHERE {marks}"
-        for op, name, *row in conn.execute(sql, args):
-            tool = op == OP_EXECUTE_TOOL or (not op and name.startswith(OP_EXECUTE_TOOL))
-            link = classify_span(reader.span(tuple(row))) if tool else None
+        sql = f"SELECT Op, {SELECT_SPAN_COLUMNS} FROM otel_traces WHERE {marks}"
+        for op, *row in conn.execute(sql, args):
+            link = classify_span(reader.span(tuple(row))) if op == OP_EXECUTE_TOOL else None
             found.append((row[1], row[2], row[3], link))
     return found

@@ -10,10 +10,12 @@ import sqlite3
 from typing import Any, Literal
 
 from janux.tracing.conventions import FAILING_STATUSES, OP_EXECUTE_TOOL, OP_INVOKE_AGENT
+from janux.tracing.foreign.facts import trace_facts
 from janux.tracing.records import STATUS_ERROR, SpanRecord
 from janux.tracing.sources.columns import positions, select_list
 from janux.tracing.sources.protocol import IngestStats, TraceFilter, TraceSummary, UsageAggregate
 from janux.tracing.sources.store.rows import SELECT_SPAN_COLUMNS, SPAN_SELECT, RowReader
+from janux.tracing.sources.summaries import failed_edge_spans, newest_spans
 from janux.tracing.sources.usage import (
     UsageSums,
     bill_reconciled,
@@ -180,15 +182,16 @@ def get_traces(conn: sqlite3.Connection, trace_ids: list[str]) -> dict[str, list
 
 
 def failed_handoff_spans(conn: sqlite3.Connection, flt: TraceFilter, limit: int) -> list[SpanRecord]:
-    """Failing janux tool spans and ERROR agent spans under other runtimes' tool spans, newest first."""
+    """The failed handoffs' spans, newest first: of Janux traces, failing tool spans and ERROR agent
+    spans under tool spans without a recorded status; of other traces (read whole), the tool (else
+    last attempt) span of every failed edge of their facts."""
     where, params = filter_sql(flt)
-    extra = " AND " if where else " WHERE "
+    traces = f"SELECT TraceId FROM trace_summary{where}{' AND ' if where else ' WHERE '}"
+    traces += "FailedHandoffs + ForeignFailed > 0 AND Janux = {janux} ORDER BY StartNs DESC LIMIT ?"
     statuses = sorted(FAILING_STATUSES)
     sql = f"""
         SELECT {", ".join("s." + name for name in SPAN_SELECT)}
-        FROM otel_traces s JOIN (
-            SELECT TraceId FROM trace_summary{where}{extra}FailedHandoffs + ForeignFailed > 0
-            ORDER BY StartNs DESC LIMIT ?) t ON t.TraceId = s.TraceId
+        FROM otel_traces s JOIN ({traces.format(janux=1)}) t ON t.TraceId = s.TraceId
         WHERE (s.Op = ? AND s.HandoffStatus IN ({", ".join("?" * len(statuses))}))
            OR (s.Op = ? AND s.StatusCode = ? AND EXISTS (
                 SELECT 1 FROM otel_traces p WHERE p.TraceId = s.TraceId AND p.SpanId = s.ParentSpanId
@@ -205,7 +208,11 @@ def failed_handoff_spans(conn: sqlite3.Connection, flt: TraceFilter, limit: int)
         OP_EXECUTE_TOOL,
     ]
     reader = RowReader()
-    return [reader.span(row) for row in conn.execute(sql, [*args, max(0, limit)])]
+    found = [reader.span(row) for row in conn.execute(sql, [*args, max(0, limit)])]
+    foreign = [row[0] for row in conn.execute(traces.format(janux=0), [*params, max(0, limit)])]
+    for spans in get_traces(conn, foreign).values():
+        found += failed_edge_spans(trace_facts(spans), {span.span_id: span for span in spans})
+    return newest_spans(found, limit)
 
 
 _DISTINCT_COLUMNS = {

@@ -17,6 +17,8 @@ from janux.tracing.sources.usage import span_usage
 
 TimelineRow = tuple[int, str, MapUsage]
 """(bucket start in Unix ns, model, usage)."""
+TimelineSums = dict[tuple[int, str], MapUsage]
+"""Unrounded usage per (bucket start, model)."""
 
 
 def _op(span: SpanRecord) -> str:
@@ -34,9 +36,12 @@ def finish_timeline(rows: Iterable[Sequence[Any]]) -> list[TimelineRow]:
     return sorted(out, key=lambda row: (row[0], row[1]))
 
 
-def model_timeline_of(traces: Iterable[Sequence[SpanRecord]], bucket_ns: int) -> list[TimelineRow]:
-    """The model timeline of in-memory traces (each a list of its spans, each span once)."""
-    sums: dict[tuple[int, str], MapUsage] = {}
+def timeline_sums(
+    traces: Iterable[Sequence[SpanRecord]], bucket_ns: int, sums: TimelineSums | None = None
+) -> TimelineSums:
+    """Usage per (bucket, model) of in-memory traces (each a list of its spans, each span once),
+    added to `sums` when given; unrounded, for `finish_timeline`."""
+    sums = {} if sums is None else sums
     for spans in traces:
         if not spans:
             continue
@@ -49,9 +54,17 @@ def model_timeline_of(traces: Iterable[Sequence[SpanRecord]], bucket_ns: int) ->
                 row.input_tokens or 0, row.output_tokens or 0, row.cost, row.unpriced_tokens or 0
             )
             sums.setdefault((bucket, row.key), MapUsage()).add(usage)
-    return finish_timeline(
-        (b, m, u.input_tokens, u.output_tokens, u.cost, u.unpriced_tokens) for (b, m), u in sums.items()
-    )
+    return sums
+
+
+def sums_as_rows(sums: TimelineSums) -> list[tuple[int, str, int, int, float | None, int]]:
+    """`timeline_sums` as (bucket, model, input, output, cost, unpriced) rows for `finish_timeline`."""
+    return [(b, m, u.input_tokens, u.output_tokens, u.cost, u.unpriced_tokens) for (b, m), u in sums.items()]
+
+
+def model_timeline_of(traces: Iterable[Sequence[SpanRecord]], bucket_ns: int) -> list[TimelineRow]:
+    """The model timeline of in-memory traces (each a list of its spans, each span once)."""
+    return finish_timeline(sums_as_rows(timeline_sums(traces, bucket_ns)))
 
 
 STORE_SQL = """
