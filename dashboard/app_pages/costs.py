@@ -38,7 +38,8 @@ NOTES = {
 }
 UNPRICED_HELP = (
     "Tokens of rounds without a recorded price: agents without a price, and other runtimes' "
-    "rounds (estimated below from the price table where the model is known)."
+    "rounds. Where a price table knows the model, the rebuilt traces below price them as an "
+    "estimate (recorded by an integration, or made from the price table)."
 )
 
 
@@ -108,7 +109,7 @@ def _rebuilt(source: TraceSource, flt: TraceFilter, in_range: int) -> None:
         "Estimated cost (other runtimes)",
         cells.money_metric(result.total.estimated_cost, estimated=True),
         help="Rounds of the rebuilt traces without a recorded cost, priced from "
-        f"{fmt.markdown_text(price_source())}.",
+        f"{fmt.markdown_text('; '.join(result.price_sources) or price_source())}.",
     )
     note = (
         f"Rebuilt from the newest {result.traces:,} of {in_range:,} traces in the range: "

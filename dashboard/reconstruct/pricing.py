@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
-from functools import lru_cache
+from functools import cache, lru_cache
 
 _log = logging.getLogger(__name__)
 
@@ -93,8 +93,9 @@ def clear_price_cache() -> None:
     _exact.cache_clear()
 
 
+@cache
 def price_source() -> str:
-    """Name and version of the price table, for the "estimated" label."""
+    """Name and version of the price table, for the "estimated" label (fixed for the process)."""
     try:
         from genai_prices import __version__
     except ImportError:  # pragma: no cover
