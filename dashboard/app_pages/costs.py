@@ -10,7 +10,6 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from janux.dashboard.reconstruct.pricing import price_source
 from janux.dashboard.ui import cost_pictures
 from janux.dashboard.ui.filters import trace_filter, trace_link
 from janux.dashboard.ui.state import active_source, get_views
@@ -18,6 +17,7 @@ from janux.dashboard.ui.table import OPEN_LINK, show_table
 from janux.dashboard.views import cells, fmt
 from janux.dashboard.views.audit import audit
 from janux.dashboard.views.usage_tables import RangeUsage, range_usage
+from janux.tracing.prices import price_source
 from janux.tracing.sources.protocol import TraceFilter, TraceSource
 
 DEFAULT_MAX_TRACES = 500

@@ -17,9 +17,9 @@ from typing import Literal
 
 from janux.dashboard.reconstruct import spanread as sr
 from janux.dashboard.reconstruct.model import Usage
-from janux.dashboard.reconstruct.pricing import estimate_round_cost, price_source
 from janux.dashboard.reconstruct.tree import HandoffTree
 from janux.tracing import conventions as c
+from janux.tracing.prices import estimate_round_cost, price_source
 from janux.tracing.records import SpanRecord
 from janux.tracing.spantree.index import NO_PARENT, SpanIndex
 
