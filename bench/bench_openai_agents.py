@@ -18,7 +18,11 @@ least disturbed by other work on a shared machine; every case gets the same trea
   directly, same processor and exporter (`bench_runtime`'s case (c)), no SDK run;
 - (f) the floor of any processor writing the contract: those 6 spans and 2 events written from inside
   the SDK's callbacks during a real run, at the points (c) writes them, with the very attributes (c)
-  wrote, precomputed (no mapping at all); (f') is the time inside its callbacks.
+  wrote, precomputed (no mapping at all); (f') is the time inside its callbacks;
+- (g) the same workload on a model that reports its rounds like the SDK's OpenAI models (model name
+  and usage on each round's span, `ScriptedTracedModel`, gpt-4o-mini) with no Cost at all, so every
+  round gets a genai-prices estimate, token counts new in every run; (g0) its baseline, tracing
+  disabled; (g') the time inside the callbacks.
 Then the Janux overhead over the SDK with tracing disabled (c - a), over the SDK with its tracing
 on but no processor (c - d), the SDK's default tracing (b - a) for comparison, and the time inside
 the JanuxProcessor's callbacks (c') against the floor (f'). Target: at most 0.2 ms per run.
@@ -49,6 +53,7 @@ from opentelemetry.trace import SpanKind
 
 from bench.bench_runtime import _time_bare
 from janux.integrations.openai_agents import JanuxProcessor
+from janux.integrations.openai_agents.testing import ScriptedTracedModel
 from janux.runtime import Cost
 from janux.tracing import conventions as c
 
@@ -68,6 +73,8 @@ _PARENT_STEPS = (
     ModelStep(output=[assistant_message("Refunds take 5 days.")], usage=_usage(600, 12)),
 )
 _SUB_STEPS = (ModelStep(output=[assistant_message("5 days.")], usage=_usage(300, 8)),)
+ESTIMATED_MODEL = "gpt-4o-mini"
+"""The model of case (g): one genai-prices knows."""
 COSTS = {"triage": Cost(input=0.15, output=0.6), "researcher": Cost(input=2.5, output=10)}
 """The prices bench_runtime gives the same two agents."""
 
@@ -80,9 +87,15 @@ class _SerializingNullExporter(TracingExporter):
             item.export()
 
 
-def _workload() -> tuple[Agent[Any], ScriptedModel, ScriptedModel]:
-    parent_model = ScriptedModel(emit_traces=True)
-    sub_model = ScriptedModel(emit_traces=True)
+def _workload(named: bool = False) -> tuple[Agent[Any], ScriptedModel, ScriptedModel]:
+    """The two agents; `named`: on a model that reports its rounds like the SDK's OpenAI models
+    (model name and usage on each round's span), so rounds without a Cost can be estimated."""
+    if named:
+        parent_model: ScriptedModel = ScriptedTracedModel(model=ESTIMATED_MODEL, api="chat_completions")
+        sub_model: ScriptedModel = ScriptedTracedModel(model=ESTIMATED_MODEL, api="chat_completions")
+    else:
+        parent_model = ScriptedModel(emit_traces=True)
+        sub_model = ScriptedModel(emit_traces=True)
     researcher = Agent(name="researcher", instructions="Research.", model=sub_model)
     triage = Agent(
         name="triage",
@@ -93,12 +106,23 @@ def _workload() -> tuple[Agent[Any], ScriptedModel, ScriptedModel]:
     return triage, parent_model, sub_model
 
 
-async def _time_runs(runs: int, reset: Callable[[], None]) -> float:
-    agent, parent_model, sub_model = _workload()
+def _steps(index: int) -> tuple[tuple[ModelStep, ...], tuple[ModelStep, ...]]:
+    """The parent's and the researcher's steps of run `index` of case (g): as (c)'s, with token
+    counts new in every run, as real rounds have (nothing may be cached by token count)."""
+    parent = (
+        ModelStep(output=_PARENT_STEPS[0].output, usage=_usage(400 + index, 30)),
+        ModelStep(output=_PARENT_STEPS[1].output, usage=_usage(600 + index, 12)),
+    )
+    return parent, (ModelStep(output=_SUB_STEPS[0].output, usage=_usage(300 + index, 8)),)
+
+
+async def _time_runs(runs: int, reset: Callable[[], None], named: bool = False) -> float:
+    agent, parent_model, sub_model = _workload(named)
     start = time.perf_counter()
     for index in range(runs):
-        parent_model.extend(_PARENT_STEPS)
-        sub_model.extend(_SUB_STEPS)
+        parent_steps, sub_steps = _steps(index) if named else (_PARENT_STEPS, _SUB_STEPS)
+        parent_model.extend(parent_steps)
+        sub_model.extend(sub_steps)
         result = await Runner.run(agent, "How long do refunds take?")
         assert result.final_output == "Refunds take 5 days."
         if index % 100 == 99:
@@ -110,13 +134,15 @@ async def _time_runs(runs: int, reset: Callable[[], None]) -> float:
     return elapsed / runs * 1e6
 
 
-def _case(processors: list[TracingProcessor] | None, reset: Callable[[], None]) -> Callable[[int], float]:
+def _case(
+    processors: list[TracingProcessor] | None, reset: Callable[[], None], named: bool = False
+) -> Callable[[int], float]:
     """A case: `None` disables the SDK's tracing; a list installs exactly those processors."""
 
     def run(runs: int) -> float:
         set_tracing_disabled(processors is None)
         set_trace_processors(processors or [])
-        return asyncio.run(_time_runs(runs, reset))
+        return asyncio.run(_time_runs(runs, reset, named))
 
     return run
 
@@ -258,10 +284,12 @@ def _written_by(janux: JanuxProcessor, memory: InMemorySpanExporter) -> _Written
     return written
 
 
-def _inside(janux: TracingProcessor, reset: Callable[[], None]) -> Callable[[int], float]:
+def _inside(
+    janux: TracingProcessor, reset: Callable[[], None], named: bool = False
+) -> Callable[[int], float]:
     """µs per run spent inside a processor's callbacks (a direct, less noisy measure)."""
     timed = _Timed(janux)
-    run_timed = _case([timed], reset)
+    run_timed = _case([timed], reset, named)
 
     def run(runs: int) -> float:
         timed.seconds = 0.0
@@ -291,7 +319,11 @@ CASE_C = "(c) SDK + JanuxProcessor (SimpleSpanProcessor + InMemorySpanExporter)"
 CASE_D = "(d) SDK tracing on, no processor"
 CASE_E = "(e) bare OpenTelemetry SDK: the same 6 spans + 2 events, no agent run"
 INSIDE = "(c') of (c): time inside the JanuxProcessor's callbacks"
-FLOOR = "(f') floor: (c)'s spans, attributes precomputed, written from the SDK's callbacks: time inside them"
+CASE_G0 = "(g0) as (a), on a model reporting its rounds like the SDK's OpenAI models (gpt-4o-mini)"
+CASE_G = "(g) (g0) + JanuxProcessor, no Cost at all: every round estimated (token counts new each run)"
+INSIDE_G = "(g') of (g): time inside the JanuxProcessor's callbacks"
+CASE_F = "(f) SDK + floor processor: (c)'s spans and attributes, precomputed, written from the callbacks"
+FLOOR = "(f') of (f): time inside the floor processor's callbacks"
 
 
 def measure(runs: int, repeats: int) -> dict[str, float]:
@@ -300,6 +332,7 @@ def measure(runs: int, repeats: int) -> dict[str, float]:
     provider = TracerProvider(shutdown_on_exit=False)
     provider.add_span_processor(SimpleSpanProcessor(memory))
     janux = JanuxProcessor(costs=COSTS, tracer_provider=provider)
+    estimating = JanuxProcessor(tracer_provider=provider)
     floor = _BareInSitu(provider, _written_by(janux, memory))
     batch = BatchTraceProcessor(_SerializingNullExporter())
     nothing: Callable[[], None] = lambda: None  # noqa: E731
@@ -309,8 +342,12 @@ def measure(runs: int, repeats: int) -> dict[str, float]:
         CASE_C: _case([janux], memory.clear),
         CASE_D: _case([], nothing),
         CASE_E: _bare(provider, memory.clear),
+        CASE_F: _case([floor], memory.clear),
         INSIDE: _inside(janux, memory.clear),
         FLOOR: _inside(floor, memory.clear),
+        CASE_G0: _case(None, nothing, named=True),
+        CASE_G: _case([estimating], memory.clear, named=True),
+        INSIDE_G: _inside(estimating, memory.clear, named=True),
     }
     cases[CASE_C](min(runs, 200))  # warm up
     samples: dict[str, list[float]] = {name: [] for name in cases}
@@ -337,13 +374,27 @@ def render(results: dict[str, float]) -> str:
         f"End to end: over the SDK with tracing disabled (c - a) {(janux - base) / 1000:.3f} ms, of which "
         f"the SDK's own spans (d - a) {(sdk_spans - base) / 1000:.3f} ms; over the SDK with tracing on "
         f"(c - d) {(janux - sdk_spans) / 1000:.3f} ms; the SDK's default tracing (b - a) "
-        f"{(results[CASE_B] - base) / 1000:.3f} ms. Floor of (c - a): (d - a) + (f') = "
-        f"{(sdk_spans - base + floor) / 1000:.3f} ms.",
+        f"{(results[CASE_B] - base) / 1000:.3f} ms. The floor of (c - a), the same spans written with no "
+        f"mapping (f - a): {(results[CASE_F] - base) / 1000:.3f} ms; (d - a) + (e) = "
+        f"{(sdk_spans - base + results[CASE_E]) / 1000:.3f} ms.",
+        f"Agents without a Cost, every round estimated: {results[INSIDE_G] / 1000:.3f} ms inside the "
+        f"callbacks (g'), {(results[CASE_G] - results[CASE_G0]) / 1000:.3f} ms end to end (g - g0).",
     ]
     return "\n".join(lines)
 
 
-def estimate_cost_line(rounds: int = 2000) -> str:
+def _fastest_per_call(call: Callable[[int], object], calls: int, batches: int = 7) -> float:
+    """µs per call of `call(i)` for new `i` each time: the fastest of `batches` batches."""
+    best = float("inf")
+    for batch in range(batches):
+        start = time.perf_counter()
+        for index in range(batch * calls, (batch + 1) * calls):
+            call(index)
+        best = min(best, (time.perf_counter() - start) / calls * 1e6)
+    return best
+
+
+def estimate_cost_line() -> str:
     """What pricing one round of an agent without a Cost costs (the estimate the processor records):
     the shared estimator (one table probe per model, then its fitted rates) against a genai-prices
     lookup per round (a new token count each time, as real rounds have)."""
@@ -353,16 +404,13 @@ def estimate_cost_line(rounds: int = 2000) -> str:
     from janux.tracing.prices import estimate_round_cost
 
     estimate_round_cost("gpt-4o-mini", "openai", 1, 1)  # the one probe per model, outside the timing
-    start = time.perf_counter()
-    for tokens in range(rounds):
-        estimate_round_cost("gpt-4o-mini", "openai", 400 + tokens, 30)
-    shared = (time.perf_counter() - start) / rounds * 1e6
-    lookups = max(1, rounds // 20)
-    start = time.perf_counter()
-    for tokens in range(lookups):
-        usage = PriceUsage(input_tokens=400 + tokens, output_tokens=30)
-        calc_price(usage, "gpt-4o-mini", provider_id="openai")
-    table = (time.perf_counter() - start) / lookups * 1e6
+    shared = _fastest_per_call(lambda n: estimate_round_cost("gpt-4o-mini", "openai", 400 + n, 30), 500)
+    table = _fastest_per_call(
+        lambda n: calc_price(
+            PriceUsage(input_tokens=400 + n, output_tokens=30), "gpt-4o-mini", provider_id="openai"
+        ),
+        20,
+    )
     return (
         f"An agent without a Cost: its round's estimate costs {shared:.2f} µs (`janux.tracing.prices`, "
         f"fitted per model) instead of {table:.1f} µs for a genai-prices lookup per round."
