@@ -28,9 +28,9 @@ from janux.cli.demo import wait_until_up
 from janux.dashboard.reconstruct.checks import run_checks
 from janux.dashboard.reconstruct.costs import assign_costs, billed_spans
 from janux.dashboard.reconstruct.failures import budget_burn, delegation_failures, loop_failures
-from janux.dashboard.reconstruct.pricing import clear_price_cache
 from janux.dashboard.reconstruct.rebuild import reconstruct
 from janux.dashboard.reconstruct.tree import build_tree
+from janux.tracing.prices import clear_price_cache
 from janux.tracing.records import SpanRecord
 from janux.tracing.spantree.index import build_index
 from janux.tracing.testing import synthetic_trace

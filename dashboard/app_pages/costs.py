@@ -10,7 +10,6 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from janux.dashboard.reconstruct.pricing import price_source
 from janux.dashboard.ui import cost_pictures
 from janux.dashboard.ui.filters import trace_filter, trace_link
 from janux.dashboard.ui.state import active_source, get_views
@@ -18,6 +17,7 @@ from janux.dashboard.ui.table import OPEN_LINK, show_table
 from janux.dashboard.views import cells, fmt
 from janux.dashboard.views.audit import audit
 from janux.dashboard.views.usage_tables import RangeUsage, range_usage
+from janux.tracing.prices import price_source
 from janux.tracing.sources.protocol import TraceFilter, TraceSource
 
 DEFAULT_MAX_TRACES = 500
@@ -38,7 +38,8 @@ NOTES = {
 }
 UNPRICED_HELP = (
     "Tokens of rounds without a recorded price: agents without a price, and other runtimes' "
-    "rounds (estimated below from the price table where the model is known)."
+    "rounds. Where a price table knows the model, the rebuilt traces below price them as an "
+    "estimate (recorded by an integration, or made from the price table)."
 )
 
 
@@ -108,7 +109,7 @@ def _rebuilt(source: TraceSource, flt: TraceFilter, in_range: int) -> None:
         "Estimated cost (other runtimes)",
         cells.money_metric(result.total.estimated_cost, estimated=True),
         help="Rounds of the rebuilt traces without a recorded cost, priced from "
-        f"{fmt.markdown_text(price_source())}.",
+        f"{fmt.markdown_text('; '.join(result.price_sources) or price_source())}.",
     )
     note = (
         f"Rebuilt from the newest {result.traces:,} of {in_range:,} traces in the range: "

@@ -2,6 +2,7 @@
 
 1. `turn_vs_rounds`: per janux loop, `janux.turn.*` equals the sum over that loop's chat spans.
 2. `bill_vs_turns`: per billed turn, `janux.bill.*` equals the sum of `janux.turn.*` below it.
+   Both compare the values as recorded, cost estimates (`janux.*.cost_estimate`) included.
 3. `usage_on_agent_span`: `gen_ai.usage.*` never on `invoke_agent` (info for other runtimes,
    whose aggregated agent usage is ignored rather than double counted).
 4. `attempts_recorded` (warning): `janux.handoff.attempts` equals the attempt spans seen.
@@ -12,7 +13,7 @@ from __future__ import annotations
 import math
 
 from janux.dashboard.reconstruct import spanread as sr
-from janux.dashboard.reconstruct.costs import rounds_usage
+from janux.dashboard.reconstruct.costs import bill_owners, rounds_usage
 from janux.dashboard.reconstruct.model import Check, Usage
 from janux.dashboard.reconstruct.tree import HandoffTree
 from janux.tracing import conventions as c
@@ -37,13 +38,24 @@ def _usage_diff(expected: Usage, actual: Usage) -> list[str]:
         diff.append("cost")
     if expected.unpriced_tokens != actual.unpriced_tokens:
         diff.append("unpriced_tokens")
+    if not _cost_equal(expected.estimated_cost, actual.estimated_cost):
+        diff.append("cost_estimate")
     return diff
 
 
 def format_usage(usage: Usage) -> str:
-    """Compact one-line form used in check messages."""
+    """Compact one-line form used in check messages (the estimate only when there is one)."""
     cost = "unpriced" if usage.cost is None else f"${usage.cost:.6f}"
-    return f"in {usage.input_tokens} / out {usage.output_tokens} / {cost} / unpriced {usage.unpriced_tokens}"
+    text = f"in {usage.input_tokens} / out {usage.output_tokens} / {cost} / unpriced {usage.unpriced_tokens}"
+    return text if usage.estimated_cost is None else f"{text} / estimate ${usage.estimated_cost:.6f}"
+
+
+def _as_recorded(usage: Usage) -> Usage:
+    """Rounds' usage in the recorded meaning, where `unpriced_tokens` counts every token without a
+    recorded price (estimated rounds included)."""
+    usage.unpriced_tokens += usage.estimated_tokens
+    usage.estimated_tokens = 0
+    return usage
 
 
 def turn_checks(index: SpanIndex, tree: HandoffTree) -> list[Check]:
@@ -52,8 +64,9 @@ def turn_checks(index: SpanIndex, tree: HandoffTree) -> list[Check]:
     for node, pos in zip(tree.nodes, tree.node_span, strict=True):
         if pos == NO_PARENT or node.own_source != "recorded":
             continue
-        rounds = rounds_usage(index, node.chat_spans, estimate=False)
-        diff = _usage_diff(rounds, node.own)
+        recorded = sr.turn_usage(index.spans[pos])
+        rounds = _as_recorded(rounds_usage(index, node.chat_spans, estimate=False))
+        diff = _usage_diff(rounds, recorded)
         # A round that failed in the model client is not a round the loop made.
         rounds.rounds = sum(1 for p in node.chat_spans if not sr.is_error(index.spans[p]))
         recorded_rounds = attr_int(index.spans[pos].attributes, c.JANUX_TURN_ROUNDS)
@@ -73,7 +86,7 @@ def turn_checks(index: SpanIndex, tree: HandoffTree) -> list[Check]:
                 message=message,
                 span_id=node.span_id,
                 expected=format_usage(rounds) + f" / rounds {rounds.rounds}",
-                actual=format_usage(node.own) + f" / rounds {recorded_rounds}",
+                actual=format_usage(recorded) + f" / rounds {recorded_rounds}",
             )
         )
     return checks
@@ -83,14 +96,9 @@ def bill_checks(index: SpanIndex, billed: list[int]) -> list[Check]:
     """Invariant 2: each outermost billed span against the sum of the turns below it."""
     if not billed:
         return []
-    owner = [NO_PARENT] * len(index.spans)
-    # With one bill (the normal case) every loop of the trace counts, orphans included: the
-    # contract sums over all invoke_agent spans of the trace.
-    lone = billed[0] if len(billed) == 1 else NO_PARENT
+    owner = bill_owners(index, billed)
     sums = {pos: Usage() for pos in billed}
     for pos in index.order:
-        parent = index.parent[pos]
-        owner[pos] = pos if pos in sums else (owner[parent] if parent != NO_PARENT else lone)
         span = index.spans[pos]
         if owner[pos] != NO_PARENT and sr.operation(span) == c.OP_INVOKE_AGENT and sr.is_janux_loop(span):
             sums[owner[pos]].add(sr.turn_usage(span))

@@ -30,14 +30,18 @@ class Usage:
     cost: float | None = None
     """USD recorded by the runtime (`janux.*`); None when nothing was priced."""
     estimated_cost: float | None = None
-    """USD estimated from the price table for rounds with no recorded cost; None when none."""
+    """USD estimated for rounds with no recorded cost: recorded in the trace by an integration
+    (`janux.*.cost_estimate`) or priced here from the price table; None when none was."""
     unpriced_tokens: int = 0
-    """Tokens with neither a recorded nor an estimated price."""
+    """Tokens with neither a recorded nor an estimated price (a recorded `janux.*.unpriced_tokens`
+    less the tokens of its estimated rounds: see `estimated_tokens`)."""
     rounds: int = 0
     """Model rounds counted."""
     unread_rounds: int = 0
     """Rounds whose usage could not be read (under names Janux does not read, or absent): their
     tokens and cost are unknown, never counted as 0."""
+    estimated_tokens: int = 0
+    """Tokens of the rounds priced by `estimated_cost` (neither in `cost` nor in `unpriced_tokens`)."""
 
     @property
     def total_tokens(self) -> int:
@@ -70,6 +74,7 @@ class Usage:
         self.unpriced_tokens += other.unpriced_tokens
         self.rounds += other.rounds
         self.unread_rounds += other.unread_rounds
+        self.estimated_tokens += other.estimated_tokens
         if other.cost is not None:
             self.cost = other.cost if self.cost is None else self.cost + other.cost
         if other.estimated_cost is not None:
@@ -89,6 +94,7 @@ class Usage:
             self.unpriced_tokens,
             self.rounds,
             self.unread_rounds,
+            self.estimated_tokens,
         )
 
 

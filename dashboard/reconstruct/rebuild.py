@@ -41,6 +41,9 @@ class TraceView:
     """Failed, denied, cut, timed-out and unfinished handoffs."""
     budgets: list[BudgetBurn] = field(default_factory=list)
     """Budget burn of every loop with a budget."""
+    price_sources: list[str] = field(default_factory=list)
+    """Where the estimated costs come from (`genai-prices 0.2.3, recorded in the trace`, or the
+    price table applied by the dashboard); empty when nothing was estimated."""
 
     @property
     def nodes(self) -> list[AgentNode]:
@@ -95,7 +98,7 @@ def reconstruct(spans: Iterable[SpanRecord], *, estimate: bool = True) -> TraceV
     """
     index = build_index(spans)
     tree = build_tree(index)
-    assign_costs(index, tree, estimate=estimate)
+    sources = assign_costs(index, tree, estimate=estimate)
     billed = billed_spans(index)
     view = TraceView(
         trace_id=index.trace_id,
@@ -103,6 +106,7 @@ def reconstruct(spans: Iterable[SpanRecord], *, estimate: bool = True) -> TraceV
         tree=tree,
         computed=computed_total(tree),
         bill=recorded_bill(index, billed),
+        price_sources=sources,
     )
     view.checks = run_checks(index, tree, billed)
     view.failures = delegation_failures(index.trace_id, tree) + loop_failures(index.trace_id, tree)

@@ -6,6 +6,7 @@ shares); this module adds the Janux contract's own fields.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from janux.dashboard.reconstruct.model import Usage
@@ -116,16 +117,47 @@ def _usage_from(attrs: dict[str, Any], keys: tuple[str, str, str, str]) -> Usage
     )
 
 
+def estimate(attrs: dict[str, Any], key: str) -> float | None:
+    """A recorded cost estimate (`janux.*.cost_estimate`): a finite, non-negative double, else None
+    (a damaged estimate is no estimate: its tokens stay unpriced)."""
+    value = attr_float(attrs, key)
+    return value if value is not None and math.isfinite(value) and value >= 0 else None
+
+
 def turn_usage(span: SpanRecord) -> Usage:
-    """The loop's own usage as recorded in `janux.turn.*`."""
+    """The loop's own usage exactly as recorded in `janux.turn.*` (its `unpriced_tokens` still
+    include the estimated rounds), with `janux.turn.cost_estimate` as the estimated cost."""
     usage = _usage_from(span.attributes, c.TURN_USAGE_KEYS)
     usage.rounds = attr_int(span.attributes, c.JANUX_TURN_ROUNDS) or 0
+    usage.estimated_cost = estimate(span.attributes, c.JANUX_TURN_COST_ESTIMATE)
     return usage
 
 
 def bill_usage(span: SpanRecord) -> Usage:
-    """The whole turn's usage as recorded in `janux.bill.*`."""
-    return _usage_from(span.attributes, c.BILL_KEYS)
+    """The whole turn's usage exactly as recorded in `janux.bill.*`, with `janux.bill.cost_estimate`
+    as the estimated cost (its `unpriced_tokens` still include the estimated rounds)."""
+    usage = _usage_from(span.attributes, c.BILL_KEYS)
+    usage.estimated_cost = estimate(span.attributes, c.JANUX_BILL_COST_ESTIMATE)
+    return usage
+
+
+PRICE_SOURCE_LIMIT = 120
+"""Longest price-source label kept from a trace (a label, not content)."""
+
+
+def round_cost(span: SpanRecord) -> float | None:
+    """`janux.round.cost` of a round, None when it has none."""
+    return attr_float(span.attributes, c.JANUX_ROUND_COST)
+
+
+def round_estimate(span: SpanRecord) -> tuple[float, str] | None:
+    """The estimate a writer recorded for a round without a cost (`janux.round.cost_estimate`) and
+    its price source (`janux.price.source`, `unnamed price table` when absent); None when none."""
+    value = estimate(span.attributes, c.JANUX_ROUND_COST_ESTIMATE)
+    if value is None:
+        return None
+    source = attr_str(span.attributes, c.JANUX_PRICE_SOURCE) or "unnamed price table"
+    return value, source[:PRICE_SOURCE_LIMIT]
 
 
 def round_usage(span: SpanRecord) -> tuple[foreign.UsageState, int, int]:

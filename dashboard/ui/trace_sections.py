@@ -12,6 +12,7 @@ from janux.dashboard.ui.links import handoff_link
 from janux.dashboard.ui.table import show_table
 from janux.dashboard.views import fmt, tables
 from janux.dashboard.views.graph import DEFAULT_MAX_NODES, handoff_dot
+from janux.dashboard.views.span_price import round_price_text
 from janux.dashboard.views.timeline import DEFAULT_MAX_ROWS, waterfall, waterfall_chart
 from janux.tracing import conventions as c
 from janux.tracing.records import SpanRecord
@@ -57,8 +58,20 @@ def headline(view: TraceView) -> None:
         st.error(f"{len(broken)} reconciliation check(s) failed: see the Checks tab.")
     elif view.is_janux:
         st.success("All reconciliation checks pass.")
-    if view.bill is not None and view.bill.total_cost is not None and total.is_estimated:
-        st.caption("Recorded bill and estimates are shown separately.")
+    if total.is_estimated:
+        st.caption(fmt.markdown_text(estimate_note(view)))
+
+
+def estimate_note(view: TraceView) -> str:
+    """What the total's estimate is made of and where it comes from (plain text: escape to show)."""
+    total = view.total
+    recorded = "" if total.cost is None else f"recorded {fmt.usd(total.cost)} + "
+    sources = "; ".join(view.price_sources) or "a price table"
+    return (
+        f"Total: {recorded}estimated {fmt.usd(total.estimated_cost, estimated=True)} for "
+        f"{total.estimated_tokens:,} tokens without a recorded price (list prices from {sources}), "
+        "never counted as recorded cost."
+    )
 
 
 def issues(view: TraceView) -> None:
@@ -159,8 +172,10 @@ def delegations(view: TraceView) -> None:
 def costs(view: TraceView) -> None:
     """Own vs inclusive cost per agent loop."""
     show_table(tables.nodes_frame(view), key="trace_nodes")
-    if view.total.is_estimated:
-        st.caption("Estimated costs come from the genai-prices table; unknown models stay unpriced.")
+    if view.price_sources:
+        sources = "; ".join(view.price_sources)
+        note = f"Estimated costs (≈) come from {sources}; models no table knows stay unpriced."
+        st.caption(fmt.markdown_text(note))
 
 
 def budgets(view: TraceView) -> None:
@@ -204,6 +219,9 @@ def inspector(view: TraceView) -> None:
             st.warning("No span with that id in this trace.")
         return
     _show_span(span)
+    price = round_price_text(view, span)
+    if price is not None:
+        st.caption(fmt.markdown_text(price))
 
 
 def _show_span(span: SpanRecord) -> None:

@@ -2,8 +2,9 @@
 
 The exact per-range tables (own cost by agent, tool, model, conversation) come from the source's
 aggregates (`janux.dashboard.views.usage_tables`); this module covers the rest from the newest traces.
-Recorded cost (`janux.*`), estimated cost (price table, other runtimes) and unpriced tokens are
-kept in separate columns: an unknown price is never added in as $0.
+Recorded cost (`janux.*`), estimated cost (an integration's recorded estimate, or the price table
+applied to other runtimes' rounds) and unpriced tokens are kept in separate columns: an unknown
+price is never added in as $0.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ class RebuiltAudit:
     """agent, loops, own cost and inclusive usage (own plus every delegation below)."""
     top_delegations: pd.DataFrame
     """The most expensive delegations (inclusive of their attempts' subtrees), with their trace."""
+    price_sources: list[str]
+    """Where the estimates in these traces come from (see `TraceView.price_sources`)."""
 
 
 def _inclusive_by_agent(views: list[TraceView]) -> pd.DataFrame:
@@ -104,4 +107,5 @@ def audit(views: Iterable[TraceView], *, top: int = 20) -> RebuiltAudit:
         total=total,
         inclusive_by_agent=_inclusive_by_agent(views),
         top_delegations=_top_delegations(views, top),
+        price_sources=sorted({source for view in views for source in view.price_sources}),
     )

@@ -16,8 +16,9 @@ from janux.dashboard.views import cells, fmt
 from janux.tracing import conventions as c
 
 CostKind = Literal["recorded", "estimated", "unpriced", "unknown", "none"]
-"""Where a cost comes from: recorded by Janux, estimated from the price table, tokens without any
-price, usage that could not be read, or no usage at all."""
+"""Where a cost comes from: recorded by Janux, estimated (in part: an estimate recorded in the trace
+by an integration, or made here from the price table), tokens without any price, usage that could
+not be read, or no usage at all."""
 
 
 def cost_kind(usage: Usage) -> CostKind:
@@ -31,22 +32,27 @@ def cost_kind(usage: Usage) -> CostKind:
     return "unpriced" if usage.total_tokens or usage.unpriced_tokens else "none"
 
 
-def _cost(usage: Usage) -> float | None:
-    """The cost, None when unknown: no price at all, or some rounds could not be read."""
-    if usage.unread_rounds or usage.total_cost is None:
+def _money(usage: Usage, value: float | None) -> float | None:
+    """An amount of `usage`, None when unknown: none known, or some rounds could not be read."""
+    if usage.unread_rounds or value is None:
         return None
-    return round(usage.total_cost, 12)
+    return round(value, 12)
 
 
 def usage_json(usage: Usage) -> dict[str, Any]:
-    """Tokens and cost of one usage as plain data (unknown is null, never 0)."""
+    """Tokens and cost of one usage as plain data (unknown is null, never 0). `cost` is the recorded
+    plus the estimated part; `recorded_cost` and `estimated_cost` are the two parts (null when none);
+    `unpriced_tokens` have neither, `estimated_tokens` only an estimate."""
     unknown = usage.is_unknown
     return {
         "input_tokens": None if unknown else usage.input_tokens,
         "output_tokens": None if unknown else usage.output_tokens,
-        "cost": _cost(usage),
+        "cost": _money(usage, usage.total_cost),
         "cost_kind": cost_kind(usage),
+        "recorded_cost": _money(usage, usage.cost),
+        "estimated_cost": _money(usage, usage.estimated_cost),
         "unpriced_tokens": usage.unpriced_tokens,
+        "estimated_tokens": usage.estimated_tokens,
         "rounds": usage.rounds,
         "unread_rounds": usage.unread_rounds,
     }
@@ -101,7 +107,11 @@ def trace_report(view: TraceView) -> dict[str, Any]:
         "output_tokens": usage["output_tokens"],
         "cost": usage["cost"],
         "cost_kind": usage["cost_kind"],
+        "recorded_cost": usage["recorded_cost"],
+        "estimated_cost": usage["estimated_cost"],
+        "price_sources": view.price_sources,
         "unpriced_tokens": total.unpriced_tokens,
+        "estimated_tokens": total.estimated_tokens,
         "agents": [n.agent for n in view.nodes],
         "delegations": sum(1 for d in view.delegations if d.kind == "delegate"),
         "transfers": sum(1 for d in view.delegations if d.kind == "transfer"),
@@ -157,6 +167,8 @@ def render_tree(report: dict[str, Any]) -> str:
     for edge in edges:
         if not edge["to"]:
             lines.append(f"    {edge['kind']} via {edge['tool']} -> {edge['target']} ({edge['status']})")
+    if report["price_sources"]:
+        lines.append("estimated costs (≈) from: " + "; ".join(report["price_sources"]))
     checks = sorted(report["checks"].items())
     lines.append("checks: " + ", ".join(f"{name} {result}" for name, result in checks))
     return "\n".join(lines)

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.trace import INVALID_SPAN, Span, SpanKind, Status, StatusCode
 
 from janux.tracing.conventions import (
@@ -125,6 +126,16 @@ def _report(where: str, exc: BaseException) -> None:
     _log.warning("tracing failed in %s (logged once; the run continues): %r", where, exc)
 
 
+Parent = Span | Context
+"""Where a new span hangs: a span, or `context_of(span)` built once for a parent with many children
+(each child then skips building a context of its own)."""
+
+
+def context_of(span: Span) -> Context:
+    """A context whose current span is `span`, to pass as the parent of several children."""
+    return trace.set_span_in_context(span)
+
+
 _TRACERS: weakref.WeakKeyDictionary[Any, trace.Tracer] = weakref.WeakKeyDictionary()
 
 
@@ -205,16 +216,18 @@ class RunInstrumentation:
         self,
         where: str,
         name: str,
-        parent: Span | None,
+        parent: Parent | None,
         kind: SpanKind,
         attributes: dict[str, Any],
         start_time: int | None = None,
     ) -> Span:
         """Start a span under `parent` (the current context when None); INVALID_SPAN if that fails."""
+        if parent is not None and not isinstance(parent, Context):
+            parent = trace.set_span_in_context(parent)
         try:
             return self._tracer.start_span(
                 name,
-                context=trace.set_span_in_context(parent) if parent is not None else None,
+                context=parent,
                 kind=kind,
                 attributes=attributes,
                 start_time=start_time,
@@ -239,7 +252,7 @@ class RunInstrumentation:
 
     def start_attempt(
         self,
-        parent: Span,
+        parent: Parent,
         *,
         agent: str,
         depth: int,
@@ -273,12 +286,19 @@ class RunInstrumentation:
         stop_reason: str | None = None,
         error_type: str | None = None,
         error_message: str | None = None,
+        bill: UsageTotals | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
-        """Close an agent span with its own loop's `janux.turn.*` (never `gen_ai.usage.*`)."""
+        """Close an agent span with its own loop's `janux.turn.*` (never `gen_ai.usage.*`); a root
+        may pass its `bill` (as `set_bill` records it) and `extra` attributes, all set at once."""
         try:
             if span.is_recording():
                 attributes = _usage_attributes(_TURN_KEYS, totals)
                 attributes[JANUX_TURN_ROUNDS] = int(totals.rounds)
+                if bill is not None:
+                    attributes.update(_usage_attributes(_BILL_KEYS, bill))
+                if extra:
+                    attributes.update(extra)
                 if stop_reason is not None:
                     attributes[JANUX_STOP_REASON] = stop_reason
                 if error_type is not None:
@@ -311,7 +331,7 @@ class RunInstrumentation:
 
     def start_chat(
         self,
-        parent: Span,
+        parent: Parent,
         *,
         agent: str,
         request_model: str,
@@ -385,19 +405,88 @@ class RunInstrumentation:
         _end(op.span, "fail_chat", end_time)
         self._record_round(op, None, error_type, None)
 
+    def record_chat(
+        self,
+        parent: Parent,
+        *,
+        agent: str,
+        request_model: str,
+        provider: str,
+        response_model: str | None,
+        finish_reason: str | None,
+        usage: tuple[int, int] | None,
+        cost: float | None,
+        start_time: int,
+        end_time: int,
+        extra: dict[str, Any] | None = None,
+        messages: Callable[[], str | None] | None = None,
+        output: Callable[[], str | None] | None = None,
+    ) -> None:
+        """Record a round that already ended, in one go: one span start with every attribute, then
+        its end (the `start_chat` + `end_chat` pair costs a second attribute pass).
+
+        `usage` None: a round whose usage is unknown (no `gen_ai.usage.*`, no cost). `extra` are
+        further attributes (an integration's estimate); `messages` and `output` are only called
+        with content capture on. Times in ns since the epoch.
+        """
+        attributes: dict[str, Any] = {
+            GEN_AI_OPERATION_NAME: OP_CHAT,
+            GEN_AI_PROVIDER_NAME: provider,
+            GEN_AI_REQUEST_MODEL: request_model,
+            GEN_AI_AGENT_NAME: agent,
+        }
+        if finish_reason is not None:
+            attributes[GEN_AI_RESPONSE_FINISH_REASONS] = (finish_reason,)
+        if response_model is not None:
+            attributes[GEN_AI_RESPONSE_MODEL] = response_model
+        if usage is not None:
+            attributes[GEN_AI_USAGE_INPUT_TOKENS] = int(usage[0])
+            attributes[GEN_AI_USAGE_OUTPUT_TOKENS] = int(usage[1])
+            if cost is not None:
+                attributes[JANUX_ROUND_COST] = float(cost)
+        if extra:
+            attributes.update(extra)
+        if self.capture.enabled:
+            self._add_content(attributes, GEN_AI_INPUT_MESSAGES, messages)
+            if usage is not None:
+                self._add_content(attributes, GEN_AI_OUTPUT_MESSAGES, output)
+        span = self._start(
+            "record_chat", chat_span_name(request_model), parent, SpanKind.CLIENT, attributes, start_time
+        )
+        _end(span, "record_chat", end_time)
+        if self._instruments is not None:
+            metric_attributes = {
+                GEN_AI_OPERATION_NAME: OP_CHAT,
+                GEN_AI_PROVIDER_NAME: provider,
+                GEN_AI_REQUEST_MODEL: request_model,
+            }
+            self._record_metrics((end_time - start_time) / 1e9, metric_attributes, response_model, usage)
+
     def _record_round(
         self, op: ChatOp, response_model: str | None, error_type: str | None, tokens: tuple[int, int] | None
     ) -> None:
+        if self._instruments is not None:
+            seconds = time.perf_counter() - op.started
+            self._record_metrics(seconds, op.metric_attributes, response_model, tokens, error_type)
+
+    def _record_metrics(
+        self,
+        seconds: float,
+        attributes: dict[str, Any],
+        response_model: str | None,
+        tokens: tuple[int, int] | None,
+        error_type: str | None = None,
+    ) -> None:
+        """The round's duration and token metrics (`attributes`: operation, provider, request model)."""
         instruments = self._instruments
         if instruments is None:
             return
         try:
-            attributes = op.metric_attributes
             if response_model is not None:
                 attributes[GEN_AI_RESPONSE_MODEL] = response_model
             if error_type is not None:
                 attributes[ERROR_TYPE] = error_type
-            instruments.duration.record(time.perf_counter() - op.started, attributes)
+            instruments.duration.record(seconds, attributes)
             if tokens is not None:
                 instruments.token_usage.record(tokens[0], {**attributes, GEN_AI_TOKEN_TYPE: TOKEN_TYPE_INPUT})
                 instruments.token_usage.record(
@@ -410,7 +499,7 @@ class RunInstrumentation:
 
     def start_tool(
         self,
-        parent: Span,
+        parent: Parent,
         *,
         tool: str,
         call_id: str,
@@ -440,11 +529,15 @@ class RunInstrumentation:
         error_message: str | None = None,
         handoff: HandoffMark | None = None,
         end_time: int | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
-        """Close a tool span; for delegation tools also copy the final handoff outcome onto it."""
+        """Close a tool span; for delegation tools also copy the final handoff outcome onto it.
+        `extra`: further attributes, set with the others in one go."""
         try:
             if span.is_recording():
                 attributes = tool_span_attributes(handoff) if handoff is not None else {}
+                if extra:
+                    attributes.update(extra)
                 if self.capture.enabled:
                     self._add_content(attributes, GEN_AI_TOOL_CALL_RESULT, lambda: result)
                 if error_type is not None:

@@ -1,20 +1,18 @@
 """Tokens and cost of agent loops, and the price of one model round.
 
 A round is priced by its agent's Janux `Cost` when one is given (exact); otherwise, when
-estimates are on, by the genai-prices table (an estimate, kept in its own attributes and never
-added to the recorded cost). A round priced neither way counts as unpriced: unknown is never zero.
+estimates are on, by the genai-prices table (`janux.tracing.prices`, the dashboard's estimator:
+an estimate, kept in its own attributes and never added to the recorded cost). A round priced
+neither way counts as unpriced: unknown is never zero.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 
 from janux.runtime.definitions import Cost
-
-_log = logging.getLogger("janux.integrations")
+from janux.tracing.prices import estimate_round_cost
 
 
 @dataclass(slots=True, eq=False)
@@ -34,17 +32,19 @@ class Totals:
     estimate: float | None = None
     """USD estimated from the price table for unpriced rounds; None when none was estimated."""
 
-    def add_round(self, input_tokens: int, output_tokens: int, price: RoundPrice) -> None:
-        """Count one round with its price."""
+    def add_round(
+        self, input_tokens: int, output_tokens: int, cost: float | None, estimate: float | None
+    ) -> None:
+        """Count one round with its price: exact (`cost`), else estimated (`estimate`), else neither."""
         self.input_tokens += input_tokens
         self.output_tokens += output_tokens
         self.rounds += 1
-        if price.cost is not None:
-            self.cost = price.cost if self.cost is None else self.cost + price.cost
+        if cost is not None:
+            self.cost = cost if self.cost is None else self.cost + cost
             return
         self.unpriced_tokens += input_tokens + output_tokens
-        if price.estimate is not None:
-            self.estimate = price.estimate if self.estimate is None else self.estimate + price.estimate
+        if estimate is not None:
+            self.estimate = estimate if self.estimate is None else self.estimate + estimate
 
     def add(self, other: Totals) -> None:
         """Fold `other` in (None + x = x)."""
@@ -58,63 +58,34 @@ class Totals:
             self.estimate = other.estimate if self.estimate is None else self.estimate + other.estimate
 
 
-@dataclass(slots=True, frozen=True)
-class RoundPrice:
-    """The price of one round: exact from a Janux `Cost`, or estimated, or neither."""
+RoundPrice = tuple[float | None, float | None]
+"""The price of one round: (USD from the agent's Janux `Cost`, else None; USD estimated from the
+price table, only when there is no `Cost` and the table knows the model, else None)."""
 
-    cost: float | None
-    """USD from the agent's `Cost`; None when the agent has none."""
-    estimate: float | None
-    """USD from the price table, only when there is no `Cost`; None when the model is unknown."""
-
-
-UNPRICED = RoundPrice(None, None)
+UNPRICED: RoundPrice = (None, None)
 """A round nobody can price."""
 
 
 class Pricing:
-    """Prices rounds by agent name (Janux `Cost`), else estimates them by model name."""
+    """Prices rounds by agent name (Janux `Cost`), else estimates them by model name.
 
-    __slots__ = ("_costs", "_estimate", "_provider")
+    The agents' rates are read once, and the price table is probed once per model
+    (`janux.tracing.prices`): pricing a round on the agent's thread is a dictionary lookup and
+    a few multiplications.
+    """
+
+    __slots__ = ("_estimate", "_provider", "_rates")
 
     def __init__(self, costs: Mapping[str, Cost] | None, *, estimate: bool, provider: str) -> None:
-        self._costs = dict(costs or {})
+        self._rates = {agent: (cost.input, cost.output) for agent, cost in (costs or {}).items()}
         self._estimate = estimate
         self._provider = provider
 
     def price(self, agent: str, model: str | None, input_tokens: int, output_tokens: int) -> RoundPrice:
         """The price of one round of `agent`'s loop on `model`."""
-        cost = self._costs.get(agent)
-        if cost is not None:
-            return RoundPrice((input_tokens * cost.input + output_tokens * cost.output) / 1e6, None)
+        rates = self._rates.get(agent)
+        if rates is not None:
+            return (input_tokens * rates[0] + output_tokens * rates[1]) / 1e6, None
         if not self._estimate or not model:
             return UNPRICED
-        return RoundPrice(None, estimate_round(model, self._provider, input_tokens, output_tokens))
-
-
-@lru_cache(maxsize=4096)
-def estimate_round(model: str, provider: str, input_tokens: int, output_tokens: int) -> float | None:
-    """USD of one round at genai-prices' current list price; None when the table does not know the model."""
-    try:
-        from genai_prices import Usage, calc_price
-    except ImportError:  # pragma: no cover - genai-prices is a core dependency
-        return None
-    usage = Usage(input_tokens=input_tokens, output_tokens=output_tokens)
-    for provider_id in (provider or None, None):
-        try:
-            return float(calc_price(usage, model, provider_id=provider_id).total_price)
-        except LookupError:
-            continue
-        except Exception as exc:  # third-party data must never break a run
-            _log.warning("price lookup failed for model %r: %r", model, exc)
-            return None
-    return None
-
-
-def price_source() -> str:
-    """Name and version of the price table, the label of every estimate."""
-    try:
-        from genai_prices import __version__
-    except ImportError:  # pragma: no cover
-        return "genai-prices"
-    return f"genai-prices {__version__}"
+        return None, estimate_round_cost(model, self._provider, input_tokens, output_tokens)

@@ -23,10 +23,10 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from agents.tracing import span_data
-from opentelemetry.trace import Span
 
 from janux.integrations.openai_agents import sdk_data as sdk
 from janux.integrations.openai_agents.accounting import Pricing
@@ -38,7 +38,7 @@ from janux.integrations.openai_agents.outcomes import (
     record_attempt,
     transfer_mark,
 )
-from janux.integrations.openai_agents.rounds import RoundRecorder, safe_set, warn_once
+from janux.integrations.openai_agents.rounds import RoundRecorder, warn_once
 from janux.integrations.openai_agents.state import Entry, Kind, Loop, TraceState, Turn
 from janux.tracing.conventions import (
     ERROR_CANCELLED,
@@ -57,6 +57,7 @@ from janux.tracing.conventions import (
     TOOL_TYPE_HANDOFF,
 )
 from janux.tracing.instrument import RunInstrumentation
+from janux.tracing.instrument.run import context_of
 
 MAX_OPEN_TRACES = 10_000
 """Traces kept open at most; beyond it the oldest is dropped (a trace whose end never came)."""
@@ -85,10 +86,25 @@ _KINDS_BY_CLASS: dict[type, Kind] = {
 """The same by the SDK's span data classes: one dictionary lookup instead of a property call."""
 
 
+_DELEGATE_TOOL = {GEN_AI_TOOL_TYPE: TOOL_TYPE_DELEGATE}
+"""Set on a function tool's span when it ends, once an agent ran inside it (it is then a delegation)."""
+
+
 def _failure(outer: BaseException | None) -> BaseException | None:
     """The exception propagating through the SDK span ending now, unless it was already there at its start."""
     exc = sys.exc_info()[1]
     return exc if exc is not None and exc is not outer else None
+
+
+Opener = Callable[[Any, "Entry | None", TraceState], "Entry | None"]
+"""What maps an SDK span start: (SDK span, parent entry, trace state) -> the span's entry, if kept."""
+
+
+def _open_plain(kind: Kind, span: Any, parent: Entry | None, state: TraceState) -> Entry | None:
+    """A span without a Janux span of its own: its children attach to its parent's span."""
+    if parent is None:
+        return None
+    return Entry(kind, parent.loop, parent.turn, parent.tool, parent.func)
 
 
 def _track(state: TraceState, loop: Loop) -> None:
@@ -103,21 +119,15 @@ class SpanMapper:
     """Turns SDK span starts and ends into Janux spans. Not thread-safe per run (the SDK runs a
     run on one event loop); distinct runs may run on distinct threads."""
 
-    __slots__ = ("_end", "_obs", "_open", "_rounds", "_traces")
+    __slots__ = ("_end", "_obs", "_openers", "_rounds", "_traces")
 
     def __init__(self, obs: RunInstrumentation, pricing: Pricing, provider: str) -> None:
         self._obs = obs
         self._rounds = RoundRecorder(obs, pricing, provider)
         self._traces: dict[str, TraceState] = {}
-        self._open: dict[Kind, Callable[[Any, Entry | None, TraceState], Entry | None]] = {
-            Kind.TASK: self._open_task,
-            Kind.AGENT: self._open_agent,
-            Kind.TURN: self._open_turn,
-            Kind.CHAT: self._open_chat,
-            Kind.FUNCTION: self._open_function,
-            Kind.HANDOFF: self._open_handoff,
-        }
-        self._end: dict[Kind, Callable[[Any, Entry], None]] = {
+        self._openers: dict[type, Opener] = {cls: self._opener(kind) for cls, kind in _KINDS_BY_CLASS.items()}
+        """The start handler of each span data class (filled as new classes come)."""
+        ends: dict[Kind, Callable[[Any, Entry], None]] = {
             Kind.TASK: self._end_task,
             Kind.AGENT: self._end_agent,
             Kind.TURN: self._end_turn,
@@ -126,6 +136,22 @@ class SpanMapper:
             Kind.HANDOFF: self._end_handoff,
             Kind.GUARDRAIL: self._end_guardrail,
         }
+        self._end: list[Callable[[Any, Entry], None] | None] = [None] * (max(Kind) + 1)
+        """The end handler of each kind, indexed by the kind (callbacks are the hot path)."""
+        for kind, handler in ends.items():
+            self._end[kind] = handler
+
+    def _opener(self, kind: Kind) -> Opener:
+        """The start handler of `kind`: its own, or a plain entry under the parent (no span)."""
+        own: dict[Kind, Opener] = {
+            Kind.TASK: self._open_task,
+            Kind.AGENT: self._open_agent,
+            Kind.TURN: self._open_turn,
+            Kind.CHAT: self._open_chat,
+            Kind.FUNCTION: self._open_function,
+            Kind.HANDOFF: self._open_handoff,
+        }
+        return own.get(kind) or partial(_open_plain, kind)
 
     # -- traces ------------------------------------------------------------------------------
 
@@ -161,7 +187,12 @@ class SpanMapper:
                     entry.delegation.status = STATUS_FAILED
                     entry.delegation.error = ERROR_CANCELLED
                     self._obs.handoff_end(entry.tool, entry.delegation)
-                self._obs.end_tool(entry.tool, error_type=ERROR_CANCELLED, handoff=entry.delegation)
+                self._obs.end_tool(
+                    entry.tool,
+                    error_type=ERROR_CANCELLED,
+                    handoff=entry.delegation,
+                    extra=None if entry.delegation is None else _DELEGATE_TOOL,
+                )
         state.entries.clear()
         for loop in reversed(state.loops):
             if not loop.closed:
@@ -176,14 +207,10 @@ class SpanMapper:
         parent_id = span.parent_id
         parent = state.entries.get(parent_id) if parent_id else None
         data = span.span_data
-        kind = _KINDS_BY_CLASS.get(type(data)) or _KINDS.get(data.type, Kind.OTHER)
-        opener = self._open.get(kind)
-        if opener is not None:
-            entry = opener(span, parent, state)
-        elif parent is not None:
-            entry = Entry(kind, parent.loop, parent.turn, parent.tool, parent.func)
-        else:
-            entry = None
+        opener = self._openers.get(type(data))
+        if opener is None:
+            opener = self._openers[type(data)] = self._opener(_KINDS.get(data.type, Kind.OTHER))
+        entry = opener(span, parent, state)
         if entry is not None:
             state.entries[span.span_id] = entry
 
@@ -193,7 +220,7 @@ class SpanMapper:
         entry = state.entries.pop(span.span_id, None) if state is not None else None
         if entry is None or entry.loop is None:
             return
-        handler = self._end.get(entry.kind)
+        handler = self._end[entry.kind]
         if handler is not None:
             handler(span, entry)
 
@@ -253,31 +280,33 @@ class SpanMapper:
     def _open_loop_span(self, loop: Loop, agent: str) -> None:
         """Open the `invoke_agent` span: a run's root, or one attempt of a delegation."""
         if loop.parent is None:
-            loop.span = self._obs.start_turn(agent, loop.conversation_id)
+            loop.span = span = self._obs.start_turn(agent, loop.conversation_id)
+            loop.ctx = context_of(span)
             return
         func = loop.func
         if func is not None and func.tool is not None:
             mark = func.delegation
             if mark is None:
+                # The tool span is a delegation now: its type is set when it ends (`_DELEGATE_TOOL`).
                 mark = func.delegation = delegation_mark(func, agent, loop.depth)
-                safe_set(func.tool, {GEN_AI_TOOL_TYPE: TOOL_TYPE_DELEGATE})
                 self._obs.handoff_start(func.tool, mark)
             mark.attempts += 1
             loop.attempt, loop.handoff_id = mark.attempts, mark.id
-            parent_span: Span | None = func.tool
+            parent = func.tool_ctx
         else:
             loop.attempt = 1
-            parent_span = loop.parent.span
-        if parent_span is None:
+            parent = loop.parent.ctx
+        if parent is None:
             return
-        loop.span = self._obs.start_attempt(
-            parent_span,
+        loop.span = span = self._obs.start_attempt(
+            parent,
             agent=agent,
             depth=loop.depth,
             attempt=loop.attempt,
             handoff_id=loop.handoff_id,
             budget=(None, None, None),
         )
+        loop.ctx = context_of(span)
 
     def _end_task(self, span: Any, entry: Entry) -> None:
         assert entry.loop is not None
@@ -308,13 +337,19 @@ class SpanMapper:
                 extra[JANUX_DENY_REASON] = deny
             if loop.own.estimate is not None:
                 extra[JANUX_TURN_COST_ESTIMATE] = loop.own.estimate
+            bill = None
             if loop.parent is None:
-                self._obs.set_bill(span, loop.inclusive)
-                if loop.inclusive.estimate is not None:
-                    extra[JANUX_BILL_COST_ESTIMATE] = loop.inclusive.estimate
-            safe_set(span, extra)
+                bill = loop.inclusive
+                if bill.estimate is not None:
+                    extra[JANUX_BILL_COST_ESTIMATE] = bill.estimate
             self._obs.end_agent(
-                span, loop.own, stop_reason=loop.stop_reason, error_type=error_type, error_message=message
+                span,
+                loop.own,
+                stop_reason=loop.stop_reason,
+                error_type=error_type,
+                error_message=message,
+                bill=bill,
+                extra=extra,
             )
         caller = loop.parent
         if caller is None:
@@ -380,6 +415,7 @@ class SpanMapper:
         )
         entry = Entry(Kind.FUNCTION, parent.loop, parent.turn, tool, name=name, sdk_id=span.span_id)
         entry.func = entry
+        entry.tool_ctx = context_of(tool)
         return entry
 
     def _end_function(self, span: Any, entry: Entry) -> None:
@@ -387,11 +423,14 @@ class SpanMapper:
         assert tool is not None
         if entry.nested is not None:
             self._close_loop(entry.nested, None)
-        if self._obs.capture.enabled:
-            arguments = self._obs.capture.capture(sdk.content_text(getattr(data, "input", None)))
+        extra: dict[str, Any] = {}
+        output = None  # content is read (and serialized) only when it may be recorded
+        capture = self._obs.capture
+        if capture.enabled:
+            arguments = capture.capture(sdk.content_text(getattr(data, "input", None)))
             if arguments is not None:
-                safe_set(tool, {GEN_AI_TOOL_CALL_ARGUMENTS: arguments})
-        output = sdk.content_text(getattr(data, "output", None))
+                extra[GEN_AI_TOOL_CALL_ARGUMENTS] = arguments
+            output = sdk.content_text(getattr(data, "output", None))
         error = span.error
         mark = entry.delegation
         if mark is None:
@@ -401,17 +440,20 @@ class SpanMapper:
                 result=output,
                 error_type=ERROR_TOOL if failed else None,
                 error_message=sdk.error_text(error) if failed else None,
+                extra=extra,
             )
             return
         finish_delegation(mark, sdk.error_text(error) if error is not None else None, output)
         self._obs.handoff_end(tool, mark)
         failing = mark.status in (STATUS_FAILED, STATUS_DENIED)
+        extra.update(_DELEGATE_TOOL)
         self._obs.end_tool(
             tool,
             result=output,
             error_type=(mark.error_type or ERROR_TOOL) if failing else None,
             error_message=mark.error if failing else None,
             handoff=mark,
+            extra=extra,
         )
 
     def _open_handoff(self, span: Any, parent: Entry | None, state: TraceState) -> Entry | None:

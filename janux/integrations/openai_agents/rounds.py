@@ -15,16 +15,11 @@ from typing import Any
 from opentelemetry.trace import Span
 
 from janux.integrations.openai_agents import sdk_data as sdk
-from janux.integrations.openai_agents.accounting import Pricing, price_source
+from janux.integrations.openai_agents.accounting import Pricing
 from janux.integrations.openai_agents.state import Entry, Pending, Turn
-from janux.tracing.conventions import (
-    ERROR_MODEL,
-    GEN_AI_RESPONSE_FINISH_REASONS,
-    GEN_AI_RESPONSE_MODEL,
-    JANUX_PRICE_SOURCE,
-    JANUX_ROUND_COST_ESTIMATE,
-)
+from janux.tracing.conventions import ERROR_MODEL, JANUX_PRICE_SOURCE, JANUX_ROUND_COST_ESTIMATE
 from janux.tracing.instrument import RunInstrumentation
+from janux.tracing.prices import price_source
 
 _log = logging.getLogger("janux.integrations")
 _warned: set[str] = set()
@@ -70,7 +65,7 @@ class RoundRecorder:
                 entry.turn.pending.append(Pending(entry, data, end_ns))
                 return
             warn_once("no usage", "a model round reported no usage and there is no turn to take it from")
-        self._record(Pending(entry, data, end_ns), usage, None)
+        self._record(entry, data, end_ns, usage, None)
 
     def turn_ended(self, data: Any, turn: Turn, *, ambiguous: bool) -> None:
         """A turn ended: its waiting round gets the turn's own usage, when that figure is exact."""
@@ -84,7 +79,8 @@ class RoundRecorder:
         if len(pending) == 1 and usage is not None and not ambiguous:
             own = (usage[0] - turn.known_input, usage[1] - turn.known_output)
             if own[0] >= 0 and own[1] >= 0:
-                self._record(pending[0], own, finish)
+                one = pending[0]
+                self._record(one.entry, one.data, one.end_ns, own, finish)
                 return
         warn_once(
             "ambiguous",
@@ -92,51 +88,47 @@ class RoundRecorder:
             "recorded without usage",
         )
         for one in pending:
-            self._record(one, None, finish)
+            self._record(one.entry, one.data, one.end_ns, None, finish)
 
-    def _record(self, one: Pending, usage: tuple[int, int] | None, finish: str | None) -> None:
-        """One `chat` span, priced, and its usage counted on its loop (and its turn)."""
-        entry, data = one.entry, one.data
+    def _record(
+        self, entry: Entry, data: Any, end_ns: int, usage: tuple[int, int] | None, finish: str | None
+    ) -> None:
+        """One `chat` span, priced and written in one go, and its usage counted on its loop (and turn)."""
         loop = entry.loop
         assert loop is not None
         request, response = sdk.round_models(data)
+        cost = estimate = None
+        extra = None
+        if usage is not None:
+            cost, estimate = self._pricing.price(entry.name, response or sdk.priced_model(request), *usage)
+            if estimate is not None:
+                extra = {JANUX_ROUND_COST_ESTIMATE: estimate, JANUX_PRICE_SOURCE: self._source}
         capture = self._obs.capture.enabled
-        op = self._obs.start_chat(
+        self._obs.record_chat(
             entry.anchor,  # type: ignore[arg-type]  # checked when the round started
             agent=entry.name,
             request_model=request,
             provider=self._provider,
-            messages=(lambda: sdk.round_input(data)) if capture else None,
+            response_model=response,
+            finish_reason=sdk.finish_reason(data) or finish,
+            usage=usage,
+            cost=cost,
             start_time=entry.start_ns,
+            end_time=end_ns,
+            extra=extra,
+            messages=(lambda: sdk.round_input(data)) if capture else None,
+            output=(lambda: sdk.round_output(data)) if capture else None,
         )
-        finish = sdk.finish_reason(data) or finish
         if usage is None:
-            attributes: dict[str, Any] = {GEN_AI_RESPONSE_FINISH_REASONS: (finish,)} if finish else {}
-            if response is not None:
-                attributes[GEN_AI_RESPONSE_MODEL] = response
-            safe_set(op.span, attributes)
-            op.span.end(end_time=one.end_ns)
             loop.own.rounds += 1
             loop.inclusive.rounds += 1
             return
-        price = self._pricing.price(entry.name, response or sdk.priced_model(request), *usage)
-        if price.estimate is not None:
-            safe_set(op.span, {JANUX_ROUND_COST_ESTIMATE: price.estimate, JANUX_PRICE_SOURCE: self._source})
-        self._obs.end_chat(
-            op,
-            response_model=response,
-            finish_reason=finish,
-            input_tokens=usage[0],
-            output_tokens=usage[1],
-            cost=price.cost,
-            output=(lambda: sdk.round_output(data)) if capture else None,
-            end_time=one.end_ns,
-        )
-        loop.own.add_round(usage[0], usage[1], price)
-        loop.inclusive.add_round(usage[0], usage[1], price)
-        if entry.turn is not None:
-            entry.turn.known_input += usage[0]
-            entry.turn.known_output += usage[1]
+        loop.own.add_round(usage[0], usage[1], cost, estimate)
+        loop.inclusive.add_round(usage[0], usage[1], cost, estimate)
+        turn = entry.turn
+        if turn is not None:
+            turn.known_input += usage[0]
+            turn.known_output += usage[1]
 
     def _record_failed(
         self, entry: Entry, data: Any, error: Any, failure: BaseException | None, end_ns: int

@@ -22,12 +22,14 @@ def _tokens(usage: Any) -> tuple[int, int] | None:
     """(input, output) tokens of a usage mapping or object; None when either is missing."""
     if usage is None:
         return None
-    if isinstance(usage, Mapping):
-        tokens_in = usage.get("input_tokens", usage.get("prompt_tokens"))
-        tokens_out = usage.get("output_tokens", usage.get("completion_tokens"))
+    if type(usage) is dict or isinstance(usage, Mapping):
+        tokens_in = usage["input_tokens"] if "input_tokens" in usage else usage.get("prompt_tokens")
+        tokens_out = usage["output_tokens"] if "output_tokens" in usage else usage.get("completion_tokens")
     else:
         tokens_in = getattr(usage, "input_tokens", None)
         tokens_out = getattr(usage, "output_tokens", None)
+    if type(tokens_in) is int and type(tokens_out) is int:  # the usual case, checked first
+        return (tokens_in, tokens_out) if tokens_in >= 0 and tokens_out >= 0 else None
     if not isinstance(tokens_in, int) or not isinstance(tokens_out, int):
         return None
     if isinstance(tokens_in, bool) or isinstance(tokens_out, bool) or tokens_in < 0 or tokens_out < 0:

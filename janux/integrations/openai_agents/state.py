@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
+from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
 from janux.integrations.openai_agents.accounting import Totals
@@ -111,6 +112,8 @@ class Loop:
     """The function tool span this loop was delegated through; None for a run or direct nesting."""
     span: Span | None = None
     """The `invoke_agent` span, opened when the loop's first agent starts."""
+    ctx: Context | None = None
+    """`span` as the parent of the spans below it (built once for all of them)."""
     agent: str | None = None
     """The agent holding the loop now (after a transfer: the target)."""
     attempt: int = 0
@@ -158,7 +161,7 @@ class Entry:
     tool: Span | None = None
     """The `execute_tool` span children attach to (function spans, and spans nested in one)."""
     func: Entry | None = None
-    """The function entry it runs in (itself for a function)."""
+    """The function entry it runs in (itself for a function); set exactly when `tool` is."""
     start_ns: int = 0
     """Start time for spans recorded when they end."""
     name: str = ""
@@ -169,15 +172,18 @@ class Entry:
     """Function entries only: the delegation once an agent ran inside it."""
     nested: Loop | None = None
     """Function entries only: the loop of agents run inside it without a task span."""
+    tool_ctx: Context | None = None
+    """Function entries only: `tool` as the parent of the spans below it (built once)."""
     outer_exc: BaseException | None = None
     """The exception already being handled at the start."""
 
     @property
-    def anchor(self) -> Span | None:
-        """The span its children attach to: the tool span inside a tool, else the loop's span."""
-        if self.tool is not None:
-            return self.tool
-        return self.loop.span if self.loop is not None else None
+    def anchor(self) -> Context | None:
+        """Where its children attach: the tool span inside a tool, else the loop's span (as contexts)."""
+        func = self.func
+        if func is not None:
+            return func.tool_ctx
+        return self.loop.ctx if self.loop is not None else None
 
 
 @dataclass(slots=True, eq=False)

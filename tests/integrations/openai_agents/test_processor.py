@@ -24,11 +24,12 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.trace import NoOpTracerProvider
 
 from janux.integrations.openai_agents import JanuxProcessor, instrument
-from janux.integrations.openai_agents.accounting import estimate_round, price_source
 from janux.tracing import conventions as c
 from janux.tracing.instrument import ContentCapture
 from janux.tracing.instrument import run as instrument_run
 from janux.tracing.instrument.content import TRUNCATION_MARK
+from janux.tracing.prices import estimate_round_cost as estimate_round
+from janux.tracing.prices import price_source
 from tests.integrations.openai_agents.scripts import COSTS, MODEL_NAME, calls, model, price, reply, run
 from tests.integrations.openai_agents.verify import attr, checked, shape, spans_named
 from tests.support.contract_checker import Traced
@@ -78,7 +79,9 @@ async def test_an_agent_without_a_cost_gets_a_labelled_estimate_never_a_price(tr
     )
     assert math.isclose(attr(root, c.JANUX_BILL_COST), price("triage", 400, 30) + price("triage", 600, 12))
     (delegation,) = view.delegations
-    assert delegation.cost.cost is None and delegation.cost.unpriced_tokens == 308  # unknown, never $0
+    # The dashboard shows it as an estimate: never as a recorded cost, never as $0.
+    assert delegation.cost.cost is None and delegation.cost.estimated_cost == expected
+    assert (delegation.cost.unpriced_tokens, delegation.cost.estimated_tokens) == (0, 308)
 
 
 async def test_without_estimates_or_a_known_model_the_round_stays_unpriced(traced: Traced) -> None:
@@ -89,6 +92,45 @@ async def test_without_estimates_or_a_known_model_the_round_stays_unpriced(trace
         assert not any(key in span.attributes for key in (*c.ESTIMATE_KEYS, c.JANUX_ROUND_COST))
     assert view.bill is not None and view.bill.cost is None and view.bill.unpriced_tokens == 1350
     assert estimate_round("no-such-model-anywhere", "openai", 10, 10) is None
+
+
+async def test_estimates_need_no_price_table_lookup_per_round(
+    traced: Traced, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Estimating runs on the agent's thread: the table is probed once per model, then every round
+    (whatever its token counts) is priced without a lookup, at the table's price."""
+    import genai_prices
+
+    lookups = 0
+    real = genai_prices.calc_price
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        nonlocal lookups
+        lookups += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(genai_prices, "calc_price", counting)
+    _install(traced)  # no Cost at all: every round is estimated
+    await run(_delegating(), "Refund?")  # the first rounds on this model may probe the table
+    probes = lookups
+    traced.clear()
+    sub = Agent(name="researcher", instructions="R.", model=model("responses", reply("ok", 911, 17)))
+    parent = Agent(
+        name="triage",
+        instructions="F.",
+        model=model("responses", calls(("researcher", {"input": "q"}), input_tokens=733, output_tokens=41),
+                    reply("done", 1201, 9)),
+        tools=[sub.as_tool(tool_name="researcher", tool_description="R.")],
+    )  # fmt: skip
+    await run(parent, "Again?")
+    assert lookups == probes
+    records, _ = checked(traced)
+    estimates = {span.attributes[c.GEN_AI_USAGE_INPUT_TOKENS]: attr(span, c.JANUX_ROUND_COST_ESTIMATE)
+                 for span in spans_named(records, "chat")}  # fmt: skip
+    for tokens_in, tokens_out in ((733, 41), (911, 17), (1201, 9)):
+        usage = genai_prices.Usage(input_tokens=tokens_in, output_tokens=tokens_out)
+        table = float(real(usage, MODEL_NAME, provider_id="openai").total_price)
+        assert math.isclose(estimates[tokens_in], table, rel_tol=1e-9)
 
 
 async def test_no_content_is_recorded_unless_capture_is_on(traced: Traced) -> None:

@@ -1,11 +1,12 @@
-"""Estimated prices for traces from other runtimes, from the maintained `genai-prices` table.
+"""Estimated prices of model rounds, from the maintained `genai-prices` table.
 
-Used only where the trace records no cost (`janux.round.cost`); every figure it yields is shown
-as an estimate. An unknown model yields None (unpriced), never 0.
+Shared by the dashboard (rounds of other runtimes that record no cost) and by the integrations
+(the `janux.*.cost_estimate` they record for agents without a price), so both give the same figure.
+Every figure is an estimate and is labelled so; an unknown model yields None (unpriced), never 0.
 
-A table lookup costs ~50 µs, too slow to run per round on a 10,000-span trace. So each
-(model, provider) is probed once: when its price is linear in input and output tokens
-(checked at two further points, large enough to cross the usual long-context tiers), rounds
+A table lookup costs ~50 µs, too slow to run per round on a 10,000-span trace or on an agent's
+thread. So each (model, provider) is probed once: when its price is linear in input and output
+tokens (checked at two further points, large enough to cross the usual long-context tiers), rounds
 are priced by the fitted rates; otherwise every round is looked up (cached).
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
-from functools import lru_cache
+from functools import cache, lru_cache
 
 _log = logging.getLogger(__name__)
 
@@ -93,8 +94,9 @@ def clear_price_cache() -> None:
     _exact.cache_clear()
 
 
+@cache
 def price_source() -> str:
-    """Name and version of the price table, for the "estimated" label."""
+    """Name and version of the price table, for the "estimated" label (fixed for the process)."""
     try:
         from genai_prices import __version__
     except ImportError:  # pragma: no cover
