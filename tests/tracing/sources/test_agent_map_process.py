@@ -6,6 +6,9 @@ import io
 import os
 import pickle
 import signal
+import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -108,3 +111,62 @@ def test_the_helper_answers_a_failed_read_and_keeps_serving(tmp_path: Path) -> N
     assert not failed and "AttributeError" in why
     assert ok and isinstance(agent_map, AgentMap)
     assert actual(agent_map) == expected(by_trace(spans).values())
+
+
+@pytest.mark.usefixtures("every_store_hands_over")
+def test_a_read_that_fails_in_the_helper_fails_here_and_keeps_the_helper(tmp_path: Path) -> None:
+    spans = list(demo_traces().spans)
+    with open_store(tmp_path, map_process=True) as store:
+        store.write(spans)
+        store.agent_map(TraceFilter())
+        pid = store.map_helper_pid
+        assert pid is not None
+        unbindable = TraceFilter(service=("not", "a", "name"))  # type: ignore[arg-type]
+        with pytest.raises(sqlite3.ProgrammingError):  # the caller sees the read's own error
+            store.agent_map(unbindable)
+        assert store.map_helper_pid == pid
+        assert actual(store.agent_map(TraceFilter())) == expected(by_trace(spans).values())
+
+
+_ENDS_WITHOUT_CLOSING = """
+import sys, threading, time
+from janux.tracing.sources.protocol import TraceFilter
+from janux.tracing.sources.store import open_store
+from janux.tracing.sources.store import store as store_module
+store_module.MAP_PROCESS_MIN_TRACES = 1
+store = open_store(sys.argv[1], map_process=True)
+print("opened", flush=True)
+sys.stdin.readline()  # the test now holds the store's write lock: the helper cannot open the store
+threading.Thread(target=store.agent_map, args=(TraceFilter(),), daemon=True).start()
+while store.map_helper_pid is None:
+    time.sleep(0.01)
+print(store.map_helper_pid, flush=True)
+"""
+
+
+def test_a_process_that_ends_without_closing_its_store_ends_its_helper(tmp_path: Path) -> None:
+    """Its helper is ended with it, even while busy (here: waiting for the store's write lock,
+    which the helper takes to open the store)."""
+    from janux.tracing.sources.store.lock import WriteLock
+
+    with open_store(tmp_path) as store:
+        store.write(list(demo_traces().spans))
+    script = subprocess.Popen(
+        [sys.executable, "-c", _ENDS_WITHOUT_CLOSING, str(tmp_path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert script.stdin is not None and script.stdout is not None
+    lock = WriteLock(tmp_path)
+    try:
+        assert script.stdout.readline().strip() == "opened"
+        with lock.held():
+            script.stdin.write("go\n")
+            script.stdin.flush()
+            pid = int(script.stdout.readline())
+            assert script.wait(120) == 0
+            wait_until(lambda: _gone(pid) or _zombie(pid), what=f"the helper {pid} to end with its process")
+    finally:
+        lock.close()
+        if script.poll() is None:
+            script.kill()
+            script.wait()

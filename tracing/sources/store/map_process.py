@@ -22,7 +22,9 @@ import pickle
 import subprocess
 import sys
 import threading
+import weakref
 from pathlib import Path
+from typing import Any
 
 from janux.tracing.sources.agentmap.model import AgentMap
 from janux.tracing.sources.protocol import TraceFilter
@@ -46,6 +48,7 @@ class MapProcess:
         self._data_dir = data_dir
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
+        self._on_exit: weakref.finalize[Any, MapProcess] | None = None
 
     def agent_map(self, flt: TraceFilter, bucket_ns: int | None) -> AgentMap:
         """`TraceStore.agent_map(flt, bucket_ns)` of the helper's store (started on first use)."""
@@ -79,13 +82,20 @@ class MapProcess:
     def _start(self) -> subprocess.Popen[bytes]:
         command = [sys.executable, "-m", HELPER_MODULE, str(self._data_dir)]
         try:
-            self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         except OSError as exc:
             raise MapProcessError(f"cannot start the agent map helper: {exc}") from exc
-        return self._process
+        # A process that ends without closing its store (a server stopped) ends its helper too,
+        # at once: nobody waits for the map it may be reading.
+        self._on_exit = weakref.finalize(self, process.kill)
+        self._process = process
+        return process
 
     def _stop(self) -> None:
         process, self._process = self._process, None
+        if self._on_exit is not None:
+            self._on_exit.detach()
+            self._on_exit = None
         if process is None:
             return
         with contextlib.suppress(OSError):

@@ -196,10 +196,11 @@ class TraceStore:
         if helper is not None and self._hand_maps_over():
             try:
                 return helper.agent_map(flt, bucket_ns)
-            except MapProcessError:  # the same read, here
-                logger.warning("agent map helper failed; reading maps in this process", exc_info=True)
-                self._map_process = None
-                helper.close()
+            except MapProcessError:  # the same read, here (a helper that is gone is not replaced)
+                logger.warning("agent map helper failed; reading the map in this process", exc_info=True)
+                if helper.pid is None:
+                    self._map_process = None
+                    helper.close()
         return self._agent_map_here(flt, bucket_ns)
 
     @property
