@@ -50,7 +50,7 @@ NS_PER_DAY = 86_400 * 1_000_000_000
 MAP_PROCESS_MIN_TRACES = 10_000
 """Traces whose map facts a store opened with `map_process=True` must still read (stored, not yet
 read by this process) for it to hand its agent maps to a helper process (`map_process`): about
-0.4 s of reading in this process, against about 0.3 s to start the helper."""
+0.4 s of reading in this process, against about 0.2 s to start the helper."""
 
 logger = logging.getLogger(__name__)
 
