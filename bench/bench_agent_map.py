@@ -4,12 +4,14 @@ Run: `.venv/bin/python -m bench.bench_agent_map [--quick] [--no-browser]`. Build
 of janux-shaped turns (the generator of `bench_ingest`: 20 spans per turn, 2 delegations with
 2 attempts each), then measures
 - `agent_map()` on a reading process's store (median of repeats), next to the trace list's first
-  page and `usage_by("agent")` (baselines from the same store);
+  page and `usage_by("agent")` (baselines from the same store); and the first call of a store
+  opened as the dashboard opens it (`map_process=True`: the map read by a helper process);
 - the same over a store of other runtimes' traces (no Janux accounting: their map rows are resolved
   from the whole trace when a batch is stored), next to `usage_by("agent")` on that store;
 - in Chromium via `janux ui`: the Agent map page (each visit a new page load, so a new Streamlit
-  session: nothing of the map cached) from navigation until the script has finished and the graph
-  is drawn, next to the Traces page (the baseline) in the same run. Target: the map under 2 s.
+  session: nothing of the map cached in the session) from navigation until the script has finished
+  and the graph is drawn, next to the Traces page (the baseline) in the same run; the dashboard
+  starts reading the map (in its helper process) on its first page. Target: the map under 2 s.
 """
 
 from __future__ import annotations
@@ -91,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             map_s = _median(lambda: reader.agent_map(flt), runs)
             list_s = _median(lambda: reader.list_traces(flt, 50), runs)
             usage_s = _median(lambda: reader.usage_by("agent", flt), runs)
+        helper_s = _helper_first_s(data_dir)
         print("| measure | result | baseline in the same run |")
         print("|---|---:|---|")
         print(
@@ -100,6 +103,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{cold_s * 1e3:.0f} ms / {map_s * 1e3:.0f} ms | trace list first page {list_s * 1e3:.1f} ms; "
             f"`usage_by(agent)` {usage_s * 1e3:.0f} ms |"
         )
+        helped = "read here: too few traces" if helper_s is None else f"{helper_s * 1e3:.0f} ms"
+        print(
+            f"| the same first call on a store opened as the dashboard opens it (`map_process=True`: "
+            f"read by a helper process, its start included) | {helped} | "
+            f"in this process {cold_s * 1e3:.0f} ms |"
+        )
         print(_foreign_row(Path(work) / "foreign", 20_000 if args.quick else 100_000, runs))
         if args.no_browser:
             return 0
@@ -107,15 +116,25 @@ def main(argv: list[str] | None = None) -> int:
         deep = _deep_link(data_dir)
     shown, baseline = max(maps), statistics.median(lists)
     print(
-        f"| Agent map page in Chromium after the Traces page (which starts reading the map's facts), "
-        f"a new session each visit: {', '.join(f'{t:.2f}' for t in maps)} s | **{shown:.2f} s** worst "
-        f"(target {TARGET_S:.0f} s) | Traces page {baseline:.2f} s ({shown / baseline:.1f}x) |"
+        f"| Agent map page in Chromium after the Traces page (the dashboard's first page starts reading "
+        f"the map), a new session each visit: {', '.join(f'{t:.2f}' for t in maps)} s | **{shown:.2f} s** "
+        f"worst (target {TARGET_S:.0f} s) | Traces page {baseline:.2f} s ({shown / baseline:.1f}x) |"
     )
     print(
         f"| Agent map opened first on a freshly started dashboard (deep link: nothing read yet) "
         f"| {deep:.2f} s | |"
     )
     return 0 if shown < TARGET_S else 1
+
+
+def _helper_first_s(data_dir: Path) -> float | None:
+    """Seconds of the first `agent_map()` of a store opened with `map_process=True` (a new helper);
+    None when the store has too few traces to hand its maps over (`--quick`)."""
+    with open_store(data_dir, map_process=True) as reader:
+        start = time.perf_counter()
+        reader.agent_map(TraceFilter())
+        seconds = time.perf_counter() - start
+        return seconds if reader.map_helper_pid is not None else None
 
 
 def _foreign_row(data_dir: Path, spans: int, runs: int) -> str:

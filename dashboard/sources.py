@@ -144,7 +144,7 @@ def _open_store(data_dir: Path) -> TraceSource:
     except ImportError as exc:  # the store ships with janux; this guards partial installs
         raise SourceUnavailable(f"the embedded store is not available: {exc}") from exc
     try:
-        store: Any = open_store(data_dir)
+        store: Any = open_store(data_dir, map_process=True)
     except Exception as exc:
         raise SourceUnavailable(f"cannot open the embedded store in {data_dir}: {exc}") from exc
     return store  # type: ignore[no-any-return]

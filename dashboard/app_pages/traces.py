@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from janux.dashboard.ui import map_data, trace_histograms
+from janux.dashboard.ui import trace_histograms
 from janux.dashboard.ui.filters import trace_filter, trace_link
 from janux.dashboard.ui.state import active_source, get_views
 from janux.dashboard.ui.table import OPEN_LINK, show_table
@@ -46,8 +46,7 @@ def main() -> None:
     active = active_source()
     if active is None:
         return
-    key, source = active
-    map_data.warm(key, source)  # the Agent map's facts, read in the background (issue 14)
+    _, source = active
     flt = trace_filter("traces", source)
     histograms = trace_histograms.render(source, flt)
     left, right = st.columns([1, 3])

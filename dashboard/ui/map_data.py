@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -66,8 +67,8 @@ def warm(key: str, source: TraceSource) -> None:
         _warming.add(key)
 
     def run() -> None:
-        try:
-            source.agent_map(TraceFilter())
+        try:  # the Agent map page's first map: all time, its timeline buckets (then kept)
+            source.agent_map(TraceFilter(), bucket_for(TraceFilter(), time.time_ns()))
         except Exception:  # a failed warm-up only means the first map is read on demand
             logger.debug("agent map warm-up failed", exc_info=True)
 

@@ -24,6 +24,7 @@ from janux.dashboard.sources import (
     config_from_env,
     open_source,
 )
+from janux.dashboard.ui import map_data
 from janux.dashboard.ui.login import access, ticket_params
 from janux.dashboard.ui.uploads import UPLOAD_PARAM, linked_token, uploaded_source
 from janux.dashboard.ui.view_cache import SHARED
@@ -140,6 +141,9 @@ def render_sidebar() -> None:
     st.session_state["janux_active_key"] = key
     st.session_state["janux_active_source"] = source
     if source is not None:
+        # The agent map's facts, read in the background from the first page on: the Agent map (and
+        # the cost pictures) then open without reading every trace (issue 14).
+        map_data.warm(key, source)
         _show_stats(source)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
@@ -189,3 +191,30 @@ def test_cost_over_time_stacks_by_model(open_page: OpenPage, demo: Demo) -> None
         assert rows["cost USD"].sum() == pytest.approx(row.cost or 0.0)
     unpriced = timeline[timeline["band"] == "unpriced"]["tokens"].sum()
     assert unpriced == sum(r.unpriced_tokens or 0 for r in source.usage_by("model", TraceFilter())) > 0
+
+
+def test_the_dashboard_reads_a_big_map_in_a_helper_process(
+    open_page: OpenPage, demo: Demo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dashboard opens its embedded store with `map_process=True`: a map with enough traces to
+    read is read by the helper process, and the page shows the same numbers."""
+    from janux.tracing.sources.store import open_store
+    from janux.tracing.sources.store import store as store_module
+
+    monkeypatch.setattr(store_module, "MAP_PROCESS_MIN_TRACES", 1)  # the demo set is small
+    data_dir = tmp_path / "data"
+    with open_store(data_dir) as store:
+        store.write(demo[0])
+    monkeypatch.setenv("JANUX_DATA_DIR", str(data_dir))
+    at = open_page(None, "agent_map.py")
+    opened = at.session_state["janux_active_source"]
+    try:
+        pid = opened.map_helper_pid
+        assert pid is not None and pid != os.getpid()
+        expected = MemoryTraceSource(demo[0]).agent_map(TraceFilter())
+        dot = at.get("graphviz_chart")[0].proto.spec
+        for node in expected.nodes:
+            assert f'"{node.agent}\\n{node.runs:,} runs' in dot
+        assert [m.value for m in at.metric if m.label == "Traces"] == [f"{expected.traces:,}"]
+    finally:
+        opened.close()

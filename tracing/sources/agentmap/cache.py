@@ -34,6 +34,11 @@ class MapCache:
         self._last: tuple[tuple[int | None, frozenset[tuple[str, int]]], AgentMap] | None = None
         self._max = max_traces
 
+    @property
+    def known(self) -> int:
+        """Traces whose facts are kept."""
+        return len(self._facts)
+
     def _store(self, versions: dict[str, int], loaded: Iterable[TraceLinks]) -> dict[str, TraceFacts]:
         fresh = {links.trace_id: trace_facts(links) for links in loaded}
         with self._lock:

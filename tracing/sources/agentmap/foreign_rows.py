@@ -33,6 +33,7 @@ from janux.tracing.sources.agentmap.loops import (
     TraceLinks,
     delegation_facts,
     fold_inclusive,
+    loop_facts,
     turn_usage,
 )
 from janux.tracing.sources.agentmap.loops import TraceFacts as MapFacts
@@ -162,4 +163,4 @@ def resolved_trace(links: TraceLinks) -> MapFacts:
         edge.caller = loops.get(parent) if parent else None
     found = list(loops.values())
     fold_inclusive(found)
-    return found, [delegation_facts(edge) for edge in edges.values()]
+    return loop_facts(links.trace_id, found), [delegation_facts(edge) for edge in edges.values()]

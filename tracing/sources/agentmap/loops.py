@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from janux.tracing import conventions as c
 from janux.tracing.sources.agentmap.classify import LinkRow
@@ -154,8 +155,60 @@ class DelegationFacts:
     """Inclusive usage of its attempts."""
 
 
-TraceFacts = tuple[list[MapLoop], list[DelegationFacts]]
-"""One trace's loops (usage filled) and delegations: what a map adds up (and what may be cached)."""
+class LoopFacts(NamedTuple):
+    """What one agent loop adds to the map: flat, so a map over many traces adds it up without
+    following a loop's row, parent or usage objects (computed once per trace, added by every map)."""
+
+    agent: str
+    """Agent name (the node)."""
+    path: tuple[str, ...]
+    """Agent names from its top-level loop down to it."""
+    ref: tuple[int, str, str]
+    """(start, trace id, span id): how the node's newest traces are picked and linked."""
+    duration_ms: float | None
+    """Wall clock, None for an open loop and the stand-in for loose rounds (left out of percentiles)."""
+    error: bool
+    """Ended with status ERROR."""
+    top: bool
+    """Runs under no other loop (a turn: its inclusive cost is a cost per turn)."""
+    own_input: int
+    """Own rounds: input tokens."""
+    own_output: int
+    """Own rounds: output tokens."""
+    own_cost: float | None
+    """Own rounds: USD of the priced ones (None when none was priced)."""
+    own_unpriced: int
+    """Own rounds: tokens without a price."""
+    inclusive_input: int
+    """Own plus everything below: input tokens."""
+    inclusive_output: int
+    """Own plus everything below: output tokens."""
+    inclusive_cost: float | None
+    """Own plus everything below: USD (None when nothing was priced)."""
+    inclusive_unpriced: int
+    """Own plus everything below: tokens without a price."""
+
+
+_facts = tuple.__new__  # builds a LoopFacts without NamedTuple's Python-level __new__ (a hot loop)
+
+
+def loop_facts(trace_id: str, loops: Sequence[MapLoop]) -> list[LoopFacts]:
+    """The facts of a trace's loops (`fold_inclusive` done): paths, references, flat usage."""
+    found = []
+    for loop in loops:
+        row, own, inclusive = loop.row, loop.own, loop.inclusive
+        assert inclusive is not None
+        duration = row.duration_ns / 1e6 if row.duration_ns >= 0 and row.span_id else None
+        found.append(_facts(LoopFacts, (
+            row.name, path_of(loop), (row.start_ns, trace_id, row.span_id), duration, row.status == "error",
+            loop.parent is None, own.input_tokens, own.output_tokens, own.cost, own.unpriced_tokens,
+            inclusive.input_tokens, inclusive.output_tokens, inclusive.cost, inclusive.unpriced_tokens,
+        )))  # fmt: skip
+    return found
+
+
+TraceFacts = tuple[list[LoopFacts], list[DelegationFacts]]
+"""One trace's loops and delegations: what a map adds up (and what may be cached)."""
 
 
 def _status(tool: LinkRow | None, attempts: list[MapLoop]) -> str:
@@ -196,35 +249,42 @@ def _caller(delegation: MapDelegation, kind: str, target: str) -> str:
     return row.name
 
 
+def _attempt_sums(attempts: list[MapLoop]) -> tuple[str | None, int, MapUsage]:
+    """The last error type among the attempts, how many timed out, and their inclusive usage."""
+    last_error, timeouts, cost = None, 0, MapUsage()
+    for attempt in attempts:
+        error_type = attempt.row.error_type
+        if error_type:
+            last_error = error_type
+            timeouts += error_type == c.ERROR_TIMEOUT
+        assert attempt.inclusive is not None
+        cost.add(attempt.inclusive)
+    return last_error, timeouts, cost
+
+
 def delegation_facts(delegation: MapDelegation) -> DelegationFacts:
     """The facts of one delegation (rules of the Trace page's handoff tree)."""
     tool = delegation.tool
     attempts = _attempt_order(delegation.attempts)
     first = attempts[0].row if attempts else None
-    name = tool.name if tool is not None else ""
-    target = (tool.target if tool is not None else "") or (first.name if first else target_from_tool(name))
-    kind = tool.kind if tool is not None else c.KIND_DELEGATE
+    last_error, timeouts, cost = _attempt_sums(attempts)
     status = _status(tool, attempts)
-    failed_types = [a.row.error_type for a in attempts if a.row.error_type]
-    error_type = tool.error_type if tool is not None else None
-    error_type = error_type or (failed_types[-1] if failed_types else None)
-    timeouts = sum(1 for a in attempts if a.row.error_type == c.ERROR_TIMEOUT)
     failure = _failure(status, timeouts)
-    if tool is not None:
-        ms = tool.handoff_ms if tool.handoff_ms is not None else _ms(tool.duration_ns)
-        span_id, start = tool.span_id, tool.start_ns or (first.start_ns if first else 0)
-    else:
+    if tool is None:  # an agent nested directly in another: its (first) attempt is the delegation
         assert first is not None
-        ms, span_id, start = _ms(first.duration_ns), first.span_id, first.start_ns
-    cost = MapUsage()
-    for attempt in attempts:
-        assert attempt.inclusive is not None
-        cost.add(attempt.inclusive)
-    recorded = tool.attempt if tool is not None else None
+        target = first.name
+        return DelegationFacts(
+            _caller(delegation, c.KIND_DELEGATE, target), target, c.KIND_DELEGATE, target, status,
+            len(attempts), _ms(first.duration_ns), failure, _reason(failure, None, last_error), first.span_id,
+            first.start_ns, cost,
+        )  # fmt: skip
+    target = tool.target or (first.name if first else target_from_tool(tool.name))
+    ms = tool.handoff_ms if tool.handoff_ms is not None else _ms(tool.duration_ns)
+    start = tool.start_ns or (first.start_ns if first else 0)
+    reason = _reason(failure, tool, tool.error_type or last_error)
     return DelegationFacts(
-        caller=_caller(delegation, kind, target), target=target, kind=kind, tool=name or target,
-        status=status, attempts=len(attempts) or recorded or 0, duration_ms=ms, failure=failure,
-        reason=_reason(failure, tool, error_type), span_id=span_id, start_ns=start, cost=cost,
+        _caller(delegation, tool.kind, target), target, tool.kind, tool.name or target, status,
+        len(attempts) or tool.attempt or 0, ms, failure, reason, tool.span_id, start, cost,
     )  # fmt: skip
 
 

@@ -28,11 +28,30 @@ def _unresolved(links: TraceLinks, known: set[str]) -> Iterator[str]:
             yield span_id
 
 
+def _needs_parents(links: TraceLinks) -> set[str] | None:
+    """The span ids of a trace's rows when some span on its paths is not among them, else None
+    (the common case: every row's parent is a row, there is no inference sum and no parent link)."""
+    if links.resolved:
+        return None
+    known = {row.span_id for row in links.rows}
+    if links.inference or links.parents:
+        return known
+    for row in links.rows:
+        parent = row.parent_span_id
+        if parent and parent not in known:
+            return known
+    return None
+
+
 def resolve_parents(by_trace: dict[str, TraceLinks], lookup: ParentLookup) -> None:
     """Fill each trace's `parents` with the spans on the paths between its rows (a span the source
     does not have stays unresolved: the builder treats it as missing, like the Trace page)."""
-    by_trace = {trace_id: links for trace_id, links in by_trace.items() if not links.resolved}
-    known = {trace_id: {row.span_id for row in links.rows} for trace_id, links in by_trace.items()}
+    known: dict[str, set[str]] = {}
+    for trace_id, trace in by_trace.items():
+        ids = _needs_parents(trace)
+        if ids is not None:
+            known[trace_id] = ids
+    by_trace = {trace_id: by_trace[trace_id] for trace_id in known}
     missing: set[tuple[str, str]] = set()
     for _ in range(MAX_WALK):
         pending = sorted(

@@ -18,6 +18,7 @@ from janux.tracing.sources.agentmap.loops import (
     TraceLinks,
     turn_usage,
 )
+from janux.tracing.sources.agentmap.model import MapUsage
 
 
 class JanuxTrace:
@@ -25,9 +26,11 @@ class JanuxTrace:
 
     def __init__(self, links: TraceLinks) -> None:
         self.links = links
-        self.rows: dict[str, LinkRow] = {}
-        for row in links.rows:
-            self.rows.setdefault(row.span_id, row)
+        self.rows: dict[str, LinkRow] = {row.span_id: row for row in links.rows}
+        if len(self.rows) != len(links.rows):  # a span given twice: its first row wins
+            self.rows = {}
+            for row in links.rows:
+                self.rows.setdefault(row.span_id, row)
         self.loops: dict[str, MapLoop] = {}
         self.delegations: dict[str, MapDelegation] = {}
         self.loose: MapLoop | None = None
@@ -55,14 +58,13 @@ class JanuxTrace:
 
     def build(self) -> None:
         """Find every loop's parent and delegation, then the owner of every inference sum."""
+        loops = self.loops
         for row in self.links.rows:
-            if row.role == ROLE_AGENT and row.span_id not in self.loops:
-                self.loops[row.span_id] = MapLoop(row)
-        for loop in self.loops.values():
+            if row.role == ROLE_AGENT and row.span_id not in loops:
+                loops[row.span_id] = MapLoop(row, own=turn_usage(row) if row.has_turn else MapUsage())
+        for loop in loops.values():
             tool, caller = self.walk(loop.row.parent_span_id)
-            loop.parent = self.loops.get(caller.span_id) if caller is not None else None
-            if loop.row.has_turn:
-                loop.own = turn_usage(loop.row)
+            loop.parent = loops.get(caller.span_id) if caller is not None else None
             if tool is not None:
                 self._delegation(tool).attempts.append(loop)
             elif loop.parent is not None:

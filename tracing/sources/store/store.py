@@ -8,6 +8,7 @@ snapshot, so readers never see part of a batch and never block the writer.
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
@@ -33,6 +34,7 @@ from janux.tracing.sources.store.links_migrate import ensure_links
 from janux.tracing.sources.store.links_read import read_links, read_links_of
 from janux.tracing.sources.store.lock import WriteLock
 from janux.tracing.sources.store.maintenance import PruneResult, prune_before
+from janux.tracing.sources.store.map_process import MapProcess, MapProcessError
 from janux.tracing.sources.store.migrate import rebuild_from_old_spans
 from janux.tracing.sources.store.rows import batch_rows
 from janux.tracing.sources.store.schema import connect, database_path, ensure_schema
@@ -44,6 +46,13 @@ DATA_DIR_ENV = "JANUX_DATA_DIR"
 
 NS_PER_DAY = 86_400 * 1_000_000_000
 """Nanoseconds in a day (retention is given in days)."""
+
+MAP_PROCESS_MIN_TRACES = 10_000
+"""Traces whose map facts a store opened with `map_process=True` must still read (stored, not yet
+read by this process) for it to hand its agent maps to a helper process (`map_process`): about
+0.4 s of reading in this process, against about 0.2 s to start the helper."""
+
+logger = logging.getLogger(__name__)
 
 
 def default_data_dir() -> Path:
@@ -59,7 +68,7 @@ class TraceStore:
     through one writer thread. Use `open_store()` to get one.
     """
 
-    def __init__(self, data_dir: str | Path) -> None:
+    def __init__(self, data_dir: str | Path, *, map_process: bool = False) -> None:
         self.data_dir = Path(data_dir).expanduser()
         """Directory holding the database files."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -80,6 +89,8 @@ class TraceStore:
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         self._map_cache = MapCache()
+        self._map_process = MapProcess(self.data_dir) if map_process else None
+        self._map_process_used = False
         self.keeps_map_facts = True
         """`agent_map` keeps per-trace facts between calls (worth warming up once per process)."""
         self._writer = GroupCommitWriter(
@@ -120,8 +131,10 @@ class TraceStore:
             lock.close()
 
     def close(self) -> None:
-        """Commit queued writes, stop the writer and close every connection."""
+        """Commit queued writes, stop the writer (and the map helper) and close every connection."""
         self._writer.close()
+        if self._map_process is not None:
+            self._map_process.close()
         with self._readers_lock:
             for conn in self._readers:
                 conn.close()
@@ -177,7 +190,37 @@ class TraceStore:
         return queries.usage_by(self._conn(), dimension, flt, limit)
 
     def agent_map(self, flt: TraceFilter, bucket_ns: int | None = None) -> AgentMap:
-        """Agents and the delegations between them over the traces matching `flt`."""
+        """Agents and the delegations between them over the traces matching `flt` (read by the
+        helper process when the store was opened with `map_process=True` and has many to read)."""
+        helper = self._map_process
+        if helper is not None and self._hand_maps_over():
+            try:
+                return helper.agent_map(flt, bucket_ns)
+            except MapProcessError:  # the same read, here (a helper that is gone is not replaced)
+                logger.warning("agent map helper failed; reading the map in this process", exc_info=True)
+                if helper.pid is None:
+                    self._map_process = None
+                    helper.close()
+        return self._agent_map_here(flt, bucket_ns)
+
+    @property
+    def map_helper_pid(self) -> int | None:
+        """The process id of the helper reading this store's agent maps, None while maps are read
+        in this process (see `agent_map`)."""
+        helper = self._map_process
+        return helper.pid if helper is not None else None
+
+    def _hand_maps_over(self) -> bool:
+        """True once this process would have `MAP_PROCESS_MIN_TRACES` traces to read for a map (then
+        the helper reads every map: it keeps the facts)."""
+        if not self._map_process_used:
+            stored = self._conn().execute("SELECT count(*) FROM trace_summary").fetchone()[0]
+            if stored - self._map_cache.known >= MAP_PROCESS_MIN_TRACES:
+                self._map_process_used = True
+                self._map_cache = MapCache()  # the helper keeps the facts from now on
+        return self._map_process_used
+
+    def _agent_map_here(self, flt: TraceFilter, bucket_ns: int | None) -> AgentMap:
         conn = self._conn()
         where, params = queries.filter_sql(flt)
         with gc_paused():  # 50,000 rows of tuples: no reason to scan the cached facts meanwhile
@@ -202,6 +245,7 @@ class TraceStore:
         return queries.ingest_stats(self._conn())
 
 
-def open_store(data_dir: str | Path | None = None) -> TraceStore:
-    """Open (creating if needed) the embedded store in `data_dir` (default: `default_data_dir()`)."""
-    return TraceStore(default_data_dir() if data_dir is None else data_dir)
+def open_store(data_dir: str | Path | None = None, *, map_process: bool = False) -> TraceStore:
+    """Open (creating if needed) the embedded store in `data_dir` (default: `default_data_dir()`);
+    `map_process`: read big agent maps in a helper process (a long-lived server's choice)."""
+    return TraceStore(default_data_dir() if data_dir is None else data_dir, map_process=map_process)
