@@ -180,17 +180,24 @@ def test_many_large_bodies_at_once_stay_within_the_memory_budget(tmp_path: Path)
             statuses.append(status)
 
     try:
+        # The process's own size (imports, store, one large body's peak) varies with the code and
+        # the machine; what the budget bounds is what concurrency adds on top of it.
+        send(100)
+        alone = peak_rss_mib(proc.pid)
         senders = [threading.Thread(target=send, args=(n,)) for n in range(12)]
         for sender in senders:
             sender.start()
         for sender in senders:
             sender.join(300)
-        peak = peak_rss_mib(proc.pid)
+        together = peak_rss_mib(proc.pid)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=60)
-    assert statuses == [200] * 12
-    assert peak < 64 + 200, f"peak RSS {peak:.0f} MiB"  # budget + the process itself; 12 bodies are 144 MiB
+    assert statuses == [200] * 13
+    # Unbounded, 12 bodies at once add ~150 MiB over one alone (measured); bounded, under 10 MiB:
+    # what concurrency adds stays within the budget.
+    added = together - alone
+    assert added < 64, f"12 bodies at once added {added:.0f} MiB ({alone:.0f} -> {together:.0f})"
 
 
 def test_the_open_file_limit_lowers_the_connection_cap() -> None:
