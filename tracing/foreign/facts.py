@@ -360,6 +360,12 @@ class TraceFacts:
         return sum(1 for e in self.edges if e.failed)
 
     @property
+    def root_agent(self) -> str | None:
+        """The first agent of the run: the trace list's root agent when the root span names none
+        (the OpenAI Agents SDK's workflow span, a framework's wrapper span)."""
+        return next((a.name for a in self.agents if a.depth == 0 and a.span_id), None)
+
+    @property
     def partly_unread(self) -> bool:
         """True when some usage could not be read (unknown, shown as such)."""
         return self.unread_spans > 0 or self.unrecognised_spans > 0

@@ -314,7 +314,14 @@ class ClickHouseSource:
 
     def distinct_values(self, what: Literal["service", "root_agent", "conversation"]) -> list[str]:
         """Values to offer in a filter drop-down: those of every root span (a cheap superset of the
-        values the filters can match when a trace has several roots)."""
+        values the filters can match when a trace has several roots), and the root agents of the
+        traces without Janux accounting (their first agent when the root span names none)."""
+        if what == "root_agent":
+            foreign = {s.root_agent for s in self._foreign.matching(TraceFilter()) if s.root_agent}
+            return sorted(foreign.union(self._root_values(what)))[:MAX_DISTINCT_VALUES]
+        return self._root_values(what)
+
+    def _root_values(self, what: Literal["service", "root_agent", "conversation"]) -> list[str]:
         expression = {
             "service": "ServiceName",
             "root_agent": f"SpanAttributes['{c.GEN_AI_AGENT_NAME}']",

@@ -39,12 +39,24 @@ def newest_spans(spans: list[SpanRecord], limit: int) -> list[SpanRecord]:
     return sorted(spans, key=lambda s: (-s.start_ns, s.trace_id, s.span_id))[: max(0, limit)]
 
 
+def root_span(spans: Sequence[SpanRecord]) -> SpanRecord | None:
+    """The trace's root: its earliest span without a parent (None while no such span arrived)."""
+    roots = [s for s in spans if not s.parent_span_id]
+    return min(roots, key=lambda s: s.start_ns) if roots else None
+
+
+def root_agent(root: SpanRecord | None, facts: TraceFacts) -> str | None:
+    """The agent the trace list names for a trace: its root span's, else, for a trace without Janux
+    accounting whose root names none (the OpenAI Agents SDK's workflow span), its first agent."""
+    named = attr_str(root.attributes, c.GEN_AI_AGENT_NAME) if root is not None else None
+    return named or (None if facts.janux else facts.root_agent)
+
+
 def summarize(trace_id: str, spans: Sequence[SpanRecord]) -> TraceSummary:
     """The trace-list row of one trace (spans in any order, each once)."""
     facts = trace_facts(spans)
     first = min(spans, key=lambda s: s.start_ns)
-    roots = [s for s in spans if not s.parent_span_id]
-    root = min(roots, key=lambda s: s.start_ns) if roots else None
+    root = root_span(spans)
     ends = [s.end_ns for s in spans if s.duration_ns >= 0] or [first.start_ns]
     attrs = root.attributes if root is not None else {}
     has_bill = any(attrs.get(key) is not None for key in c.BILL_KEYS)
@@ -54,7 +66,7 @@ def summarize(trace_id: str, spans: Sequence[SpanRecord]) -> TraceSummary:
         duration_ns=max(ends) - first.start_ns,
         service_name=(root or first).service_name,
         root_name=root.name if root is not None else "",
-        root_agent=attr_str(attrs, c.GEN_AI_AGENT_NAME),
+        root_agent=root_agent(root, facts),
         conversation_id=attr_str(attrs, c.GEN_AI_CONVERSATION_ID),
         span_count=len(spans),
         delegations=facts.delegations,

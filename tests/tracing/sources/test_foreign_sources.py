@@ -58,6 +58,23 @@ def test_the_trace_list_gives_the_truth(sources: dict[str, TraceSource], kind: s
         assert row.failed_handoffs == (1 if truth["scenario"] == "raised" else 0), case.id
 
 
+@pytest.mark.parametrize("kind", ["memory", "store", "clickhouse"])
+def test_the_root_agent_is_the_first_agent_when_the_root_span_names_none(
+    sources: dict[str, TraceSource], kind: str
+) -> None:
+    # An OpenAI Agents SDK trace's root is its workflow span, which names no agent: the list, its
+    # root-agent filter and the filter's drop-down name the run's first agent instead.
+    source = sources[kind]
+    rows = _summaries(source)
+    for case in CASES:
+        assert rows[case.trace_id].root_agent == case.truth["agents"][0], case.id
+    offered = source.distinct_values("root_agent")
+    for name in {case.truth["agents"][0] for case in CASES}:
+        assert name in offered, name
+        found = {s.trace_id for s in source.list_traces(TraceFilter(root_agent=name), limit=1_000)}
+        assert found == {case.trace_id for case in CASES if case.truth["agents"][0] == name}, name
+
+
 def test_the_three_sources_agree(sources: dict[str, TraceSource]) -> None:
     memory = _summaries(sources["memory"])
     assert _summaries(sources["store"]) == memory

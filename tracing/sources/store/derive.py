@@ -6,8 +6,9 @@ is the sum of the model calls whose nearest loop they are. Neither can be summed
 the batch arrives, so after each batch the store reads every trace it touched that carries no
 Janux accounting (`trace_summary.Janux = 0`) once more, whole, with the same facts every source
 uses (`janux.tracing.foreign.facts`), and replaces that trace's agent and delegation rows, its
-agent map rows (`agent_links`, resolved from the same structure: `agentmap.foreign_rows`) and its
-structural counts. A trace read this way keeps `Derived = 1`: should Janux accounting show up in
+agent map rows (`agent_links`, resolved from the same structure: `agentmap.foreign_rows`), its
+structural counts and its root agent (`summaries.root_agent`: the first agent when the root span
+names none). A trace read this way keeps `Derived = 1`: should Janux accounting show up in
 a later batch, its rows are recomputed from its spans then too (Janux's own rows).
 """
 
@@ -25,6 +26,7 @@ from janux.tracing.sources.derived import derived_rows
 from janux.tracing.sources.store.bulk import insert_rows
 from janux.tracing.sources.store.links import INSERT_LINKS, LINK_COLUMNS, link_values
 from janux.tracing.sources.store.rows import SELECT_SPAN_COLUMNS, RowReader
+from janux.tracing.sources.summaries import root_agent, root_span
 from janux.tracing.sources.usage import USAGE_COLUMNS
 from janux.tracing.spantree.index import build_index
 
@@ -41,7 +43,7 @@ _STORE_USAGE = f"INSERT OR REPLACE INTO main.span_usage ({', '.join(USAGE_COLUMN
 _COUNTS = """
 UPDATE main.trace_summary SET Derived = 1, Delegations = ?, Attempts = ?, FailedHandoffs = ?,
     ForeignFailed = 0, Transfers = ?, InferenceSpans = ?, UsageReadSpans = ?, UnrecognisedSpans = ?,
-    InferenceInput = ?, InferenceOutput = ?
+    InferenceInput = ?, InferenceOutput = ?, RootAgent = CASE WHEN ? THEN RootAgent ELSE ? END
 WHERE TraceId = ?
 """
 
@@ -106,7 +108,7 @@ def derive(conn: sqlite3.Connection, wanted: ToDerive, batch: Sequence[SpanRecor
             _COUNTS,
             (facts.delegations, facts.attempts, facts.failed_handoffs, facts.transfers, facts.inference_spans,
              facts.usage_read_spans, facts.unrecognised_spans, facts.input_tokens, facts.output_tokens,
-             trace_id),
+             janux, root_agent(root_span(spans), facts), trace_id),
         )  # fmt: skip
     _replace_rows(conn, [trace_id for trace_id, _, _ in wanted], usage, links)
 
