@@ -106,7 +106,7 @@ def _rebuilt(source: TraceSource, flt: TraceFilter, in_range: int) -> None:
     views = get_views([s.trace_id for s in summaries])
     result = audit(views[s.trace_id] for s in summaries)
     right.metric(
-        "Estimated cost (other runtimes)",
+        "Estimated cost (rounds without a recorded price)",
         cells.money_metric(result.total.estimated_cost, estimated=True),
         help="Rounds of the rebuilt traces without a recorded cost, priced from "
         f"{fmt.markdown_text('; '.join(result.price_sources) or price_source())}.",

@@ -33,9 +33,10 @@ CHECKS_HELP = (
 
 def needs_rebuild(summary: TraceSummary) -> bool:
     """True when the list row needs the rebuilt trace: the source has no reconciliation flag for
-    it (no bill: another runtime, or the root not received yet), so the badge, the cost estimate
-    and the unpriced tokens come from the rebuild."""
-    return summary.bill_reconciled is None
+    it (no bill: another runtime, or the root not received yet), or its bill leaves rounds to an
+    integration's estimate; the badge, the cost estimate and the unpriced tokens then come from
+    the rebuild, as on the Trace page."""
+    return summary.bill_reconciled is None or summary.bill_cost_estimate is not None
 
 
 def summary_badge(summary: TraceSummary, view: TraceView | None) -> str:
@@ -83,8 +84,9 @@ def _tokens(summary: TraceSummary, value: int | None) -> int | str | None:
 def _money(
     summary: TraceSummary, view: TraceView | None, unpriced: int | None
 ) -> tuple[float | None, float | None]:
-    """(recorded cost, estimated cost) cells: the bill when recorded, else what the rebuild found."""
-    if summary.bill_cost is not None:
+    """(recorded cost, estimated cost) cells: the bill when recorded and nothing was estimated, else
+    what the rebuild found."""
+    if summary.bill_cost is not None and (view is None or view.total.estimated_cost is None):
         return summary.bill_cost, None
     if view is not None:
         total = view.total
@@ -99,14 +101,15 @@ def traces_frame(
     """One row per trace, newest first, with `link(trace_id)` to its Trace page.
 
     Money columns follow `views.cells`: the bill's cost, `UNPRICED` when tokens went unpriced,
-    None when nothing was used; `estimated USD` only for traces of other runtimes.
+    None when nothing was used; `estimated USD` for traces of other runtimes and for rounds an
+    integration estimated (the bill leaves them unpriced).
     """
     rows: list[dict[str, Any]] = []
     for s in summaries:
         view = views.get(s.trace_id)
         unpriced = s.bill_unpriced_tokens
-        if unpriced is None and view is not None:
-            unpriced = view.total.unpriced_tokens
+        if view is not None and (unpriced is None or view.total.estimated_cost is not None):
+            unpriced = view.total.unpriced_tokens  # estimated rounds' tokens are not unpriced
         cost, estimated = _money(s, view, unpriced)
         rows.append(
             {

@@ -188,7 +188,7 @@ def test_page_separates_priced_unpriced_and_estimated(open_page: OpenPage) -> No
     # The other runtime's rounds record no price: unpriced in the exact totals, estimated apart.
     plain_tokens = sum(r.input_tokens + r.output_tokens for r in _plain_rounds())
     assert metrics["Unpriced tokens"] == f"{2 * 100 + plain_tokens:,}"
-    assert metrics["Estimated cost (other runtimes)"].startswith("≈ $")
+    assert metrics["Estimated cost (rounds without a recorded price)"].startswith("≈ $")
     agents = shown(_table(at, "agent", "failed loops")).set_index("agent")
     assert agents.loc["translator", "own cost USD"] == fmt.UNPRICED
     assert agents.loc["planner", "own cost USD"] == cells.money_text(2 * 0.375)

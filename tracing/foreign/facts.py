@@ -361,9 +361,16 @@ class TraceFacts:
 
     @property
     def root_agent(self) -> str | None:
-        """The first agent of the run: the trace list's root agent when the root span names none
-        (the OpenAI Agents SDK's workflow span, a framework's wrapper span)."""
-        return next((a.name for a in self.agents if a.depth == 0 and a.span_id), None)
+        """The agent holding the conversation at the end: the run's first agent, or after a transfer
+        its target (as Janux's own turn span is named). The trace list's root agent when the root
+        span names none (the OpenAI Agents SDK's workflow span, a framework's wrapper span)."""
+        holder = next((n for n, a in enumerate(self.agents) if a.depth == 0 and a.span_id), None)
+        if holder is None:
+            return None
+        for edge in self.edges:
+            if edge.kind == "transfer" and edge.caller == self.agents[holder].name and edge.attempt_agents:
+                holder = edge.attempt_agents[-1]
+        return self.agents[holder].name
 
     @property
     def partly_unread(self) -> bool:

@@ -146,6 +146,7 @@ SELECT
     {_root_attr(c.JANUX_BILL_INPUT_TOKENS)} AS bill_input,
     {_root_attr(c.JANUX_BILL_OUTPUT_TOKENS)} AS bill_output,
     {_root_attr(c.JANUX_BILL_UNPRICED_TOKENS)} AS bill_unpriced,
+    {_root_attr(c.JANUX_BILL_COST_ESTIMATE)} AS bill_estimate,
     countIf({_JANUX_SPAN}) > 0 OR has_bill AS janux,
     countIf({_IS_TOOL} AND SpanAttributes['{c.GEN_AI_TOOL_TYPE}'] = '{c.TOOL_TYPE_HANDOFF}') AS transfers,
     countIf({_IS_INFERENCE} AND NOT ({_IS_ERROR} AND {_NO_USAGE})) AS calls,
@@ -161,8 +162,9 @@ SELECT
 _SUMMARY_COLUMNS = (
     "TraceId", "start_ns", "duration_ns", "service", "root_name", "root_agent", "conversation", "span_count",
     "delegations", "attempts", "failed_handoffs", "error_spans", "has_bill", "bill_cost", "bill_input",
-    "bill_output", "bill_unpriced", "inference_input", "inference_output", "input_spans", "output_spans",
-    "turn_input", "turn_output", "turn_cost", "turn_unpriced", "janux", "transfers", "calls", "read_calls",
+    "bill_output", "bill_unpriced", "bill_estimate", "inference_input", "inference_output", "input_spans",
+    "output_spans", "turn_input", "turn_output", "turn_cost", "turn_unpriced", "janux", "transfers", "calls",
+    "read_calls",
 )  # fmt: skip
 """What `list_traces` selects from `_SUMMARY_SELECT` (by alias) and `_summary` reads by name."""
 _SUMMARY_AT = positions(_SUMMARY_COLUMNS)
@@ -508,6 +510,7 @@ def _summary(row: Any) -> TraceSummary:
         bill_input_tokens=bill.input_tokens if has_bill else inference_input,
         bill_output_tokens=bill.output_tokens if has_bill else inference_output,
         bill_unpriced_tokens=bill.unpriced_tokens if has_bill else None,
+        bill_cost_estimate=money("bill_estimate") if has_bill else None,
         transfers=int(row[at["transfers"]]),
         inference_spans=int(row[at["calls"]]),
         usage_read_spans=int(row[at["read_calls"]]),

@@ -87,6 +87,9 @@ class TraceSummary:
     unrecognised_spans: int = 0
     """Spans of a kind Janux does not recognise (an unknown declared kind, or usage-like
     attributes on a span that declares none)."""
+    bill_cost_estimate: float | None = None
+    """`janux.bill.cost_estimate` of the root: what an integration estimated for the rounds its
+    `bill_cost` leaves unpriced (never part of it). None when absent."""
     bill_reconciled: bool | None = None
     """Invariant 2 of the trace contract, the list's reconciliation flag: the root's `janux.bill.*`
     equals the sum of `janux.turn.*` over every `invoke_agent` span of the trace (tokens exactly,

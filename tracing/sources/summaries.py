@@ -81,6 +81,7 @@ def summarize(trace_id: str, spans: Sequence[SpanRecord]) -> TraceSummary:
         inference_spans=facts.inference_spans,
         usage_read_spans=facts.usage_read_spans,
         unrecognised_spans=facts.unrecognised_spans,
+        bill_cost_estimate=attr_float(attrs, c.JANUX_BILL_COST_ESTIMATE) if has_bill else None,
         bill_reconciled=bill_reconciled(has_bill, bill_sums(attrs), turn_sums(spans)),
     )
 

@@ -63,16 +63,27 @@ def test_the_root_agent_is_the_first_agent_when_the_root_span_names_none(
     sources: dict[str, TraceSource], kind: str
 ) -> None:
     # An OpenAI Agents SDK trace's root is its workflow span, which names no agent: the list, its
-    # root-agent filter and the filter's drop-down name the run's first agent instead.
+    # root-agent filter and the filter's drop-down name the run's agent instead, as Janux's own
+    # turn span does: the first agent, or after a transfer its target.
     source = sources[kind]
     rows = _summaries(source)
+    expected = {case.trace_id: _holder(case) for case in CASES}
     for case in CASES:
-        assert rows[case.trace_id].root_agent == case.truth["agents"][0], case.id
+        assert rows[case.trace_id].root_agent == expected[case.trace_id], case.id
     offered = source.distinct_values("root_agent")
-    for name in {case.truth["agents"][0] for case in CASES}:
+    for name in set(expected.values()):
         assert name in offered, name
         found = {s.trace_id for s in source.list_traces(TraceFilter(root_agent=name), limit=1_000)}
-        assert found == {case.trace_id for case in CASES if case.truth["agents"][0] == name}, name
+        assert found == {trace_id for trace_id, holder in expected.items() if holder == name}, name
+
+
+def _holder(case: Case) -> str:
+    """The agent holding the conversation at the end, by the truth: the first, then each transfer's target."""
+    holder: str = case.truth["agents"][0]
+    for caller, target in case.truth["transfers"]:
+        if caller == holder:
+            holder = target
+    return holder
 
 
 def test_the_three_sources_agree(sources: dict[str, TraceSource]) -> None:

@@ -23,6 +23,7 @@ from janux.tracing.conventions import (
     GEN_AI_OPERATION_NAME,
     GEN_AI_TOOL_TYPE,
     JANUX_BILL_COST,
+    JANUX_BILL_COST_ESTIMATE,
     JANUX_BILL_INPUT_TOKENS,
     JANUX_BILL_OUTPUT_TOKENS,
     JANUX_BILL_UNPRICED_TOKENS,
@@ -340,6 +341,7 @@ def root_fields(attrs: dict[str, Any]) -> tuple[Any, ...]:
         "BillInput": safe_int(attrs, JANUX_BILL_INPUT_TOKENS),
         "BillOutput": safe_int(attrs, JANUX_BILL_OUTPUT_TOKENS),
         "BillUnpriced": safe_int(attrs, JANUX_BILL_UNPRICED_TOKENS),
+        "BillEstimate": safe_float(attrs, JANUX_BILL_COST_ESTIMATE),
     }
     return tuple(values[name] for name in ROOT_FIELDS)
 

@@ -18,11 +18,12 @@ from janux.tracing.sources.columns import positions
 from janux.tracing.sources.usage import USAGE_AT as USAGE_AT
 from janux.tracing.sources.usage import USAGE_COLUMNS as USAGE_COLUMNS
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """`PRAGMA user_version` of a store created by this code. 2 added `span_usage`; 4 keys it by
 (trace, parent, span), so finding a tool span's attempts needs no second index on the write path;
 5 reads other runtimes' conventions (`span_usage.Unread`, the coverage, transfer and `Janux` /
-`Derived` columns of `trace_summary`). An older store is rebuilt from its spans when opened."""
+`Derived` columns of `trace_summary`); 6 keeps an integration's `janux.bill.cost_estimate`
+(`BillEstimate`). An older store is rebuilt from its spans when opened."""
 
 BUSY_TIMEOUT_MS = 30_000
 """How long a connection waits for another process's write lock before giving up."""
@@ -81,6 +82,7 @@ CREATE TABLE IF NOT EXISTS trace_summary (
     BillInput INTEGER,
     BillOutput INTEGER,
     BillUnpriced INTEGER,
+    BillEstimate REAL,
     InferenceInput INTEGER,
     InferenceOutput INTEGER,
     Janux INTEGER NOT NULL DEFAULT 0,

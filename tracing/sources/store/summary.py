@@ -25,6 +25,7 @@ from janux.tracing.sources.store.schema import (
 
 ROOT_FIELDS = (
     "RootAgent", "ConversationId", "RootHasBill", "BillCost", "BillInput", "BillOutput", "BillUnpriced",
+    "BillEstimate",
 )  # fmt: skip
 """What `rows.root_fields` reads off a root span's attributes, in its order."""
 
