@@ -12,14 +12,10 @@ from streamlit.testing.v1 import AppTest
 from janux.dashboard.reconstruct.rebuild import reconstruct
 from janux.dashboard.views import fmt
 from janux.dashboard.views.report import trace_report
-from janux.tracing.sources.chdb_client import ChdbClient
-from janux.tracing.sources.clickhouse import ClickHouseSource
-from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceSource
-from janux.tracing.sources.store import open_store
 from tests.dashboard.app_helpers import OpenPage
-from tests.support.clickhouse_rows import EXPORTER_DDL, insert_statement
 from tests.support.foreign.load import all_spans, cases
+from tests.support.three_sources import three_sources
 
 CASES = cases()
 KINDS = ["memory", "store", "clickhouse"]
@@ -27,15 +23,8 @@ KINDS = ["memory", "store", "clickhouse"]
 
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, TraceSource]]:
-    spans = all_spans()
-    client = ChdbClient(str(tmp_path_factory.mktemp("chdb")))
-    client.command(EXPORTER_DDL)
-    client.command(insert_statement(spans))
-    store = open_store(tmp_path_factory.mktemp("store"))
-    store.write(spans)
-    yield {"memory": MemoryTraceSource(spans), "store": store, "clickhouse": ClickHouseSource(client)}
-    store.close()
-    client.close()
+    with three_sources(all_spans(), tmp_path_factory.mktemp("sources")) as found:
+        yield found
 
 
 def _table(at: AppTest, *columns: str) -> Any:

@@ -8,10 +8,8 @@ estimate with its price source, never as a recorded cost nor as $0, and billing'
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,16 +24,14 @@ from janux.dashboard.views import fmt
 from janux.integrations.openai_agents import JanuxProcessor
 from janux.tracing import conventions as c
 from janux.tracing.records import SpanRecord
-from janux.tracing.sources.chdb_client import ChdbClient
-from janux.tracing.sources.clickhouse import ClickHouseSource
 from janux.tracing.sources.memory import MemoryTraceSource
-from janux.tracing.sources.protocol import TraceFilter, TraceSource
+from janux.tracing.sources.protocol import TraceFilter
 from janux.tracing.sources.store import open_store
 from tests.dashboard.app_helpers import run_page
 from tests.integrations.openai_agents.scripts import COSTS, MODEL_NAME, calls, model, price, reply, run
 from tests.integrations.openai_agents.verify import checked, spans_named
-from tests.support.clickhouse_rows import EXPORTER_DDL, insert_statement
 from tests.support.contract_checker import Traced
+from tests.support.three_sources import three_sources
 
 SOURCE = f"genai-prices {prices_version}, recorded in the trace"
 """How the page and the CLI name the origin of the processor's estimates."""
@@ -183,22 +179,6 @@ async def test_a_run_with_no_cost_at_all_is_estimated_never_unpriced_or_zero(tra
     assert metrics["Unpriced tokens"] == "0"
 
 
-@contextlib.contextmanager
-def _list_sources(records: list[SpanRecord], tmp_path: Path) -> Iterator[dict[str, TraceSource]]:
-    """The records in memory, in the embedded store and in ClickHouse (chdb, one server per process:
-    closed after use)."""
-    client = ChdbClient(str(tmp_path / "chdb"))
-    try:
-        client.command(EXPORTER_DDL)
-        client.command(insert_statement(records))
-        with open_store(tmp_path / "store") as store:
-            store.write(records)
-            memory, clickhouse = MemoryTraceSource(records), ClickHouseSource(client)
-            yield {"memory": memory, "store": store, "clickhouse": clickhouse}
-    finally:
-        client.close()
-
-
 async def test_the_trace_list_shows_the_estimate_and_the_page_s_unpriced_tokens(
     traced: Traced, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -206,7 +186,7 @@ async def test_the_trace_list_shows_the_estimate_and_the_page_s_unpriced_tokens(
     tokens nothing priced as unpriced (not the estimated rounds' too, as the bill counts them)."""
     records = await _traced_desk(traced)
     trace_id = records[0].trace_id
-    with _list_sources(records, tmp_path) as sources:
+    with three_sources(records, tmp_path) as sources:
         for kind, source in sources.items():
             (summary,) = source.list_traces(TraceFilter())
             assert summary.bill_cost_estimate is not None, kind

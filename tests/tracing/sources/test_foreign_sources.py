@@ -10,13 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from janux.tracing.sources.chdb_client import ChdbClient
-from janux.tracing.sources.clickhouse import ClickHouseSource
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import USAGE_DIMENSIONS, TraceFilter, TraceSource, TraceSummary
 from janux.tracing.sources.store import open_store
-from tests.support.clickhouse_rows import EXPORTER_DDL, insert_statement
 from tests.support.foreign.load import Case, all_spans, cases
+from tests.support.three_sources import three_sources
 
 CASES = cases()
 ALL = TraceFilter()
@@ -24,15 +22,8 @@ ALL = TraceFilter()
 
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, TraceSource]]:
-    spans = all_spans()
-    client = ChdbClient(str(tmp_path_factory.mktemp("chdb")))
-    client.command(EXPORTER_DDL)
-    client.command(insert_statement(spans))
-    store = open_store(tmp_path_factory.mktemp("store"))
-    store.write(spans)
-    yield {"memory": MemoryTraceSource(spans), "store": store, "clickhouse": ClickHouseSource(client)}
-    store.close()
-    client.close()
+    with three_sources(all_spans(), tmp_path_factory.mktemp("sources")) as found:
+        yield found
 
 
 def _summaries(source: TraceSource) -> dict[str, TraceSummary]:
