@@ -2,7 +2,8 @@
 
 `janux` registers every subcommand before parsing, so a subcommand module that imports the
 dashboard's data stack at the top makes `janux collect` and `janux import` carry it (pandas and
-numpy are about 80 MiB of resident memory per process, and a collector runs several processes).
+numpy are about 80 MiB of resident memory per process, pydantic and yaml another 9 MiB, and a
+collector runs several processes).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 
 from tests.support.paths import REPO_ROOT
 
-_HEAVY = ("pandas", "numpy", "streamlit", "chdb", "pyarrow")
+_HEAVY = ("pandas", "numpy", "streamlit", "chdb", "pyarrow", "pydantic", "yaml")
 
 _PROBE = """
 import json, sys
