@@ -15,11 +15,13 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from janux.dashboard.sources import SourceConfig, SourceUnavailable, config_from_env, open_source
-from janux.dashboard.views.rules import Finding, Report, RulesError, evaluate, load_rules
 from janux.tracing.sources.protocol import TraceFilter
+
+if TYPE_CHECKING:
+    from janux.dashboard.views.rules import Finding, Report
 
 EXIT_OK, EXIT_CROSSED, EXIT_USAGE = 0, 1, 2
 """Exit statuses: nothing crossed, a rule crossed, a usage or configuration error."""
@@ -124,6 +126,10 @@ def format_table(report: Report) -> str:
 
 def check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run the check; returns the exit status."""
+    # Imported here, not at the top: `janux` registers every subcommand at start, and the rules
+    # pull in pydantic and yaml, which `janux collect` and `janux import` must not carry.
+    from janux.dashboard.views.rules import RulesError, evaluate, load_rules
+
     try:
         rules = load_rules(args.rules)
         flt = TraceFilter(

@@ -8,6 +8,7 @@ from typing import Any
 
 from janux.tracing.otlp.files import DEFAULT_MAX_RECORD_BYTES
 from janux.tracing.receiver.file_import import DEFAULT_BATCH_SPANS, import_files
+from janux.tracing.receiver.process import settle_heap
 from janux.tracing.sources.store import DATA_DIR_ENV, open_store
 
 _SHOWN_PROBLEMS = 20
@@ -48,6 +49,7 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    settle_heap()  # a batch of decoded spans is thousands of objects: collect less often
     with open_store(args.data_dir) as store:
         report = import_files(
             store,

@@ -11,8 +11,6 @@ import json
 from typing import Any
 
 from janux.cli.source_options import add_source_arguments, open_from_args
-from janux.dashboard.reconstruct.rebuild import reconstruct
-from janux.dashboard.views.report import render_tree, trace_report
 
 
 def register(subparsers: Any) -> None:
@@ -34,6 +32,11 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    # Imported here, not at the top: `janux` registers every subcommand at start, and the report
+    # pulls in pandas (~80 MiB), which `janux collect` and `janux import` must not carry.
+    from janux.dashboard.reconstruct.rebuild import reconstruct
+    from janux.dashboard.views.report import render_tree, trace_report
+
     trace_id = str(args.trace_id).strip().lower()
     source = open_from_args(args, "trace")
     spans = source.get_trace(trace_id)

@@ -12,10 +12,6 @@ import json
 from typing import Any
 
 from janux.cli.source_options import add_source_arguments, open_from_args
-from janux.dashboard.reconstruct.rebuild import reconstruct
-from janux.dashboard.views import cells
-from janux.dashboard.views.report import json_cell
-from janux.dashboard.views.traces_list import needs_rebuild, traces_frame
 from janux.tracing.sources.protocol import TraceFilter
 
 _SHOWN = (
@@ -54,6 +50,9 @@ def _filter(args: argparse.Namespace) -> TraceFilter:
 
 
 def _text(column: str, value: Any) -> str:
+    from janux.dashboard.views import cells
+    from janux.dashboard.views.report import json_cell
+
     if cells.is_money(column):
         return cells.money_text(value, estimated=cells.ESTIMATED_MARK in column)
     value = json_cell(value)
@@ -61,6 +60,12 @@ def _text(column: str, value: Any) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    # Imported here, not at the top: `janux` registers every subcommand at start, and these pull
+    # in pandas (~80 MiB), which `janux collect` and `janux import` must not carry.
+    from janux.dashboard.reconstruct.rebuild import reconstruct
+    from janux.dashboard.views.report import json_cell
+    from janux.dashboard.views.traces_list import needs_rebuild, traces_frame
+
     source = open_from_args(args, "traces")
     summaries = source.list_traces(_filter(args), limit=max(0, args.limit), offset=max(0, args.offset))
     rebuild = [s.trace_id for s in summaries if needs_rebuild(s)]

@@ -156,3 +156,24 @@ def test_collect_defaults_to_loopback_and_the_otlp_ports(monkeypatch: pytest.Mon
     args = build_parser().parse_args(["collect"])
     assert (args.host, args.http_port, args.grpc_port, args.token) == ("127.0.0.1", 4318, 4317, None)
     assert args.max_body_bytes == 16 * 1024 * 1024
+
+
+def test_import_collects_garbage_as_seldom_as_the_receiver(tmp_path: Path) -> None:
+    """`janux import` holds a batch of thousands of decoded spans at a time: with CPython's default
+    threshold, the young-generation collector walks it every 700 allocations (a quarter of the
+    import's time). It runs with the receiver's settings (`receiver.process.settle_heap`)."""
+    probe = (
+        "import gc, sys\n"
+        "from janux.cli.main import main\n"
+        "from janux.tracing.receiver.process import YOUNG_COLLECTION_THRESHOLD\n"
+        "before = gc.get_threshold()[0]\n"
+        "assert main(['import', sys.argv[1], '--data-dir', sys.argv[2]]) == 0\n"
+        "print(before, gc.get_threshold()[0], YOUNG_COLLECTION_THRESHOLD)\n"
+    )
+    path = str(FIXTURES / "collector_file_exporter.jsonl")
+    done = subprocess.run(
+        [sys.executable, "-c", probe, path, str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    before, after, wanted = map(int, done.stdout.split()[-3:])
+    assert before < wanted <= after

@@ -1,4 +1,5 @@
-"""Process-wide settings of a process that serves the receiver (the collect process and its workers)."""
+"""Process-wide settings of a process that ingests spans: the receiver's (the collect process and its
+workers) and `janux import`'s."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import threading
 
 YOUNG_COLLECTION_THRESHOLD = 10_000
 """Allocations between two young-generation collections (CPython's default is 700). One export
-request allocates tens of thousands of short-lived objects; collecting every 700 of them walks the
-same in-flight batch again and again."""
+request (or one import batch) allocates tens of thousands of short-lived objects; collecting every
+700 of them walks the same in-flight batch again and again."""
 
 _settled = threading.Event()
 

@@ -179,3 +179,12 @@ def test_a_writing_process_switches_threads_often_enough_for_the_writer(tmp_path
             assert sys.getswitchinterval() == pytest.approx(writer.SWITCH_INTERVAL_S / 10)
     finally:
         sys.setswitchinterval(before)
+
+
+def test_a_staged_batch_keeps_the_records_of_traces_without_janux_accounting_only() -> None:
+    """Only a trace read whole after the batch needs its records (`derive.py`): Janux's own
+    traces are read from their rows, so their records are not held until the commit."""
+    janux, other = janux_turn(), other_runtime_turn()
+    staged = batch_rows([*janux, *other])
+    assert len(staged.rows) == len(janux) + len(other)
+    assert staged.spans == other

@@ -82,8 +82,11 @@ def derive_traces(
 def derive(conn: sqlite3.Connection, wanted: ToDerive, batch: Sequence[SpanRecord] = ()) -> None:
     """Read each of `wanted` whole and replace its rows (see the module docstring).
 
-    `batch` holds the records just stored (every one of them stored): a trace all of whose stored
-    spans are in it is read from them instead of from the database."""
+    `batch` holds the records just stored (every one of them stored, or only some of their
+    traces: `StagedBatch.spans`): a trace all of whose stored spans are in it is read from them
+    instead of from the database."""
+    if not wanted:  # the common case (traces with Janux accounting): nothing to read
+        return
     in_batch: dict[str, list[SpanRecord]] = {}
     for span in batch:
         in_batch.setdefault(span.trace_id, []).append(span)

@@ -132,8 +132,11 @@ class StagedBatch:
     notes: list[str] = field(default_factory=list)
     """What was altered, span by span (the first `MAX_NOTES`), for the store's error log."""
     spans: list[SpanRecord] = field(default_factory=list)
-    """The records of `rows`, as stored (empty once rows were dropped: readers then go to the
-    database), so a trace first seen in this batch is read structurally without reading it back."""
+    """The records of `rows`, as stored, of the traces none of whose spans in the batch carries
+    Janux accounting (empty once rows were dropped: readers then go to the database), so such a
+    trace first seen in this batch is read structurally without reading it back. A trace with
+    Janux accounting is read whole only if it was before (`derive.py`), then from the database:
+    its records are not kept, and go as soon as the caller drops them."""
     links: list[tuple[Any, ...]] = field(default_factory=list)
     """`agent_links` rows (`links.LINK_COLUMNS`) of the agent and tool spans."""
     links_of: list[int] = field(default_factory=list)
@@ -248,8 +251,17 @@ def batch_rows(spans: Iterable[SpanRecord]) -> StagedBatch:
         if link is not None:
             batch.links.append(link)
             batch.links_of.append(index)
+    batch.spans = _without_janux_traces(batch.spans, batch.flags)
     batch.summarize()
     return batch
+
+
+def _without_janux_traces(spans: list[SpanRecord], flags: list[int]) -> list[SpanRecord]:
+    """`spans` (one per flag) without the traces of which some span carries `FLAG_JANUX`."""
+    janux = {span.trace_id for span, bits in zip(spans, flags, strict=True) if bits & FLAG_JANUX}
+    if not janux:
+        return spans
+    return [span for span in spans if span.trace_id not in janux]
 
 
 _OWN_OPS = frozenset({OP_INVOKE_AGENT, OP_CHAT, OP_EXECUTE_TOOL})
