@@ -21,19 +21,8 @@ def cost_over_time(timeline: pd.DataFrame) -> alt.Chart:
     """Own cost per time bucket, stacked by agent (unpriced rows carry no cost and are left out)."""
     priced = timeline[timeline["band"] != UNPRICED_BAND]
     bands = sorted(str(b) for b in priced["band"].unique())
-    palette = alt.Scale(domain=bands, range=[_TABLEAU[i % len(_TABLEAU)] for i in range(len(bands))])
-    chart: alt.Chart = (
-        alt.Chart(priced)
-        .mark_bar()
-        .encode(
-            x=alt.X("time:T", title="time (UTC)"),
-            y=alt.Y("sum(cost USD):Q", title="cost (USD)", stack="zero"),
-            color=alt.Color("band:N", title="agent", scale=palette),
-            tooltip=["time:T", "band:N", alt.Tooltip("sum(cost USD):Q", format="$.6f", title="cost")],
-        )
-        .properties(height=220)
-    )
-    return chart
+    colors = [_TABLEAU[i % len(_TABLEAU)] for i in range(len(bands))]
+    return _stacked_bars(priced, ("cost USD", "cost (USD)", "$.6f"), "agent", bands, colors)
 
 
 def tokens_over_time(timeline: pd.DataFrame) -> alt.Chart:
@@ -42,15 +31,24 @@ def tokens_over_time(timeline: pd.DataFrame) -> alt.Chart:
     colors = [_TABLEAU[i % len(_TABLEAU)] for i in range(len(bands))]
     if (timeline["band"] == UNPRICED_BAND).any():
         bands, colors = [*bands, UNPRICED_BAND], [*colors, UNPRICED_COLOR]
-    palette = alt.Scale(domain=bands, range=colors)
+    return _stacked_bars(timeline, ("tokens", "tokens", ","), "agent / unpriced", bands, colors)
+
+
+def _stacked_bars(
+    frame: pd.DataFrame, value: tuple[str, str, str], legend: str, bands: list[str], colors: list[str]
+) -> alt.Chart:
+    """Bars per time bucket of `value` (column, axis title, number format), stacked by `band`."""
+    column, title, number = value
     chart: alt.Chart = (
-        alt.Chart(timeline)
+        alt.Chart(frame)
         .mark_bar()
         .encode(
             x=alt.X("time:T", title="time (UTC)"),
-            y=alt.Y("sum(tokens):Q", title="tokens", stack="zero"),
-            color=alt.Color("band:N", title="agent / unpriced", scale=palette),
-            tooltip=["time:T", "band:N", alt.Tooltip("sum(tokens):Q", format=",", title="tokens")],
+            y=alt.Y(f"sum({column}):Q", title=title, stack="zero"),
+            color=alt.Color("band:N", title=legend, scale=alt.Scale(domain=bands, range=colors)),
+            tooltip=[
+                "time:T", "band:N", alt.Tooltip(f"sum({column}):Q", format=number, title=column.split()[0])
+            ],
         )
         .properties(height=220)
     )
