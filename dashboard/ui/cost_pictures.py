@@ -48,8 +48,9 @@ def render(key: str, source: TraceSource, flt: TraceFilter) -> None:
         st.caption("By model: every model round, placed at its trace's start.")
     else:
         timeline = views.timeline_frame(agent_map)
-    chart_with_table(f"Cost over time by {by}", charts.cost_over_time(timeline), timeline, "cost_time")
-    chart_with_table(f"Tokens over time by {by}", charts.tokens_over_time(timeline), timeline, "tokens_time")
+    chart_with_table(f"Cost over time by {by}", charts.cost_over_time(timeline, by), timeline, "cost_time")
+    tokens = charts.tokens_over_time(timeline, by)
+    chart_with_table(f"Tokens over time by {by}", tokens, timeline, "tokens_time")
     rects = views.icicle_frame(agent_map)
     paths = views.paths_frame(agent_map)
     if rects.empty:

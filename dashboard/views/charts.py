@@ -17,21 +17,23 @@ UNPRICED_COLOR = "#9e9e9e"
 """Grey for the unpriced band."""
 
 
-def cost_over_time(timeline: pd.DataFrame) -> alt.Chart:
-    """Own cost per time bucket, stacked by agent (unpriced rows carry no cost and are left out)."""
+def cost_over_time(timeline: pd.DataFrame, by: str = "agent") -> alt.Chart:
+    """Own cost per time bucket, stacked by `by` (agent or model; unpriced rows carry no cost and are
+    left out)."""
     priced = timeline[timeline["band"] != UNPRICED_BAND]
     bands = sorted(str(b) for b in priced["band"].unique())
     colors = [_TABLEAU[i % len(_TABLEAU)] for i in range(len(bands))]
-    return _stacked_bars(priced, ("cost USD", "cost (USD)", "$.6f"), "agent", bands, colors)
+    return _stacked_bars(priced, ("cost USD", "cost (USD)", "$.6f"), by, bands, colors)
 
 
-def tokens_over_time(timeline: pd.DataFrame) -> alt.Chart:
-    """Tokens per time bucket, stacked by agent, with unpriced tokens as their own grey band."""
+def tokens_over_time(timeline: pd.DataFrame, by: str = "agent") -> alt.Chart:
+    """Tokens per time bucket, stacked by `by` (agent or model), with unpriced tokens as their own grey
+    band."""
     bands = sorted(str(b) for b in timeline["band"].unique() if b != UNPRICED_BAND)
     colors = [_TABLEAU[i % len(_TABLEAU)] for i in range(len(bands))]
     if (timeline["band"] == UNPRICED_BAND).any():
         bands, colors = [*bands, UNPRICED_BAND], [*colors, UNPRICED_COLOR]
-    return _stacked_bars(timeline, ("tokens", "tokens", ","), "agent / unpriced", bands, colors)
+    return _stacked_bars(timeline, ("tokens", "tokens", ","), f"{by} / unpriced", bands, colors)
 
 
 def _stacked_bars(
