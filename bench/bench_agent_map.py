@@ -50,7 +50,7 @@ def _browser(data_dir: Path, runs: int) -> tuple[list[float], list[float]]:
     as for a person moving between pages."""
     from playwright.sync_api import sync_playwright
 
-    from janux.cli.ui import free_port, launch_ui
+    from janux.cli.commands.ui import free_port, launch_ui
 
     port = free_port()
     server = launch_ui(data_dir, port=port, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -163,7 +163,7 @@ def _deep_link(data_dir: Path) -> float:
     """Seconds until the Agent map is drawn when it is the first page a fresh server shows."""
     from playwright.sync_api import sync_playwright
 
-    from janux.cli.ui import free_port, launch_ui
+    from janux.cli.commands.ui import free_port, launch_ui
 
     port = free_port()
     server = launch_ui(data_dir, port=port, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -24,15 +24,15 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from janux.cli.demo import wait_until_up
-from janux.dashboard.reconstruct.checks import run_checks
-from janux.dashboard.reconstruct.costs import assign_costs, billed_spans
-from janux.dashboard.reconstruct.failures import budget_burn, delegation_failures, loop_failures
-from janux.dashboard.reconstruct.rebuild import reconstruct
-from janux.dashboard.reconstruct.tree import build_tree
+from janux.cli.commands.demo import wait_until_up
+from janux.tracing.analysis.checks import run_checks
+from janux.tracing.analysis.costs import assign_costs, billed_spans
+from janux.tracing.analysis.failures import budget_burn, delegation_failures, loop_failures
+from janux.tracing.analysis.handoff_tree import build_tree
+from janux.tracing.analysis.trace_view import reconstruct
+from janux.tracing.analysis.span_index import build_index
 from janux.tracing.prices import clear_price_cache
 from janux.tracing.records import SpanRecord
-from janux.tracing.spantree.index import build_index
 from janux.tracing.testing import synthetic_trace
 
 TARGET_10K_S = 0.3
@@ -152,7 +152,7 @@ def _browser_seconds(big: list[SpanRecord], small: list[SpanRecord], runs: int) 
 
     from playwright.sync_api import sync_playwright
 
-    from janux.cli.ui import free_port, launch_ui
+    from janux.cli.commands.ui import free_port, launch_ui
     from janux.tracing.sources.store import open_store
 
     ready = ["[data-testid='stGraphVizChart'] svg", "[data-testid='stMetric']"]

@@ -1,6 +1,6 @@
 """Janux dashboard entry point: `streamlit run dashboard/streamlit_app.py [-- --data-dir DIR --source S]`.
 
-Pages live in `dashboard/app_pages/`; all logic lives in plain modules (`janux.dashboard.reconstruct`,
+Pages live in `dashboard/app_pages/`; all logic lives in plain modules (`janux.tracing.analysis`,
 `janux.dashboard.views`), the pages only lay it out.
 """
 

@@ -426,7 +426,7 @@ ERROR_UNKNOWN_TOOL: Final = "unknown_tool"
 
 # ============================================================================================
 # Read side: names Janux READS from other instrumentations (never written by the runtime).
-# Each convention's mapping lives in one module of `janux.tracing.foreign`; docs/trace-contract.md
+# Each convention's mapping lives in one module of `janux.tracing.analysis.readers`; docs/trace-contract.md
 # lists them in its "Traces from other runtimes" table.
 # ============================================================================================
 

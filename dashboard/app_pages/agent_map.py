@@ -16,10 +16,11 @@ from janux.dashboard.ui.links import failures_link, handoff_link
 from janux.dashboard.ui.map_data import bucket_for, cached_map, rules_report
 from janux.dashboard.ui.state import active_source
 from janux.dashboard.ui.table import OPEN_LINK, show_table
-from janux.dashboard.views import agent_map as views
-from janux.dashboard.views import cells, fmt
-from janux.dashboard.views.rules import Report, badges
-from janux.tracing.sources.agentmap.model import AgentMap, AgentStats, EdgeStats
+from janux.dashboard.views import map_tables as views
+from janux.tracing.alerts import Report, badges
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis import money_cells as cells
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, AgentStats, EdgeStats
 
 EXPLAIN_LINK = st.column_config.LinkColumn("explain", display_text="explain ›", width="small")
 FAILURES_LINK = st.column_config.LinkColumn("failures", display_text="failures ›", width="small")

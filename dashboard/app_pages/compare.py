@@ -10,9 +10,9 @@ import streamlit as st
 
 from janux.dashboard.ui.state import active_source, get_views
 from janux.dashboard.ui.table import show_table
-from janux.dashboard.views import fmt
 from janux.dashboard.views.compare import cost_diff, trace_label, tree_diff
 from janux.dashboard.views.graph import handoff_dot
+from janux.tracing.analysis import formatting as fmt
 from janux.tracing.sources.protocol import TraceFilter, TraceSource
 
 MAX_NODES = 60

@@ -14,9 +14,10 @@ from janux.dashboard.ui import cost_pictures
 from janux.dashboard.ui.filters import trace_filter, trace_link
 from janux.dashboard.ui.state import active_source, get_views
 from janux.dashboard.ui.table import OPEN_LINK, show_table
-from janux.dashboard.views import cells, fmt
 from janux.dashboard.views.audit import audit
 from janux.dashboard.views.usage_tables import RangeUsage, range_usage
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis import money_cells as cells
 from janux.tracing.prices import price_source
 from janux.tracing.sources.protocol import TraceFilter, TraceSource
 

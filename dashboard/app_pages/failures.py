@@ -7,13 +7,13 @@ from dataclasses import replace
 
 import streamlit as st
 
-from janux.dashboard.reconstruct.model import Failure
 from janux.dashboard.ui.edge_filter import EXPLAIN_LINK, edge_only, explain_links
 from janux.dashboard.ui.filters import scan_inputs, trace_link
 from janux.dashboard.ui.state import get_views
 from janux.dashboard.ui.table import OPEN_LINK, show_table
-from janux.dashboard.views import fmt
 from janux.dashboard.views.tables import failures_frame
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis.trace_parts import Failure
 from janux.tracing.sources.protocol import TraceFilter, TraceSource
 
 DEFAULT_MAX_TRACES = 200

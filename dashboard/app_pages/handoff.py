@@ -7,14 +7,14 @@ import time
 import pandas as pd
 import streamlit as st
 
-from janux.dashboard.reconstruct.rebuild import TraceView
 from janux.dashboard.ui.filters import trace_link
 from janux.dashboard.ui.links import failures_link, handoff_link
 from janux.dashboard.ui.map_data import bucket_for, cached_map
 from janux.dashboard.ui.state import active_source, get_views
 from janux.dashboard.ui.table import OPEN_LINK, show_table
-from janux.dashboard.views import fmt
 from janux.dashboard.views.handoff_story import RULE_DOC_REF, HandoffStory, burn_frame, handoff_story
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.sources.protocol import TraceFilter
 
 EXPLAIN_LINK = st.column_config.LinkColumn("explain", display_text="explain ›", width="small")

@@ -8,8 +8,8 @@ from janux.dashboard.ui import trace_histograms
 from janux.dashboard.ui.filters import trace_filter, trace_link
 from janux.dashboard.ui.state import active_source, get_views
 from janux.dashboard.ui.table import OPEN_LINK, show_table
-from janux.dashboard.views import cells
-from janux.dashboard.views.traces_list import CHECKS_HELP, needs_rebuild, traces_frame
+from janux.tracing.analysis import money_cells as cells
+from janux.tracing.analysis.trace_list import CHECKS_HELP, needs_rebuild, traces_frame
 from janux.tracing.sources.protocol import TraceFilter, TraceSource
 
 PAGE_SIZES = (25, 50, 100)

@@ -11,8 +11,9 @@ import streamlit as st
 
 from janux.dashboard.ui.map_data import bucket_for, cached_map
 from janux.dashboard.ui.table import show_table
-from janux.dashboard.views import agent_map as views
-from janux.dashboard.views import cells, charts
+from janux.dashboard.views import charts
+from janux.dashboard.views import map_tables as views
+from janux.tracing.analysis import money_cells as cells
 from janux.tracing.sources.protocol import TraceFilter, TraceSource
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from janux.dashboard.reconstruct.model import Failure
 from janux.dashboard.ui.links import handoff_link
-from janux.dashboard.views import fmt
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis.trace_parts import Failure
 
 EXPLAIN_LINK = st.column_config.LinkColumn("explain", display_text="explain ›", width="small")
 """Config of the `explain` column: a link to the failed-handoff screen."""

@@ -16,7 +16,7 @@ import time
 import streamlit as st
 
 from janux.dashboard.access import AccessMisconfigured, DashboardAccess
-from janux.dashboard.views import fmt
+from janux.tracing.analysis import formatting as fmt
 
 TICKET_PARAM = "auth"
 """Query parameter of a sign-in ticket."""

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from janux.dashboard.views.rules import Report, RuleFile, RulesError, evaluate, load_rules
-from janux.tracing.sources.agentmap.model import AgentMap
+from janux.tracing.alerts import Report, RuleFile, RulesError, evaluate, load_rules
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
 from janux.tracing.sources.protocol import TraceFilter, TraceSource
 
 RULES_ENV = "JANUX_RULES"

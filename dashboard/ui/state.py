@@ -16,19 +16,19 @@ from typing import Any
 
 import streamlit as st
 
-from janux.dashboard.reconstruct.rebuild import TraceView
-from janux.dashboard.sources import (
+from janux.dashboard.ui import map_data
+from janux.dashboard.ui.login import access, ticket_params
+from janux.dashboard.ui.uploads import UPLOAD_PARAM, linked_token, uploaded_source
+from janux.dashboard.ui.view_cache import SHARED
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis.trace_view import TraceView
+from janux.tracing.sources.config import (
     ClickHouseSettings,
     SourceConfig,
     SourceUnavailable,
     config_from_env,
     open_source,
 )
-from janux.dashboard.ui import map_data
-from janux.dashboard.ui.login import access, ticket_params
-from janux.dashboard.ui.uploads import UPLOAD_PARAM, linked_token, uploaded_source
-from janux.dashboard.ui.view_cache import SHARED
-from janux.dashboard.views import fmt
 from janux.tracing.sources.protocol import TraceSource
 
 SOURCE_OVERRIDE = "janux_source"

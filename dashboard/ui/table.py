@@ -1,7 +1,7 @@
 """Every table of the dashboard goes through `show_table`: one look for money, tokens and gaps.
 
 Money columns (`... USD`) keep their numbers, so a click on the header sorts by amount, and are
-rendered by `janux.dashboard.views.cells` (`$0.001234`, `unpriced`, `—`); other numbers get thousands
+rendered by `janux.tracing.analysis.money_cells` (`$0.001234`, `unpriced`, `—`); other numbers get thousands
 separators; any missing value reads `—`, never "None".
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from janux.dashboard.views import cells
+from janux.tracing.analysis import money_cells as cells
 
 OPEN_LINK = st.column_config.LinkColumn("open", display_text="open ›", width="small")
 """Config of the `open` column: a link to the Trace page of the row's trace."""

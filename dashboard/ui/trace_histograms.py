@@ -6,7 +6,8 @@ import pandas as pd
 import streamlit as st
 
 from janux.dashboard.ui.table import show_table
-from janux.dashboard.views import cells, charts
+from janux.dashboard.views import charts
+from janux.tracing.analysis import money_cells as cells
 from janux.tracing.sources.protocol import TraceFilter, TraceSource
 
 MAX_TRACES = 5_000

@@ -7,14 +7,15 @@ from itertools import islice
 import pandas as pd
 import streamlit as st
 
-from janux.dashboard.reconstruct.rebuild import TraceView
 from janux.dashboard.ui.links import handoff_link
 from janux.dashboard.ui.table import show_table
-from janux.dashboard.views import fmt, tables
+from janux.dashboard.views import tables
 from janux.dashboard.views.graph import DEFAULT_MAX_NODES, handoff_dot
 from janux.dashboard.views.span_price import round_price_text
 from janux.dashboard.views.timeline import DEFAULT_MAX_ROWS, waterfall, waterfall_chart
 from janux.tracing import conventions as c
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.records import SpanRecord
 
 CONTENT_KEYS = (

@@ -11,7 +11,7 @@ import streamlit as st
 
 from janux.dashboard.ui.login import access
 from janux.dashboard.ui.upload_shelf import SHARED_UPLOADS, Upload
-from janux.dashboard.views import fmt
+from janux.tracing.analysis import formatting as fmt
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceSource
 

@@ -12,7 +12,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-from janux.dashboard.reconstruct.rebuild import TraceView, reconstruct
+from janux.tracing.analysis.trace_view import TraceView, reconstruct
 from janux.tracing.sources.protocol import TraceSource
 
 DEFAULT_TTL_S = 10.0

@@ -15,9 +15,9 @@ from typing import Any
 
 import pandas as pd
 
-from janux.dashboard.reconstruct.model import Usage
-from janux.dashboard.reconstruct.rebuild import TraceView
-from janux.dashboard.views import cells
+from janux.tracing.analysis import money_cells as cells
+from janux.tracing.analysis.trace_view import TraceView
+from janux.tracing.analysis.trace_parts import Usage
 
 
 def usage_columns(usage: Usage) -> dict[str, Any]:

@@ -6,9 +6,10 @@ from typing import Any
 
 import pandas as pd
 
-from janux.dashboard.reconstruct.model import AgentNode
-from janux.dashboard.reconstruct.rebuild import TraceView
-from janux.dashboard.views import cells, fmt
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis import money_cells as cells
+from janux.tracing.analysis.trace_view import TraceView
+from janux.tracing.analysis.trace_parts import AgentNode
 from janux.tracing.sources.protocol import TraceSummary
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections import deque
 
-from janux.dashboard.reconstruct.model import AgentNode, Delegation
-from janux.dashboard.reconstruct.rebuild import TraceView
-from janux.dashboard.views import fmt
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis.trace_view import TraceView
+from janux.tracing.analysis.trace_parts import AgentNode, Delegation
 
 DEFAULT_MAX_NODES = 150
 """Agent loops drawn before the rest of the tree is collapsed into "+N more" nodes."""

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 from opentelemetry.semconv.attributes import exception_attributes as exc
 
-from janux.dashboard.reconstruct.model import BudgetBurn, Delegation
-from janux.dashboard.reconstruct.rebuild import TraceView
-from janux.dashboard.views import fmt
 from janux.tracing import conventions as c
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis.trace_view import TraceView
+from janux.tracing.analysis.trace_parts import BudgetBurn, Delegation
 from janux.tracing.records import SpanRecord, attr_int, attr_str
 
 EXCEPTION_EVENT = "exception"

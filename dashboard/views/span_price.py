@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from janux.dashboard.reconstruct import spanread as sr
-from janux.dashboard.reconstruct.costs import price_round
-from janux.dashboard.reconstruct.rebuild import TraceView
-from janux.dashboard.views import fmt
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis import spanread as sr
+from janux.tracing.analysis.costs import price_round
+from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.records import SpanRecord
 
 

@@ -6,10 +6,10 @@ from typing import Any
 
 import pandas as pd
 
-from janux.dashboard.reconstruct.model import AgentNode, Delegation, Failure
-from janux.dashboard.reconstruct.rebuild import TraceView
-from janux.dashboard.views import fmt
 from janux.tracing import conventions as c
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis.trace_view import TraceView
+from janux.tracing.analysis.trace_parts import AgentNode, Delegation, Failure
 
 FAILING_OR_OPEN = c.FAILING_STATUSES | {"open"}
 """Statuses whose error type explains the delegation's outcome."""

@@ -8,9 +8,9 @@ from typing import Literal
 import altair as alt
 import pandas as pd
 
-from janux.dashboard.reconstruct import spanread as sr
-from janux.dashboard.reconstruct.rebuild import TraceView
 from janux.tracing import conventions as c
+from janux.tracing.analysis import spanread as sr
+from janux.tracing.analysis.trace_view import TraceView
 
 DEFAULT_MAX_ROWS = 400
 """Rows drawn before the waterfall is cut (the rest are counted, not drawn)."""

@@ -2,7 +2,7 @@
 
 These come from one query per dimension (`TraceSource.usage_by`), so they cover every trace in
 the range, however many there are, and follow the contract's accounting rule (each token and
-cent counted once). Money cells follow `janux.dashboard.views.cells`: a cost where one was recorded,
+cent counted once). Money cells follow `janux.tracing.analysis.money_cells`: a cost where one was recorded,
 `UNPRICED` where tokens were used without a recorded price, None where nothing was used.
 No Streamlit import here.
 """
@@ -15,8 +15,8 @@ from typing import Any, Final
 
 import pandas as pd
 
-from janux.dashboard.reconstruct.model import Usage
-from janux.dashboard.views import cells
+from janux.tracing.analysis import money_cells as cells
+from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.sources.protocol import TraceFilter, TraceSource, UsageAggregate, UsageDimension
 
 NO_KEY: Final = "(none)"

@@ -1,6 +1,6 @@
 """Entry point of the `janux` console script.
 
-Each subcommand lives in its own module of this package and exposes `register(subparsers)`,
+Each subcommand lives in its own module of `janux.cli.commands` and exposes `register(subparsers)`,
 which adds its parser and sets `func(args) -> int` as the default to call.
 """
 
@@ -12,9 +12,9 @@ import logging
 import sys
 
 SUBCOMMAND_MODULES = (
-    "demo", "collect", "import_cmd", "ui", "serve", "prune", "traces_cmd", "trace_cmd", "check",
+    "demo", "collect", "import_files", "ui", "serve", "prune", "traces", "trace", "check",
 )  # fmt: skip
-"""Modules of `janux.cli` that each contribute one subcommand, in the order `--help` lists them."""
+"""Modules of `janux.cli.commands` that each contribute one subcommand, in the order `--help` lists them."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMAND_MODULES:
-        module = importlib.import_module(f"janux.cli.{name}")
+        module = importlib.import_module(f"janux.cli.commands.{name}")
         module.register(subparsers)
     return parser
 

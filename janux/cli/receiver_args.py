@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from janux.tracing.otlp.limits import MIB, RECEIVER_LIMITS, DecodeLimits
+from janux.tracing.otlp.decode_limits import MIB, RECEIVER_LIMITS, DecodeLimits
 from janux.tracing.receiver import (
     DEFAULT_GRPC_PORT,
     DEFAULT_HOST,

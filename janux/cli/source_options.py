@@ -1,6 +1,6 @@
 """The trace-source options shared by the commands that read traces (`janux traces`, `janux trace`).
 
-They open a source exactly as the dashboard does (`janux.dashboard.sources`): `--source` and
+They open a source exactly as the dashboard does (`janux.tracing.sources.config`): `--source` and
 `--data-dir` first, then `JANUX_SOURCE`, `JANUX_DATA_DIR` and `JANUX_CLICKHOUSE_*`.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
-from janux.dashboard.sources import (
+from janux.tracing.sources.config import (
     DATA_DIR_ENV,
     SOURCE_ENV,
     SourceUnavailable,

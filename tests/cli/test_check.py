@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from janux.cli.check import EXIT_CROSSED, EXIT_OK, EXIT_USAGE, check
+from janux.cli.commands.check import EXIT_CROSSED, EXIT_OK, EXIT_USAGE, check
 from janux.cli.main import build_parser
 from janux.tracing.sources.protocol import TraceFilter
 from janux.tracing.sources.store import open_store

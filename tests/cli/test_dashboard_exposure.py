@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 
-from janux.cli.ui import ui_command
+from janux.cli.commands.ui import ui_command
 from tests.cli.helpers import janux
 from tests.support.otlp_build import free_port
 from tests.support.paths import REPO_ROOT

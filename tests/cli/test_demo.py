@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from janux.cli.demo import wait_until_up
+from janux.cli.commands.demo import wait_until_up
 from janux.cli.main import build_parser
 from janux.demo.scenarios import SCENARIO_NAMES
 from janux.tracing import conventions as c

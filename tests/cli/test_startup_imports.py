@@ -20,7 +20,7 @@ _PROBE = """
 import json, sys
 from janux.cli.main import build_parser
 build_parser()
-import janux.cli.collect, janux.cli.import_cmd
+import janux.cli.commands.collect, janux.cli.commands.import_files
 print(json.dumps(sorted({name.split(".")[0] for name in sys.modules})))
 """
 

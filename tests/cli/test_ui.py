@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from janux.cli.commands.ui import DEFAULT_HOST, app_path, free_port, ui_command, ui_env
 from janux.cli.main import build_parser
-from janux.cli.ui import DEFAULT_HOST, app_path, free_port, ui_command, ui_env
 from tests.support.contract_traces import contract_trace
 from tests.support.wait import wait_until
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from janux.dashboard.views import agent_map as views
-from janux.tracing.sources.agentmap.build import percentile
-from janux.tracing.sources.agentmap.model import AgentMap, AgentStats, EdgeStats, MapUsage, PathStats
+from janux.dashboard.views import map_tables as views
+from janux.tracing.analysis.agentmap.build import percentile
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, AgentStats, EdgeStats, MapUsage, PathStats
 
 
 def _map() -> AgentMap:

@@ -10,8 +10,9 @@ from urllib.parse import parse_qsl
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
-from janux.dashboard.views import cells, fmt
 from janux.tracing import conventions as c
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis import money_cells as cells
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import IngestStats
 from tests.dashboard.app_helpers import APP, OpenPage

@@ -11,10 +11,10 @@ import re
 import pytest
 from streamlit import dataframe_util
 
-from janux.dashboard.reconstruct import TraceView, reconstruct
 from janux.dashboard.ui.trace_sections import MAX_INSPECTOR_CHOICES
 from janux.dashboard.views.graph import DEFAULT_MAX_NODES
 from janux.dashboard.views.timeline import DEFAULT_MAX_ROWS
+from janux.tracing.analysis import TraceView, reconstruct
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.testing import synthetic_trace

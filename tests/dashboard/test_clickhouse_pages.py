@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from janux.cli.ui import free_port
-from janux.dashboard.views import cells, fmt
-from janux.tracing.sources.chdb_client import ChdbClient
-from janux.tracing.sources.clickhouse import ClickHouseSource
+from janux.cli.commands.ui import free_port
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis import money_cells as cells
+from janux.tracing.sources.clickhouse.chdb_client import ChdbClient
+from janux.tracing.sources.clickhouse.source import ClickHouseSource
 from tests.dashboard.app_helpers import OpenPage
 from tests.dashboard.shown import rendered
 from tests.support.clickhouse_rows import EXPORTER_DDL, insert_statement

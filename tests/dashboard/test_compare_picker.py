@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from janux.dashboard.views import cells, fmt
 from janux.dashboard.views.compare import trace_label
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis import money_cells as cells
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter
 from janux.tracing.testing import LoopSpec, build_trace

@@ -18,11 +18,12 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from janux.dashboard.reconstruct import TraceView, Usage, reconstruct
-from janux.dashboard.reconstruct.costs import rounds_usage
-from janux.dashboard.views import cells, fmt
 from janux.dashboard.views.usage_tables import AGENT, total_usage, usage_frame
 from janux.tracing import conventions as c
+from janux.tracing.analysis import TraceView, Usage, reconstruct
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis import money_cells as cells
+from janux.tracing.analysis.costs import rounds_usage
 from janux.tracing.records import SpanRecord, attr_str
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter, TraceSource, UsageAggregate

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from janux.dashboard.reconstruct import TraceView, reconstruct
 from janux.tracing import conventions as c
+from janux.tracing.analysis import TraceView, reconstruct
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.memory import MemoryTraceSource
 from tests.dashboard.app_helpers import OpenPage

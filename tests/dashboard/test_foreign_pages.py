@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from janux.dashboard.reconstruct.rebuild import reconstruct
-from janux.dashboard.views import fmt
-from janux.dashboard.views.report import trace_report
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis.trace_view import reconstruct
+from janux.tracing.analysis.report import trace_report
 from janux.tracing.sources.protocol import TraceSource
 from tests.dashboard.app_helpers import OpenPage
 from tests.support.foreign.load import all_spans, cases

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from janux.dashboard.views import fmt
 from janux.tracing import conventions as c
+from janux.tracing.analysis import formatting as fmt
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.testing import DelegationSpec, LoopSpec, RoundSpec, build_trace
 from tests.dashboard.app_helpers import OpenPage

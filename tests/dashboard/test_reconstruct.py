@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from janux.dashboard.reconstruct import TraceView, reconstruct
 from janux.tracing import conventions as c
+from janux.tracing.analysis import TraceView, reconstruct
 from janux.tracing.records import SpanRecord
 from tests.support.contract_traces import (
     DENY_RULE,
@@ -217,9 +217,9 @@ def _unfinished_handoffs() -> list[SpanRecord]:
 def test_foreign_delegations_fail_as_their_facts_say_on_every_page() -> None:
     """The Trace and Failures pages, the trace list and the agent map count the same failed
     handoffs of a trace without Janux accounting, for the same reasons."""
-    from janux.tracing.foreign.facts import trace_facts
-    from janux.tracing.sources.agentmap.spans import agent_map_of_traces
-    from janux.tracing.sources.summaries import summarize
+    from janux.tracing.analysis.agentmap.from_spans import agent_map_of_traces
+    from janux.tracing.analysis.readers.structure import trace_facts
+    from janux.tracing.analysis.summary import summarize
     from tests.support.agent_map_expect import actual, expected
 
     spans = _unfinished_handoffs()

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from janux.dashboard.reconstruct import reconstruct
 from janux.tracing import conventions as c
+from janux.tracing.analysis import reconstruct
 from janux.tracing.records import SpanRecord
 from janux.tracing.testing import DelegationSpec, LoopSpec, RoundSpec, build_trace, loop_inclusive_usage
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from janux.dashboard.reconstruct import TraceView, reconstruct
-from janux.dashboard.views.report import trace_report
 from janux.tracing import conventions as c
+from janux.tracing.analysis import TraceView, reconstruct
+from janux.tracing.analysis.report import trace_report
 from janux.tracing.records import SpanRecord
 from tests.support.contract_traces import TOTAL_COST, TOTAL_UNPRICED, contract_trace
 from tests.support.demo_traces import demo_traces

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from janux.dashboard.reconstruct import reconstruct
 from janux.tracing import conventions as c
+from janux.tracing.analysis import reconstruct
 from janux.tracing.testing import build_trace
 from tests.support.contract_traces import contract_root, contract_trace
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from janux.dashboard.sources import SourceUnavailable, config_from_env, open_source
 from janux.dashboard.ui.view_cache import ViewCache
+from janux.tracing.sources.config import SourceUnavailable, config_from_env, open_source
 from janux.tracing.sources.memory import MemoryTraceSource
 from tests.support.contract_traces import contract_trace
 

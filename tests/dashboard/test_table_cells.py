@@ -12,9 +12,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from janux.dashboard.reconstruct import TraceView, reconstruct
-from janux.dashboard.views import cells, fmt
 from janux.dashboard.views.audit import audit
+from janux.tracing.analysis import TraceView, reconstruct
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis import money_cells as cells
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.memory import MemoryTraceSource
 from tests.dashboard.app_helpers import OpenPage

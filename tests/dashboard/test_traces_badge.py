@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from janux.dashboard.reconstruct import reconstruct
-from janux.dashboard.views.traces_list import BADGE_BILL_DIFFERS, BADGE_OK, badge
 from janux.tracing import conventions as c
+from janux.tracing.analysis import reconstruct
+from janux.tracing.analysis.trace_list import BADGE_BILL_DIFFERS, BADGE_OK, badge
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter, TraceSource

@@ -8,13 +8,14 @@ import re
 import pandas as pd
 import pytest
 
-from janux.dashboard.reconstruct import reconstruct
-from janux.dashboard.views import cells, fmt
 from janux.dashboard.views.audit import audit
 from janux.dashboard.views.compare import cost_diff, node_paths, tree_diff
 from janux.dashboard.views.graph import escape, handoff_dot
 from janux.dashboard.views.timeline import waterfall
 from janux.dashboard.views.usage_tables import NO_KEY, TOOL, total_usage, usage_frame
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis import money_cells as cells
+from janux.tracing.analysis import reconstruct
 from janux.tracing.sources.protocol import UsageAggregate
 from janux.tracing.testing import RoundSpec, build_trace, synthetic_trace
 from tests.support.contract_traces import TOTAL_COST, contract_root, contract_trace, plain_trace

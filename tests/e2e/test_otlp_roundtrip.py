@@ -24,11 +24,11 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from janux.demo.scenarios import SCENARIO_NAMES, run_scenarios
+from janux.tracing.analysis.normalize import normalized_tree
 from janux.tracing.receiver import start_receiver
 from janux.tracing.records import SpanRecord
 from janux.tracing.sdk.convert import span_records_from_readable
 from janux.tracing.sources.store import TraceStore, open_store
-from janux.tracing.spantree.normalize import normalized_tree
 from tests.support.paths import REPO_ROOT
 
 REPO = REPO_ROOT

@@ -57,7 +57,7 @@ def test_the_checkout_keeps_every_contract(pristine: Path) -> None:
         ("tracing/_planted.py", "from janux.dashboard.views import fmt\n", "tracing is below"),
         ("runtime/_planted.py", "from janux.tracing.sdk import configure_telemetry\n", "runtime uses only"),
         ("tracing/instrument/_planted.py", "import janux.tracing.sources\n", "never installs a provider"),
-        ("tracing/records_planted.py", "import janux.tracing.spantree.index\n", "no import cycles"),
+        ("tracing/records_planted.py", "import janux.tracing.analysis.span_index\n", "no import cycles"),
         ("integrations/_planted.py", "import janux.tracing.sdk\n", "integrations write traces"),
         ("dashboard/_planted.py", "import janux.integrations\n", "nothing in janux depends on an"),
     ],

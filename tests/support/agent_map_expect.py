@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from janux.dashboard.reconstruct.model import Usage
-from janux.dashboard.reconstruct.rebuild import reconstruct
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, MapUsage
+from janux.tracing.analysis.trace_view import reconstruct
+from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.records import SpanRecord
-from janux.tracing.sources.agentmap.model import AgentMap, MapUsage
 
 
 def _usage(u: Usage) -> tuple[int, int, float | None, int]:

@@ -12,9 +12,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from janux.tracing import conventions as c
+from janux.tracing.analysis.normalize import FLOAT_KEYS, INT_KEYS, LIST_KEYS, normalized_tree
 from janux.tracing.records import SpanRecord, attr_float, attr_int, attr_str
 from janux.tracing.sdk.convert import span_records_from_readable
-from janux.tracing.spantree.normalize import FLOAT_KEYS, INT_KEYS, LIST_KEYS, normalized_tree
 
 OUTLINE_KEYS = (
     c.JANUX_AGENT_DEPTH,

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from janux.tracing.records import SpanRecord
-from janux.tracing.sources.chdb_client import ChdbClient
-from janux.tracing.sources.clickhouse import ClickHouseSource
+from janux.tracing.sources.clickhouse.chdb_client import ChdbClient
+from janux.tracing.sources.clickhouse.source import ClickHouseSource
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceSource
 from janux.tracing.sources.store import open_store

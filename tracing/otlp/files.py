@@ -28,10 +28,10 @@ from typing import IO, Any
 
 import zstandard
 
+from janux.tracing.otlp.decode_limits import FILE_LIMITS, DecodeLimits
 from janux.tracing.otlp.decompress import GZIP_MAGIC, ZSTD_MAGIC, Inflating, decompressing
 from janux.tracing.otlp.errors import DecodeError, DecodeResult
 from janux.tracing.otlp.json_decode import decode_json_bytes
-from janux.tracing.otlp.limits import FILE_LIMITS, DecodeLimits
 from janux.tracing.otlp.proto_decode import decode_proto_request
 
 __all__ = ["DEFAULT_MAX_RECORD_BYTES", "GZIP_MAGIC", "ZSTD_MAGIC", "FileRecord", "TraceFile"]

@@ -12,6 +12,13 @@ import json
 from typing import Any
 
 from janux.tracing.conventions import SERVICE_NAME
+from janux.tracing.otlp.decode_limits import (
+    RECEIVER_LIMITS,
+    DecodeLimits,
+    check_json,
+    check_span_count,
+    too_many,
+)
 from janux.tracing.otlp.enums import span_kind, status_code
 from janux.tracing.otlp.errors import DecodeError, DecodeResult
 from janux.tracing.otlp.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, json_id
@@ -23,7 +30,6 @@ from janux.tracing.otlp.json_values import (
     key_values,
     pick,
 )
-from janux.tracing.otlp.limits import RECEIVER_LIMITS, DecodeLimits, check_json, check_span_count, too_many
 from janux.tracing.otlp.wrappers import resource_span_lists
 from janux.tracing.records import EventRecord, LinkRecord, SpanRecord
 

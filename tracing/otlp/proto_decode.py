@@ -16,11 +16,17 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
 from janux.tracing.conventions import SERVICE_NAME
+from janux.tracing.otlp.decode_limits import (
+    RECEIVER_LIMITS,
+    DecodeLimits,
+    check_proto,
+    check_span_count,
+    too_many,
+)
 from janux.tracing.otlp.enums import KIND_BY_NUMBER, STATUS_BY_NUMBER
 from janux.tracing.otlp.errors import DecodeError, DecodeResult
 from janux.tracing.otlp.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, bytes_id
 from janux.tracing.otlp.json_values import INT64_MAX, check_time
-from janux.tracing.otlp.limits import RECEIVER_LIMITS, DecodeLimits, check_proto, check_span_count, too_many
 from janux.tracing.records import EventRecord, LinkRecord, SpanRecord
 
 _SCALARS = frozenset({"string_value", "int_value", "double_value", "bool_value"})

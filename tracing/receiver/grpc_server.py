@@ -19,8 +19,8 @@ from concurrent import futures
 import grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from janux.tracing.otlp.decode_limits import LimitExceeded, check_proto
 from janux.tracing.otlp.errors import DecodeError
-from janux.tracing.otlp.limits import LimitExceeded, check_proto
 from janux.tracing.otlp.proto_decode import decode_proto_request
 from janux.tracing.receiver.budget import BudgetBusy, BudgetExceeded, ProcessBudget, Reservation
 from janux.tracing.receiver.export import response_message, submit

@@ -34,9 +34,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from janux.tracing.otlp.decode_limits import LimitExceeded, check_json, check_proto
 from janux.tracing.otlp.errors import DecodeError
 from janux.tracing.otlp.json_decode import decode_json_bytes
-from janux.tracing.otlp.limits import LimitExceeded, check_json, check_proto
 from janux.tracing.otlp.proto_decode import decode_proto_request
 from janux.tracing.receiver.budget import BudgetBusy, BudgetExceeded, ProcessBudget, Reservation
 from janux.tracing.receiver.export import Outcome, response_message, submit

@@ -11,7 +11,7 @@ import logging
 import resource
 from dataclasses import dataclass, replace
 
-from janux.tracing.otlp.limits import RECEIVER_LIMITS, DecodeLimits
+from janux.tracing.otlp.decode_limits import RECEIVER_LIMITS, DecodeLimits
 from janux.tracing.receiver.budget import DEFAULT_BUDGET_BYTES, DEFAULT_WAIT_S
 
 logger = logging.getLogger(__name__)

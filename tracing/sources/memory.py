@@ -1,7 +1,7 @@
 """A `TraceSource` over spans held in memory: uploaded files, JSON-lines files, tests.
 
 Same semantics as the embedded store's summaries: delegations, attempts, transfers, failed
-handoffs and coverage are the trace's facts (`janux.tracing.foreign.facts`, read once for every
+handoffs and coverage are the trace's facts (`janux.tracing.analysis.readers.structure`, read once for every
 convention), so pages behave the same on either. Duplicates are stored once and counted.
 """
 
@@ -11,11 +11,12 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from janux.tracing.foreign.facts import trace_facts
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, MapUsage
+from janux.tracing.analysis.agentmap.from_spans import agent_map_of_traces
+from janux.tracing.analysis.readers.structure import trace_facts
+from janux.tracing.analysis.summary import failed_edge_spans, matches, newest_spans, summarize
+from janux.tracing.analysis.usage_aggregate import aggregate_usage
 from janux.tracing.records import SpanRecord
-from janux.tracing.sources.agentmap.model import AgentMap, MapUsage
-from janux.tracing.sources.agentmap.spans import agent_map_of_traces
-from janux.tracing.sources.aggregate import aggregate_usage
 from janux.tracing.sources.protocol import (
     IngestStats,
     TraceFilter,
@@ -24,7 +25,6 @@ from janux.tracing.sources.protocol import (
     UsageDimension,
 )
 from janux.tracing.sources.store.timeline import model_timeline_of
-from janux.tracing.sources.summaries import failed_edge_spans, matches, newest_spans, summarize
 
 MAX_RECENT_ERRORS = 20
 """How many rejection messages `ingest_stats` keeps."""

@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from janux.cli.demo import wait_until_up
-from janux.dashboard.views.cells import money_text
-from janux.dashboard.views.fmt import usd
+from janux.cli.commands.demo import wait_until_up
+from janux.tracing.analysis.formatting import usd
+from janux.tracing.analysis.money_cells import money_text
 from janux.tracing.conventions import JANUX_HANDOFF_DENY_REASON
 from janux.tracing.sources.protocol import TraceFilter, TraceSummary
 from janux.tracing.sources.store import open_store

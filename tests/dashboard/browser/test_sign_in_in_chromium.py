@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
-from janux.cli.demo import wait_until_up
+from janux.cli.commands.demo import wait_until_up
 from janux.tracing.sources.store import open_store
 from janux.tracing.testing import synthetic_trace
 from tests.dashboard.browser.test_dashboard_in_chromium import (

@@ -20,9 +20,9 @@ from genai_prices import calc_price
 
 from janux.cli.main import main
 from janux.dashboard.ui.view_cache import SHARED
-from janux.dashboard.views import fmt
 from janux.integrations.openai_agents import JanuxProcessor
 from janux.tracing import conventions as c
+from janux.tracing.analysis import formatting as fmt
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from janux.dashboard.reconstruct import reconstruct
 from janux.tracing import conventions as c
+from janux.tracing.analysis import reconstruct
 from janux.tracing.sources.protocol import TraceFilter
 from janux.tracing.sources.store import open_store
 from tests.support.contract_checker import contract_problems

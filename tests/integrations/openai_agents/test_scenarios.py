@@ -13,8 +13,8 @@ import pytest
 from agents import Agent, GuardrailFunctionOutput, function_tool, input_guardrail
 from agents.exceptions import InputGuardrailTripwireTriggered, MaxTurnsExceeded
 
-from janux.dashboard.reconstruct import TraceView
 from janux.tracing import conventions as c
+from janux.tracing.analysis import TraceView
 from tests.integrations.openai_agents.scripts import (
     MODEL_KINDS,
     MODEL_NAME,

@@ -14,7 +14,7 @@ from agents import Agent
 from streamlit.testing.v1 import AppTest
 
 from janux.dashboard.ui.view_cache import SHARED
-from janux.dashboard.views import fmt
+from janux.tracing.analysis import formatting as fmt
 from janux.tracing.sources.memory import MemoryTraceSource
 from tests.dashboard.app_helpers import run_page
 from tests.integrations.openai_agents.scripts import calls, model, price, reply, run

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from janux.dashboard.reconstruct import TraceView, reconstruct
 from janux.tracing import conventions as c
+from janux.tracing.analysis import TraceView, reconstruct
 from janux.tracing.records import SpanRecord
 from tests.support.contract_checker import Traced, contract_problems, outline
 

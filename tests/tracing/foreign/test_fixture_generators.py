@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from janux.tracing.foreign.facts import trace_facts
+from janux.tracing.analysis.readers.structure import trace_facts
 from janux.tracing.sources.file_loader import load_trace_file
 from tests.support.foreign import generate_hand_built, generate_openai_agents, generate_pydantic_ai
 from tests.support.foreign.common import load_truth

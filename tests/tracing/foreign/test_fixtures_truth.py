@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from janux.tracing import conventions as c
-from janux.tracing.foreign.facts import UNNAMED_AGENT, trace_facts
-from janux.tracing.foreign.spans import classify, error_text, read_span, read_usage
+from janux.tracing.analysis.readers.spans import classify, error_text, read_span, read_usage
+from janux.tracing.analysis.readers.structure import UNNAMED_AGENT, trace_facts
 from janux.tracing.records import STATUS_ERROR, EventRecord
 from tests.support.foreign.load import Case, cases, edges
 from tests.support.otlp_build import record

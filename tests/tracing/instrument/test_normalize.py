@@ -13,9 +13,9 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from janux.demo.scenarios import run_scenarios
 from janux.tracing import conventions as c
+from janux.tracing.analysis.normalize import normalized_tree
 from janux.tracing.records import EventRecord, SpanRecord
 from janux.tracing.sdk.convert import span_record_from_readable, span_records_from_readable
-from janux.tracing.spantree.normalize import normalized_tree
 
 
 def _as_clickhouse_row(span: SpanRecord) -> SpanRecord:

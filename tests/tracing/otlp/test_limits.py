@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from janux.tracing.otlp import decode_json_bytes, decode_proto_request
+from janux.tracing.otlp.decode_limits import DecodeLimits, LimitExceeded, check_json, check_proto
 from janux.tracing.otlp.errors import DecodeError
-from janux.tracing.otlp.limits import DecodeLimits, LimitExceeded, check_json, check_proto
 from janux.tracing.otlp.wire import count_spans
 from tests.support.hostile import empty_spans, events_span, field, json_empty_spans, valid_request
 from tests.support.otlp_build import pb_request, pb_span

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
+from janux.tracing.analysis.agentmap.from_spans import agent_map_of_traces
+from janux.tracing.analysis.agentmap.loops import TraceLinks
 from janux.tracing.records import SpanRecord
-from janux.tracing.sources.agentmap.loops import TraceLinks
-from janux.tracing.sources.agentmap.model import AgentMap
-from janux.tracing.sources.agentmap.spans import agent_map_of_traces
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter
 from janux.tracing.sources.store import open_store
@@ -168,7 +168,7 @@ def test_a_trace_whose_janux_accounting_arrives_late(tmp_path: Path) -> None:
     """Read as another runtime's trace while only its unmarked spans are stored, then as a Janux
     trace once a span with Janux accounting arrives: its map rows follow both times."""
     from janux.tracing import conventions as c
-    from janux.tracing.foreign.facts import is_janux_span
+    from janux.tracing.analysis.readers.structure import is_janux_span
 
     spans = contract_trace()
     unmarked = [
@@ -214,8 +214,8 @@ def test_store_map_stays_exact_as_traces_grow_between_calls(tmp_path: Path) -> N
 
 
 def test_map_cache_rereads_only_what_changed() -> None:
-    from janux.tracing.sources.agentmap.cache import MapCache
-    from janux.tracing.sources.agentmap.spans import links_of_spans
+    from janux.tracing.analysis.agentmap.from_spans import links_of_spans
+    from janux.tracing.sources.map_cache import MapCache
 
     traces = by_trace(demo_traces().spans)
     calls: list[object] = []

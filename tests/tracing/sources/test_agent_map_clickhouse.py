@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from janux.tracing.sources.chdb_client import ChdbClient
-from janux.tracing.sources.clickhouse import ClickHouseSource
+from janux.tracing.sources.clickhouse.chdb_client import ChdbClient
+from janux.tracing.sources.clickhouse.source import ClickHouseSource
 from janux.tracing.sources.protocol import TraceFilter
 from janux.tracing.sources.store import TraceStore, open_store
 from janux.tracing.testing import synthetic_trace
@@ -88,7 +88,7 @@ def test_filters_agree_with_the_embedded_store(
 
 
 def test_alert_rules_read_the_same_on_clickhouse(sources: tuple[ClickHouseSource, TraceStore]) -> None:
-    from janux.dashboard.views.rules import RuleFile, evaluate
+    from janux.tracing.alerts import RuleFile, evaluate
 
     rules = RuleFile.model_validate(
         {"rules": [

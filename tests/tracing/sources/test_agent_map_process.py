@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from janux.tracing.sources.agentmap.model import AgentMap
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
 from janux.tracing.sources.protocol import TraceFilter
 from janux.tracing.sources.store import open_store
 from janux.tracing.sources.store import store as store_module

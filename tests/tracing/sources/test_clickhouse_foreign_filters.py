@@ -10,8 +10,8 @@ from dataclasses import asdict
 
 import pytest
 
-from janux.tracing.sources.chdb_client import ChdbClient
-from janux.tracing.sources.clickhouse import ClickHouseSource
+from janux.tracing.sources.clickhouse.chdb_client import ChdbClient
+from janux.tracing.sources.clickhouse.source import ClickHouseSource
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import USAGE_DIMENSIONS, TraceFilter, TraceSource
 from janux.tracing.sources.store import open_store

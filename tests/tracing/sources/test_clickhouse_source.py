@@ -13,8 +13,8 @@ import pytest
 
 from janux.tracing.otlp.files import TraceFile
 from janux.tracing.records import EventRecord, LinkRecord, SpanRecord
-from janux.tracing.sources.chdb_client import ChdbClient
-from janux.tracing.sources.clickhouse import ClickHouseSource
+from janux.tracing.sources.clickhouse.chdb_client import ChdbClient
+from janux.tracing.sources.clickhouse.source import ClickHouseSource
 from janux.tracing.sources.protocol import TraceFilter
 from janux.tracing.sources.store import TraceStore, open_store
 from tests.support.clickhouse_rows import EXPORTER_DDL, as_string, insert_statement

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from janux.tracing.sources.columns import names, picker, positions, select_list
+from janux.tracing.analysis.usage_rows import UsageRow
+from janux.tracing.columns import names, picker, positions, select_list
 from janux.tracing.sources.store.schema import SPAN_AT, SPAN_COLUMNS, USAGE_AT, USAGE_COLUMNS
-from janux.tracing.sources.store.summary import ROOT_COLUMNS, ROOT_FIRST, SUMMARY_COLUMNS
-from janux.tracing.sources.usage import UsageRow
+from janux.tracing.sources.store.summary_rows import ROOT_COLUMNS, ROOT_FIRST, SUMMARY_COLUMNS
 
 
 def test_positions_name_every_column_once() -> None:

@@ -178,7 +178,7 @@ def test_other_runtime_summary_sums_inference_spans_only(store: TraceStore) -> N
     store.write(other_runtime_turn())
     (summary,) = store.list_traces(TraceFilter())
     # The agent below the tool span and the agent nested directly in the root are both delegations
-    # (`janux.tracing.foreign.facts`); the one below the tool failed.
+    # (`janux.tracing.analysis.readers.structure`); the one below the tool failed.
     assert (summary.attempts, summary.failed_handoffs, summary.delegations) == (2, 1, 2)
     assert (summary.inference_spans, summary.usage_read_spans, summary.partly_unread) == (1, 1, False)
     assert (summary.bill_input_tokens, summary.bill_output_tokens, summary.bill_cost) == (7, 3, None)

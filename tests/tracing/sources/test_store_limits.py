@@ -11,8 +11,8 @@ from janux.tracing.receiver import start_receiver
 from janux.tracing.records import EventRecord
 from janux.tracing.sources.protocol import TraceFilter
 from janux.tracing.sources.store import TraceStore
-from janux.tracing.sources.store.limits import MAX_FIELD_CHARS, MAX_VALUE_CHARS, TRUNCATED_ATTRIBUTE
 from janux.tracing.sources.store.lock import WriteLock
+from janux.tracing.sources.store.span_caps import MAX_FIELD_CHARS, MAX_VALUE_CHARS, TRUNCATED_ATTRIBUTE
 from tests.support.otlp_build import pb_request, pb_span, record
 
 T = "0af7651916cd43dd8448eb211c80319c"

@@ -17,8 +17,8 @@ import pytest
 
 from janux.tracing import conventions as c
 from janux.tracing.records import SpanRecord
-from janux.tracing.sources.chdb_client import ChdbClient
-from janux.tracing.sources.clickhouse import ClickHouseSource
+from janux.tracing.sources.clickhouse.chdb_client import ChdbClient
+from janux.tracing.sources.clickhouse.source import ClickHouseSource
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import USAGE_DIMENSIONS, TraceFilter, TraceSource, UsageAggregate
 from janux.tracing.sources.store import open_store

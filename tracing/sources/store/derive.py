@@ -5,7 +5,7 @@ tool span, however deep; a handoff span; an agent nested in another), and its ag
 is the sum of the model calls whose nearest loop they are. Neither can be summed span by span as
 the batch arrives, so after each batch the store reads every trace it touched that carries no
 Janux accounting (`trace_summary.Janux = 0`) once more, whole, with the same facts every source
-uses (`janux.tracing.foreign.facts`), and replaces that trace's agent and delegation rows, its
+uses (`janux.tracing.analysis.readers.structure`), and replaces that trace's agent and delegation rows, its
 agent map rows (`agent_links`, resolved from the same structure: `agentmap.foreign_rows`), its
 structural counts and its root agent (`summaries.root_agent`: the first agent when the root span
 names none). A trace read this way keeps `Derived = 1`: should Janux accounting show up in
@@ -17,18 +17,18 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 
-from janux.tracing.foreign.facts import facts_of, structure
+from janux.tracing.analysis.agentmap.classify import LinkRow
+from janux.tracing.analysis.agentmap.foreign_rows import foreign_rows
+from janux.tracing.analysis.derived_rows import derived_rows
+from janux.tracing.analysis.readers.structure import facts_of, structure
+from janux.tracing.analysis.span_index import build_index
+from janux.tracing.analysis.summary import root_agent, root_span
+from janux.tracing.analysis.usage_aggregate import span_rows
+from janux.tracing.analysis.usage_rows import USAGE_COLUMNS
 from janux.tracing.records import SpanRecord
-from janux.tracing.sources.agentmap.classify import LinkRow
-from janux.tracing.sources.agentmap.foreign_rows import foreign_rows
-from janux.tracing.sources.aggregate import span_rows
-from janux.tracing.sources.derived import derived_rows
 from janux.tracing.sources.store.bulk import insert_rows
 from janux.tracing.sources.store.links import INSERT_LINKS, LINK_COLUMNS, link_values
 from janux.tracing.sources.store.rows import SELECT_SPAN_COLUMNS, RowReader
-from janux.tracing.sources.summaries import root_agent, root_span
-from janux.tracing.sources.usage import USAGE_COLUMNS
-from janux.tracing.spantree.index import build_index
 
 _IDS_PER_QUERY = 500
 _NEEDS_READING = "(Janux = 0 OR Derived = 1)"

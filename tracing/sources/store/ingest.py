@@ -23,7 +23,7 @@ from janux.tracing.sources.store.derive import derive, to_derive
 from janux.tracing.sources.store.links import INSERT_LINKS, LINK_COLUMNS
 from janux.tracing.sources.store.rows import StagedBatch
 from janux.tracing.sources.store.schema import SPAN_AT, SPAN_COLUMNS, USAGE_COLUMNS
-from janux.tracing.sources.store.summary import ROOT_FIRST, SUMMARY_COLUMNS
+from janux.tracing.sources.store.summary_rows import ROOT_FIRST, SUMMARY_COLUMNS
 
 _STORE = f"INSERT OR IGNORE INTO main.otel_traces ({', '.join(SPAN_COLUMNS)})"
 

@@ -10,6 +10,7 @@ older stores.
 
 from __future__ import annotations
 
+from janux.tracing.analysis.agentmap.classify import LinkRow, classify_span
 from janux.tracing.conventions import (
     EVENT_HANDOFF_END,
     EVENT_HANDOFF_START,
@@ -21,7 +22,6 @@ from janux.tracing.conventions import (
     TOOL_TYPE_HANDOFF,
 )
 from janux.tracing.records import SpanRecord
-from janux.tracing.sources.agentmap.classify import LinkRow, classify_span
 
 LINK_COLUMNS = tuple("".join(part.title() for part in name.split("_")) for name in LinkRow._fields)
 """Columns of `agent_links`, in `LinkRow` field order (`trace_id` -> `TraceId`)."""

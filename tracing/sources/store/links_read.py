@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import sqlite3
 
+from janux.tracing.analysis.agentmap.classify import LinkRow, classify_span
+from janux.tracing.analysis.agentmap.fleet_stats import MapUsage
+from janux.tracing.analysis.agentmap.loops import TraceLinks
+from janux.tracing.analysis.agentmap.parents import resolve_parents
 from janux.tracing.conventions import OP_EXECUTE_TOOL
-from janux.tracing.sources.agentmap.classify import LinkRow, classify_span
-from janux.tracing.sources.agentmap.loops import TraceLinks
-from janux.tracing.sources.agentmap.model import MapUsage
-from janux.tracing.sources.agentmap.parents import resolve_parents
 from janux.tracing.sources.store.rows import SELECT_SPAN_COLUMNS, RowReader
 
 # Every row (a trace's rows come from several batches: the reader groups them). A plain tool span

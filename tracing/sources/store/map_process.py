@@ -26,7 +26,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from janux.tracing.sources.agentmap.model import AgentMap
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
 from janux.tracing.sources.protocol import TraceFilter
 
 HELPER_MODULE = "janux.tracing.sources.store.map_helper"

@@ -9,20 +9,20 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, Literal
 
-from janux.tracing.conventions import FAILING_STATUSES, OP_EXECUTE_TOOL, OP_INVOKE_AGENT
-from janux.tracing.foreign.facts import trace_facts
-from janux.tracing.records import STATUS_ERROR, SpanRecord
-from janux.tracing.sources.columns import positions, select_list
-from janux.tracing.sources.protocol import IngestStats, TraceFilter, TraceSummary, UsageAggregate
-from janux.tracing.sources.store.rows import SELECT_SPAN_COLUMNS, SPAN_SELECT, RowReader
-from janux.tracing.sources.summaries import failed_edge_spans, newest_spans
-from janux.tracing.sources.usage import (
+from janux.tracing.analysis.readers.structure import trace_facts
+from janux.tracing.analysis.summary import failed_edge_spans, newest_spans
+from janux.tracing.analysis.usage_rows import (
     UsageSums,
     bill_reconciled,
     check_dimension,
     finish,
     group_select,
 )
+from janux.tracing.columns import positions, select_list
+from janux.tracing.conventions import FAILING_STATUSES, OP_EXECUTE_TOOL, OP_INVOKE_AGENT
+from janux.tracing.records import STATUS_ERROR, SpanRecord
+from janux.tracing.sources.protocol import IngestStats, TraceFilter, TraceSummary, UsageAggregate
+from janux.tracing.sources.store.rows import SELECT_SPAN_COLUMNS, SPAN_SELECT, RowReader
 
 MAX_DISTINCT_VALUES = 5_000
 """Most values `distinct_values` returns (a drop-down, not an export)."""

@@ -15,6 +15,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from janux.tracing.analysis.readers.spans import classify
+from janux.tracing.analysis.readers.structure import is_janux_span
+from janux.tracing.analysis.usage_rows import safe_float, safe_int, span_usage
+from janux.tracing.columns import picker
 from janux.tracing.conventions import (
     BILL_KEYS,
     FAILING_STATUSES,
@@ -34,11 +38,7 @@ from janux.tracing.conventions import (
     TOOL_TYPE_DELEGATE,
     TOOL_TYPE_HANDOFF,
 )
-from janux.tracing.foreign.facts import is_janux_span
-from janux.tracing.foreign.spans import classify
 from janux.tracing.records import EventRecord, LinkRecord, SpanRecord, attr_str
-from janux.tracing.sources.columns import picker
-from janux.tracing.sources.store.limits import MAX_VALUE_CHARS, cap_attributes, cap_span
 from janux.tracing.sources.store.links import link_values
 from janux.tracing.sources.store.schema import (
     FLAG_DELEGATION,
@@ -49,8 +49,8 @@ from janux.tracing.sources.store.schema import (
     SPAN_AT,
     SPAN_COLUMNS,
 )
-from janux.tracing.sources.store.summary import ROOT_COLUMNS, ROOT_FIELDS, summarize
-from janux.tracing.sources.usage import safe_float, safe_int, span_usage
+from janux.tracing.sources.store.span_caps import MAX_VALUE_CHARS, cap_attributes, cap_span
+from janux.tracing.sources.store.summary_rows import ROOT_COLUMNS, ROOT_FIELDS, summarize
 
 
 def _fallback(value: object) -> Any:

@@ -13,10 +13,10 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+from janux.tracing.analysis.usage_rows import USAGE_AT as USAGE_AT
+from janux.tracing.analysis.usage_rows import USAGE_COLUMNS as USAGE_COLUMNS
+from janux.tracing.columns import positions
 from janux.tracing.conventions import OP_INVOKE_AGENT
-from janux.tracing.sources.columns import positions
-from janux.tracing.sources.usage import USAGE_AT as USAGE_AT
-from janux.tracing.sources.usage import USAGE_COLUMNS as USAGE_COLUMNS
 
 SCHEMA_VERSION = 6
 """`PRAGMA user_version` of a store created by this code. 2 added `span_usage`; 4 keys it by

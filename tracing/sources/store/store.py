@@ -18,10 +18,10 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Literal
 
+from janux.tracing.analysis.agentmap.build import gc_paused
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, MapUsage
 from janux.tracing.records import SpanRecord
-from janux.tracing.sources.agentmap.build import gc_paused
-from janux.tracing.sources.agentmap.cache import MapCache
-from janux.tracing.sources.agentmap.model import AgentMap, MapUsage
+from janux.tracing.sources.map_cache import MapCache
 from janux.tracing.sources.protocol import (
     IngestStats,
     TraceFilter,

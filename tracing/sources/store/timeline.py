@@ -11,9 +11,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from janux.tracing import conventions as c
+from janux.tracing.analysis.agentmap.fleet_stats import MapUsage
+from janux.tracing.analysis.usage_rows import span_usage
 from janux.tracing.records import SpanRecord
-from janux.tracing.sources.agentmap.model import MapUsage
-from janux.tracing.sources.usage import span_usage
 
 TimelineRow = tuple[int, str, MapUsage]
 """(bucket start in Unix ns, model, usage)."""

@@ -1,0 +1,304 @@
+"""The agent map as pictures and tables: Graphviz DOT, node/edge tables, paths, a timeline.
+
+Everything is drawn from one `AgentMap` (the source's exact aggregate over a range); every chart
+has the table it was drawn from, and every label from a trace is escaped (`graph.escape`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+import pandas as pd
+
+from janux.dashboard.views.graph import escape
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis.agentmap.build import percentile
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, AgentStats, EdgeStats, MapUsage
+from janux.tracing.analysis.money_cells import cost_cell
+
+WidthBy = Literal["count", "cost"]
+"""What an edge's width shows: how many delegations, or the inclusive cost they carried."""
+MIN_PEN, MAX_PEN = 1.0, 8.0
+"""Thinnest and thickest edge (Graphviz penwidth)."""
+UNKNOWN_CALLER = "(caller not in trace)"
+"""Name shown for edges whose caller's spans are missing."""
+ROOT_PATH = "(top level)"
+"""The parent shown for top-level loops."""
+FAILURE_KINDS = ("denied", "failed", "fallback", "cut", "timeout", "open")
+"""Failure kinds, in the order the edge table shows them."""
+
+
+def usd(usage: MapUsage) -> str:
+    """Cost of a usage as text: the amount, `unpriced` (tokens without price), or `—`."""
+    if usage.cost is None:
+        return "unpriced" if usage.unpriced_tokens else fmt.NO_USAGE
+    text = fmt.usd(usage.cost)
+    return text + (" + unpriced" if usage.unpriced_tokens else "")
+
+
+def ms(value: float | None) -> str:
+    """A percentile duration, `—` when there was none to take."""
+    return fmt.NO_USAGE if value is None else fmt.ms(value)
+
+
+def failure_color(rate: float) -> str:
+    """Green (no failures) through orange to red (half or more failed)."""
+    if rate <= 0:
+        return "#2e7d32"
+    if rate < 0.1:
+        return "#f9a825"
+    if rate < 0.5:
+        return "#ef6c00"
+    return "#c62828"
+
+
+def caller_name(edge: EdgeStats) -> str:
+    """The edge's caller, or a marker when the caller's spans are missing."""
+    return edge.caller or UNKNOWN_CALLER
+
+
+def edge_label(edge: EdgeStats) -> str:
+    """`triage → researcher (delegate)`: how an edge is named in lists and selections."""
+    return f"{caller_name(edge)} → {edge.target} ({edge.kind})"
+
+
+def _widths(edges: list[EdgeStats], width_by: WidthBy) -> list[float]:
+    values = [float(e.count) if width_by == "count" else float(e.cost.cost or 0.0) for e in edges]
+    top = max(values, default=0.0)
+    if top <= 0:
+        return [MIN_PEN for _ in edges]
+    return [MIN_PEN + (MAX_PEN - MIN_PEN) * v / top for v in values]
+
+
+def _node_line(index: int, node: AgentStats, badges: Mapping[str, list[str]], selected: bool) -> str:
+    lines = [
+        node.agent,
+        f"{node.runs:,} runs · {node.error_rate:.0%} errors",
+        f"own {usd(node.own)} · incl {usd(node.inclusive)}",
+        f"p50 {ms(node.p50_ms)} · p95 {ms(node.p95_ms)}",
+        *(f"⚠ {name}" for name in badges.get(node.agent, [])),
+    ]
+    label = "\\n".join(escape(line) for line in lines)
+    fill = "#ffebee" if badges.get(node.agent) else ("#fff3e0" if node.errors else "#e3f2fd")
+    pen = ', penwidth=3, color="#1565c0"' if selected else ""
+    return f'  n{index} [label="{label}", fillcolor="{fill}"{pen}];'
+
+
+def _edge_line(ids: dict[str, int], edge: EdgeStats, width: float, badges: list[str], selected: bool) -> str:
+    color = failure_color(edge.failure_rate)
+    parts = [
+        f"{edge.count:,}× · {edge.failure_rate:.0%} failed",
+        f"{edge.attempts_per_delegation:.2f} attempts · {usd(edge.cost)}",
+        *(f"⚠ {name}" for name in badges),
+    ]
+    label = "\\n".join(escape(p) for p in parts)
+    style = "bold" if edge.kind == "transfer" else ("dashed" if not edge.caller else "solid")
+    extra = ', fontcolor="#1565c0"' if selected else ""
+    return (
+        f'  n{ids[caller_name(edge)]} -> n{ids[edge.target]} [label="{label}", color="{color}", '
+        f'penwidth={width:.2f}, style="{style}"{extra}];'
+    )
+
+
+def map_dot(
+    agent_map: AgentMap,
+    *,
+    width_by: WidthBy = "count",
+    node_badges: Mapping[str, list[str]] | None = None,
+    edge_badges: Mapping[tuple[str, str, str], list[str]] | None = None,
+    selected: str | None = None,
+) -> str:
+    """DOT of the map: a node per agent, an edge per (caller, target, kind); width by count or cost,
+    colour by failure rate; rules crossed show as ⚠ badges; `selected` (an agent or an edge label)
+    is outlined."""
+    names = [n.agent for n in agent_map.nodes]
+    for edge in agent_map.edges:
+        for name in (caller_name(edge), edge.target):
+            if name not in names:
+                names.append(name)
+    ids = {name: i for i, name in enumerate(names)}
+    lines = [
+        "digraph agents {",
+        '  graph [rankdir="LR", fontname="Helvetica"];',
+        '  node [shape=box, style="filled,rounded", fontname="Helvetica", fontsize=10];',
+        '  edge [fontname="Helvetica", fontsize=9];',
+    ]
+    by_name = {n.agent: n for n in agent_map.nodes}
+    for name, index in ids.items():
+        node = by_name.get(name) or AgentStats(name)
+        lines.append(_node_line(index, node, node_badges or {}, selected == name))
+    widths = _widths(agent_map.edges, width_by)
+    for edge, width in zip(agent_map.edges, widths, strict=True):
+        badges = (edge_badges or {}).get(edge.key, [])
+        lines.append(_edge_line(ids, edge, width, badges, selected == edge_label(edge)))
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def nodes_frame(agent_map: AgentMap) -> pd.DataFrame:
+    """One row per agent: the numbers the map's nodes show."""
+    rows = [
+        {
+            "agent": n.agent, "runs": n.runs, "traces": n.traces, "errors": n.errors,
+            "error rate": round(n.error_rate, 4),
+            "own USD": cost_cell(n.own.cost, n.own.unpriced_tokens),
+            "inclusive USD": cost_cell(n.inclusive.cost, n.inclusive.unpriced_tokens),
+            "own tokens": n.own.total_tokens, "unpriced tokens": n.inclusive.unpriced_tokens,
+            "p50 ms": n.p50_ms, "p95 ms": n.p95_ms,
+        }
+        for n in agent_map.nodes
+    ]  # fmt: skip
+    return pd.DataFrame(rows, columns=_NODE_COLUMNS)
+
+
+_NODE_COLUMNS = [
+    "agent", "runs", "traces", "errors", "error rate", "own USD", "inclusive USD", "own tokens",
+    "unpriced tokens", "p50 ms", "p95 ms",
+]  # fmt: skip
+
+
+def edges_frame(agent_map: AgentMap) -> pd.DataFrame:
+    """One row per edge: count, attempts, failures by kind, durations, cost carried."""
+    rows = []
+    for e in agent_map.edges:
+        row = {
+            "caller": caller_name(e), "target": e.target, "kind": e.kind, "delegations": e.count,
+            "attempts / delegation": round(e.attempts_per_delegation, 3), "failed delegations": e.failed,
+            "failure rate": round(e.failure_rate, 4),
+        }  # fmt: skip
+        row.update({kind: e.failures.get(kind, 0) for kind in FAILURE_KINDS})
+        row.update(
+            {
+                "p50 ms": e.p50_ms, "p95 ms": e.p95_ms,
+                "carried USD": cost_cell(e.cost.cost, e.cost.unpriced_tokens),
+                "carried tokens": e.cost.total_tokens, "traces": e.traces,
+            }
+        )  # fmt: skip
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def reasons_frame(edge: EdgeStats) -> pd.DataFrame:
+    """Failed delegations of one edge by reason, most frequent first."""
+    rows = sorted(edge.reasons.items(), key=lambda kv: (-kv[1], kv[0]))
+    return pd.DataFrame(rows, columns=["reason", "delegations"])
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """One entry of the "inspect" selector: an agent or an edge."""
+
+    label: str
+    """What the selector shows."""
+    agent: str | None = None
+    """The agent, for a node."""
+    edge: tuple[str, str, str] | None = None
+    """(caller, target, kind), for an edge."""
+
+
+def choices(agent_map: AgentMap) -> list[Choice]:
+    """Every node then every edge, as selector entries."""
+    out = [Choice(f"agent: {n.agent}", agent=n.agent) for n in agent_map.nodes]
+    out += [Choice(f"edge: {edge_label(e)}", edge=e.key) for e in agent_map.edges]
+    return out
+
+
+def paths_frame(agent_map: AgentMap) -> pd.DataFrame:
+    """One row per delegation path, with its parent path (what the icicle is drawn from)."""
+    rows = [
+        {
+            "path": " > ".join(p.path), "agent": p.path[-1], "depth": len(p.path) - 1,
+            "parent": " > ".join(p.path[:-1]) or ROOT_PATH, "runs": p.runs,
+            "own USD": cost_cell(p.own.cost, p.own.unpriced_tokens),
+            "inclusive USD": cost_cell(p.inclusive.cost, p.inclusive.unpriced_tokens),
+            "inclusive tokens": p.inclusive.total_tokens, "unpriced tokens": p.inclusive.unpriced_tokens,
+        }
+        for p in agent_map.paths
+    ]  # fmt: skip
+    return pd.DataFrame(rows, columns=_PATH_COLUMNS)
+
+
+_PATH_COLUMNS = [
+    "path", "agent", "depth", "parent", "runs", "own USD", "inclusive USD", "inclusive tokens",
+    "unpriced tokens",
+]  # fmt: skip
+
+
+def icicle_frame(agent_map: AgentMap, value: Literal["cost", "tokens"] = "cost") -> pd.DataFrame:
+    """Rectangles of an icicle of inclusive cost (or tokens) by delegation path: each path spans
+    [x0, x1) inside its parent's span, in proportion to its own inclusive value; depth is the row.
+
+    A path's children never exceed it (inclusive covers them), so they nest; what is left of a
+    parent's span is its own rounds. Unpriced paths get no width in the cost icicle (their tokens
+    are in the tokens icicle)."""
+
+    def amount(usage: MapUsage) -> float:
+        return float(usage.cost or 0.0) if value == "cost" else float(usage.total_tokens)
+
+    by_parent: dict[tuple[str, ...], list[tuple[tuple[str, ...], float]]] = {}
+    for p in agent_map.paths:
+        by_parent.setdefault(p.path[:-1], []).append((p.path, amount(p.inclusive)))
+    rows: list[dict[str, object]] = []
+    roots = by_parent.get((), [])
+    total = sum(v for _, v in roots)
+    _place(by_parent, roots, 0.0, 1.0, total, rows)
+    return pd.DataFrame(rows, columns=["path", "agent", "depth", "x0", "x1", "value"])
+
+
+def _place(
+    by_parent: dict[tuple[str, ...], list[tuple[tuple[str, ...], float]]],
+    items: Iterable[tuple[tuple[str, ...], float]],
+    start: float,
+    width: float,
+    total: float,
+    rows: list[dict[str, object]],
+) -> None:
+    if total <= 0:
+        return
+    x = start
+    for path, value in sorted(items, key=lambda item: -item[1]):
+        span = width * value / total
+        if span <= 0:
+            continue
+        rows.append(
+            {"path": " > ".join(path), "agent": path[-1], "depth": len(path) - 1, "x0": x, "x1": x + span,
+             "value": value}
+        )  # fmt: skip
+        children = by_parent.get(path, [])
+        # Children share the parent's span in proportion to the parent's inclusive value.
+        _place(by_parent, children, x, span, value, rows)
+        x += span
+
+
+def timeline_frame(agent_map: AgentMap) -> pd.DataFrame:
+    """Own cost and tokens per time bucket and agent, plus one `unpriced` band of tokens."""
+    return _bands((bucket, agent, usage) for (bucket, agent), usage in agent_map.timeline.items())
+
+
+def model_timeline_frame(rows: Iterable[tuple[int, str, MapUsage]]) -> pd.DataFrame:
+    """Cost and tokens per time bucket and requested model (`TraceSource.model_timeline`), plus one
+    `unpriced` band of tokens."""
+    return _bands((bucket, model or "(no model)", usage) for bucket, model, usage in rows)
+
+
+def _bands(items: Iterable[tuple[int, str, MapUsage]]) -> pd.DataFrame:
+    rows: list[dict[str, object]] = []
+    for bucket, agent, usage in items:
+        when = pd.Timestamp(bucket, unit="ns", tz="UTC")
+        priced_tokens = usage.total_tokens - usage.unpriced_tokens
+        rows.append({"time": when, "band": agent, "cost USD": usage.cost or 0.0, "tokens": priced_tokens})
+        if usage.unpriced_tokens:
+            rows.append({"time": when, "band": "unpriced", "cost USD": None, "tokens": usage.unpriced_tokens})
+    return pd.DataFrame(rows, columns=["time", "band", "cost USD", "tokens"])
+
+
+def turn_cost_summary(agent_map: AgentMap) -> dict[str, float | int | None]:
+    """p50/p95 cost per turn (priced top-level loops) and how many turns had no price at all."""
+    return {
+        "turns": len(agent_map.turn_costs) + agent_map.unpriced_turns,
+        "p50 USD": percentile(agent_map.turn_costs, 50),
+        "p95 USD": percentile(agent_map.turn_costs, 95),
+        "unpriced turns": agent_map.unpriced_turns,
+    }

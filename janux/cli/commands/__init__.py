@@ -1,0 +1,1 @@
+"""The `janux` subcommands, one module each, each exposing `register(subparsers)` (see `janux.cli.main`)."""

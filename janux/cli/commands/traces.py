@@ -1,0 +1,87 @@
+"""`janux traces [--json] [filters]`: the trace list, with the Traces page's columns.
+
+Reads any source (`--source`, `--data-dir`, the ClickHouse options) and builds the rows with the
+page's own code (`janux.tracing.analysis.trace_list`): traces without a bill are rebuilt for their
+badge and estimate exactly as the page rebuilds them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from janux.cli.source_options import add_source_arguments, open_from_args
+from janux.tracing.sources.protocol import TraceFilter
+
+_SHOWN = (
+    "trace", "started (UTC)", "root agent", "cost USD", "estimated USD", "checks", "delegations", "transfers",
+    "attempts", "failed handoffs", "input tokens", "output tokens", "usage read",
+)  # fmt: skip
+
+
+def register(subparsers: Any) -> None:
+    """Add the `traces` subcommand."""
+    parser = subparsers.add_parser(
+        "traces",
+        help="list traces with the Traces page's columns",
+        description="List stored traces, newest first, with the Traces page's columns and filters.",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON lines (one object per trace)")
+    parser.add_argument("--limit", type=int, default=50, help="rows (default: %(default)s)")
+    parser.add_argument("--offset", type=int, default=0, help="rows to skip (default: %(default)s)")
+    parser.add_argument("--service", default=None, help="only this service.name")
+    parser.add_argument("--root-agent", default=None, help="only traces whose root agent is this")
+    parser.add_argument("--conversation", default=None, help="only this gen_ai.conversation.id")
+    parser.add_argument("--status", choices=("ok", "error"), default=None, help="with / without ERROR spans")
+    parser.add_argument("--failed-handoffs", action="store_true", help="only traces with failed handoffs")
+    parser.add_argument("--min-cost", type=float, default=None, help="only traces billed at least this (USD)")
+    parser.add_argument("--trace-id", default=None, help="only trace ids starting with this")
+    add_source_arguments(parser)
+    parser.set_defaults(func=_run)
+
+
+def _filter(args: argparse.Namespace) -> TraceFilter:
+    return TraceFilter(
+        service=args.service, root_agent=args.root_agent, conversation_id=args.conversation,
+        status=args.status, has_failed_handoffs=args.failed_handoffs, min_cost=args.min_cost,
+        trace_id=args.trace_id,
+    )  # fmt: skip
+
+
+def _text(column: str, value: Any) -> str:
+    from janux.tracing.analysis import money_cells as cells
+    from janux.tracing.analysis.report import json_cell
+
+    if cells.is_money(column):
+        return cells.money_text(value, estimated=cells.ESTIMATED_MARK in column)
+    value = json_cell(value)
+    return cells.MISSING if value is None else str(value)
+
+
+def _run(args: argparse.Namespace) -> int:
+    # Imported here, not at the top: `janux` registers every subcommand at start, and these pull
+    # in pandas (~80 MiB), which `janux collect` and `janux import` must not carry.
+    from janux.tracing.analysis.trace_view import reconstruct
+    from janux.tracing.analysis.report import json_cell
+    from janux.tracing.analysis.trace_list import needs_rebuild, traces_frame
+
+    source = open_from_args(args, "traces")
+    summaries = source.list_traces(_filter(args), limit=max(0, args.limit), offset=max(0, args.offset))
+    rebuild = [s.trace_id for s in summaries if needs_rebuild(s)]
+    spans = source.get_traces(rebuild) if rebuild else {}
+    views = {trace_id: reconstruct(spans.get(trace_id, [])) for trace_id in rebuild}
+    frame = traces_frame(summaries, views, lambda trace_id: trace_id)
+    rows = [{column: json_cell(value) for column, value in row.items()} for row in frame.to_dict("records")]
+    if args.json:
+        for row in rows:
+            print(json.dumps(row))
+        return 0
+    if not rows:
+        print("no traces match")
+        return 0
+    table = [list(_SHOWN)] + [[_text(c, row[c]) for c in _SHOWN] for row in frame.to_dict("records")]
+    widths = [max(len(line[i]) for line in table) for i in range(len(_SHOWN))]
+    for line in table:
+        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip())
+    return 0

@@ -1,0 +1,204 @@
+"""The agent map of a time range: agents as nodes, delegations and transfers as edges.
+
+Plain dataclasses, built by `janux.tracing.analysis.agentmap.build` from any source's link rows.
+Unknown cost is None, never 0; unpriced tokens stay a number of their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+COST_DECIMALS = 12
+"""Costs are rounded to this many decimals, so sums taken in another order agree."""
+
+TRACE_REFS_KEPT = 50
+"""How many of the newest traces (and failures) each node and edge keeps for click-through."""
+
+
+@dataclass(slots=True)
+class MapUsage:
+    """Tokens and cost of a set of agent loops (the fields of the Trace page's usage)."""
+
+    input_tokens: int = 0
+    """Input tokens."""
+    output_tokens: int = 0
+    """Output tokens."""
+    cost: float | None = None
+    """USD of the priced rounds; None when nothing was priced."""
+    unpriced_tokens: int = 0
+    """Tokens of rounds without a price."""
+
+    def add(self, other: MapUsage) -> None:
+        """Add `other` in place (None + x = x)."""
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.unpriced_tokens += other.unpriced_tokens
+        if other.cost is not None:
+            self.cost = other.cost if self.cost is None else self.cost + other.cost
+
+    def copy(self) -> MapUsage:
+        """An independent copy."""
+        return MapUsage(self.input_tokens, self.output_tokens, self.cost, self.unpriced_tokens)
+
+    def rounded(self) -> MapUsage:
+        """A copy with the cost rounded to `COST_DECIMALS`."""
+        cost = None if self.cost is None else round(self.cost, COST_DECIMALS)
+        return MapUsage(self.input_tokens, self.output_tokens, cost, self.unpriced_tokens)
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(slots=True)
+class TraceRef:
+    """One trace a node or edge occurs in."""
+
+    trace_id: str
+    """Trace id."""
+    start_ns: int
+    """Start of the loop or delegation in that trace (newest first)."""
+    span_id: str
+    """The loop's span, or the delegation's tool span (attempt span for direct nesting)."""
+
+
+@dataclass(slots=True)
+class FailureRef:
+    """One failed delegation of an edge."""
+
+    trace_id: str
+    """Trace id."""
+    span_id: str
+    """Tool span (attempt span for direct nesting)."""
+    start_ns: int
+    """When the delegation started."""
+    kind: str
+    """`denied`, `failed`, `fallback`, `cut`, `timeout` or `open` (as on the Failures page)."""
+    reason: str
+    """Deny rule, budget line, error type or error text: what the Failures page groups by."""
+
+
+@dataclass(slots=True)
+class AgentStats:
+    """One node of the map: every loop of one agent in the range."""
+
+    agent: str
+    """Agent name."""
+    runs: int = 0
+    """Agent loops (turns and delegation attempts)."""
+    errors: int = 0
+    """Loops that ended with status ERROR."""
+    own: MapUsage = field(default_factory=MapUsage)
+    """The loops' own rounds."""
+    inclusive: MapUsage = field(default_factory=MapUsage)
+    """Own plus everything delegated below each loop."""
+    p50_ms: float | None = None
+    """Median loop duration (closed loops only)."""
+    p95_ms: float | None = None
+    """95th percentile loop duration."""
+    traces: int = 0
+    """Distinct traces the agent runs in."""
+    recent: list[TraceRef] = field(default_factory=list)
+    """The newest traces (at most `TRACE_REFS_KEPT`), newest first."""
+
+    @property
+    def error_rate(self) -> float:
+        """Errors / runs."""
+        return self.errors / self.runs if self.runs else 0.0
+
+
+@dataclass(slots=True)
+class EdgeStats:
+    """One edge of the map: every delegation (or transfer) from one agent to another."""
+
+    caller: str
+    """Delegating agent ("" when the caller's spans are missing)."""
+    target: str
+    """Subagent or transfer target."""
+    kind: str
+    """`delegate` or `transfer`."""
+    count: int = 0
+    """Delegations."""
+    attempts: int = 0
+    """Attempts over all delegations."""
+    failed: int = 0
+    """Delegations that failed (any kind in `failures`)."""
+    failures: dict[str, int] = field(default_factory=dict)
+    """Failed delegations by kind: `denied`, `failed`, `fallback`, `cut`, `timeout`, `open`."""
+    reasons: dict[str, int] = field(default_factory=dict)
+    """Failed delegations by reason (deny rule, budget line, error type)."""
+    p50_ms: float | None = None
+    """Median delegation duration."""
+    p95_ms: float | None = None
+    """95th percentile delegation duration."""
+    cost: MapUsage = field(default_factory=MapUsage)
+    """Inclusive usage carried by the edge (every attempt and what it delegated)."""
+    traces: int = 0
+    """Distinct traces the edge occurs in."""
+    recent: list[TraceRef] = field(default_factory=list)
+    """The newest delegations (at most `TRACE_REFS_KEPT`), newest first."""
+    recent_failures: list[FailureRef] = field(default_factory=list)
+    """The newest failed delegations (at most `TRACE_REFS_KEPT`), newest first."""
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """(caller, target, kind)."""
+        return self.caller, self.target, self.kind
+
+    @property
+    def failure_rate(self) -> float:
+        """Failed / count."""
+        return self.failed / self.count if self.count else 0.0
+
+    @property
+    def attempts_per_delegation(self) -> float:
+        """Attempts / count."""
+        return self.attempts / self.count if self.count else 0.0
+
+
+@dataclass(slots=True)
+class PathStats:
+    """Every loop reached by one delegation path (`triage > researcher > fact_checker`)."""
+
+    path: tuple[str, ...]
+    """Agent names from the root loop down."""
+    runs: int = 0
+    """Loops at this path."""
+    errors: int = 0
+    """Loops at this path that ended with status ERROR."""
+    own: MapUsage = field(default_factory=MapUsage)
+    """Their own rounds."""
+    inclusive: MapUsage = field(default_factory=MapUsage)
+    """Own plus everything below."""
+
+
+@dataclass(slots=True)
+class AgentMap:
+    """Nodes, edges and delegation paths over the traces of a range."""
+
+    nodes: list[AgentStats] = field(default_factory=list)
+    """Agents, most expensive (inclusive) first."""
+    edges: list[EdgeStats] = field(default_factory=list)
+    """Edges, most frequent first."""
+    paths: list[PathStats] = field(default_factory=list)
+    """Delegation paths, shortest then most expensive first."""
+    traces: int = 0
+    """Traces read."""
+    turn_costs: list[float] = field(default_factory=list)
+    """Inclusive cost of every priced top-level loop (a turn), for cost-per-turn percentiles."""
+    unpriced_turns: int = 0
+    """Top-level loops with no priced round at all (left out of `turn_costs`: unknown is not 0)."""
+    timeline: dict[tuple[int, str], MapUsage] = field(default_factory=dict)
+    """Own usage per (bucket start in Unix ns, agent), when a bucket size was asked for."""
+
+    def node(self, agent: str) -> AgentStats | None:
+        """The node of `agent`, None when absent."""
+        return next((n for n in self.nodes if n.agent == agent), None)
+
+    def edge(self, caller: str, target: str, kind: str | None = None) -> EdgeStats | None:
+        """The edge `caller -> target` (of `kind`, when given), None when absent."""
+        for edge in self.edges:
+            if edge.caller == caller and edge.target == target and kind in (None, edge.kind):
+                return edge
+        return None

@@ -1,0 +1,124 @@
+"""Failed handoffs and budget burn, read off the rebuilt tree."""
+
+from __future__ import annotations
+
+from janux.tracing import conventions as c
+from janux.tracing.analysis.handoff_tree import HandoffTree
+from janux.tracing.analysis.span_index import NO_PARENT, SpanIndex
+from janux.tracing.analysis.trace_parts import BudgetBurn, Delegation, Failure, FailureKind
+from janux.tracing.records import attr_float, attr_int
+
+MISSING_END = "missing HANDOFF_END"
+"""Reason shown for a handoff whose HANDOFF_START has no HANDOFF_END."""
+
+
+def _reason(delegation: Delegation, kind: FailureKind) -> str:
+    """What the Failures view groups by: the rule, the budget line, or the error."""
+    if kind == "open":
+        return MISSING_END
+    if kind == "timeout":
+        return c.ERROR_TIMEOUT
+    for value in (delegation.deny_reason, delegation.stop_reason, delegation.error_type, delegation.error):
+        if value:
+            return value
+    return kind
+
+
+def _kind(delegation: Delegation, timeouts: int) -> FailureKind | None:
+    status = delegation.status
+    if status in c.FAILING_STATUSES:
+        return status  # type: ignore[return-value]
+    if status == "open":
+        return "open"
+    if timeouts:
+        return "timeout"
+    return None
+
+
+def delegation_failures(trace_id: str, tree: HandoffTree) -> list[Failure]:
+    """One row per denied, failed, fallback, cut, open or timed-out delegation."""
+    failures = []
+    for delegation in tree.delegations:
+        timeouts = sum(1 for a in delegation.attempts if a.error_type == c.ERROR_TIMEOUT)
+        kind = _kind(delegation, timeouts)
+        if kind is None:
+            continue
+        span_id = delegation.tool_span_id or (delegation.attempts[0].span_id if delegation.attempts else "")
+        failures.append(
+            Failure(
+                kind=kind,
+                reason=_reason(delegation, kind),
+                trace_id=trace_id,
+                span_id=span_id,
+                caller=delegation.caller,
+                target=delegation.target,
+                tool=delegation.tool,
+                attempts=delegation.attempt_count,
+                timeouts=timeouts,
+                status=delegation.status,
+                error=delegation.error,
+                duration_ms=delegation.duration_ms,
+                task=delegation.task,
+                start_ns=delegation.start_ns,
+                delegation=delegation.index,
+            )
+        )
+    return failures
+
+
+def loop_failures(trace_id: str, tree: HandoffTree) -> list[Failure]:
+    """ERROR agent loops not already explained by a failing delegation (e.g. a failed turn)."""
+    failures = []
+    for node in tree.nodes:
+        if node.status != "error" or node.via is not None:
+            continue
+        failures.append(
+            Failure(
+                kind="error",
+                reason=node.error_type or "error",
+                trace_id=trace_id,
+                span_id=node.span_id,
+                caller=tree.nodes[node.parent].agent if node.parent is not None else None,
+                target=node.agent,
+                tool="",
+                attempts=1,
+                timeouts=1 if node.error_type == c.ERROR_TIMEOUT else 0,
+                status="error",
+                duration_ms=node.duration_ns / 1e6 if node.duration_ns >= 0 else None,
+                start_ns=node.start_ns,
+            )
+        )
+    return failures
+
+
+def budget_burn(index: SpanIndex, tree: HandoffTree) -> list[BudgetBurn]:
+    """Turns, tokens and ms used against `janux.budget.*` for every loop that has a budget."""
+    burns = []
+    for node, pos in zip(tree.nodes, tree.node_span, strict=True):
+        if pos == NO_PARENT:
+            continue
+        attrs = index.spans[pos].attributes
+        max_turns = attr_int(attrs, c.JANUX_BUDGET_MAX_TURNS)
+        max_tokens = attr_int(attrs, c.JANUX_BUDGET_MAX_TOKENS)
+        max_ms = attr_float(attrs, c.JANUX_BUDGET_MAX_MS)
+        if max_turns is None and max_tokens is None and max_ms is None:
+            continue
+        ms_used = node.duration_ns / 1e6 if node.duration_ns >= 0 else None
+        if node.via is not None and tree.delegations[node.via].duration_ms is not None:
+            # The time budget covers the whole delegation, retries included.
+            ms_used = tree.delegations[node.via].duration_ms
+        burns.append(
+            BudgetBurn(
+                node=node.index,
+                agent=node.agent,
+                attempt=node.attempt,
+                turns_used=node.own.rounds,
+                max_turns=max_turns,
+                tokens_used=node.own.total_tokens,
+                max_tokens=max_tokens,
+                ms_used=ms_used,
+                max_ms=max_ms,
+                stop_reason=node.stop_reason,
+            )
+        )
+    return burns

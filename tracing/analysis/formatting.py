@@ -1,0 +1,89 @@
+"""Text forms of costs, tokens and durations, shared by every page (unknown is never "$0")."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from janux.tracing.analysis.trace_parts import Usage
+
+UNPRICED = "unpriced"
+"""Shown where no price is known."""
+
+
+def usd(value: float | None, *, estimated: bool = False) -> str:
+    """`$0.001234`, `≈ $0.0012 (est.)` or `unpriced`."""
+    if value is None:
+        return UNPRICED
+    digits = 6 if abs(value) < 0.01 else 4
+    text = f"${value:,.{digits}f}"
+    return f"≈ {text} (est.)" if estimated else text
+
+
+NO_USAGE = "—"
+"""Shown where no tokens were used at all (nothing to price, so not "unpriced")."""
+
+UNKNOWN = "unknown"
+"""Shown where rounds ran but their usage could not be read (never 0, never "—")."""
+
+
+def usage_cost(usage: Usage) -> str:
+    """Cost of a usage, labelled as an estimate when any part of it is; `—` when nothing was used;
+    `unknown` when rounds ran whose usage could not be read (`+ unknown` when only some)."""
+    if usage.is_unknown:
+        return UNKNOWN
+    if usage.total_cost is None and usage.total_tokens == 0 and usage.unpriced_tokens == 0:
+        return NO_USAGE
+    text = usd(usage.total_cost, estimated=usage.is_estimated)
+    return f"{text} + {UNKNOWN}" if usage.unread_rounds else text
+
+
+def usage_cost_full(usage: Usage) -> str:
+    """Cost plus the unpriced tokens beside it (`$0.12 + 300 unpriced tokens`)."""
+    text = usage_cost(usage)
+    if usage.unpriced_tokens and usage.total_cost is not None:
+        return f"{text} + {usage.unpriced_tokens:,} unpriced tokens"
+    return text
+
+
+def tokens(usage: Usage) -> str:
+    """`1,200 in / 340 out`; `unknown` when rounds ran and no usage was read; `+ N unread` appended
+    when some rounds' usage could not be read."""
+    if usage.is_unknown:
+        return UNKNOWN
+    text = f"{usage.input_tokens:,} in / {usage.output_tokens:,} out"
+    return text + (f" + {usage.unread_rounds:,} unread" if usage.unread_rounds else "")
+
+
+def ms(value: float | None) -> str:
+    """`1,234 ms`, `1.2 ms`, or `open` when the span has no end."""
+    if value is None:
+        return "open"
+    return f"{value:,.1f} ms" if value < 10 else f"{value:,.0f} ms"
+
+
+def utc(unix_ns: int) -> str:
+    """`2025-01-31 09:15:02` (UTC, to the second)."""
+    return datetime.fromtimestamp(unix_ns / 1e9, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def short_id(span_id: str | None) -> str:
+    """First 8 characters of an id (full ids live in the inspector)."""
+    return (span_id or "")[:8]
+
+
+def count(n: int, noun: str) -> str:
+    """`1 attempt`, `2 attempts`, `0 attempts`."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+_MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!|<>~$:&=")
+"""Characters with a meaning in Streamlit markdown (CommonMark, HTML, LaTeX `$`, `:red[...]`
+directives, `:emoji:` codes); each may be backslash-escaped."""
+
+
+def markdown_text(text: str) -> str:
+    """`text` shown literally by a markdown element (`st.info`, `st.caption`, ...): every special
+    character escaped and line breaks flattened, so a name from a trace cannot become a link, an
+    image, a heading or coloured text."""
+    flat = " ".join(str(text).splitlines())
+    return "".join("\\" + ch if ch in _MARKDOWN_SPECIAL else ch for ch in flat)

@@ -1,0 +1,138 @@
+"""Money and token cells of the dashboard's tables: numbers that sort, text that never lies.
+
+`st.dataframe` shows every missing value (None/NaN) of a table as one placeholder, so the two
+kinds of empty money cell are stored differently, and a money column stays numeric (sortable):
+
+- a price:            the USD amount, shown as `$0.001234` (estimate columns as `≈ $0.001234`);
+- `UNPRICED` (-inf):  tokens were used and no price is known, shown as `unpriced` and sorted below
+                      every price: unknown is never shown as $0, and never as a bare "None";
+- `UNKNOWN` (-1e300):  model calls ran whose usage could not be read, shown as `unknown`: not 0,
+                      not `—` (which means no usage);
+- None:               nothing to price (no tokens at all, or no estimate made), shown as `—`.
+
+Missing token counts are None and show as `—` too. A money column is one whose name ends in
+`USD`. `money_styler` renders these cells for a table; `export_frame` writes them for a CSV
+(`unpriced` spelled out, `—` left empty). No Streamlit import here.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Final
+
+import pandas as pd
+from pandas.io.formats.style import Styler
+
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis.trace_parts import Usage
+
+UNPRICED: Final = float("-inf")
+"""Value of a money cell whose price is unknown although tokens were used."""
+UNKNOWN: Final = -1e300
+"""Value of a money cell whose usage itself could not be read (rounds ran, no usage was read):
+shown as `unknown`, sorted just above `UNPRICED`, below every price."""
+MISSING: Final = fmt.NO_USAGE
+"""Text of a missing value (the tables' placeholder)."""
+MONEY_SUFFIX: Final = "USD"
+"""Columns whose name ends with this hold money cells."""
+ESTIMATED_MARK: Final = "estimated"
+"""Money columns whose name contains this hold estimates (shown with `≈`)."""
+DELTA_MARK: Final = "Δ"
+"""Money columns whose name contains this hold differences (shown with a sign)."""
+
+
+def cost_cell(cost: float | None, unpriced_tokens: int, *, unknown: bool = False) -> float | None:
+    """A cost cell: the amount, `UNPRICED` when tokens went unpriced, `UNKNOWN` when usage could not
+    be read (`unknown`), None when no tokens were used."""
+    if cost is not None:
+        return cost
+    if unpriced_tokens:
+        return UNPRICED
+    return UNKNOWN if unknown else None
+
+
+def total_cell(usage: Usage) -> float | None:
+    """Recorded plus estimated cost of a usage as one money cell."""
+    return cost_cell(usage.total_cost, usage.unpriced_tokens, unknown=usage.is_unknown)
+
+
+def delta_cell(a: float | None, b: float | None) -> float | None:
+    """`b - a` of two money cells; a missing side counts as nothing, an unpriced side makes it unpriced."""
+    if a is None and b is None:
+        return None
+    if a == UNKNOWN or b == UNKNOWN:
+        return UNKNOWN
+    if a == UNPRICED or b == UNPRICED:
+        return UNPRICED
+    return (b or 0.0) - (a or 0.0)
+
+
+def is_money(column: object) -> bool:
+    """True for a money column (its name ends with `USD`)."""
+    return isinstance(column, str) and column.endswith(MONEY_SUFFIX)
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def money_text(value: Any, *, estimated: bool = False, signed: bool = False) -> str:
+    """`$0.001234`, `≈ $0.001234`, `+$0.000100`, `unpriced` or `—`."""
+    if _missing(value):
+        return MISSING
+    amount = float(value)
+    if amount == UNPRICED:
+        return fmt.UNPRICED
+    if amount == UNKNOWN:
+        return fmt.UNKNOWN
+    sign = ("+" if amount > 0 else "-" if amount < 0 else "") if signed else ("-" if amount < 0 else "")
+    text = f"{sign}${abs(amount):,.6f}"
+    return f"≈ {text}" if estimated else text
+
+
+def money_metric(value: float | None, *, estimated: bool = False) -> str:
+    """A money cell as a headline figure (`$0.0373`, `≈ $0.0012 (est.)`, `unpriced`, `—`)."""
+    if value is None:
+        return MISSING
+    if value == UNKNOWN:
+        return fmt.UNKNOWN
+    return fmt.UNPRICED if value == UNPRICED else fmt.usd(value, estimated=estimated)
+
+
+def _formatter(column: str) -> Any:
+    estimated, signed = ESTIMATED_MARK in column, DELTA_MARK in column
+    return lambda value: money_text(value, estimated=estimated, signed=signed)
+
+
+def money_styler(frame: pd.DataFrame) -> Styler:
+    """The frame with its money columns rendered as text (the numbers underneath still sort)."""
+    money = [col for col in frame.columns if is_money(col)]
+    return frame.style.format({col: _formatter(col) for col in money})
+
+
+def without_empty_estimates(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame without estimate columns that are empty on every row (nothing was estimated)."""
+    return frame.drop(columns=[c for c in frame.columns if ESTIMATED_MARK in c and frame[c].isna().all()])
+
+
+def export_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy for CSV: `UNPRICED` cells become the word `unpriced`, missing cells stay empty."""
+    out = frame.copy()
+    for col in out.columns:
+        if is_money(col):
+            out[col] = [_export(v) for v in out[col]]
+    return out
+
+
+def _export(value: Any) -> Any:
+    if value == UNPRICED:
+        return fmt.UNPRICED
+    if value == UNKNOWN:
+        return fmt.UNKNOWN
+    return None if _missing(value) else value
+
+
+def csv_bytes(frame: pd.DataFrame) -> bytes:
+    """The frame as a UTF-8 CSV file (see `export_frame`)."""
+    text: str = export_frame(frame).to_csv(index=False)
+    return text.encode()

@@ -1,0 +1,511 @@
+"""One trace read: agent loops, delegation and transfer edges, attempts, own usage, coverage.
+
+The one structural reading of a trace, shared by every source (`TraceSummary`, `usage_by`), the
+CLI and the dashboard's handoff tree (which builds its nodes and edges from `Structure`), so no
+two of them can disagree on a count:
+
+- an agent span is a loop (a node) when it has a name, or when it has no name but model calls of
+  its own; an unnamed agent span without model calls of its own (the OpenAI Agents SDK's workflow
+  root under both bridges) is the run itself: transparent, never an agent;
+- an agent loop below another loop is a delegation attempt: of the nearest tool span between the
+  two (however deep: tool -> task span -> agent counts), else of a direct delegation;
+- a transfer is a handoff span (`agent_handoff`, OpenInference `handoff to X`, a Janux `handoff`
+  tool), or an agent reached by one (`graph.node.parent_id`); the target's next top-level loop is
+  its attempt;
+- an inference span belongs to its nearest loop; its usage counts once, there; usage an agent span
+  reports for itself (accumulated, aggregated) is never added;
+- a delegation failed when its last attempt failed (or, for Janux, by its recorded final status).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from janux.tracing import conventions as c
+from janux.tracing.analysis.readers.spans import SpanRead, classify, error_text, read_span
+from janux.tracing.analysis.span_index import NO_PARENT, SpanIndex, build_index
+from janux.tracing.records import STATUS_ERROR, SpanRecord, attr_str
+
+EdgeKind = Literal["delegate", "transfer"]
+"""A delegation to a subagent, or a transfer of the conversation."""
+
+_JANUX_DELEGATING = frozenset({c.TOOL_TYPE_DELEGATE, c.TOOL_TYPE_HANDOFF})
+_HANDOFF_EVENTS = frozenset({c.EVENT_HANDOFF_START, c.EVENT_HANDOFF_END})
+
+
+@dataclass(slots=True)
+class Loop:
+    """One agent loop (a node of the handoff tree)."""
+
+    pos: int
+    """Position of its agent span in the index (-1 for the stand-in holding loose model calls)."""
+    name: str
+    """Agent name (`(unnamed agent)` when the span has none)."""
+    parent: int | None = None
+    """The calling loop, None at a root."""
+    via: int | None = None
+    """The edge that started it, None when nothing did."""
+    calls: list[int] = field(default_factory=list)
+    """Positions of its own inference spans."""
+    edges: list[int] = field(default_factory=list)
+    """Edges it started, in start order."""
+
+
+@dataclass(slots=True)
+class Edge:
+    """One delegation or transfer: from a calling loop to its attempts."""
+
+    kind: EdgeKind
+    """Delegation or transfer."""
+    tool_pos: int
+    """Position of the tool (or handoff) span, -1 for an agent nested directly in another."""
+    caller: int | None
+    """The calling loop, None when unknown."""
+    target: str = ""
+    """Target agent (recorded, else the first attempt's name)."""
+    attempts: list[int] = field(default_factory=list)
+    """Loops that ran it, in start order."""
+
+
+@dataclass(slots=True)
+class Structure:
+    """Loops and edges of one indexed trace, with each span's loop."""
+
+    index: SpanIndex
+    """The indexed spans."""
+    kinds: list[tuple[str, str, bool]]
+    """`spans.classify` of each span, by position: (role, convention, recognised)."""
+    loops: list[Loop] = field(default_factory=list)
+    """Loops in depth-first start order (parents before children)."""
+    edges: list[Edge] = field(default_factory=list)
+    """Edges in depth-first start order."""
+    loop_of: list[int] = field(default_factory=list)
+    """Per span: the loop it belongs to (-1 when none)."""
+    loose: int = -1
+    """The stand-in loop holding model calls outside any loop (-1 when there is none)."""
+    _reads: dict[int, SpanRead] = field(default_factory=dict)
+
+    def read(self, pos: int) -> SpanRead:
+        """`read_span` of the span at `pos` (read once, when first needed)."""
+        found = self._reads.get(pos)
+        if found is None:
+            found = self._reads[pos] = read_span(self.index.spans[pos])
+        return found
+
+    def role(self, pos: int) -> str:
+        """The role of the span at `pos`."""
+        return self.kinds[pos][0]
+
+
+UNNAMED_AGENT = "(unnamed agent)"
+"""Name of an agent loop whose span carries no agent name."""
+LOOSE_AGENT = "(no agent)"
+"""Name of the stand-in loop holding model calls that run outside any agent loop."""
+
+
+def _own_call_owners(index: SpanIndex, kinds: list[tuple[str, str, bool]]) -> set[int]:
+    """Agent spans (named or not) that are the nearest agent ancestor of some inference span."""
+    nearest = [NO_PARENT] * len(index.spans)
+    owners: set[int] = set()
+    for pos in index.order:
+        parent = index.parent[pos]
+        above = nearest[parent] if parent != NO_PARENT else NO_PARENT
+        role = kinds[pos][0]
+        if role == "agent":
+            nearest[pos] = pos
+        else:
+            nearest[pos] = above
+            if role == "inference" and above != NO_PARENT:
+                owners.add(above)
+    return owners
+
+
+def is_janux_delegating(span: SpanRecord) -> bool:
+    """A Janux delegation or transfer tool span (by tool type or HANDOFF events)."""
+    if attr_str(span.attributes, c.GEN_AI_TOOL_TYPE) in _JANUX_DELEGATING:
+        return True
+    return any(event.name in _HANDOFF_EVENTS for event in span.events)
+
+
+def is_janux_transfer(span: SpanRecord) -> bool:
+    """A Janux transfer tool span (`gen_ai.tool.type` = handoff, or events of kind transfer)."""
+    if attr_str(span.attributes, c.GEN_AI_TOOL_TYPE) == c.TOOL_TYPE_HANDOFF:
+        return True
+    return any(attr_str(e.attributes, c.JANUX_HANDOFF_KIND) == c.KIND_TRANSFER for e in span.events)
+
+
+class _Builder:
+    """One pass over the index in parent-before-child order."""
+
+    def __init__(self, index: SpanIndex) -> None:
+        self.s = Structure(index, [classify(span.attributes, span.name) for span in index.spans])
+        self.s.loop_of = [-1] * len(index.spans)
+        self.tool_below = [NO_PARENT] * len(index.spans)
+        self.edge_of_tool: dict[int, int] = {}
+        self.pending_transfers: dict[str, list[int]] = {}
+        agents = [pos for pos, kind in enumerate(self.s.kinds) if kind[0] == "agent"]
+        self.unnamed = {pos for pos in agents if self.s.read(pos).agent is None}
+        # Only an unnamed agent span needs to know whether it made model calls of its own.
+        self.owners = _own_call_owners(index, self.s.kinds) if self.unnamed else set()
+
+    def run(self) -> Structure:
+        s = self.s
+        for pos in s.index.order:
+            role = s.kinds[pos][0]
+            parent = s.index.parent[pos]
+            if role == "agent" and (pos not in self.unnamed or pos in self.owners):
+                self._loop(pos, parent)
+                continue
+            if parent != NO_PARENT:
+                s.loop_of[pos] = s.loop_of[parent]
+                self.tool_below[pos] = self.tool_below[parent]
+            if role == "transfer":
+                self._transfer(pos)
+            elif role == "tool":
+                self.tool_below[pos] = pos
+                if is_janux_delegating(s.index.spans[pos]):
+                    self._edge_for_tool(pos)
+            elif role == "inference":
+                self._call(pos)
+        return s
+
+    def _loop(self, pos: int, parent: int) -> None:
+        s = self.s
+        read = s.read(pos)
+        loop = Loop(pos=pos, name=read.agent or UNNAMED_AGENT)
+        index = len(s.loops)
+        s.loops.append(loop)
+        s.loop_of[pos] = index
+        caller = s.loop_of[parent] if parent != NO_PARENT else -1
+        if caller >= 0 and caller != s.loose:
+            loop.parent = caller
+        tool = self.tool_below[parent] if parent != NO_PARENT else NO_PARENT
+        if tool != NO_PARENT:
+            edge = self._edge_for_tool(tool)
+        elif loop.parent is not None:
+            edge = self._new_edge("delegate", NO_PARENT, loop.parent)
+        else:
+            transfer = self._transfer_into(loop, read)
+            if transfer is None:
+                return
+            edge = transfer
+        loop.via = edge
+        s.edges[edge].attempts.append(index)
+
+    def _transfer_into(self, loop: Loop, read: SpanRead) -> int | None:
+        """The transfer a top-level loop continues: a handoff span to its agent seen before it,
+        else (OpenInference) the agent named by its `graph.node.parent_id`."""
+        waiting = self.pending_transfers.get(loop.name)
+        if waiting:
+            return waiting.pop(0)
+        if read.transfer_from is None:
+            return None
+        source = next((i for i, other in enumerate(self.s.loops) if other.name == read.transfer_from), None)
+        edge = self._new_edge("transfer", NO_PARENT, source)
+        self.s.edges[edge].target = loop.name
+        return edge
+
+    def _transfer(self, pos: int) -> None:
+        s = self.s
+        read = s.read(pos)
+        caller = s.loop_of[pos]
+        edge = self._new_edge("transfer", pos, caller if caller >= 0 else None)
+        target = read.transfer_to or ""
+        s.edges[edge].target = target
+        if target:
+            self.pending_transfers.setdefault(target, []).append(edge)
+
+    def _edge_for_tool(self, tool_pos: int) -> int:
+        found = self.edge_of_tool.get(tool_pos)
+        if found is None:
+            caller = self.s.loop_of[tool_pos]
+            span = self.s.index.spans[tool_pos]
+            kind: EdgeKind = "transfer" if is_janux_transfer(span) else "delegate"
+            found = self._new_edge(kind, tool_pos, caller if caller >= 0 else None)
+            self.edge_of_tool[tool_pos] = found
+        return found
+
+    def _new_edge(self, kind: EdgeKind, tool_pos: int, caller: int | None) -> int:
+        s = self.s
+        if caller == s.loose:
+            caller = None
+        edge = Edge(kind=kind, tool_pos=tool_pos, caller=caller)
+        s.edges.append(edge)
+        if caller is not None:
+            s.loops[caller].edges.append(len(s.edges) - 1)
+        return len(s.edges) - 1
+
+    def _call(self, pos: int) -> None:
+        s = self.s
+        owner = s.loop_of[pos]
+        if owner < 0:
+            if s.loose < 0:
+                s.loose = len(s.loops)
+                s.loops.append(Loop(pos=NO_PARENT, name=LOOSE_AGENT))
+            owner = s.loose
+            s.loop_of[pos] = owner
+        s.loops[owner].calls.append(pos)
+
+
+def structure(index: SpanIndex) -> Structure:
+    """Loops and edges of an indexed trace (see the module docstring for the rules)."""
+    return _Builder(index).run()
+
+
+# ------------------------------------------------------------------------------ trace facts
+
+
+@dataclass(slots=True)
+class AgentFacts:
+    """One loop as every source and the CLI report it."""
+
+    name: str
+    """Agent name."""
+    span_id: str
+    """Its agent span ("" for the stand-in of loose model calls)."""
+    depth: int
+    """Depth in the handoff tree (0 at a root)."""
+    status: str
+    """`ok`, `error` or `open`."""
+    input_tokens: int | None
+    """Own input tokens read (None when none of its calls had usage read)."""
+    output_tokens: int | None
+    """Own output tokens read."""
+    calls: int
+    """Own inference spans."""
+    unread_calls: int
+    """Own inference spans whose usage could not be read (unknown, never zero)."""
+    error: str | None = None
+    """Error text (status message, else the exception event)."""
+    via: int | None = None
+    """Index (in `TraceFacts.edges`) of the edge it is an attempt of, None for a root."""
+    parent_span_id: str = ""
+    """Parent span id of its agent span."""
+
+
+@dataclass(slots=True)
+class EdgeFacts:
+    """One delegation or transfer as every source and the CLI report it."""
+
+    kind: EdgeKind
+    """Delegation or transfer."""
+    caller: str | None
+    """Calling agent (None when its spans are missing)."""
+    target: str
+    """Target agent."""
+    tool: str
+    """Tool (or handoff span) name; the target for an agent nested directly in another."""
+    tool_span_id: str | None
+    """The tool or handoff span, None for direct nesting."""
+    attempts: int
+    """Attempt loops that ran."""
+    status: str
+    """`completed`, `failed`, `open`, or Janux's recorded final status."""
+    failed: bool
+    """True when the final status is a failing one (`FAILING_STATUSES`)."""
+    error: str | None = None
+    """Why it failed: the tool span's or the last failed attempt's error text."""
+    attempt_agents: list[int] = field(default_factory=list)
+    """Indexes (in `TraceFacts.agents`) of its attempts."""
+
+
+@dataclass(slots=True)
+class TraceFacts:
+    """What one trace holds, read once for every consumer."""
+
+    trace_id: str
+    """The trace id."""
+    agents: list[AgentFacts]
+    """Loops in tree order (parents before children)."""
+    edges: list[EdgeFacts]
+    """Delegations and transfers in tree order."""
+    inference_spans: int
+    """Model calls (inference spans), failed calls without usage excluded."""
+    usage_read_spans: int
+    """Model calls whose usage was read."""
+    unread_spans: int
+    """Model calls whose usage is unknown: under names Janux does not read, or absent."""
+    unrecognised_spans: int
+    """Spans of a kind Janux does not recognise (an unknown declared kind, or usage-like
+    attributes on a span that declares none)."""
+    input_tokens: int | None
+    """Input tokens summed over model calls with usage read (None when none was read)."""
+    output_tokens: int | None
+    """Output tokens summed likewise."""
+    errors: int
+    """Spans with status ERROR."""
+    janux: bool
+    """True when the trace carries Janux accounting (its own numbers then come from it)."""
+
+    @property
+    def delegations(self) -> int:
+        """Delegation edges."""
+        return sum(1 for e in self.edges if e.kind == "delegate")
+
+    @property
+    def transfers(self) -> int:
+        """Transfer edges."""
+        return sum(1 for e in self.edges if e.kind == "transfer")
+
+    @property
+    def attempts(self) -> int:
+        """Attempt loops of delegations."""
+        return sum(e.attempts for e in self.edges if e.kind == "delegate")
+
+    @property
+    def failed_handoffs(self) -> int:
+        """Delegations and transfers whose final status is failing (a failed turn is not one)."""
+        return sum(1 for e in self.edges if e.failed)
+
+    @property
+    def root_agent(self) -> str | None:
+        """The agent holding the conversation at the end: the run's first agent, or after a transfer
+        its target (as Janux's own turn span is named). The trace list's root agent when the root
+        span names none (the OpenAI Agents SDK's workflow span, a framework's wrapper span)."""
+        holder = next((n for n, a in enumerate(self.agents) if a.depth == 0 and a.span_id), None)
+        if holder is None:
+            return None
+        for edge in self.edges:
+            if edge.kind == "transfer" and edge.caller == self.agents[holder].name and edge.attempt_agents:
+                holder = edge.attempt_agents[-1]
+        return self.agents[holder].name
+
+    @property
+    def partly_unread(self) -> bool:
+        """True when some usage could not be read (unknown, shown as such)."""
+        return self.unread_spans > 0 or self.unrecognised_spans > 0
+
+
+def _status(span: SpanRecord) -> str:
+    if span.duration_ns < 0:
+        return "open"
+    return "error" if span.status_code == STATUS_ERROR else "ok"
+
+
+def _plus(total: int | None, value: int | None) -> int | None:
+    if value is None:
+        return total
+    return value if total is None else total + value
+
+
+def _agent_facts(s: Structure, depth: list[int]) -> list[AgentFacts]:
+    found = []
+    for number, loop in enumerate(s.loops):
+        reads = [s.read(p) for p in loop.calls]
+        span = s.index.spans[loop.pos] if loop.pos != NO_PARENT else None
+        tokens_in = tokens_out = None
+        for read in reads:
+            tokens_in = _plus(tokens_in, read.input_tokens)
+            tokens_out = _plus(tokens_out, read.output_tokens)
+        found.append(
+            AgentFacts(
+                name=loop.name, span_id=span.span_id if span else "", depth=depth[number],
+                status=_status(span) if span else "ok", input_tokens=tokens_in, output_tokens=tokens_out,
+                calls=sum(1 for r in reads if r.usage != "failed"),
+                unread_calls=sum(1 for r in reads if r.usage in ("unread", "absent")),
+                error=error_text(span)[0] if span is not None and span.status_code == STATUS_ERROR else None,
+                via=loop.via, parent_span_id=span.parent_span_id if span else "",
+            )
+        )
+    return found
+
+
+def edge_status(s: Structure, edge: Edge) -> tuple[str, str | None]:
+    """(status, error) of an edge: Janux's recorded final status, else the last attempt's (an edge
+    without attempts failed when its tool or handoff span did)."""
+    tool = s.index.spans[edge.tool_pos] if edge.tool_pos != NO_PARENT else None
+    recorded = attr_str(tool.attributes, c.JANUX_HANDOFF_STATUS) if tool is not None else None
+    error = error_text(tool)[0] if tool is not None else None
+    if recorded:
+        return recorded, attr_str(tool.attributes, c.JANUX_HANDOFF_ERROR) if tool else error
+    if not edge.attempts:
+        failed = tool is not None and tool.status_code == STATUS_ERROR
+        return (c.STATUS_FAILED if failed else c.STATUS_COMPLETED), error
+    last = s.index.spans[s.loops[edge.attempts[-1]].pos]
+    status = _status(last)
+    if status == "open":
+        return "open", error
+    if status == "error":
+        return c.STATUS_FAILED, error or error_text(last)[0]
+    return c.STATUS_COMPLETED, None
+
+
+def _edge_facts(s: Structure) -> list[EdgeFacts]:
+    found = []
+    for edge in s.edges:
+        tool = s.index.spans[edge.tool_pos] if edge.tool_pos != NO_PARENT else None
+        first = s.loops[edge.attempts[0]].name if edge.attempts else ""
+        recorded = attr_str(tool.attributes, c.JANUX_HANDOFF_TARGET) if tool is not None else None
+        target = edge.target or recorded or first
+        status, error = edge_status(s, edge)
+        found.append(
+            EdgeFacts(
+                kind=edge.kind, caller=s.loops[edge.caller].name if edge.caller is not None else None,
+                target=target, tool=(s.read(edge.tool_pos).tool or "") if tool else target,
+                tool_span_id=tool.span_id if tool else None, attempts=len(edge.attempts), status=status,
+                failed=status in c.FAILING_STATUSES, error=error, attempt_agents=list(edge.attempts),
+            )
+        )
+    return found
+
+
+def _depths(s: Structure) -> list[int]:
+    depth = [0] * len(s.loops)
+    for number, loop in enumerate(s.loops):  # parents come before children
+        if loop.parent is not None:
+            depth[number] = depth[loop.parent] + 1
+    return depth
+
+
+JANUX_LOOP_MARKERS = (c.JANUX_AGENT_DEPTH, *c.TURN_USAGE_KEYS)
+"""Attributes that make an agent span a Janux loop."""
+
+
+_BILL_KEYS = frozenset(c.BILL_KEYS)
+_LOOP_KEYS = frozenset(JANUX_LOOP_MARKERS)
+
+
+def is_janux_span(operation: object, attributes: dict[str, object]) -> bool:
+    """True for a span carrying Janux accounting: a Janux loop, a root with `janux.bill.*`, or a
+    Janux delegation tool with its final `janux.handoff.status` (attributes elsewhere prove nothing)."""
+    keys = attributes.keys()
+    if operation == c.OP_INVOKE_AGENT and not keys.isdisjoint(_LOOP_KEYS):
+        return True
+    if operation == c.OP_EXECUTE_TOOL and c.JANUX_HANDOFF_STATUS in attributes:
+        return True
+    return not keys.isdisjoint(_BILL_KEYS)
+
+
+def is_janux_trace(spans: Iterable[SpanRecord]) -> bool:
+    """True when the trace carries Janux accounting (some span does: `is_janux_span`)."""
+    return any(is_janux_span(s.attributes.get(c.GEN_AI_OPERATION_NAME), s.attributes) for s in spans)
+
+
+def facts_of(s: Structure, janux: bool | None = None) -> TraceFacts:
+    """The facts of a built structure (`janux`: whether the trace carries Janux accounting, when
+    the caller knows; else read from the spans)."""
+    calls = [s.read(pos) for pos, kind in enumerate(s.kinds) if kind[0] == "inference"]
+    tokens_in = tokens_out = None
+    for read in calls:
+        tokens_in = _plus(tokens_in, read.input_tokens)
+        tokens_out = _plus(tokens_out, read.output_tokens)
+    return TraceFacts(
+        trace_id=s.index.trace_id,
+        agents=_agent_facts(s, _depths(s)),
+        edges=_edge_facts(s),
+        inference_spans=sum(1 for r in calls if r.usage != "failed"),
+        usage_read_spans=sum(1 for r in calls if r.usage == "read"),
+        unread_spans=sum(1 for r in calls if r.usage in ("unread", "absent")),
+        unrecognised_spans=sum(1 for kind in s.kinds if not kind[2]),
+        input_tokens=tokens_in,
+        output_tokens=tokens_out,
+        errors=sum(1 for span in s.index.spans if span.status_code == STATUS_ERROR),
+        janux=is_janux_trace(s.index.spans) if janux is None else janux,
+    )
+
+
+def trace_facts(spans: Iterable[SpanRecord], janux: bool | None = None) -> TraceFacts:
+    """Read one trace's spans (any order, duplicates allowed); see `facts_of` for `janux`."""
+    return facts_of(structure(build_index(spans)), janux)

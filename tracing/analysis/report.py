@@ -1,0 +1,189 @@
+"""The Trace and Traces pages' numbers as plain data (for `janux trace` / `janux traces`).
+
+Built from the same rebuilt `TraceView` and the same trace-list rows as the pages, so the
+dashboard and the command line cannot disagree. No Streamlit import here.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from janux.tracing import conventions as c
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis import money_cells as cells
+from janux.tracing.analysis import spanread as sr
+from janux.tracing.analysis.trace_view import TraceView
+from janux.tracing.analysis.trace_parts import Usage
+
+CostKind = Literal["recorded", "estimated", "unpriced", "unknown", "none"]
+"""Where a cost comes from: recorded by Janux, estimated (in part: an estimate recorded in the trace
+by an integration, or made here from the price table), tokens without any price, usage that could
+not be read, or no usage at all."""
+
+
+def cost_kind(usage: Usage) -> CostKind:
+    """What kind of cost `usage` has (`unknown` wins when some rounds could not be read)."""
+    if usage.unread_rounds:
+        return "unknown"
+    if usage.estimated_cost is not None:
+        return "estimated"
+    if usage.cost is not None:
+        return "unpriced" if usage.unpriced_tokens else "recorded"
+    return "unpriced" if usage.total_tokens or usage.unpriced_tokens else "none"
+
+
+def _money(usage: Usage, value: float | None) -> float | None:
+    """An amount of `usage`, None when unknown: none known, or some rounds could not be read."""
+    if usage.unread_rounds or value is None:
+        return None
+    return round(value, 12)
+
+
+def usage_json(usage: Usage) -> dict[str, Any]:
+    """Tokens and cost of one usage as plain data (unknown is null, never 0). `cost` is the recorded
+    plus the estimated part; `recorded_cost` and `estimated_cost` are the two parts (null when none);
+    `unpriced_tokens` have neither, `estimated_tokens` only an estimate."""
+    unknown = usage.is_unknown
+    return {
+        "input_tokens": None if unknown else usage.input_tokens,
+        "output_tokens": None if unknown else usage.output_tokens,
+        "cost": _money(usage, usage.total_cost),
+        "cost_kind": cost_kind(usage),
+        "recorded_cost": _money(usage, usage.cost),
+        "estimated_cost": _money(usage, usage.estimated_cost),
+        "unpriced_tokens": usage.unpriced_tokens,
+        "estimated_tokens": usage.estimated_tokens,
+        "rounds": usage.rounds,
+        "unread_rounds": usage.unread_rounds,
+    }
+
+
+def _checks(view: TraceView) -> dict[str, str]:
+    """Check name -> `pass`, `fail` (an error or warning failed) or `info` (a note failed)."""
+    found: dict[str, str] = {}
+    for check in view.checks:
+        result = "pass" if check.ok else ("info" if check.severity == "info" else "fail")
+        previous = found.get(check.name, "pass")
+        found[check.name] = max(previous, result, key=("pass", "info", "fail").index)
+    found["usage_read"] = "fail" if view.total.unread_rounds else "pass"
+    return found
+
+
+def _tree(view: TraceView) -> dict[str, list[dict[str, Any]]]:
+    nodes = [
+        {"id": n.index, "agent": n.agent, "span_id": n.span_id, "parent": n.parent, "depth": n.depth,
+         "status": n.status, "error_type": n.error_type, "own": usage_json(n.own),
+         "inclusive": usage_json(n.inclusive)}
+        for n in view.nodes
+    ]  # fmt: skip
+    edges = [
+        {"from": d.parent_node, "to": [a.node for a in d.attempts], "kind": d.kind, "tool": d.tool,
+         "caller": d.caller, "target": d.target, "status": d.status, "attempts": d.attempt_count,
+         "error": d.error, "tool_span_id": d.tool_span_id, "usage": usage_json(d.cost)}
+        for d in view.delegations
+    ]  # fmt: skip
+    return {"nodes": nodes, "edges": edges}
+
+
+def _usage_read(view: TraceView) -> str:
+    """`read/calls` over the model calls of the trace (failed calls that returned none left out)."""
+    read = calls = 0
+    for node in view.nodes:
+        for pos in node.chat_spans:
+            state, _, _ = sr.round_usage(view.index.spans[pos])
+            calls += state != "failed"
+            read += state == "read"
+    return f"{read}/{calls}"
+
+
+def trace_report(view: TraceView) -> dict[str, Any]:
+    """Everything `janux trace --json` prints: the Trace page's numbers and its tree."""
+    total = view.total
+    failed = [f for f in view.failures if f.delegation is not None and f.status != c.STATUS_COMPLETED]
+    usage = usage_json(total)
+    return {
+        "trace_id": view.trace_id,
+        "input_tokens": usage["input_tokens"],
+        "output_tokens": usage["output_tokens"],
+        "cost": usage["cost"],
+        "cost_kind": usage["cost_kind"],
+        "recorded_cost": usage["recorded_cost"],
+        "estimated_cost": usage["estimated_cost"],
+        "price_sources": view.price_sources,
+        "unpriced_tokens": total.unpriced_tokens,
+        "estimated_tokens": total.estimated_tokens,
+        "agents": [n.agent for n in view.nodes],
+        "delegations": sum(1 for d in view.delegations if d.kind == "delegate"),
+        "transfers": sum(1 for d in view.delegations if d.kind == "transfer"),
+        "attempts": sum(len(d.attempts) for d in view.delegations if d.kind == "delegate"),
+        "failed_handoffs": len(failed),
+        "errors": sum(1 for span in view.index.spans if span.status_code == "Error"),
+        "usage_read": _usage_read(view),
+        "janux": view.is_janux,
+        "checks": _checks(view),
+        "tree": _tree(view),
+    }
+
+
+def _usage_text(usage: dict[str, Any]) -> str:
+    if usage["cost_kind"] == "unknown" and usage["input_tokens"] is None:
+        return "usage unknown"
+    cost = usage["cost"]
+    money = fmt.UNKNOWN if usage["cost_kind"] == "unknown" else (
+        fmt.usd(cost, estimated=usage["cost_kind"] == "estimated") if cost is not None else fmt.UNPRICED
+    )  # fmt: skip
+    if usage["cost_kind"] == "none":
+        money = fmt.NO_USAGE
+    return f"{usage['input_tokens']:,} in / {usage['output_tokens']:,} out, {money}"
+
+
+def render_tree(report: dict[str, Any]) -> str:
+    """The report as a terminal tree: one line per loop, its delegations and transfers below it."""
+    nodes = report["tree"]["nodes"]
+    edges = report["tree"]["edges"]
+    via = {target: edge for edge in edges for target in edge["to"]}
+    children: dict[int | None, list[int]] = {}
+    for node in nodes:
+        children.setdefault(node["parent"], []).append(node["id"])
+    lines = [
+        f"trace {report['trace_id']}: {_usage_text(report)}; usage read {report['usage_read']}",
+        f"delegations {report['delegations']}, transfers {report['transfers']}, "
+        f"attempts {report['attempts']}, failed handoffs {report['failed_handoffs']}, "
+        f"error spans {report['errors']}",
+    ]
+
+    def walk(node_id: int, prefix: str) -> None:
+        node = nodes[node_id]
+        edge = via.get(node_id)
+        how = f"{edge['kind']} via {edge['tool']} ({edge['status']}) -> " if edge else ""
+        status = "" if node["status"] == "ok" else f" [{node['status']}]"
+        lines.append(f"{prefix}{how}{node['agent']}{status}: own {_usage_text(node['own'])}")
+        for child in children.get(node_id, []):
+            walk(child, prefix + "    ")
+
+    roots = [n["id"] for n in nodes if n["parent"] is None]
+    for root in roots:
+        walk(root, "")
+    for edge in edges:
+        if not edge["to"]:
+            lines.append(f"    {edge['kind']} via {edge['tool']} -> {edge['target']} ({edge['status']})")
+    if report["price_sources"]:
+        lines.append("estimated costs (≈) from: " + "; ".join(report["price_sources"]))
+    checks = sorted(report["checks"].items())
+    lines.append("checks: " + ", ".join(f"{name} {result}" for name, result in checks))
+    return "\n".join(lines)
+
+
+def json_cell(value: Any) -> Any:
+    """A table cell as JSON: money sentinels named, NaN and missing as null."""
+    if isinstance(value, float):
+        if value == cells.UNPRICED:
+            return fmt.UNPRICED
+        if value == cells.UNKNOWN:
+            return fmt.UNKNOWN
+        if math.isnan(value):
+            return None
+    if hasattr(value, "item"):  # numpy scalars from a pandas frame
+        return json_cell(value.item())
+    return value

@@ -1,0 +1,649 @@
+"""`TraceSource` over the `otel_traces` table the OTel Collector's ClickHouse exporter writes.
+
+Works with any client whose `query(sql, parameters=...)` returns an object with `result_rows`
+(a `clickhouse_connect` client in production; `clickhouse.chdb_client.ChdbClient` in tests), with
+server-side `{name:Type}` parameters, so the SQL is the same everywhere.
+
+The exporter's attribute maps are `Map(LowCardinality(String), String)`, so attribute values come
+back as strings (read them with `janux.tracing.records.attr_*`). Both spellings of status codes and span
+kinds (`Error` / `STATUS_CODE_ERROR`, `Internal` / `SPAN_KIND_INTERNAL`) are understood. Rows the
+exporter wrote twice (retries) are counted once (`LIMIT 1 BY TraceId, SpanId`).
+
+Traces carrying Janux accounting are summarized and filtered in SQL at query time, with the same
+semantics as the embedded store's `trace_summary`. Traces without it get their structure's numbers
+(delegations, attempts, failed handoffs, own usage) only by being read whole: `clickhouse_foreign`
+names them in SQL on what does not depend on that reading, reads them in chunks and filters their
+summaries as the memory source does. Every query merges the two sides.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import math
+from collections.abc import Iterator
+from itertools import chain, islice
+from typing import Any, Literal, Protocol
+
+from janux.tracing import conventions as c
+from janux.tracing.analysis.agentmap.build import build_agent_map, gc_paused
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, MapUsage
+from janux.tracing.analysis.agentmap.foreign_rows import foreign_links
+from janux.tracing.analysis.readers.structure import JANUX_LOOP_MARKERS, trace_facts
+from janux.tracing.analysis.summary import failed_edge_spans, newest_spans
+from janux.tracing.analysis.usage_aggregate import group_rows, merge_groups
+from janux.tracing.analysis.usage_rows import (
+    MAX_COUNT,
+    UsageSums,
+    bill_reconciled,
+    check_dimension,
+    finish,
+    group_select,
+)
+from janux.tracing.columns import names, picker, positions, select_list
+from janux.tracing.otlp.enums import KIND_BY_NAME, STATUS_BY_NAME
+from janux.tracing.records import EventRecord, LinkRecord, SpanRecord
+from janux.tracing.sources.clickhouse.foreign import ForeignTraces
+from janux.tracing.sources.clickhouse.links import clickhouse_links
+from janux.tracing.sources.protocol import (
+    IngestStats,
+    TraceFilter,
+    TraceSummary,
+    UsageAggregate,
+    UsageDimension,
+)
+from janux.tracing.sources.store.timeline import finish_timeline, sums_as_rows, timeline_sums
+
+logger = logging.getLogger(__name__)
+
+
+class QueryClient(Protocol):
+    """The part of a ClickHouse client this source needs (`clickhouse_connect` has it)."""
+
+    def query(self, query: str, parameters: dict[str, Any] | None = None) -> Any:
+        """Run `query`; the result has `result_rows` (a sequence of row sequences)."""
+        ...
+
+
+_OP = f"SpanAttributes['{c.GEN_AI_OPERATION_NAME}']"
+_IS_ERROR = "StatusCode IN ('Error', 'STATUS_CODE_ERROR')"
+_IS_ROOT = "ParentSpanId = ''"
+_FAILING = "(" + ", ".join(f"'{s}'" for s in sorted(c.FAILING_STATUSES)) + ")"
+_INFERENCE = "(" + ", ".join(f"'{s}'" for s in sorted(c.INFERENCE_OPERATIONS)) + ")"
+_STATUS_ATTR = f"SpanAttributes['{c.JANUX_HANDOFF_STATUS}']"
+
+
+def _root(expression: str) -> str:
+    """The value of `expression` on the earliest root span ('' when the trace has no root)."""
+    return f"argMinIf({expression}, Timestamp, {_IS_ROOT})"
+
+
+def _root_attr(key: str) -> str:
+    return _root(f"SpanAttributes['{key}']")
+
+
+_IS_TOOL = f"{_OP} = '{c.OP_EXECUTE_TOOL}'"
+_IS_AGENT = f"{_OP} = '{c.OP_INVOKE_AGENT}'"
+_IS_INFERENCE = f"{_OP} IN {_INFERENCE}"
+_IS_DELEGATION = f"{_IS_TOOL} AND SpanAttributes['{c.GEN_AI_TOOL_TYPE}'] = '{c.TOOL_TYPE_DELEGATE}'"
+_HAS_BILL = " OR ".join(f"mapContains(SpanAttributes, '{key}')" for key in c.BILL_KEYS)
+# `analysis.readers.structure.is_janux_span`: a Janux loop, a billed root or a Janux delegation tool.
+_JANUX_SPAN = (
+    f"({_IS_AGENT} AND ("
+    + " OR ".join(f"mapContains(SpanAttributes, '{key}')" for key in JANUX_LOOP_MARKERS)
+    + f")) OR ({_IS_TOOL} AND {_STATUS_ATTR} != '') OR {_HAS_BILL}"
+)
+_NO_USAGE = "(" + " AND ".join(
+    f"SpanAttributes['{key}'] = ''" for key in (c.GEN_AI_USAGE_INPUT_TOKENS, c.GEN_AI_USAGE_OUTPUT_TOKENS)
+) + ")"
+
+
+# The same per-span rule as `janux.tracing.analysis.usage_rows.span_usage`, over the exporter's string values:
+# integers as written, or a finite number truncated; non-finite numbers count as absent.
+
+
+def _to_int(expression: str) -> str:
+    number = (
+        f"coalesce(toInt64OrNull({expression}), "
+        f"accurateCastOrNull(trunc(toFloat64OrNull({expression})), 'Int64'))"
+    )
+    return f"if(abs({number}) <= {MAX_COUNT}, {number}, NULL)"
+
+
+def _to_float(expression: str) -> str:
+    return f"if(isFinite(toFloat64OrNull({expression})), toFloat64OrNull({expression}), NULL)"
+
+
+def _usage(key: str, alias: str) -> str:
+    """Sum of one usage attribute over inference spans, and how many inference spans carried it."""
+    number = _to_int(f"SpanAttributes['{key}']")
+    return (
+        f"sumIf(ifNull({number}, 0), {_IS_INFERENCE}) AS inference_{alias},\n"
+        f"    countIf({_IS_INFERENCE} AND {number} IS NOT NULL) AS {alias}_spans"
+    )
+
+
+_SUMMARY_SELECT = f"""
+SELECT
+    TraceId,
+    min(toUnixTimestamp64Nano(Timestamp)) AS start_ns,
+    max(toUnixTimestamp64Nano(Timestamp) + toInt64(Duration)) - start_ns AS duration_ns,
+    if(countIf({_IS_ROOT}) > 0, {_root("ServiceName")}, argMin(ServiceName, Timestamp)) AS service,
+    {_root("SpanName")} AS root_name,
+    {_root_attr(c.GEN_AI_AGENT_NAME)} AS root_agent,
+    {_root_attr(c.GEN_AI_CONVERSATION_ID)} AS conversation,
+    count() AS span_count,
+    countIf({_IS_DELEGATION}) AS delegations,
+    groupArrayIf(SpanId, {_IS_TOOL}) AS tool_ids,
+    arrayCount(p -> has(tool_ids, p), groupArrayIf(ParentSpanId, {_IS_AGENT})) AS attempts,
+    groupArrayIf(SpanId, {_IS_TOOL} AND {_STATUS_ATTR} = '') AS foreign_tools,
+    groupArrayIf(ParentSpanId, {_IS_AGENT} AND {_IS_ERROR}) AS error_agent_parents,
+    countIf({_IS_TOOL} AND {_STATUS_ATTR} IN {_FAILING})
+        + length(arrayFilter(t -> has(error_agent_parents, t), foreign_tools)) AS failed_handoffs,
+    countIf({_IS_ERROR}) AS error_spans,
+    {_root(_HAS_BILL)} AS has_bill,
+    {_root_attr(c.JANUX_BILL_COST)} AS bill_cost,
+    {_root_attr(c.JANUX_BILL_INPUT_TOKENS)} AS bill_input,
+    {_root_attr(c.JANUX_BILL_OUTPUT_TOKENS)} AS bill_output,
+    {_root_attr(c.JANUX_BILL_UNPRICED_TOKENS)} AS bill_unpriced,
+    {_root_attr(c.JANUX_BILL_COST_ESTIMATE)} AS bill_estimate,
+    countIf({_JANUX_SPAN}) > 0 OR has_bill AS janux,
+    countIf({_IS_TOOL} AND SpanAttributes['{c.GEN_AI_TOOL_TYPE}'] = '{c.TOOL_TYPE_HANDOFF}') AS transfers,
+    countIf({_IS_INFERENCE} AND NOT ({_IS_ERROR} AND {_NO_USAGE})) AS calls,
+    countIf({_IS_INFERENCE} AND NOT {_NO_USAGE}) AS read_calls,
+    {_usage(c.GEN_AI_USAGE_INPUT_TOKENS, "input")},
+    {_usage(c.GEN_AI_USAGE_OUTPUT_TOKENS, "output")},
+    sumIf({_to_int(f"SpanAttributes['{c.JANUX_TURN_INPUT_TOKENS}']")}, {_IS_AGENT}) AS turn_input,
+    sumIf({_to_int(f"SpanAttributes['{c.JANUX_TURN_OUTPUT_TOKENS}']")}, {_IS_AGENT}) AS turn_output,
+    sumIf({_to_float(f"SpanAttributes['{c.JANUX_TURN_COST}']")}, {_IS_AGENT}) AS turn_cost,
+    sumIf({_to_int(f"SpanAttributes['{c.JANUX_TURN_UNPRICED_TOKENS}']")}, {_IS_AGENT}) AS turn_unpriced
+"""
+
+_SUMMARY_COLUMNS = (
+    "TraceId", "start_ns", "duration_ns", "service", "root_name", "root_agent", "conversation", "span_count",
+    "delegations", "attempts", "failed_handoffs", "error_spans", "has_bill", "bill_cost", "bill_input",
+    "bill_output", "bill_unpriced", "bill_estimate", "inference_input", "inference_output", "input_spans",
+    "output_spans", "turn_input", "turn_output", "turn_cost", "turn_unpriced", "janux", "transfers", "calls",
+    "read_calls",
+)  # fmt: skip
+"""What `list_traces` selects from `_SUMMARY_SELECT` (by alias) and `_summary` reads by name."""
+_SUMMARY_AT = positions(_SUMMARY_COLUMNS)
+
+_SPAN_COLUMNS = (
+    ("start_ns", "toUnixTimestamp64Nano(Timestamp)"), ("TraceId", "TraceId"), ("SpanId", "SpanId"),
+    ("ParentSpanId", "ParentSpanId"), ("TraceState", "TraceState"), ("SpanName", "SpanName"),
+    ("SpanKind", "SpanKind"), ("ServiceName", "ServiceName"), ("ResourceAttributes", "ResourceAttributes"),
+    ("ScopeName", "ScopeName"), ("ScopeVersion", "ScopeVersion"), ("SpanAttributes", "SpanAttributes"),
+    ("duration_ns", "toInt64(Duration)"), ("StatusCode", "StatusCode"), ("StatusMessage", "StatusMessage"),
+    ("event_times", "arrayMap(t -> toUnixTimestamp64Nano(t), Events.Timestamp)"),
+    ("event_names", "Events.Name"), ("event_attributes", "Events.Attributes"),
+    ("link_traces", "Links.TraceId"), ("link_spans", "Links.SpanId"), ("link_states", "Links.TraceState"),
+    ("link_attributes", "Links.Attributes"),
+)  # fmt: skip
+"""(name, expression) of every column `_span` reads."""
+_SPAN_SELECT = select_list(_SPAN_COLUMNS)
+_SPAN_FIELDS = picker(
+    names(_SPAN_COLUMNS),
+    ("start_ns", "TraceId", "SpanId", "ParentSpanId", "TraceState", "SpanName", "SpanKind", "ServiceName",
+     "ResourceAttributes", "ScopeName", "ScopeVersion", "SpanAttributes", "duration_ns", "StatusCode",
+     "StatusMessage"),
+)  # fmt: skip
+_EVENT_FIELDS = picker(names(_SPAN_COLUMNS), ("event_times", "event_names", "event_attributes"))
+_LINK_FIELDS = picker(names(_SPAN_COLUMNS), ("link_traces", "link_spans", "link_states", "link_attributes"))
+
+MAX_DISTINCT_VALUES = 5_000
+"""Most values `distinct_values` returns."""
+
+# What SQL knows of a trace without reading its structure: which traces carry no Janux accounting
+# (`clickhouse_foreign`), with the columns the reading-independent filters compare.
+_CANDIDATE_SELECT = f"""
+SELECT
+    TraceId,
+    uniqExact(SpanId) AS spans,
+    min(toUnixTimestamp64Nano(Timestamp)) AS start_ns,
+    if(countIf({_IS_ROOT}) > 0, {_root("ServiceName")}, argMin(ServiceName, Timestamp)) AS service,
+    {_root_attr(c.GEN_AI_CONVERSATION_ID)} AS conversation,
+    countIf({_JANUX_SPAN}) > 0 AS janux
+"""
+
+
+class ClickHouseSource:
+    """The dashboard's queries over the Collector's `otel_traces` table."""
+
+    def __init__(self, client: QueryClient, table: str = "otel_traces") -> None:
+        if not table.replace("_", "").replace(".", "").isalnum():
+            raise ValueError(f"invalid table name {table!r}")
+        self._client = client
+        self._table = table
+        self._foreign = ForeignTraces(self._foreign_candidates, self.get_traces)
+
+    def _rows(self, sql: str, parameters: dict[str, Any]) -> list[Any]:
+        return list(self._client.query(sql, parameters=parameters).result_rows)
+
+    def _janux_summaries_sql(self, flt: TraceFilter, parameters: dict[str, Any]) -> str:
+        """Per-trace aggregates of the traces with Janux accounting matching `flt` (one row per trace)."""
+        prefilter, having = _filter_sql(flt, parameters)
+        source = f"SELECT * FROM {self._table}"
+        if prefilter:
+            source += f" WHERE TraceId IN ({_traces_with(self._table, prefilter)})"
+        conditions = " AND ".join(["janux", *([having] if having else [])])
+        source += " LIMIT 1 BY TraceId, SpanId"
+        return f"{_SUMMARY_SELECT} FROM ({source}) GROUP BY TraceId HAVING {conditions}"
+
+    def _janux_ids_sql(self, flt: TraceFilter, parameters: dict[str, Any]) -> str:
+        """A query selecting the TraceId of every trace with Janux accounting matching `flt`."""
+        if flt == TraceFilter():  # no filter: which traces carry Janux accounting, nothing more
+            return f"SELECT TraceId FROM {self._table} GROUP BY TraceId HAVING countIf({_JANUX_SPAN}) > 0"
+        return f"SELECT TraceId FROM ({self._janux_summaries_sql(flt, parameters)})"
+
+    def _foreign_candidates(self, flt: TraceFilter) -> dict[str, int]:
+        """Trace id -> distinct spans of the traces without Janux accounting that pass the
+        reading-independent filters of `flt` (`clickhouse_foreign.reading_independent`)."""
+        parameters: dict[str, Any] = {}
+        prefilter, having = _filter_sql(flt, parameters)
+        source = self._table
+        if prefilter:
+            source += f" WHERE TraceId IN ({_traces_with(self._table, prefilter)})"
+        conditions = " AND ".join(["NOT janux", *([having] if having else [])])
+        sql = f"{_CANDIDATE_SELECT} FROM {source} GROUP BY TraceId HAVING {conditions}"
+        return {str(row[0]): int(row[1]) for row in self._rows(sql, parameters)}
+
+    def _foreign_spans(self, flt: TraceFilter) -> Iterator[list[SpanRecord]]:
+        """The spans of every trace without Janux accounting matching `flt`, read in chunks."""
+        return self._foreign.read_whole([s.trace_id for s in self._foreign.matching(flt)])
+
+    def list_traces(self, flt: TraceFilter, limit: int = 50, offset: int = 0) -> list[TraceSummary]:
+        """Trace summaries matching `flt`, newest first."""
+        first, wanted = max(0, offset), max(0, limit)
+        parameters: dict[str, Any] = {"limit": first + wanted}
+        sql = (
+            f"SELECT {', '.join(_SUMMARY_COLUMNS)} FROM ({self._janux_summaries_sql(flt, parameters)}) "
+            "ORDER BY start_ns DESC, TraceId LIMIT {limit:UInt64}"
+        )
+        janux = [_summary(row) for row in self._rows(sql, parameters)]
+        merged = heapq.merge(janux, self._foreign.matching(flt), key=lambda s: (-s.start_ns, s.trace_id))
+        return list(islice(merged, first, first + wanted))
+
+    def count_traces(self, flt: TraceFilter) -> int:
+        """How many traces match `flt`."""
+        parameters: dict[str, Any] = {}
+        rows = self._rows(f"SELECT count() FROM ({self._janux_summaries_sql(flt, parameters)})", parameters)
+        return (int(rows[0][0]) if rows else 0) + len(self._foreign.matching(flt))
+
+    def get_trace(self, trace_id: str) -> list[SpanRecord]:
+        """All spans of one trace (each span once), in start order."""
+        return self.get_traces([trace_id]).get(trace_id.strip().lower(), [])
+
+    def get_traces(self, trace_ids: list[str]) -> dict[str, list[SpanRecord]]:
+        """All spans of several traces, keyed by trace id (unknown ids map to [])."""
+        ids = list(dict.fromkeys(t.strip().lower() for t in trace_ids))
+        out: dict[str, list[SpanRecord]] = {t: [] for t in ids}
+        if not ids:
+            return out
+        sql = (
+            f"SELECT {_SPAN_SELECT} FROM {self._table} WHERE TraceId IN {{ids:Array(String)}} "
+            "ORDER BY TraceId, Timestamp, SpanId LIMIT 1 BY TraceId, SpanId"
+        )
+        for row in self._rows(sql, {"ids": ids}):
+            span = _span(row)
+            out.setdefault(span.trace_id, []).append(span)
+        return out
+
+    def failed_handoff_spans(self, flt: TraceFilter, limit: int = 500) -> list[SpanRecord]:
+        """The failed handoffs' spans, newest first: of Janux traces, failing `execute_tool` spans and
+        ERROR `invoke_agent` spans under tool spans without a recorded status; of other traces, the
+        tool (else last attempt) span of every failed edge of their facts."""
+        parameters: dict[str, Any] = {"limit": max(0, limit)}
+        traces = (
+            f"SELECT TraceId FROM ({self._janux_summaries_sql(flt, parameters)}) WHERE failed_handoffs > 0 "
+            "ORDER BY start_ns DESC LIMIT {limit:UInt64}"
+        )
+        foreign_tools = (
+            f"SELECT TraceId, SpanId FROM {self._table} WHERE TraceId IN ({traces}) "
+            f"AND {_IS_TOOL} AND {_STATUS_ATTR} = ''"
+        )
+        sql = (
+            f"SELECT {_SPAN_SELECT} FROM {self._table} WHERE TraceId IN ({traces}) AND ("
+            f"({_IS_TOOL} AND {_STATUS_ATTR} IN {_FAILING}) OR "
+            f"({_IS_AGENT} AND {_IS_ERROR} AND (TraceId, ParentSpanId) IN ({foreign_tools}))) "
+            "ORDER BY Timestamp DESC LIMIT 1 BY TraceId, SpanId LIMIT {limit:UInt64}"
+        )
+        found = [_span(row) for row in self._rows(sql, parameters)]
+        failing = [s.trace_id for s in self._foreign.matching(flt) if s.failed_handoffs > 0][: max(0, limit)]
+        for spans in self._foreign.read_whole(failing):
+            found += failed_edge_spans(trace_facts(spans), {span.span_id: span for span in spans})
+        return newest_spans(found, limit)
+
+    def distinct_values(self, what: Literal["service", "root_agent", "conversation"]) -> list[str]:
+        """Values to offer in a filter drop-down: those of every root span (a cheap superset of the
+        values the filters can match when a trace has several roots), and the root agents of the
+        traces without Janux accounting (their first agent when the root span names none)."""
+        if what == "root_agent":
+            foreign = {s.root_agent for s in self._foreign.matching(TraceFilter()) if s.root_agent}
+            return sorted(foreign.union(self._root_values(what)))[:MAX_DISTINCT_VALUES]
+        return self._root_values(what)
+
+    def _root_values(self, what: Literal["service", "root_agent", "conversation"]) -> list[str]:
+        expression = {
+            "service": "ServiceName",
+            "root_agent": f"SpanAttributes['{c.GEN_AI_AGENT_NAME}']",
+            "conversation": f"SpanAttributes['{c.GEN_AI_CONVERSATION_ID}']",
+        }.get(what)
+        if expression is None:
+            return []
+        sql = (
+            f"SELECT DISTINCT {expression} AS v FROM {self._table} WHERE {_IS_ROOT} AND v != '' "
+            f"ORDER BY v LIMIT {MAX_DISTINCT_VALUES}"
+        )
+        return [str(row[0]) for row in self._rows(sql, {})]
+
+    def usage_by(self, dimension: UsageDimension, flt: TraceFilter, limit: int = 100) -> list[UsageAggregate]:
+        """Tokens and cost by agent, delegation tool, model or conversation over the traces matching
+        `flt` (see `janux.tracing.sources.protocol.UsageAggregate`), most expensive first.
+
+        Janux traces are aggregated in SQL; traces of other runtimes are read whole, in chunks,
+        and aggregated by the same facts as every source (`janux.tracing.analysis.usage_aggregate`)."""
+        wanted = check_dimension(dimension)
+        parameters: dict[str, Any] = {}
+        spans = (
+            f"SELECT * FROM {self._table} WHERE TraceId IN ({self._janux_ids_sql(flt, parameters)}) "
+            "LIMIT 1 BY TraceId, SpanId"
+        )
+        janux_rows = self._rows(_usage_sql(wanted, spans), parameters)
+        foreign_rows = group_rows(wanted, self._foreign_spans(flt))
+        return finish(merge_groups([*janux_rows, *foreign_rows]), limit)
+
+    def agent_map(self, flt: TraceFilter, bucket_ns: int | None = None) -> AgentMap:
+        """Agents and the delegations between them over the traces matching `flt`."""
+        parameters: dict[str, Any] = {}
+        traces = self._janux_ids_sql(flt, parameters)
+        spans = f"SELECT * FROM {self._table} WHERE TraceId IN ({traces}) LIMIT 1 BY TraceId, SpanId"
+        inference = f"WITH spans AS ({spans}) {_span_rows('model')}"
+        janux = clickhouse_links(self._rows, self._table, traces, parameters, _SPAN_SELECT, _span, inference)
+        foreign = (foreign_links(spans[0].trace_id, spans) for spans in self._foreign_spans(flt))
+        with gc_paused():
+            return build_agent_map(chain(janux, foreign), bucket_ns)
+
+    def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, MapUsage]]:
+        """Usage per (bucket of trace start, model) over the traces matching `flt`."""
+        bucket = max(1, bucket_ns)
+        parameters: dict[str, Any] = {"bucket": bucket}
+        traces = self._janux_ids_sql(flt, parameters)
+        sql = f"""
+            WITH spans AS (SELECT * FROM {self._table} WHERE TraceId IN ({traces}) LIMIT 1 BY TraceId, SpanId)
+            SELECT intDiv(s.start, {{bucket:Int64}}) * {{bucket:Int64}} AS b, m.key, sum(m.i), sum(m.o),
+                sum(m.cost), sum(m.u)
+            FROM ({_span_rows("model")}) AS m
+            JOIN (SELECT TraceId, min(toUnixTimestamp64Nano(Timestamp)) AS start FROM spans
+                GROUP BY TraceId) AS s ON s.TraceId = m.TraceId
+            GROUP BY b, m.key"""
+        sums = timeline_sums(self._foreign_spans(flt), bucket)
+        for b, model, tokens_in, tokens_out, cost, unpriced in self._rows(sql, parameters):
+            usage = MapUsage(int(tokens_in or 0), int(tokens_out or 0), None if cost is None else float(cost),
+                             int(unpriced or 0))  # fmt: skip
+            sums.setdefault((int(b), str(model or "")), MapUsage()).add(usage)
+        return finish_timeline(sums_as_rows(sums))
+
+    def ingest_stats(self) -> IngestStats:
+        """Spans and traces in the table, and rows written twice (refusals are the Collector's)."""
+        sql = f"SELECT count(), uniqExact(TraceId), count() - uniqExact(TraceId, SpanId) FROM {self._table}"
+        rows = self._rows(sql, {})
+        spans, traces, duplicates = (int(v) for v in rows[0]) if rows else (0, 0, 0)
+        return IngestStats(spans=spans - duplicates, traces=traces, duplicates=duplicates)
+
+
+def _traces_with(table: str, conditions: list[str]) -> str:
+    """A query selecting the traces that have, for each of `conditions`, some span meeting it
+    (not one span meeting them all: the root names the agent, another span may be the error)."""
+    if len(conditions) == 1:
+        return f"SELECT TraceId FROM {table} WHERE {conditions[0]}"
+    some = " OR ".join(f"({condition})" for condition in conditions)
+    each = " AND ".join(f"countIf({condition}) > 0" for condition in conditions)
+    return f"SELECT TraceId FROM {table} WHERE {some} GROUP BY TraceId HAVING {each}"
+
+
+def _filter_sql(flt: TraceFilter, parameters: dict[str, Any]) -> tuple[list[str], str]:
+    """(span-level conditions each some span of every matching trace meets, exact trace-level
+    HAVING)."""
+    where: list[str] = []
+    having: list[str] = []
+    if flt.start_ns is not None:
+        parameters["start_ns"] = flt.start_ns
+        where.append("Timestamp >= fromUnixTimestamp64Nano({start_ns:Int64})")
+        having.append("start_ns >= {start_ns:Int64}")
+    if flt.end_ns is not None:
+        parameters["end_ns"] = flt.end_ns
+        where.append("Timestamp < fromUnixTimestamp64Nano({end_ns:Int64})")
+        having.append("start_ns < {end_ns:Int64}")
+    root_agent = f"{_IS_ROOT} AND SpanAttributes['{c.GEN_AI_AGENT_NAME}'] = {{root_agent:String}}"
+    conversation = f"{_IS_ROOT} AND SpanAttributes['{c.GEN_AI_CONVERSATION_ID}'] = {{conversation:String}}"
+    for name, value, span_condition in (
+        ("service", flt.service, "ServiceName = {service:String}"),
+        ("root_agent", flt.root_agent, root_agent),
+        ("conversation", flt.conversation_id, conversation),
+    ):
+        if value is not None:
+            parameters[name] = value
+            where.append(span_condition)
+            having.append(f"{name} = {{{name}:String}}")
+    _status_filters(flt, where, having, parameters)
+    return where, " AND ".join(having)
+
+
+def _status_filters(
+    flt: TraceFilter, where: list[str], having: list[str], parameters: dict[str, Any]
+) -> None:
+    if flt.status == "error":
+        where.append(_IS_ERROR)
+        having.append("error_spans > 0")
+    elif flt.status == "ok":
+        having.append("error_spans = 0")
+    if flt.has_failed_handoffs:
+        where.append(f"({_IS_TOOL} OR {_IS_AGENT})")
+        having.append("failed_handoffs > 0")
+    if flt.min_cost is not None:
+        parameters["min_cost"] = flt.min_cost
+        where.append(
+            f"{_IS_ROOT} AND toFloat64OrZero(SpanAttributes['{c.JANUX_BILL_COST}']) >= {{min_cost:Float64}}"
+        )
+        having.append("has_bill AND toFloat64OrNull(bill_cost) >= {min_cost:Float64}")
+    if flt.trace_id is not None:
+        parameters["trace_prefix"] = flt.trace_id.strip().lower()
+        where.append("startsWith(TraceId, {trace_prefix:String})")
+
+
+def _int_or_none(value: Any) -> int | None:
+    """A stored token count as an int; absent, unreadable, non-finite ("inf", "nan") or beyond
+    `MAX_COUNT` is None (as in the embedded store)."""
+    try:
+        number = int(float(value)) if value not in (None, "") else None
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if number is not None and -MAX_COUNT <= number <= MAX_COUNT else None
+
+
+def _float_or_none(value: Any) -> float | None:
+    """A stored number as a finite float; absent, unreadable or non-finite is None."""
+    try:
+        number = float(value) if value not in (None, "") else None
+    except (TypeError, ValueError):
+        return None
+    return number if number is not None and math.isfinite(number) else None
+
+
+def _summary(row: Any) -> TraceSummary:
+    """A `_SUMMARY_COLUMNS` row as a summary."""
+    at = _SUMMARY_AT
+
+    def number(name: str) -> int | None:
+        return _int_or_none(row[at[name]])
+
+    def money(name: str) -> float | None:
+        return _float_or_none(row[at[name]])
+
+    def text(name: str) -> str | None:
+        value = row[at[name]]
+        return str(value) if value else None
+
+    has_bill = bool(row[at["has_bill"]])
+    bill = UsageSums(number("bill_input"), number("bill_output"), money("bill_cost"), number("bill_unpriced"))
+    turns = UsageSums(
+        number("turn_input"), number("turn_output"), money("turn_cost"), number("turn_unpriced")
+    )
+    # Without a bill: the inference spans' sums, when any inference span carried the attribute.
+    inference_input = int(row[at["inference_input"]]) if int(row[at["input_spans"]]) else None
+    inference_output = int(row[at["inference_output"]]) if int(row[at["output_spans"]]) else None
+    return TraceSummary(
+        trace_id=str(row[at["TraceId"]]),
+        start_ns=int(row[at["start_ns"]]),
+        duration_ns=int(row[at["duration_ns"]]),
+        service_name=text("service") or "",
+        root_name=text("root_name") or "",
+        root_agent=text("root_agent"),
+        conversation_id=text("conversation"),
+        span_count=int(row[at["span_count"]]),
+        delegations=int(row[at["delegations"]]),
+        attempts=int(row[at["attempts"]]),
+        failed_handoffs=int(row[at["failed_handoffs"]]),
+        error_spans=int(row[at["error_spans"]]),
+        bill_cost=bill.cost if has_bill else None,
+        bill_input_tokens=bill.input_tokens if has_bill else inference_input,
+        bill_output_tokens=bill.output_tokens if has_bill else inference_output,
+        bill_unpriced_tokens=bill.unpriced_tokens if has_bill else None,
+        bill_cost_estimate=money("bill_estimate") if has_bill else None,
+        transfers=int(row[at["transfers"]]),
+        inference_spans=int(row[at["calls"]]),
+        usage_read_spans=int(row[at["read_calls"]]),
+        bill_reconciled=bill_reconciled(has_bill, bill, turns),
+    )
+
+
+def _attributes(value: Any) -> dict[str, Any]:
+    """A ClickHouse map as a dict (clickhouse_connect gives dicts; be lenient with pair lists)."""
+    if isinstance(value, dict):
+        return {str(k): v for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return {str(pair[0]): pair[1] for pair in value if isinstance(pair, (list, tuple)) and len(pair) == 2}
+    return {}
+
+
+def _span(row: Any) -> SpanRecord:
+    """A `_SPAN_COLUMNS` row as a record."""
+    (
+        start, trace_id, span_id, parent_id, trace_state, name, kind, service, resource, scope_name,
+        scope_version, attributes, duration, status, status_message,
+    ) = _SPAN_FIELDS(row)  # fmt: skip
+    times, event_names, event_attributes = _EVENT_FIELDS(row)
+    events = [
+        EventRecord(int(t), str(n), _attributes(a))
+        for t, n, a in zip(times, event_names, event_attributes, strict=False)
+    ]
+    links = [
+        LinkRecord(str(t), str(s), str(ts), _attributes(a))
+        for t, s, ts, a in zip(*_LINK_FIELDS(row), strict=False)
+    ]
+    return SpanRecord(
+        trace_id=str(trace_id),
+        span_id=str(span_id),
+        parent_span_id=str(parent_id),
+        name=str(name),
+        start_ns=int(start),
+        duration_ns=int(duration),
+        kind=KIND_BY_NAME.get(str(kind).upper().removeprefix("SPAN_KIND_"), str(kind)),
+        status_code=STATUS_BY_NAME.get(str(status).upper().removeprefix("STATUS_CODE_"), str(status)),
+        status_message=str(status_message),
+        service_name=str(service),
+        attributes=_attributes(attributes),
+        resource_attributes=_attributes(resource),
+        scope_name=str(scope_name),
+        scope_version=str(scope_version),
+        trace_state=str(trace_state),
+        events=events,
+        links=links,
+    )
+
+
+# ------------------------------------------------------------------------------- usage_by
+
+
+def _attr(key: str) -> str:
+    return f"SpanAttributes['{key}']"
+
+
+_UNPRICED_ROUND = (
+    "multiIf(cost IS NOT NULL, 0, i IS NULL AND o IS NULL, NULL, coalesce(i, 0) + coalesce(o, 0))"
+)
+_ROW_COLUMNS = {
+    "agent": (
+        _attr(c.GEN_AI_AGENT_NAME), _IS_ERROR, _to_int(_attr(c.JANUX_TURN_INPUT_TOKENS)),
+        _to_int(_attr(c.JANUX_TURN_OUTPUT_TOKENS)), _to_float(_attr(c.JANUX_TURN_COST)),
+        _to_int(_attr(c.JANUX_TURN_UNPRICED_TOKENS)), _IS_AGENT,
+    ),
+    "model": (
+        _attr(c.GEN_AI_REQUEST_MODEL), _IS_ERROR, _to_int(_attr(c.GEN_AI_USAGE_INPUT_TOKENS)),
+        _to_int(_attr(c.GEN_AI_USAGE_OUTPUT_TOKENS)), _to_float(_attr(c.JANUX_ROUND_COST)),
+        _UNPRICED_ROUND, _IS_INFERENCE,
+    ),
+}  # fmt: skip
+_GROUP_SUMS = {
+    "group_key": "key", "group_count": "count()", "group_failed": "countIf(failed)", "input_sum": "sum(i)",
+    "output_sum": "sum(o)", "cost_sum": "sum(cost)", "unpriced_sum": "sum(u)", "unread_sum": "sum(unread)",
+}  # fmt: skip
+
+
+def _span_rows(dimension: str) -> str:
+    """key, failed, i, o, cost, u of every span adding to `dimension` (agent or model)."""
+    key, failed, i, o, cost, u, where = _ROW_COLUMNS[dimension]
+    return (
+        f"SELECT TraceId, ParentSpanId, {key} AS key, {failed} AS failed, {i} AS i, {o} AS o, "
+        f"{cost} AS cost, {u} AS u, if(i IS NULL AND o IS NULL AND NOT failed, 1, 0) AS unread "
+        f"FROM spans WHERE {where}"
+    )
+
+
+_TOOL_SUMS = group_select(
+    {
+        "group_key": "t.key", "group_count": "count()", "group_failed": "countIf(t.failed)",
+        "input_sum": "sum(a.i)", "output_sum": "sum(a.o)", "cost_sum": "sum(a.cost)",
+        "unpriced_sum": "sum(a.u)", "unread_sum": "0",
+    }
+)  # fmt: skip
+
+
+def _usage_sql(dimension: str, spans: str) -> str:
+    """The grouped rows (key, count, failed, input, output, cost, unpriced) of `dimension`."""
+    if dimension == "tool":
+        body = f"""
+            SELECT {_TOOL_SUMS}
+            FROM (SELECT TraceId, SpanId, {_attr(c.GEN_AI_TOOL_NAME)} AS key,
+                    {_STATUS_ATTR} IN {_FAILING} AS failed FROM spans WHERE {_IS_DELEGATION}) AS t
+            LEFT JOIN (SELECT TraceId, ParentSpanId, sum(i) AS i, sum(o) AS o, sum(cost) AS cost, sum(u) AS u
+                FROM ({_span_rows("agent")}) GROUP BY TraceId, ParentSpanId) AS a
+            ON a.TraceId = t.TraceId AND a.ParentSpanId = t.SpanId
+            GROUP BY t.key"""
+    elif dimension == "conversation":
+        body = _CONVERSATION_SQL
+    else:
+        body = f"SELECT {group_select(_GROUP_SUMS)} FROM ({_span_rows(dimension)}) GROUP BY key"
+    return f"WITH spans AS ({spans}) {body}"
+
+
+# One row per trace: the root's bill, or (no bill) the sums of its inference spans.
+_CONVERSATION_SQL = f"""
+    SELECT {group_select({
+        "group_key": "key", "group_count": "count()", "group_failed": "countIf(errors > 0)",
+        "input_sum": "sum(if(has_bill, bill_i, m.i))", "output_sum": "sum(if(has_bill, bill_o, m.o))",
+        "cost_sum": "sum(if(has_bill, bill_cost, m.cost))", "unpriced_sum": "sum(if(has_bill, bill_u, m.u))",
+        "unread_sum": "0",
+    })}
+    FROM (
+        SELECT TraceId, {_root_attr(c.GEN_AI_CONVERSATION_ID)} AS key, countIf({_IS_ERROR}) AS errors,
+            {_root(_HAS_BILL)} AS has_bill,
+            {_to_int(_root_attr(c.JANUX_BILL_INPUT_TOKENS))} AS bill_i,
+            {_to_int(_root_attr(c.JANUX_BILL_OUTPUT_TOKENS))} AS bill_o,
+            {_to_float(_root_attr(c.JANUX_BILL_COST))} AS bill_cost,
+            {_to_int(_root_attr(c.JANUX_BILL_UNPRICED_TOKENS))} AS bill_u
+        FROM spans GROUP BY TraceId) AS s
+    LEFT JOIN (SELECT TraceId, sum(i) AS i, sum(o) AS o, sum(cost) AS cost, sum(u) AS u
+        FROM ({_span_rows("model")}) GROUP BY TraceId) AS m ON m.TraceId = s.TraceId
+    GROUP BY key"""

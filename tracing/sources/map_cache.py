@@ -1,0 +1,81 @@
+"""Per-trace facts of the agent map, kept by one reading process between calls.
+
+Stored spans never change (a span is stored once), so a trace's facts stay right while its span
+count does; a call re-reads only the traces that are new or grew since the last one, then adds
+up the facts of every trace in the range. The first call of a process reads everything.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Callable, Iterable
+
+from janux.tracing.analysis.agentmap.build import aggregate, gc_paused, trace_facts
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
+from janux.tracing.analysis.agentmap.loops import TraceFacts, TraceLinks
+
+MAX_TRACES = 300_000
+"""Traces whose facts are kept; beyond this the oldest entries are dropped (and re-read if needed)."""
+
+LoadAll = Callable[[], list[TraceLinks]]
+"""Reads the links of every trace in the range (one scan)."""
+LoadSome = Callable[[list[str]], list[TraceLinks]]
+"""Reads the links of the named traces."""
+
+
+class MapCache:
+    """Facts per trace id with the span count they were computed at."""
+
+    def __init__(self, max_traces: int = MAX_TRACES) -> None:
+        self._facts: dict[str, tuple[int, TraceFacts]] = {}
+        self._lock = threading.Lock()
+        self._reading = threading.Lock()
+        self._last: tuple[tuple[int | None, frozenset[tuple[str, int]]], AgentMap] | None = None
+        self._max = max_traces
+
+    @property
+    def known(self) -> int:
+        """Traces whose facts are kept."""
+        return len(self._facts)
+
+    def _store(self, versions: dict[str, int], loaded: Iterable[TraceLinks]) -> dict[str, TraceFacts]:
+        fresh = {links.trace_id: trace_facts(links) for links in loaded}
+        with self._lock:
+            for trace_id, facts in fresh.items():
+                self._facts.pop(trace_id, None)
+                self._facts[trace_id] = (versions.get(trace_id, -1), facts)
+            while len(self._facts) > self._max:
+                self._facts.pop(next(iter(self._facts)))
+        # The kept facts are long-lived and hold no reference cycles (refcounting frees what is
+        # dropped): take them out of the cyclic collector's scans, which would otherwise walk
+        # millions of them on every full collection of the dashboard process.
+        gc.freeze()
+        return fresh
+
+    def agent_map(
+        self, versions: dict[str, int], load_all: LoadAll, load_some: LoadSome, bucket_ns: int | None
+    ) -> AgentMap:
+        """The map of the traces in `versions` (trace id -> span count), reading only what changed:
+        everything through `load_all` when most traces are unknown, else the changed ones."""
+        key = (bucket_ns, frozenset(versions.items()))
+        with self._lock:
+            if self._last is not None and self._last[0] == key:
+                return self._last[1]
+        with gc_paused():
+            # One reader at a time: a second caller (another session, the warm-up) waits for the
+            # first one's facts instead of reading the same traces again.
+            with self._reading:
+                with self._lock:
+                    known = {t: entry[1] for t, entry in self._facts.items() if versions.get(t) == entry[0]}
+                stale = [t for t in versions if t not in known]
+                if stale:
+                    loaded = load_all() if len(stale) > len(versions) // 2 else load_some(stale)
+                    fresh = self._store(versions, loaded)
+                    known.update((t, f) for t, f in fresh.items() if t in versions)
+            # A trace in the range with no agent or tool span adds nothing but still counts as read.
+            empty: TraceFacts = ([], [])
+            built = aggregate(((t, known.get(t, empty)) for t in versions), bucket_ns)
+        with self._lock:
+            self._last = (key, built)  # the same traces at the same span counts: the same map
+        return built
