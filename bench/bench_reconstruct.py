@@ -29,8 +29,8 @@ from janux.tracing.analysis.checks import run_checks
 from janux.tracing.analysis.costs import assign_costs, billed_spans
 from janux.tracing.analysis.failures import budget_burn, delegation_failures, loop_failures
 from janux.tracing.analysis.handoff_tree import build_tree
-from janux.tracing.analysis.trace_view import reconstruct
 from janux.tracing.analysis.span_index import build_index
+from janux.tracing.analysis.trace_view import reconstruct
 from janux.tracing.prices import clear_price_cache
 from janux.tracing.records import SpanRecord
 from janux.tracing.testing import synthetic_trace

@@ -16,8 +16,8 @@ from typing import Any
 import pandas as pd
 
 from janux.tracing.analysis import money_cells as cells
-from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.analysis.trace_parts import Usage
+from janux.tracing.analysis.trace_view import TraceView
 
 
 def usage_columns(usage: Usage) -> dict[str, Any]:

@@ -8,8 +8,8 @@ import pandas as pd
 
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import money_cells as cells
-from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.analysis.trace_parts import AgentNode
+from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.sources.protocol import TraceSummary
 
 

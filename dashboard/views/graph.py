@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections import deque
 
 from janux.tracing.analysis import formatting as fmt
-from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.analysis.trace_parts import AgentNode, Delegation
+from janux.tracing.analysis.trace_view import TraceView
 
 DEFAULT_MAX_NODES = 150
 """Agent loops drawn before the rest of the tree is collapsed into "+N more" nodes."""

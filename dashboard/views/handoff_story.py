@@ -14,8 +14,8 @@ from opentelemetry.semconv.attributes import exception_attributes as exc
 
 from janux.tracing import conventions as c
 from janux.tracing.analysis import formatting as fmt
-from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.analysis.trace_parts import BudgetBurn, Delegation
+from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.records import SpanRecord, attr_int, attr_str
 
 EXCEPTION_EVENT = "exception"

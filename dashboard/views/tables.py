@@ -8,8 +8,8 @@ import pandas as pd
 
 from janux.tracing import conventions as c
 from janux.tracing.analysis import formatting as fmt
-from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.analysis.trace_parts import AgentNode, Delegation, Failure
+from janux.tracing.analysis.trace_view import TraceView
 
 FAILING_OR_OPEN = c.FAILING_STATUSES | {"open"}
 """Statuses whose error type explains the delegation's outcome."""

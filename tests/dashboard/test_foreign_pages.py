@@ -10,8 +10,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from janux.tracing.analysis import formatting as fmt
-from janux.tracing.analysis.trace_view import reconstruct
 from janux.tracing.analysis.report import trace_report
+from janux.tracing.analysis.trace_view import reconstruct
 from janux.tracing.sources.protocol import TraceSource
 from tests.dashboard.app_helpers import OpenPage
 from tests.support.foreign.load import all_spans, cases

@@ -9,8 +9,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, MapUsage
-from janux.tracing.analysis.trace_view import reconstruct
 from janux.tracing.analysis.trace_parts import Usage
+from janux.tracing.analysis.trace_view import reconstruct
 from janux.tracing.records import SpanRecord
 
 

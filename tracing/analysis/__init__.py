@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from janux.tracing.analysis.handoff_tree import LOOSE_AGENT, HandoffTree, build_tree
-    from janux.tracing.analysis.trace_view import TraceView, reconstruct
     from janux.tracing.analysis.span_index import SpanIndex, TraceIssues, build_index
     from janux.tracing.analysis.trace_parts import (
         AgentNode,
@@ -29,6 +28,7 @@ if TYPE_CHECKING:
         Failure,
         Usage,
     )
+    from janux.tracing.analysis.trace_view import TraceView, reconstruct
 
 _EXPORTS = {
     "LOOSE_AGENT": "handoff_tree",

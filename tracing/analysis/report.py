@@ -13,8 +13,8 @@ from janux.tracing import conventions as c
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import money_cells as cells
 from janux.tracing.analysis import spanread as sr
-from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.analysis.trace_parts import Usage
+from janux.tracing.analysis.trace_view import TraceView
 
 CostKind = Literal["recorded", "estimated", "unpriced", "unknown", "none"]
 """Where a cost comes from: recorded by Janux, estimated (in part: an estimate recorded in the trace

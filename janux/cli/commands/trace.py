@@ -34,8 +34,8 @@ def register(subparsers: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: `janux` registers every subcommand at start, and the report
     # pulls in pandas (~80 MiB), which `janux collect` and `janux import` must not carry.
-    from janux.tracing.analysis.trace_view import reconstruct
     from janux.tracing.analysis.report import render_tree, trace_report
+    from janux.tracing.analysis.trace_view import reconstruct
 
     trace_id = str(args.trace_id).strip().lower()
     source = open_from_args(args, "trace")

@@ -62,9 +62,9 @@ def _text(column: str, value: Any) -> str:
 def _run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: `janux` registers every subcommand at start, and these pull
     # in pandas (~80 MiB), which `janux collect` and `janux import` must not carry.
-    from janux.tracing.analysis.trace_view import reconstruct
     from janux.tracing.analysis.report import json_cell
     from janux.tracing.analysis.trace_list import needs_rebuild, traces_frame
+    from janux.tracing.analysis.trace_view import reconstruct
 
     source = open_from_args(args, "traces")
     summaries = source.list_traces(_filter(args), limit=max(0, args.limit), offset=max(0, args.offset))
