@@ -218,13 +218,13 @@ def test_foreign_delegations_fail_as_their_facts_say_on_every_page() -> None:
     """The Trace and Failures pages, the trace list and the agent map count the same failed
     handoffs of a trace without Janux accounting, for the same reasons."""
     from janux.tracing.analysis.agentmap.from_spans import agent_map_of_traces
-    from janux.tracing.analysis.readers.structure import trace_facts
+    from janux.tracing.analysis.readers.structure import structure_facts
     from janux.tracing.analysis.summary import summarize
     from tests.support.agent_map_expect import actual, expected
 
     spans = _unfinished_handoffs()
     view = reconstruct(spans)
-    facts = trace_facts(spans)
+    facts = structure_facts(spans)
     assert [(d.kind, d.target, d.status) for d in view.delegations] == [
         (e.kind, e.target, e.status) for e in facts.edges
     ] == [("transfer", "ghost", c.STATUS_FAILED), ("delegate", "helper", c.STATUS_FAILED)]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from janux.tracing.analysis.readers.structure import AgentFacts, EdgeFacts, TraceFacts, trace_facts
+from janux.tracing.analysis.readers.structure import AgentFacts, EdgeFacts, StructureFacts, structure_facts
 from janux.tracing.analysis.usage_rows import UsageRow
 from janux.tracing.records import SpanRecord
 
@@ -29,14 +29,14 @@ DerivedRow = tuple[str, str, UsageRow]
 """(span id, parent id, row) of one derived `span_usage` row."""
 
 
-def _edge_id(facts: TraceFacts, edge: EdgeFacts) -> str:
+def _edge_id(facts: StructureFacts, edge: EdgeFacts) -> str:
     if edge.tool_span_id:
         return edge.tool_span_id
     first = facts.agents[edge.attempt_agents[0]] if edge.attempt_agents else None
     return DIRECT_PREFIX + (first.span_id if first else "")
 
 
-def _agent_row(facts: TraceFacts, agent: AgentFacts) -> DerivedRow:
+def _agent_row(facts: StructureFacts, agent: AgentFacts) -> DerivedRow:
     span_id = agent.span_id or LOOSE_PREFIX + facts.trace_id
     parent = agent.parent_span_id
     if agent.via is not None and facts.edges[agent.via].kind == "delegate":
@@ -50,20 +50,22 @@ def _agent_row(facts: TraceFacts, agent: AgentFacts) -> DerivedRow:
     return span_id, parent, row
 
 
-def _tool_row(facts: TraceFacts, edge: EdgeFacts) -> DerivedRow:
+def _tool_row(facts: StructureFacts, edge: EdgeFacts) -> DerivedRow:
     unread = any(facts.agents[a].unread_calls > 0 for a in edge.attempt_agents)
     row = UsageRow("tool", edge.tool, None, None, None, None, edge.failed, unread)
     return _edge_id(facts, edge), "", row
 
 
-def derived_rows(facts: TraceFacts) -> list[DerivedRow]:
+def derived_rows(facts: StructureFacts) -> list[DerivedRow]:
     """The agent and tool rows of a trace read structurally: one per loop, one per delegation."""
     rows = [_agent_row(facts, agent) for agent in facts.agents]
     rows += [_tool_row(facts, edge) for edge in facts.edges if edge.kind == "delegate"]
     return rows
 
 
-def trace_rows(spans: Sequence[SpanRecord], janux: bool | None = None) -> tuple[TraceFacts, list[DerivedRow]]:
+def trace_rows(
+    spans: Sequence[SpanRecord], janux: bool | None = None
+) -> tuple[StructureFacts, list[DerivedRow]]:
     """Facts and derived rows of one trace's spans (`janux`: see `facts_of`)."""
-    facts = trace_facts(spans, janux)
+    facts = structure_facts(spans, janux)
     return facts, derived_rows(facts)

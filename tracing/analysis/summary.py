@@ -12,13 +12,13 @@ from collections.abc import Sequence
 
 from janux.tracing import conventions as c
 from janux.tracing.analysis.facts import TraceFilter, TraceSummary
-from janux.tracing.analysis.readers.structure import TraceFacts, trace_facts
+from janux.tracing.analysis.readers.structure import StructureFacts, structure_facts
 from janux.tracing.analysis.usage_aggregate import turn_sums
 from janux.tracing.analysis.usage_rows import bill_reconciled, bill_sums
 from janux.tracing.records import STATUS_ERROR, SpanRecord, attr_float, attr_int, attr_str
 
 
-def failed_edge_spans(facts: TraceFacts, by_id: dict[str, SpanRecord]) -> list[SpanRecord]:
+def failed_edge_spans(facts: StructureFacts, by_id: dict[str, SpanRecord]) -> list[SpanRecord]:
     """The tool (else last attempt) span of every failed delegation or transfer of a trace, given its
     facts and its spans by span id."""
     found = []
@@ -45,16 +45,19 @@ def root_span(spans: Sequence[SpanRecord]) -> SpanRecord | None:
     return min(roots, key=lambda s: s.start_ns) if roots else None
 
 
-def root_agent(root: SpanRecord | None, facts: TraceFacts) -> str | None:
+def root_agent(root: SpanRecord | None, facts: StructureFacts) -> str | None:
     """The agent the trace list names for a trace: its root span's, else, for a trace without Janux
     accounting whose root names none (the OpenAI Agents SDK's workflow span), its first agent."""
     named = attr_str(root.attributes, c.GEN_AI_AGENT_NAME) if root is not None else None
     return named or (None if facts.janux else facts.root_agent)
 
 
-def summarize(trace_id: str, spans: Sequence[SpanRecord]) -> TraceSummary:
-    """The trace-list row of one trace (spans in any order, each once)."""
-    facts = trace_facts(spans)
+def summarize(
+    trace_id: str, spans: Sequence[SpanRecord], facts: StructureFacts | None = None
+) -> TraceSummary:
+    """The trace-list row of one trace (spans in any order, each once); `facts` are the trace's
+    structure facts when the caller has read them already."""
+    facts = structure_facts(spans) if facts is None else facts
     first = min(spans, key=lambda s: s.start_ns)
     root = root_span(spans)
     ends = [s.end_ns for s in spans if s.duration_ns >= 0] or [first.start_ns]

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from janux.tracing import conventions as c
-from janux.tracing.analysis.derived_rows import trace_rows
-from janux.tracing.analysis.facts import UsageAggregate
+from janux.tracing.analysis.derived_rows import DerivedRow, trace_rows
+from janux.tracing.analysis.facts import USAGE_DIMENSIONS, UsageAggregate, UsageDimension
 from janux.tracing.analysis.readers.structure import is_janux_trace
 from janux.tracing.analysis.usage_rows import (
     GROUP_COLUMNS,
@@ -98,9 +98,13 @@ def turn_sums(spans: Sequence[SpanRecord]) -> UsageSums:
     return UsageSums(group.input_tokens, group.output_tokens, group.cost, group.unpriced_tokens)
 
 
-def _structural(spans: Sequence[SpanRecord], wanted: str, groups: dict[str, _Group]) -> None:
-    """Agent loops or delegations of a trace without Janux accounting, read from its structure."""
-    _, rows = trace_rows(spans)
+def _structural(
+    spans: Sequence[SpanRecord], wanted: str, groups: dict[str, _Group], rows: list[DerivedRow] | None = None
+) -> None:
+    """Agent loops or delegations of a trace without Janux accounting, read from its structure
+    (`rows`: its derived rows, when the caller has them)."""
+    if rows is None:
+        _, rows = trace_rows(spans)
     if wanted == "agent":
         for _, _, row in rows:
             if row.dimension == "agent":
@@ -118,9 +122,15 @@ def _structural(spans: Sequence[SpanRecord], wanted: str, groups: dict[str, _Gro
                 group.add_row(attempt)
 
 
-def _janux_tools(spans: Sequence[SpanRecord], groups: dict[str, _Group]) -> None:
+SpanRows = list[tuple[SpanRecord, UsageRow]]
+"""Each span's own usage row (`span_rows`)."""
+
+
+def _janux_tools(
+    spans: Sequence[SpanRecord], groups: dict[str, _Group], rows: SpanRows | None = None
+) -> None:
     """Each Janux delegate tool span, with the own usage of its direct attempts."""
-    rows = span_rows(spans)
+    rows = span_rows(spans) if rows is None else rows
     attempts: dict[str, list[UsageRow]] = {}
     for span, row in rows:
         if row.dimension == "agent":
@@ -134,7 +144,9 @@ def _janux_tools(spans: Sequence[SpanRecord], groups: dict[str, _Group]) -> None
             group.add_row(attempt)
 
 
-def _conversation(spans: Sequence[SpanRecord], groups: dict[str, _Group]) -> None:
+def _conversation(
+    spans: Sequence[SpanRecord], groups: dict[str, _Group], rows: SpanRows | None = None
+) -> None:
     """One trace: its root's bill, or (no bill) the sum of its model calls."""
     if not spans:
         return
@@ -149,7 +161,7 @@ def _conversation(spans: Sequence[SpanRecord], groups: dict[str, _Group]) -> Non
         group.add_usage(*bill_sums(attrs))
         return
     unread = False
-    for _, row in span_rows(spans):
+    for _, row in span_rows(spans) if rows is None else rows:
         if row.dimension == "model":
             group.add_row(row)
             unread = unread or bool(row.unread)
@@ -172,6 +184,31 @@ def group_rows(dimension: str, traces: Iterable[Sequence[SpanRecord]]) -> list[t
                 if row.dimension == wanted:
                     groups.setdefault(row.key, _Group()).count_row(row)
     return [group.as_row(key) for key, group in groups.items()]
+
+
+def trace_groups(
+    spans: Sequence[SpanRecord], janux: bool, derived: list[DerivedRow]
+) -> list[tuple[UsageDimension, tuple[Any, ...]]]:
+    """What one trace adds to `usage_by` in every dimension: (dimension, `GROUP_COLUMNS` row) pairs.
+
+    `janux` says whether the trace carries Janux accounting and `derived` are its structural rows
+    (`derived_rows`), both read once by the caller; the rules are `group_rows`'s, per dimension."""
+    rows = span_rows(spans)
+    found: list[tuple[UsageDimension, tuple[Any, ...]]] = []
+    for dimension in USAGE_DIMENSIONS:
+        groups: dict[str, _Group] = {}
+        if dimension == "conversation":
+            _conversation(spans, groups, rows)
+        elif dimension != "model" and not janux:
+            _structural(spans, dimension, groups, derived)
+        elif dimension == "tool":
+            _janux_tools(spans, groups, rows)
+        else:
+            for _, row in rows:
+                if row.dimension == dimension:
+                    groups.setdefault(row.key, _Group()).count_row(row)
+        found += [(dimension, group.as_row(key)) for key, group in groups.items()]
+    return found
 
 
 def merge_groups(rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:

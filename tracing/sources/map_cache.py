@@ -11,9 +11,9 @@ import gc
 import threading
 from collections.abc import Callable, Iterable
 
-from janux.tracing.analysis.agentmap.build import aggregate, gc_paused, trace_facts
+from janux.tracing.analysis.agentmap.build import aggregate, gc_paused, map_facts
 from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
-from janux.tracing.analysis.agentmap.loops import TraceFacts, TraceLinks
+from janux.tracing.analysis.agentmap.loops import MapFacts, TraceLinks
 
 MAX_TRACES = 300_000
 """Traces whose facts are kept; beyond this the oldest entries are dropped (and re-read if needed)."""
@@ -28,7 +28,7 @@ class MapCache:
     """Facts per trace id with the span count they were computed at."""
 
     def __init__(self, max_traces: int = MAX_TRACES) -> None:
-        self._facts: dict[str, tuple[int, TraceFacts]] = {}
+        self._facts: dict[str, tuple[int, MapFacts]] = {}
         self._lock = threading.Lock()
         self._reading = threading.Lock()
         self._last: tuple[tuple[int | None, frozenset[tuple[str, int]]], AgentMap] | None = None
@@ -39,8 +39,8 @@ class MapCache:
         """Traces whose facts are kept."""
         return len(self._facts)
 
-    def _store(self, versions: dict[str, int], loaded: Iterable[TraceLinks]) -> dict[str, TraceFacts]:
-        fresh = {links.trace_id: trace_facts(links) for links in loaded}
+    def _store(self, versions: dict[str, int], loaded: Iterable[TraceLinks]) -> dict[str, MapFacts]:
+        fresh = {links.trace_id: map_facts(links) for links in loaded}
         with self._lock:
             for trace_id, facts in fresh.items():
                 self._facts.pop(trace_id, None)
@@ -74,7 +74,7 @@ class MapCache:
                     fresh = self._store(versions, loaded)
                     known.update((t, f) for t, f in fresh.items() if t in versions)
             # A trace in the range with no agent or tool span adds nothing but still counts as read.
-            empty: TraceFacts = ([], [])
+            empty: MapFacts = ([], [])
             built = aggregate(((t, known.get(t, empty)) for t in versions), bucket_ns)
         with self._lock:
             self._last = (key, built)  # the same traces at the same span counts: the same map

@@ -1,8 +1,9 @@
 """A `TraceSource` over spans held in memory: uploaded files, JSON-lines files, tests.
 
-Same semantics as the embedded store's summaries: delegations, attempts, transfers, failed
-handoffs and coverage are the trace's facts (`janux.tracing.analysis.readers.structure`, read once for every
-convention), so pages behave the same on either. Duplicates are stored once and counted.
+Each trace is analysed once per span count (`janux.tracing.analysis.trace_facts.analyse`): its
+trace-list row, agent-map loops and delegations, usage groups and failed handoffs are then read
+from those facts by every query, so pages behave as on the embedded store and nothing is derived
+twice. Duplicates are stored once and counted.
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
+from janux.tracing.analysis.agentmap.build import aggregate
 from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, MapUsage
-from janux.tracing.analysis.agentmap.from_spans import agent_map_of_traces
-from janux.tracing.analysis.readers.structure import trace_facts
-from janux.tracing.analysis.summary import failed_edge_spans, matches, newest_spans, summarize
-from janux.tracing.analysis.usage_aggregate import aggregate_usage
+from janux.tracing.analysis.summary import matches, newest_spans
+from janux.tracing.analysis.trace_facts import TraceFacts, analyse
+from janux.tracing.analysis.usage_aggregate import merge_groups
+from janux.tracing.analysis.usage_rows import check_dimension, finish
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.protocol import (
     IngestStats,
@@ -24,7 +26,7 @@ from janux.tracing.sources.protocol import (
     UsageAggregate,
     UsageDimension,
 )
-from janux.tracing.sources.store.timeline import model_timeline_of
+from janux.tracing.sources.store.timeline import finish_timeline
 
 MAX_RECENT_ERRORS = 20
 """How many rejection messages `ingest_stats` keeps."""
@@ -36,8 +38,10 @@ class MemoryTraceSource:
     def __init__(self, spans: Iterable[SpanRecord] = (), *, rejected: int = 0, errors: Sequence[str] = ()):
         self._lock = threading.Lock()
         self._traces: dict[str, dict[str, SpanRecord]] = {}
-        self._summaries: dict[str, TraceSummary] = {}
+        self._facts: dict[str, TraceFacts] = {}
         self._stats = IngestStats()
+        self.analysed = 0
+        """Traces analysed so far (each once per span count)."""
         self.add(spans, rejected=rejected, errors=errors)
 
     def add(self, spans: Iterable[SpanRecord], *, rejected: int = 0, errors: Sequence[str] = ()) -> int:
@@ -50,7 +54,6 @@ class MemoryTraceSource:
                     self._stats.duplicates += 1
                     continue
                 trace[span.span_id] = span
-                self._summaries.pop(span.trace_id, None)
                 added += 1
             self._stats.spans += added
             self._stats.traces = len(self._traces)
@@ -60,21 +63,24 @@ class MemoryTraceSource:
             ]
         return added
 
-    def _all_summaries(self) -> list[TraceSummary]:
+    def _all_facts(self) -> list[TraceFacts]:
+        """Every trace's facts, analysing only the traces that are new or grew since last time."""
         with self._lock:
             for trace_id, spans in self._traces.items():
-                if trace_id not in self._summaries:
-                    self._summaries[trace_id] = summarize(trace_id, list(spans.values()))
-            return list(self._summaries.values())
+                known = self._facts.get(trace_id)
+                if known is None or known.span_count != len(spans):
+                    self._facts[trace_id] = analyse(trace_id, list(spans.values()))
+                    self.analysed += 1
+            return list(self._facts.values())
 
-    def _matching(self, flt: TraceFilter) -> list[TraceSummary]:
-        rows = [s for s in self._all_summaries() if matches(s, flt)]
-        rows.sort(key=lambda s: (-s.start_ns, s.trace_id))
+    def _matching(self, flt: TraceFilter) -> list[TraceFacts]:
+        rows = [f for f in self._all_facts() if matches(f.summary, flt)]
+        rows.sort(key=lambda f: (-f.summary.start_ns, f.trace_id))
         return rows
 
     def list_traces(self, flt: TraceFilter, limit: int = 50, offset: int = 0) -> list[TraceSummary]:
         """Trace summaries matching `flt`, newest first."""
-        return self._matching(flt)[max(0, offset) : max(0, offset) + max(0, limit)]
+        return [f.summary for f in self._matching(flt)[max(0, offset) : max(0, offset) + max(0, limit)]]
 
     def count_traces(self, flt: TraceFilter) -> int:
         """How many traces match `flt`."""
@@ -95,19 +101,16 @@ class MemoryTraceSource:
         """The tool span (else the last attempt's agent span) of every failed delegation or
         transfer, newest first."""
         found: list[SpanRecord] = []
-        for summary in self._matching(flt):
-            if summary.failed_handoffs == 0:
-                continue
+        for facts in self._matching(flt):
             with self._lock:
-                trace = self._traces.get(summary.trace_id, {})
-                spans = list(trace.values())
-            found.extend(failed_edge_spans(trace_facts(spans), trace))
+                trace = self._traces.get(facts.trace_id, {})
+                found.extend(trace[span_id] for span_id in facts.failed_span_ids if span_id in trace)
         return newest_spans(found, limit)
 
     def distinct_values(self, what: Literal["service", "root_agent", "conversation"]) -> list[str]:
         """Sorted distinct non-empty values of one filter field."""
         values: set[str | None]
-        rows = self._all_summaries()
+        rows = [f.summary for f in self._all_facts()]
         if what == "service":
             values = {s.service_name for s in rows}
         elif what == "root_agent":
@@ -121,27 +124,24 @@ class MemoryTraceSource:
     def usage_by(self, dimension: UsageDimension, flt: TraceFilter, limit: int = 100) -> list[UsageAggregate]:
         """Tokens and cost by agent, delegation tool, model or conversation over the traces matching
         `flt` (see `janux.tracing.sources.protocol.UsageAggregate`), most expensive first."""
-        traces = []
-        for summary in self._matching(flt):
-            with self._lock:
-                traces.append(list(self._traces.get(summary.trace_id, {}).values()))
-        return aggregate_usage(dimension, traces, limit)
+        wanted = check_dimension(dimension)
+        rows = (row for facts in self._matching(flt) for dim, row in facts.usage if dim == wanted)
+        return finish(merge_groups(rows), limit)
 
     def agent_map(self, flt: TraceFilter, bucket_ns: int | None = None) -> AgentMap:
         """Agents and the delegations between them over the traces matching `flt`."""
-        traces = []
-        for summary in self._matching(flt):
-            with self._lock:
-                traces.append((summary.trace_id, list(self._traces.get(summary.trace_id, {}).values())))
-        return agent_map_of_traces(traces, bucket_ns)
+        return aggregate(((f.trace_id, (f.loops, f.delegations)) for f in self._matching(flt)), bucket_ns)
 
     def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, MapUsage]]:
         """Usage per (bucket of trace start, model) over the traces matching `flt`."""
-        traces = []
-        for summary in self._matching(flt):
-            with self._lock:
-                traces.append(list(self._traces.get(summary.trace_id, {}).values()))
-        return model_timeline_of(traces, max(1, bucket_ns))
+        bucket_ns = max(1, bucket_ns)
+        rows = []
+        for facts in self._matching(flt):
+            bucket = facts.summary.start_ns // bucket_ns * bucket_ns
+            for dim, (key, _count, _failed, tokens_in, tokens_out, cost, unpriced, _unread) in facts.usage:
+                if dim == "model":
+                    rows.append((bucket, key, tokens_in or 0, tokens_out or 0, cost, unpriced or 0))
+        return finish_timeline(_summed(rows))
 
     def ingest_stats(self) -> IngestStats:
         """Counts of what was stored and refused."""
@@ -154,3 +154,13 @@ class MemoryTraceSource:
                 rejected=stats.rejected,
                 recent_errors=list(stats.recent_errors),
             )
+
+
+def _summed(
+    rows: list[tuple[int, str, int, int, float | None, int]],
+) -> list[tuple[int, str, int, int, float | None, int]]:
+    """(bucket, model) rows added up per bucket and model, costs in the order given."""
+    sums: dict[tuple[int, str], MapUsage] = {}
+    for bucket, model, tokens_in, tokens_out, cost, unpriced in rows:
+        sums.setdefault((bucket, model), MapUsage()).add(MapUsage(tokens_in, tokens_out, cost, unpriced))
+    return [(b, m, u.input_tokens, u.output_tokens, u.cost, u.unpriced_tokens) for (b, m), u in sums.items()]

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
 from janux.tracing.analysis.agentmap.foreign_rows import resolved_trace
 from janux.tracing.analysis.agentmap.loops import (
-    TraceFacts,
+    MapFacts,
     TraceLinks,
     delegation_facts,
     fold_inclusive,
@@ -28,7 +28,7 @@ from janux.tracing.analysis.agentmap.sums import percentile as percentile
 from janux.tracing.analysis.agentmap.walk import JanuxTrace
 
 
-def trace_facts(links: TraceLinks) -> TraceFacts:
+def map_facts(links: TraceLinks) -> MapFacts:
     """The loops (own and inclusive usage filled) and delegations of one trace."""
     if links.resolved:
         return resolved_trace(links)
@@ -53,7 +53,7 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def aggregate(facts: Iterable[tuple[str, TraceFacts]], bucket_ns: int | None = None) -> AgentMap:
+def aggregate(facts: Iterable[tuple[str, MapFacts]], bucket_ns: int | None = None) -> AgentMap:
     """The agent map over per-trace facts (trace id, facts)."""
     sums = MapSums(bucket_ns)
     for trace_id, (loops, delegations) in facts:
@@ -64,4 +64,4 @@ def aggregate(facts: Iterable[tuple[str, TraceFacts]], bucket_ns: int | None = N
 def build_agent_map(traces: Iterable[TraceLinks], bucket_ns: int | None = None) -> AgentMap:
     """The agent map over `traces` (each trace's link rows, inference sums and parent links);
     `bucket_ns` also fills its timeline (own usage per agent per time bucket of loop starts)."""
-    return aggregate(((links.trace_id, trace_facts(links)) for links in traces), bucket_ns)
+    return aggregate(((links.trace_id, map_facts(links)) for links in traces), bucket_ns)

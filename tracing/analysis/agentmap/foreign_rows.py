@@ -19,6 +19,7 @@ from janux.tracing.analysis.agentmap.classify import ROLE_AGENT, ROLE_TOOL, Link
 from janux.tracing.analysis.agentmap.fleet_stats import MapUsage
 from janux.tracing.analysis.agentmap.loops import (
     MapDelegation,
+    MapFacts,
     MapLoop,
     TraceLinks,
     delegation_facts,
@@ -26,14 +27,13 @@ from janux.tracing.analysis.agentmap.loops import (
     loop_facts,
     turn_usage,
 )
-from janux.tracing.analysis.agentmap.loops import TraceFacts as MapFacts
 from janux.tracing.analysis.readers.structure import (
     AgentFacts,
     Edge,
     EdgeFacts,
     Loop,
     Structure,
-    TraceFacts,
+    StructureFacts,
     facts_of,
     structure,
 )
@@ -72,7 +72,7 @@ def _status(span: SpanRecord) -> str:
 class _Writer:
     """The rows of one built structure."""
 
-    def __init__(self, s: Structure, facts: TraceFacts) -> None:
+    def __init__(self, s: Structure, facts: StructureFacts) -> None:
         self.s = s
         self.facts = facts
         spans = s.index.spans
@@ -127,7 +127,7 @@ class _Writer:
         ))  # fmt: skip
 
 
-def foreign_rows(s: Structure, facts: TraceFacts) -> list[LinkRow]:
+def foreign_rows(s: Structure, facts: StructureFacts) -> list[LinkRow]:
     """The resolved rows of a built structure and its facts (`facts_of(s)`)."""
     writer = _Writer(s, facts)
     rows = [writer.loop_row(number, loop) for number, loop in enumerate(s.loops)]

@@ -207,7 +207,7 @@ def loop_facts(trace_id: str, loops: Sequence[MapLoop]) -> list[LoopFacts]:
     return found
 
 
-TraceFacts = tuple[list[LoopFacts], list[DelegationFacts]]
+MapFacts = tuple[list[LoopFacts], list[DelegationFacts]]
 """One trace's loops and delegations: what a map adds up (and what may be cached)."""
 
 

@@ -5,7 +5,7 @@
 - `openinference`: OpenInference (Arize Phoenix, smolagents, the OpenInference OpenAI Agents bridge);
 - `openllmetry`: OpenLLMetry (Traceloop);
 - `spans`: one span read with all of them (`read_span`): its role, names, usage and what was left unread;
-- `facts`: one trace read (`trace_facts`): agents, delegation and transfer edges, attempts, own usage
+- `structure`: one trace read (`structure_facts`): agents, delegation and transfer edges, attempts, own usage
   per agent and coverage, the numbers every source and the CLI report.
 
 docs/trace-contract.md lists every attribute read, per convention.

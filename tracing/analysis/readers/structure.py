@@ -280,7 +280,7 @@ class AgentFacts:
     error: str | None = None
     """Error text (status message, else the exception event)."""
     via: int | None = None
-    """Index (in `TraceFacts.edges`) of the edge it is an attempt of, None for a root."""
+    """Index (in `StructureFacts.edges`) of the edge it is an attempt of, None for a root."""
     parent_span_id: str = ""
     """Parent span id of its agent span."""
 
@@ -308,11 +308,11 @@ class EdgeFacts:
     error: str | None = None
     """Why it failed: the tool span's or the last failed attempt's error text."""
     attempt_agents: list[int] = field(default_factory=list)
-    """Indexes (in `TraceFacts.agents`) of its attempts."""
+    """Indexes (in `StructureFacts.agents`) of its attempts."""
 
 
 @dataclass(slots=True)
-class TraceFacts:
+class StructureFacts:
     """What one trace holds, read once for every consumer."""
 
     trace_id: str
@@ -483,7 +483,7 @@ def is_janux_trace(spans: Iterable[SpanRecord]) -> bool:
     return any(is_janux_span(s.attributes.get(c.GEN_AI_OPERATION_NAME), s.attributes) for s in spans)
 
 
-def facts_of(s: Structure, janux: bool | None = None) -> TraceFacts:
+def facts_of(s: Structure, janux: bool | None = None) -> StructureFacts:
     """The facts of a built structure (`janux`: whether the trace carries Janux accounting, when
     the caller knows; else read from the spans)."""
     calls = [s.read(pos) for pos, kind in enumerate(s.kinds) if kind[0] == "inference"]
@@ -491,7 +491,7 @@ def facts_of(s: Structure, janux: bool | None = None) -> TraceFacts:
     for read in calls:
         tokens_in = _plus(tokens_in, read.input_tokens)
         tokens_out = _plus(tokens_out, read.output_tokens)
-    return TraceFacts(
+    return StructureFacts(
         trace_id=s.index.trace_id,
         agents=_agent_facts(s, _depths(s)),
         edges=_edge_facts(s),
@@ -506,6 +506,6 @@ def facts_of(s: Structure, janux: bool | None = None) -> TraceFacts:
     )
 
 
-def trace_facts(spans: Iterable[SpanRecord], janux: bool | None = None) -> TraceFacts:
+def structure_facts(spans: Iterable[SpanRecord], janux: bool | None = None) -> StructureFacts:
     """Read one trace's spans (any order, duplicates allowed); see `facts_of` for `janux`."""
     return facts_of(structure(build_index(spans)), janux)

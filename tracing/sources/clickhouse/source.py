@@ -29,7 +29,7 @@ from janux.tracing import conventions as c
 from janux.tracing.analysis.agentmap.build import build_agent_map, gc_paused
 from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, MapUsage
 from janux.tracing.analysis.agentmap.foreign_rows import foreign_links
-from janux.tracing.analysis.readers.structure import JANUX_LOOP_MARKERS, trace_facts
+from janux.tracing.analysis.readers.structure import JANUX_LOOP_MARKERS, structure_facts
 from janux.tracing.analysis.summary import failed_edge_spans, newest_spans
 from janux.tracing.analysis.usage_aggregate import group_rows, merge_groups
 from janux.tracing.analysis.usage_rows import (
@@ -311,7 +311,7 @@ class ClickHouseSource:
         found = [_span(row) for row in self._rows(sql, parameters)]
         failing = [s.trace_id for s in self._foreign.matching(flt) if s.failed_handoffs > 0][: max(0, limit)]
         for spans in self._foreign.read_whole(failing):
-            found += failed_edge_spans(trace_facts(spans), {span.span_id: span for span in spans})
+            found += failed_edge_spans(structure_facts(spans), {span.span_id: span for span in spans})
         return newest_spans(found, limit)
 
     def distinct_values(self, what: Literal["service", "root_agent", "conversation"]) -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, Literal
 
-from janux.tracing.analysis.readers.structure import trace_facts
+from janux.tracing.analysis.readers.structure import structure_facts
 from janux.tracing.analysis.summary import failed_edge_spans, newest_spans
 from janux.tracing.analysis.usage_rows import (
     UsageSums,
@@ -213,7 +213,7 @@ def failed_handoff_spans(conn: sqlite3.Connection, flt: TraceFilter, limit: int)
     found = [reader.span(row) for row in conn.execute(sql, [*args, max(0, limit)])]
     foreign = [row[0] for row in conn.execute(traces.format(janux=0), [*params, max(0, limit)])]
     for spans in get_traces(conn, foreign).values():
-        found += failed_edge_spans(trace_facts(spans), {span.span_id: span for span in spans})
+        found += failed_edge_spans(structure_facts(spans), {span.span_id: span for span in spans})
     return newest_spans(found, limit)
 
 

@@ -1,4 +1,4 @@
-"""Every fixture trace read by `trace_facts` gives exactly its truth, and the mapping rules hold."""
+"""Every fixture trace read by `structure_facts` gives exactly its truth, and the mapping rules hold."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from janux.tracing import conventions as c
 from janux.tracing.analysis.readers.spans import classify, error_text, read_span, read_usage
-from janux.tracing.analysis.readers.structure import UNNAMED_AGENT, trace_facts
+from janux.tracing.analysis.readers.structure import UNNAMED_AGENT, structure_facts
 from janux.tracing.records import STATUS_ERROR, EventRecord
 from tests.support.foreign.load import Case, cases, edges
 from tests.support.otlp_build import record
@@ -16,7 +16,7 @@ CASES = cases()
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
 def test_facts_equal_the_truth(case: Case) -> None:
-    facts = trace_facts(case.spans)
+    facts = structure_facts(case.spans)
     truth = case.truth
     assert (facts.input_tokens or 0, facts.output_tokens or 0) == (
         truth["input_tokens"],
@@ -40,7 +40,7 @@ def test_every_library_scenario_is_covered() -> None:
         for scenario in ("chain", "parallel", "tool_error", "retry", "handoff", "raised"):
             assert (fixture, scenario) in scenarios
     raised = [case for case in CASES if case.truth["scenario"] == "raised"]
-    assert all(case.truth["raised"] and trace_facts(case.spans).failed_handoffs == 1 for case in raised)
+    assert all(case.truth["raised"] and structure_facts(case.spans).failed_handoffs == 1 for case in raised)
 
 
 def test_usage_names_of_every_convention() -> None:
@@ -91,7 +91,7 @@ def test_agent_usage_is_never_added_to_the_rounds() -> None:
     chat = record(
         "b" * 16, "a" * 16, "chat m", {c.GEN_AI_OPERATION_NAME: c.OP_CHAT, c.GEN_AI_USAGE_INPUT_TOKENS: 10}
     )
-    facts = trace_facts([root, chat])
+    facts = structure_facts([root, chat])
     assert (facts.input_tokens, facts.agents[0].input_tokens) == (10, 10)
 
 
@@ -103,10 +103,10 @@ def test_an_unnamed_agent_is_never_named_after_its_span() -> None:
     )
     call = record("d" * 16, "c" * 16, "chat m", {c.GEN_AI_OPERATION_NAME: c.OP_CHAT}, trace_id="2" * 32)
     # A workflow root with no calls of its own is the run: the agent below it is a root, not a delegation.
-    run = trace_facts([workflow, agent])
+    run = structure_facts([workflow, agent])
     assert ([a.name for a in run.agents], run.delegations) == (["triage"], 0)
     assert read_span(workflow).agent is None
-    assert [a.name for a in trace_facts([looping, call]).agents] == [UNNAMED_AGENT]
+    assert [a.name for a in structure_facts([looping, call]).agents] == [UNNAMED_AGENT]
 
 
 def test_failure_text_from_the_exception_event() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from janux.tracing.analysis.readers.structure import trace_facts
+from janux.tracing.analysis.readers.structure import structure_facts
 from janux.tracing.sources.file_loader import load_trace_file
 from tests.support.foreign import generate_hand_built, generate_openai_agents, generate_pydantic_ai
 from tests.support.foreign.common import load_truth
@@ -31,7 +31,7 @@ def test_regenerated_fixture_gives_the_committed_truth(tmp_path: Path, name: str
         assert fresh == load_truth(fixture), fixture  # same seeded ids, same library behaviour
         spans = load_trace_file(tmp_path / f"{fixture}.jsonl").spans
         for trace_id, truth in fresh.items():
-            facts = trace_facts([s for s in spans if s.trace_id == trace_id])
+            facts = structure_facts([s for s in spans if s.trace_id == trace_id])
             assert (facts.input_tokens or 0, facts.output_tokens or 0) == (
                 truth["input_tokens"],
                 truth["output_tokens"],
