@@ -16,6 +16,8 @@ import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from janux.errors import JanuxError
+
 UI_TOKEN_ENV = "JANUX_UI_TOKEN"
 """Environment variable holding the dashboard's sign-in token."""
 ALLOW_SOURCE_EDIT_ENV = "JANUX_ALLOW_SOURCE_EDIT"
@@ -28,7 +30,7 @@ DEFAULT_MAX_UPLOAD_DECOMPRESSED_MB = 256
 """Default largest decompressed size of one upload, MiB."""
 
 
-class AccessMisconfigured(ValueError):
+class AccessMisconfigured(JanuxError, ValueError):
     """The access settings are contradictory or empty where a value is required."""
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from janux.errors import JanuxError
 from janux.runtime.handoff_record import HandoffRecord
 from janux.runtime.model import ModelError
 from janux.tracing.conventions import (
@@ -52,13 +53,6 @@ CODE_INVALID_ARGUMENTS: Final = ERROR_INVALID_ARGUMENTS
 """The tool arguments were not valid JSON or did not match the tool's schema."""
 CODE_TOOL_ERROR: Final = ERROR_TOOL
 """The tool function raised."""
-
-
-class JanuxError(Exception):
-    """Base class of runtime errors."""
-
-    error_type: str = "janux_error"
-    """Short machine-readable class of the failure (recorded as `error.type`)."""
 
 
 class DefinitionError(JanuxError, ValueError):

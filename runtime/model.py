@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from janux.errors import JanuxError
+
 Role = Literal["system", "user", "assistant", "tool"]
 """Who wrote a message."""
 
@@ -96,7 +98,7 @@ class ModelResponse:
     """`stop`, `tool_calls`, `length`, ..."""
 
 
-class ModelError(Exception):
+class ModelError(JanuxError):
     """A model round failed (provider error, bad response, unreachable endpoint)."""
 
     def __init__(self, message: str, *, error_type: str = "model_error", status_code: int | None = None):

@@ -24,6 +24,7 @@ from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from janux.errors import JanuxError
 from janux.runtime.chat_wire import (
     ERR_BAD_REQUEST,
     ERR_CONNECTION,
@@ -55,7 +56,7 @@ _NO_KEY = "janux-no-api-key"
 """Stands in for a key the `openai` client insists on; its header is never sent (local servers)."""
 
 
-class RealModelInTestError(RuntimeError):
+class RealModelInTestError(JanuxError, RuntimeError):
     """A test tried to reach a real (non-loopback) model server.
 
     Deliberately not a `ModelError`: the runtime turns model errors into tool results, and this

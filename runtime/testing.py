@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from janux.errors import JanuxError
 from janux.runtime.model import (
     Message,
     ModelError,
@@ -42,7 +43,7 @@ MessagesPredicate = Callable[[list[Message]], bool]
 """Decides whether a step answers a request, from the request's messages."""
 
 
-class ScriptError(AssertionError):
+class ScriptError(JanuxError, AssertionError):
     """A scripted model was used differently than its script says."""
 
 

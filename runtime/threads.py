@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from janux.errors import JanuxError
 from janux.runtime.messages import message_json
 from janux.runtime.model import Message, Role, ToolCall
 
 _ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
 
 
-class ThreadStoreError(Exception):
+class ThreadStoreError(JanuxError):
     """A thread store could not be opened, read or written (the message names the file or thread)."""
 
 

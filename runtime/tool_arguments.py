@@ -11,8 +11,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from janux.errors import JanuxError
 
-class ToolArgumentsError(ValueError):
+
+class ToolArgumentsError(JanuxError, ValueError):
     """The arguments of a tool call were not valid JSON or did not match the schema."""
 
 MAX_REASON_CHARS = 2000

@@ -24,6 +24,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from janux.errors import JanuxError
 from janux.tracing.analysis.agentmap.build import percentile
 from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, EdgeStats
 from janux.tracing.sources.protocol import TraceFilter, TraceSource
@@ -108,7 +109,7 @@ class RuleFile(_Strict):
     """The rules, checked in order."""
 
 
-class RulesError(ValueError):
+class RulesError(JanuxError, ValueError):
     """The rules file cannot be used; the message names the file and the field."""
 
 

@@ -16,6 +16,8 @@ from typing import IO, Any
 
 import zstandard
 
+from janux.errors import JanuxError
+
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 """First bytes of a zstd frame."""
 GZIP_MAGIC = b"\x1f\x8b"
@@ -30,7 +32,7 @@ _GZIP_FEED = 64 * 1024
 _GZIP_STEP = 1024 * 1024
 
 
-class DecompressedTooLarge(ValueError):
+class DecompressedTooLarge(JanuxError, ValueError):
     """The decompressed data is larger than the reader's limit."""
 
 

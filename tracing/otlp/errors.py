@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from janux.errors import JanuxError
 from janux.tracing.records import SpanRecord
 
 MAX_ERROR_MESSAGES = 20
 """How many rejection messages one result keeps; the count keeps growing past it."""
 
 
-class DecodeError(ValueError):
+class DecodeError(JanuxError, ValueError):
     """A payload or one of its fields cannot be decoded.
 
     `path` is the dotted field path from the payload root (`resourceSpans[0].scopeSpans[1]

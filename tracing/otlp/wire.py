@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from janux.errors import JanuxError
 from janux.tracing.otlp.errors import DecodeError
 
 _VARINT, _FIXED64, _LEN, _START_GROUP, _END_GROUP, _FIXED32 = 0, 1, 2, 3, 4, 5
@@ -20,7 +21,7 @@ _SCOPE_SPANS = 2  # ResourceSpans.scope_spans
 _SPANS = 2  # ScopeSpans.spans
 
 
-class _Malformed(Exception):
+class _Malformed(JanuxError):
     """The bytes are not a valid protobuf encoding."""
 
 

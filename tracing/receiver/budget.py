@@ -23,17 +23,19 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from janux.errors import JanuxError
+
 DEFAULT_BUDGET_BYTES = 384 * 1024 * 1024
 """Default memory budget of one receiver process (both pools)."""
 DEFAULT_WAIT_S = 10.0
 """Default longest wait for room in the budget."""
 
 
-class BudgetExceeded(Exception):
+class BudgetExceeded(JanuxError):
     """One request needs more than the whole budget (HTTP 413 / RESOURCE_EXHAUSTED)."""
 
 
-class BudgetBusy(Exception):
+class BudgetBusy(JanuxError):
     """No room in the budget within the wait (HTTP 503 / UNAVAILABLE: retry later)."""
 
 

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import zlib
 
+from janux.errors import JanuxError
+
 GZIP_MAGIC = b"\x1f\x8b"
 """First bytes of a gzip member."""
 _CHUNK = 1024 * 1024
 
 
-class GzipError(ValueError):
+class GzipError(JanuxError, ValueError):
     """The body is not valid gzip (message says why)."""
 
 
-class GzipTooLarge(ValueError):
+class GzipTooLarge(JanuxError, ValueError):
     """The decompressed body is larger than the limit."""
 
 

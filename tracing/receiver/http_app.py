@@ -34,6 +34,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from janux.errors import JanuxError
 from janux.tracing.otlp.decode_limits import LimitExceeded, check_json, check_proto
 from janux.tracing.otlp.errors import DecodeError
 from janux.tracing.otlp.json_decode import decode_json_bytes
@@ -73,7 +74,7 @@ _GRPC_UNAUTHENTICATED = 16
 _GRPC_DEADLINE_EXCEEDED = 4
 
 
-class _Reject(Exception):
+class _Reject(JanuxError):
     """An HTTP error answer: status, gRPC-style code, message and extra headers."""
 
     def __init__(self, status: int, code: int, message: str, headers: dict[str, str] | None = None) -> None:

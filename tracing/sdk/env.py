@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from urllib.parse import unquote
 
+from janux.errors import JanuxError
+
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off", ""})
 
 
-class TelemetryConfigError(ValueError):
+class TelemetryConfigError(JanuxError, ValueError):
     """An explicit telemetry setting is invalid; the message names the argument or variable."""
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from janux.errors import JanuxError
 from janux.tracing.sources.protocol import TraceSource
 
 SOURCE_ENV = "JANUX_SOURCE"
@@ -32,7 +33,7 @@ SourceKind = Literal["store", "clickhouse", "memory-file"]
 """The configurable source kinds (uploads are chosen in the sidebar, not configured)."""
 
 
-class SourceUnavailable(RuntimeError):
+class SourceUnavailable(JanuxError, RuntimeError):
     """The configured source cannot be opened; the message says why and what to do."""
 
 

@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from janux.errors import JanuxError
 from janux.tracing.sources.config import SourceConfig, SourceUnavailable, config_from_env, open_source
 from janux.tracing.sources.protocol import TraceFilter
 
@@ -29,7 +30,7 @@ _UNITS = {"s": 1, "m": 60, "h": 3_600, "d": 86_400}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
 
 
-class UsageError(ValueError):
+class UsageError(JanuxError, ValueError):
     """A command-line value that cannot be used; the message names the option."""
 
 

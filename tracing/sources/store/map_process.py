@@ -26,6 +26,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+from janux.errors import JanuxError
 from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
 from janux.tracing.sources.protocol import TraceFilter
 
@@ -36,7 +37,7 @@ STOP_WAIT_S = 5.0
 current map, if any, is done)."""
 
 
-class MapProcessError(RuntimeError):
+class MapProcessError(JanuxError, RuntimeError):
     """The helper could not answer (it failed to start, died, or its read failed)."""
 
 
