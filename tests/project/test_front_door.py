@@ -31,7 +31,9 @@ def test_every_exception_janux_defines_derives_from_janux_error() -> None:
             if cls.__module__ == name and issubclass(cls, BaseException):
                 found.append(cls)
     assert len(found) > 20, "the walk found the project's exceptions"
-    outside = sorted(f"{cls.__module__}.{cls.__qualname__}" for cls in found if not issubclass(cls, JanuxError))
+    outside = sorted(
+        f"{cls.__module__}.{cls.__qualname__}" for cls in found if not issubclass(cls, JanuxError)
+    )
     assert outside == []
 
 
