@@ -15,8 +15,9 @@ import pandas as pd
 from janux.dashboard.views.graph import escape
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis.agentmap.build import percentile
-from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, AgentStats, EdgeStats, MapUsage
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, AgentStats, EdgeStats
 from janux.tracing.analysis.money_cells import cost_cell
+from janux.tracing.analysis.trace_parts import Usage
 
 WidthBy = Literal["count", "cost"]
 """What an edge's width shows: how many delegations, or the inclusive cost they carried."""
@@ -30,7 +31,7 @@ FAILURE_KINDS = ("denied", "failed", "fallback", "cut", "timeout", "open")
 """Failure kinds, in the order the edge table shows them."""
 
 
-def usd(usage: MapUsage) -> str:
+def usd(usage: Usage) -> str:
     """Cost of a usage as text: the amount, `unpriced` (tokens without price), or `—`."""
     if usage.cost is None:
         return "unpriced" if usage.unpriced_tokens else fmt.NO_USAGE
@@ -234,7 +235,7 @@ def icicle_frame(agent_map: AgentMap, value: Literal["cost", "tokens"] = "cost")
     parent's span is its own rounds. Unpriced paths get no width in the cost icicle (their tokens
     are in the tokens icicle)."""
 
-    def amount(usage: MapUsage) -> float:
+    def amount(usage: Usage) -> float:
         return float(usage.cost or 0.0) if value == "cost" else float(usage.total_tokens)
 
     by_parent: dict[tuple[str, ...], list[tuple[tuple[str, ...], float]]] = {}
@@ -277,13 +278,13 @@ def timeline_frame(agent_map: AgentMap) -> pd.DataFrame:
     return _bands((bucket, agent, usage) for (bucket, agent), usage in agent_map.timeline.items())
 
 
-def model_timeline_frame(rows: Iterable[tuple[int, str, MapUsage]]) -> pd.DataFrame:
+def model_timeline_frame(rows: Iterable[tuple[int, str, Usage]]) -> pd.DataFrame:
     """Cost and tokens per time bucket and requested model (`TraceSource.model_timeline`), plus one
     `unpriced` band of tokens."""
     return _bands((bucket, model or "(no model)", usage) for bucket, model, usage in rows)
 
 
-def _bands(items: Iterable[tuple[int, str, MapUsage]]) -> pd.DataFrame:
+def _bands(items: Iterable[tuple[int, str, Usage]]) -> pd.DataFrame:
     rows: list[dict[str, object]] = []
     for bucket, agent, usage in items:
         when = pd.Timestamp(bucket, unit="ns", tz="UTC")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from janux.dashboard.views import map_tables as views
 from janux.tracing.analysis.agentmap.build import percentile
-from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, AgentStats, EdgeStats, MapUsage, PathStats
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, AgentStats, EdgeStats, PathStats
+from janux.tracing.analysis.trace_parts import Usage
 
 
 def _map() -> AgentMap:
@@ -12,15 +13,15 @@ def _map() -> AgentMap:
     return AgentMap(
         nodes=[AgentStats("triage", runs=4), AgentStats(evil, runs=1, errors=1)],
         edges=[
-            EdgeStats("triage", evil, "delegate", count=4, failed=3, cost=MapUsage(10, 1, 0.5, 0)),
-            EdgeStats("", "triage", "transfer", count=1, cost=MapUsage(1, 1, None, 2)),
+            EdgeStats("triage", evil, "delegate", count=4, failed=3, cost=Usage(10, 1, 0.5, 0)),
+            EdgeStats("", "triage", "transfer", count=1, cost=Usage(1, 1, None, 2)),
         ],
         paths=[
-            PathStats(("triage",), runs=4, inclusive=MapUsage(cost=1.0)),
-            PathStats(("triage", "a"), runs=2, inclusive=MapUsage(cost=0.5)),
-            PathStats(("triage", "b"), runs=2, inclusive=MapUsage(cost=0.25)),
-            PathStats(("triage", "a", "c"), runs=1, inclusive=MapUsage(cost=0.5)),
-            PathStats(("solo",), runs=1, inclusive=MapUsage(unpriced_tokens=9)),
+            PathStats(("triage",), runs=4, inclusive=Usage(cost=1.0)),
+            PathStats(("triage", "a"), runs=2, inclusive=Usage(cost=0.5)),
+            PathStats(("triage", "b"), runs=2, inclusive=Usage(cost=0.25)),
+            PathStats(("triage", "a", "c"), runs=1, inclusive=Usage(cost=0.5)),
+            PathStats(("solo",), runs=1, inclusive=Usage(unpriced_tokens=9)),
         ],
     )
 

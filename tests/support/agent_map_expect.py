@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, MapUsage
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
 from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.analysis.trace_view import reconstruct
 from janux.tracing.records import SpanRecord
@@ -53,7 +53,7 @@ def expected(traces: Iterable[Sequence[SpanRecord]]) -> dict[str, Any]:
     return {"nodes": nodes, "edges": edges}
 
 
-def _mu(u: MapUsage) -> tuple[int, int, float | None, int]:
+def _mu(u: Usage) -> tuple[int, int, float | None, int]:
     return u.input_tokens, u.output_tokens, None if u.cost is None else round(u.cost, 9), u.unpriced_tokens
 
 

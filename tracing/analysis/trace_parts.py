@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+COST_DECIMALS = 12
+"""Sums of costs are rounded to this many decimals, so float sums taken in another order agree."""
+
 UsageSource = Literal["recorded", "derived", "estimated", "none"]
 """Where a node's own usage came from: `janux.turn.*` (recorded), summed from its inference spans
 (derived, cost only where the rounds carry `janux.round.cost`), priced from the price table
@@ -21,7 +24,12 @@ a note about another runtime's conventions."""
 
 @dataclass(slots=True)
 class Usage:
-    """Tokens and cost of some set of model rounds. Unknown cost is None, never 0."""
+    """Tokens and cost of some set of model rounds: the one usage value of the analysis layer, from
+    a single round to a whole range of traces (the agent map's loops, edges and timeline included).
+
+    Unknown cost is None, never 0; `+` and `add` treat None + x as x. The first four fields are the
+    ones every source stores (tokens in and out, recorded cost, unpriced tokens); the rest are the
+    Trace page's detail (estimates, rounds, rounds whose usage could not be read)."""
 
     input_tokens: int = 0
     """Input tokens."""
@@ -29,12 +37,12 @@ class Usage:
     """Output tokens."""
     cost: float | None = None
     """USD recorded by the runtime (`janux.*`); None when nothing was priced."""
-    estimated_cost: float | None = None
-    """USD estimated for rounds with no recorded cost: recorded in the trace by an integration
-    (`janux.*.cost_estimate`) or priced here from the price table; None when none was."""
     unpriced_tokens: int = 0
     """Tokens with neither a recorded nor an estimated price (a recorded `janux.*.unpriced_tokens`
     less the tokens of its estimated rounds: see `estimated_tokens`)."""
+    estimated_cost: float | None = None
+    """USD estimated for rounds with no recorded cost: recorded in the trace by an integration
+    (`janux.*.cost_estimate`) or priced here from the price table; None when none was."""
     rounds: int = 0
     """Model rounds counted."""
     unread_rounds: int = 0
@@ -90,12 +98,26 @@ class Usage:
             self.input_tokens,
             self.output_tokens,
             self.cost,
-            self.estimated_cost,
             self.unpriced_tokens,
+            self.estimated_cost,
             self.rounds,
             self.unread_rounds,
             self.estimated_tokens,
         )
+
+    def __add__(self, other: Usage) -> Usage:
+        """A new usage holding both (None + x = x)."""
+        total = self.copy()
+        total.add(other)
+        return total
+
+    def rounded(self) -> Usage:
+        """A copy with the money rounded to `COST_DECIMALS`, so sums taken in another order agree."""
+        copy = self.copy()
+        copy.cost = None if self.cost is None else round(self.cost, COST_DECIMALS)
+        if self.estimated_cost is not None:
+            copy.estimated_cost = round(self.estimated_cost, COST_DECIMALS)
+        return copy
 
 
 @dataclass(slots=True)

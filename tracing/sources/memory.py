@@ -13,9 +13,10 @@ from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from janux.tracing.analysis.agentmap.build import aggregate
-from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, MapUsage
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
 from janux.tracing.analysis.summary import matches, newest_spans
 from janux.tracing.analysis.trace_facts import TraceFacts, analyse
+from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.analysis.usage_aggregate import merge_groups
 from janux.tracing.analysis.usage_rows import check_dimension, finish
 from janux.tracing.records import SpanRecord
@@ -132,7 +133,7 @@ class MemoryTraceSource:
         """Agents and the delegations between them over the traces matching `flt`."""
         return aggregate(((f.trace_id, (f.loops, f.delegations)) for f in self._matching(flt)), bucket_ns)
 
-    def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, MapUsage]]:
+    def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, Usage]]:
         """Usage per (bucket of trace start, model) over the traces matching `flt`."""
         bucket_ns = max(1, bucket_ns)
         rows = []
@@ -160,7 +161,7 @@ def _summed(
     rows: list[tuple[int, str, int, int, float | None, int]],
 ) -> list[tuple[int, str, int, int, float | None, int]]:
     """(bucket, model) rows added up per bucket and model, costs in the order given."""
-    sums: dict[tuple[int, str], MapUsage] = {}
+    sums: dict[tuple[int, str], Usage] = {}
     for bucket, model, tokens_in, tokens_out, cost, unpriced in rows:
-        sums.setdefault((bucket, model), MapUsage()).add(MapUsage(tokens_in, tokens_out, cost, unpriced))
+        sums.setdefault((bucket, model), Usage()).add(Usage(tokens_in, tokens_out, cost, unpriced))
     return [(b, m, u.input_tokens, u.output_tokens, u.cost, u.unpriced_tokens) for (b, m), u in sums.items()]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, MapUsage
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
 from janux.tracing.analysis.facts import (
     USAGE_DIMENSIONS,
     TraceFilter,
@@ -18,6 +18,7 @@ from janux.tracing.analysis.facts import (
     UsageAggregate,
     UsageDimension,
 )
+from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.records import SpanRecord
 
 __all__ = [
@@ -92,7 +93,7 @@ class TraceSource(Protocol):
         also fills the map's timeline (own usage per agent per bucket)."""
         ...
 
-    def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, MapUsage]]:
+    def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, Usage]]:
         """Usage per (time bucket of the trace start, requested model) over the traces matching `flt`:
         every inference round once, unpriced rounds as unpriced tokens (see `model_timeline`)."""
         ...

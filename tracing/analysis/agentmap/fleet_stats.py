@@ -8,47 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-COST_DECIMALS = 12
-"""Costs are rounded to this many decimals, so sums taken in another order agree."""
+from janux.tracing.analysis.trace_parts import Usage
 
 TRACE_REFS_KEPT = 50
 """How many of the newest traces (and failures) each node and edge keeps for click-through."""
-
-
-@dataclass(slots=True)
-class MapUsage:
-    """Tokens and cost of a set of agent loops (the fields of the Trace page's usage)."""
-
-    input_tokens: int = 0
-    """Input tokens."""
-    output_tokens: int = 0
-    """Output tokens."""
-    cost: float | None = None
-    """USD of the priced rounds; None when nothing was priced."""
-    unpriced_tokens: int = 0
-    """Tokens of rounds without a price."""
-
-    def add(self, other: MapUsage) -> None:
-        """Add `other` in place (None + x = x)."""
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
-        self.unpriced_tokens += other.unpriced_tokens
-        if other.cost is not None:
-            self.cost = other.cost if self.cost is None else self.cost + other.cost
-
-    def copy(self) -> MapUsage:
-        """An independent copy."""
-        return MapUsage(self.input_tokens, self.output_tokens, self.cost, self.unpriced_tokens)
-
-    def rounded(self) -> MapUsage:
-        """A copy with the cost rounded to `COST_DECIMALS`."""
-        cost = None if self.cost is None else round(self.cost, COST_DECIMALS)
-        return MapUsage(self.input_tokens, self.output_tokens, cost, self.unpriced_tokens)
-
-    @property
-    def total_tokens(self) -> int:
-        """Input plus output tokens."""
-        return self.input_tokens + self.output_tokens
 
 
 @dataclass(slots=True)
@@ -89,9 +52,9 @@ class AgentStats:
     """Agent loops (turns and delegation attempts)."""
     errors: int = 0
     """Loops that ended with status ERROR."""
-    own: MapUsage = field(default_factory=MapUsage)
+    own: Usage = field(default_factory=Usage)
     """The loops' own rounds."""
-    inclusive: MapUsage = field(default_factory=MapUsage)
+    inclusive: Usage = field(default_factory=Usage)
     """Own plus everything delegated below each loop."""
     p50_ms: float | None = None
     """Median loop duration (closed loops only)."""
@@ -132,7 +95,7 @@ class EdgeStats:
     """Median delegation duration."""
     p95_ms: float | None = None
     """95th percentile delegation duration."""
-    cost: MapUsage = field(default_factory=MapUsage)
+    cost: Usage = field(default_factory=Usage)
     """Inclusive usage carried by the edge (every attempt and what it delegated)."""
     traces: int = 0
     """Distinct traces the edge occurs in."""
@@ -167,9 +130,9 @@ class PathStats:
     """Loops at this path."""
     errors: int = 0
     """Loops at this path that ended with status ERROR."""
-    own: MapUsage = field(default_factory=MapUsage)
+    own: Usage = field(default_factory=Usage)
     """Their own rounds."""
-    inclusive: MapUsage = field(default_factory=MapUsage)
+    inclusive: Usage = field(default_factory=Usage)
     """Own plus everything below."""
 
 
@@ -189,7 +152,7 @@ class AgentMap:
     """Inclusive cost of every priced top-level loop (a turn), for cost-per-turn percentiles."""
     unpriced_turns: int = 0
     """Top-level loops with no priced round at all (left out of `turn_costs`: unknown is not 0)."""
-    timeline: dict[tuple[int, str], MapUsage] = field(default_factory=dict)
+    timeline: dict[tuple[int, str], Usage] = field(default_factory=dict)
     """Own usage per (bucket start in Unix ns, agent), when a bucket size was asked for."""
 
     def node(self, agent: str) -> AgentStats | None:

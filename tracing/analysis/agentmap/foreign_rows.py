@@ -16,7 +16,6 @@ from collections.abc import Sequence
 
 from janux.tracing import conventions as c
 from janux.tracing.analysis.agentmap.classify import ROLE_AGENT, ROLE_TOOL, LinkRow
-from janux.tracing.analysis.agentmap.fleet_stats import MapUsage
 from janux.tracing.analysis.agentmap.loops import (
     MapDelegation,
     MapFacts,
@@ -38,10 +37,11 @@ from janux.tracing.analysis.readers.structure import (
     structure,
 )
 from janux.tracing.analysis.span_index import NO_PARENT, build_index
+from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.records import STATUS_ERROR, SpanRecord, attr_float, attr_int, attr_str
 
 
-def _own_usage(s: Structure, calls: list[int], agent: AgentFacts) -> MapUsage:
+def _own_usage(s: Structure, calls: list[int], agent: AgentFacts) -> Usage:
     """A loop's own rounds as the Trace page counts them without estimates: the usage its facts
     read (any convention), priced by `janux.round.cost` where a round carries it, else unpriced."""
     tokens_in, tokens_out = agent.input_tokens or 0, agent.output_tokens or 0
@@ -57,7 +57,7 @@ def _own_usage(s: Structure, calls: list[int], agent: AgentFacts) -> MapUsage:
             continue  # unknown usage, or a failed call: nothing to price
         cost = value if cost is None else cost + value
         priced += (read.input_tokens or 0) + (read.output_tokens or 0)
-    return MapUsage(tokens_in, tokens_out, cost, tokens_in + tokens_out - priced)
+    return Usage(tokens_in, tokens_out, cost, tokens_in + tokens_out - priced)
 
 
 _row = tuple.__new__  # builds a LinkRow without NamedTuple's Python-level __new__ (the write path)

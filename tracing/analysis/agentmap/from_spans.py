@@ -11,21 +11,22 @@ from collections.abc import Iterable, Sequence
 from janux.tracing import conventions as c
 from janux.tracing.analysis.agentmap.build import build_agent_map
 from janux.tracing.analysis.agentmap.classify import classify_span, operation
-from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, MapUsage
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
 from janux.tracing.analysis.agentmap.foreign_rows import foreign_links
 from janux.tracing.analysis.agentmap.loops import TraceLinks
 from janux.tracing.analysis.readers.structure import is_janux_trace
+from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.records import SpanRecord, attr_float, attr_int
 
 
-def round_usage(span: SpanRecord) -> MapUsage:
+def round_usage(span: SpanRecord) -> Usage:
     """One inference round's usage; a round without `janux.round.cost` is unpriced."""
     attrs = span.attributes
     tokens_in = attr_int(attrs, c.GEN_AI_USAGE_INPUT_TOKENS) or 0
     tokens_out = attr_int(attrs, c.GEN_AI_USAGE_OUTPUT_TOKENS) or 0
     cost = attr_float(attrs, c.JANUX_ROUND_COST)
     unpriced = 0 if cost is not None else tokens_in + tokens_out
-    return MapUsage(tokens_in, tokens_out, cost, unpriced)
+    return Usage(tokens_in, tokens_out, cost, unpriced)
 
 
 def links_of_spans(trace_id: str, spans: Sequence[SpanRecord]) -> TraceLinks:

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from janux.tracing import conventions as c
 from janux.tracing.analysis.agentmap.classify import LinkRow
-from janux.tracing.analysis.agentmap.fleet_stats import MapUsage
+from janux.tracing.analysis.trace_parts import Usage
 
 LOOSE_AGENT = "(no agent)"
 """The node holding inference rounds that run outside any agent loop (as on the Trace page)."""
@@ -34,7 +34,7 @@ class TraceLinks:
     rows: Sequence[LinkRow]
     """Link rows of its agent spans and (at least) its delegating tool spans; or, for a trace
     without Janux accounting, its resolved rows (`foreign_rows`)."""
-    inference: dict[str, MapUsage] = field(default_factory=dict)
+    inference: dict[str, Usage] = field(default_factory=dict)
     """Usage of its inference spans, summed per parent span id (`(no parent)` key: ""); not used
     for resolved rows, which carry each loop's own usage."""
     parents: dict[str, str] = field(default_factory=dict)
@@ -63,9 +63,9 @@ class MapLoop:
     """Its agent row."""
     parent: MapLoop | None = None
     """The loop it runs under (None at a top-level loop)."""
-    own: MapUsage = field(default_factory=MapUsage)
+    own: Usage = field(default_factory=Usage)
     """Its own rounds."""
-    inclusive: MapUsage | None = None
+    inclusive: Usage | None = None
     """Own plus every loop below (filled by `fold_inclusive`)."""
     path: tuple[str, ...] | None = None
     """Agent names from its top-level loop down (filled by `path_of`)."""
@@ -83,9 +83,9 @@ class MapDelegation:
     """Loops that ran it."""
 
 
-def turn_usage(row: LinkRow) -> MapUsage:
+def turn_usage(row: LinkRow) -> Usage:
     """The own usage an agent row carries (`janux.turn.*`, or a resolved loop's rounds)."""
-    return MapUsage(row.input_tokens or 0, row.output_tokens or 0, row.cost, row.unpriced_tokens or 0)
+    return Usage(row.input_tokens or 0, row.output_tokens or 0, row.cost, row.unpriced_tokens or 0)
 
 
 def fold_inclusive(loops: Sequence[MapLoop]) -> None:
@@ -151,7 +151,7 @@ class DelegationFacts:
     """Tool span id (first attempt's span for direct nesting)."""
     start_ns: int
     """Start of the delegation."""
-    cost: MapUsage
+    cost: Usage
     """Inclusive usage of its attempts."""
 
 
@@ -249,9 +249,9 @@ def _caller(delegation: MapDelegation, kind: str, target: str) -> str:
     return row.name
 
 
-def _attempt_sums(attempts: list[MapLoop]) -> tuple[str | None, int, MapUsage]:
+def _attempt_sums(attempts: list[MapLoop]) -> tuple[str | None, int, Usage]:
     """The last error type among the attempts, how many timed out, and their inclusive usage."""
-    last_error, timeouts, cost = None, 0, MapUsage()
+    last_error, timeouts, cost = None, 0, Usage()
     for attempt in attempts:
         error_type = attempt.row.error_type
         if error_type:

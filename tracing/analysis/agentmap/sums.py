@@ -19,11 +19,11 @@ from janux.tracing.analysis.agentmap.fleet_stats import (
     AgentStats,
     EdgeStats,
     FailureRef,
-    MapUsage,
     PathStats,
     TraceRef,
 )
 from janux.tracing.analysis.agentmap.loops import DelegationFacts, LoopFacts
+from janux.tracing.analysis.trace_parts import Usage
 
 EdgeKey = tuple[str, str, str]
 """(caller, target, kind)."""
@@ -44,7 +44,7 @@ def percentile(values: Sequence[float], q: float) -> float | None:
 def _add(
     sums: list[Any], at: int, tokens_in: int, tokens_out: int, cost: float | None, unpriced: int
 ) -> None:
-    """`MapUsage.add` on the four numbers of `sums` from `at` (None + x = x)."""
+    """`Usage.add` on the four numbers of `sums` from `at` (None + x = x)."""
     sums[at] += tokens_in
     sums[at + 1] += tokens_out
     if cost is not None:
@@ -52,8 +52,8 @@ def _add(
     sums[at + 3] += unpriced
 
 
-def _usage(sums: list[Any], at: int) -> MapUsage:
-    return MapUsage(sums[at], sums[at + 1], sums[at + 2], sums[at + 3])
+def _usage(sums: list[Any], at: int) -> Usage:
+    return Usage(sums[at], sums[at + 1], sums[at + 2], sums[at + 3])
 
 
 def _append(lists: dict[Any, list[Any]], key: Any, value: Any) -> None:

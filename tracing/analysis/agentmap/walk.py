@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from janux.tracing import conventions as c
 from janux.tracing.analysis.agentmap.classify import ROLE_AGENT, LinkRow
-from janux.tracing.analysis.agentmap.fleet_stats import MapUsage
 from janux.tracing.analysis.agentmap.loops import (
     LOOSE_AGENT,
     MAX_WALK,
@@ -19,6 +18,7 @@ from janux.tracing.analysis.agentmap.loops import (
     TraceLinks,
     turn_usage,
 )
+from janux.tracing.analysis.trace_parts import Usage
 
 
 class JanuxTrace:
@@ -61,7 +61,7 @@ class JanuxTrace:
         loops = self.loops
         for row in self.links.rows:
             if row.role == ROLE_AGENT and row.span_id not in loops:
-                loops[row.span_id] = MapLoop(row, own=turn_usage(row) if row.has_turn else MapUsage())
+                loops[row.span_id] = MapLoop(row, own=turn_usage(row) if row.has_turn else Usage())
         for loop in loops.values():
             tool, caller = self.walk(loop.row.parent_span_id)
             loop.parent = loops.get(caller.span_id) if caller is not None else None

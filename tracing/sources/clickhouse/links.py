@@ -14,9 +14,9 @@ from typing import Any
 
 from janux.tracing import conventions as c
 from janux.tracing.analysis.agentmap.classify import LinkRow, classify_span
-from janux.tracing.analysis.agentmap.fleet_stats import MapUsage
 from janux.tracing.analysis.agentmap.loops import TraceLinks
 from janux.tracing.analysis.agentmap.parents import resolve_parents
+from janux.tracing.analysis.trace_parts import Usage
 
 Rows = Callable[[str, dict[str, Any]], list[Any]]
 """Runs SQL with parameters and returns the result rows."""
@@ -45,7 +45,7 @@ def clickhouse_links(
     )
     for trace_id, parent, tokens_in, tokens_out, cost, unpriced in rows(inference, parameters):
         links = by_trace.setdefault(str(trace_id), TraceLinks(str(trace_id), []))
-        links.inference[str(parent)] = MapUsage(
+        links.inference[str(parent)] = Usage(
             int(tokens_in or 0),
             int(tokens_out or 0),
             None if cost is None else float(cost),

@@ -27,10 +27,11 @@ from typing import Any, Literal, Protocol
 
 from janux.tracing import conventions as c
 from janux.tracing.analysis.agentmap.build import build_agent_map, gc_paused
-from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, MapUsage
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
 from janux.tracing.analysis.agentmap.foreign_rows import foreign_links
 from janux.tracing.analysis.readers.structure import JANUX_LOOP_MARKERS, structure_facts
 from janux.tracing.analysis.summary import failed_edge_spans, newest_spans
+from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.analysis.usage_aggregate import group_rows, merge_groups
 from janux.tracing.analysis.usage_rows import (
     MAX_COUNT,
@@ -364,7 +365,7 @@ class ClickHouseSource:
         with gc_paused():
             return build_agent_map(chain(janux, foreign), bucket_ns)
 
-    def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, MapUsage]]:
+    def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, Usage]]:
         """Usage per (bucket of trace start, model) over the traces matching `flt`."""
         bucket = max(1, bucket_ns)
         parameters: dict[str, Any] = {"bucket": bucket}
@@ -379,9 +380,9 @@ class ClickHouseSource:
             GROUP BY b, m.key"""
         sums = timeline_sums(self._foreign_spans(flt), bucket)
         for b, model, tokens_in, tokens_out, cost, unpriced in self._rows(sql, parameters):
-            usage = MapUsage(int(tokens_in or 0), int(tokens_out or 0), None if cost is None else float(cost),
+            usage = Usage(int(tokens_in or 0), int(tokens_out or 0), None if cost is None else float(cost),
                              int(unpriced or 0))  # fmt: skip
-            sums.setdefault((int(b), str(model or "")), MapUsage()).add(usage)
+            sums.setdefault((int(b), str(model or "")), Usage()).add(usage)
         return finish_timeline(sums_as_rows(sums))
 
     def ingest_stats(self) -> IngestStats:

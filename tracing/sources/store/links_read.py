@@ -11,9 +11,9 @@ from __future__ import annotations
 import sqlite3
 
 from janux.tracing.analysis.agentmap.classify import LinkRow, classify_span
-from janux.tracing.analysis.agentmap.fleet_stats import MapUsage
 from janux.tracing.analysis.agentmap.loops import TraceLinks
 from janux.tracing.analysis.agentmap.parents import resolve_parents
+from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.conventions import OP_EXECUTE_TOOL
 from janux.tracing.sources.store.rows import SELECT_SPAN_COLUMNS, RowReader
 
@@ -68,7 +68,7 @@ def _read_links(conn: sqlite3.Connection, where: str, params: list[object]) -> l
         links = by_trace.get(trace_id)
         if links is None:
             links = by_trace[trace_id] = TraceLinks(trace_id, [])
-        links.inference[parent] = MapUsage(tokens_in or 0, tokens_out or 0, cost, unpriced or 0)
+        links.inference[parent] = Usage(tokens_in or 0, tokens_out or 0, cost, unpriced or 0)
     resolve_parents(by_trace, lambda keys: _lookup(conn, keys))
     return list(by_trace.values())
 

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Literal
 
 from janux.tracing.analysis.agentmap.build import gc_paused
-from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, MapUsage
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
+from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.map_cache import MapCache
 from janux.tracing.sources.protocol import (
@@ -233,7 +234,7 @@ class TraceStore:
             bucket_ns,
         )
 
-    def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, MapUsage]]:
+    def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, Usage]]:
         """Usage per (bucket of trace start, model) over the traces matching `flt`."""
         where, params = queries.filter_sql(flt)
         sql = STORE_SQL.format(traces=f"SELECT TraceId, StartNs FROM trace_summary{where}")

@@ -11,13 +11,13 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from janux.tracing import conventions as c
-from janux.tracing.analysis.agentmap.fleet_stats import MapUsage
+from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.analysis.usage_rows import span_usage
 from janux.tracing.records import SpanRecord
 
-TimelineRow = tuple[int, str, MapUsage]
+TimelineRow = tuple[int, str, Usage]
 """(bucket start in Unix ns, model, usage)."""
-TimelineSums = dict[tuple[int, str], MapUsage]
+TimelineSums = dict[tuple[int, str], Usage]
 """Unrounded usage per (bucket start, model)."""
 
 
@@ -31,7 +31,7 @@ def finish_timeline(rows: Iterable[Sequence[Any]]) -> list[TimelineRow]:
     out = []
     for r in rows:
         cost = None if r[4] is None else float(r[4])
-        usage = MapUsage(int(r[2] or 0), int(r[3] or 0), cost, int(r[5] or 0))
+        usage = Usage(int(r[2] or 0), int(r[3] or 0), cost, int(r[5] or 0))
         out.append((int(r[0]), str(r[1] or ""), usage.rounded()))
     return sorted(out, key=lambda row: (row[0], row[1]))
 
@@ -50,10 +50,10 @@ def timeline_sums(
             row = span_usage(_op(span), span.attributes, span.status_code)
             if row is None or row.dimension != "model":
                 continue
-            usage = MapUsage(
+            usage = Usage(
                 row.input_tokens or 0, row.output_tokens or 0, row.cost, row.unpriced_tokens or 0
             )
-            sums.setdefault((bucket, row.key), MapUsage()).add(usage)
+            sums.setdefault((bucket, row.key), Usage()).add(usage)
     return sums
 
 
