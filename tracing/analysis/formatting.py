@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from decimal import ROUND_HALF_EVEN, Decimal
 
 from janux.tracing.analysis.trace_parts import Usage
 
@@ -10,12 +11,33 @@ UNPRICED = "unpriced"
 """Shown where no price is known."""
 
 
+MONEY_DECIMALS = 6
+"""USD amounts below $0.01 are shown and printed with this many decimals (larger ones with 4)."""
+
+EXPORT_DECIMALS = 10
+"""USD amounts in CSV and JSON keep this many decimals: enough for a fraction of a micro-dollar per
+round, few enough that no float noise survives."""
+
+
+def money_decimal(value: float, decimals: int = MONEY_DECIMALS) -> Decimal:
+    """The one money rounding rule: the float's shortest decimal form (`repr`), rounded half-even
+    to `decimals` places. Starting from the shortest form, not the binary value, makes $0.0002865
+    round to $0.000286 wherever it is shown: the page, the CSV, the JSON and the command line."""
+    return Decimal(repr(float(value))).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_EVEN)
+
+
+def money(value: float) -> float:
+    """A USD amount as exported in CSV and JSON: `money_decimal` to `EXPORT_DECIMALS` as a float, so
+    no float noise (`0.03147250000000001`) reaches a file and no audited digit is lost."""
+    return float(money_decimal(value, EXPORT_DECIMALS))
+
+
 def usd(value: float | None, *, estimated: bool = False) -> str:
-    """`$0.001234`, `≈ $0.0012 (est.)` or `unpriced`."""
+    """`$0.001234`, `≈ $0.0012 (est.)` or `unpriced` (rounded by `money_decimal`)."""
     if value is None:
         return UNPRICED
-    digits = 6 if abs(value) < 0.01 else 4
-    text = f"${value:,.{digits}f}"
+    digits = MONEY_DECIMALS if abs(value) < 0.01 else 4
+    text = f"${money_decimal(value, digits):,.{digits}f}"
     return f"≈ {text} (est.)" if estimated else text
 
 

@@ -86,7 +86,7 @@ def money_text(value: Any, *, estimated: bool = False, signed: bool = False) -> 
     if amount == UNKNOWN:
         return fmt.UNKNOWN
     sign = ("+" if amount > 0 else "-" if amount < 0 else "") if signed else ("-" if amount < 0 else "")
-    text = f"{sign}${abs(amount):,.6f}"
+    text = f"{sign}${fmt.money_decimal(abs(amount)):,.{fmt.MONEY_DECIMALS}f}"
     return f"≈ {text}" if estimated else text
 
 
@@ -129,7 +129,7 @@ def _export(value: Any) -> Any:
         return fmt.UNPRICED
     if value == UNKNOWN:
         return fmt.UNKNOWN
-    return None if _missing(value) else value
+    return None if _missing(value) else fmt.money(value)
 
 
 def csv_bytes(frame: pd.DataFrame) -> bytes:

@@ -37,7 +37,7 @@ def _money(usage: Usage, value: float | None) -> float | None:
     """An amount of `usage`, None when unknown: none known, or some rounds could not be read."""
     if usage.unread_rounds or value is None:
         return None
-    return round(value, 12)
+    return fmt.money(value)
 
 
 def usage_json(usage: Usage) -> dict[str, Any]:
@@ -176,7 +176,8 @@ def render_tree(report: dict[str, Any]) -> str:
 
 
 def json_cell(value: Any) -> Any:
-    """A table cell as JSON: money sentinels named, NaN and missing as null."""
+    """A table cell as JSON: money sentinels named, NaN and missing as null, amounts rounded by the
+    one money rule (`formatting.money`)."""
     if isinstance(value, float):
         if value == cells.UNPRICED:
             return fmt.UNPRICED
@@ -184,6 +185,7 @@ def json_cell(value: Any) -> Any:
             return fmt.UNKNOWN
         if math.isnan(value):
             return None
+        return fmt.money(value) if math.isfinite(value) else None
     if hasattr(value, "item"):  # numpy scalars from a pandas frame
         return json_cell(value.item())
     return value
