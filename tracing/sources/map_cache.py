@@ -2,7 +2,9 @@
 
 Stored spans never change (a span is stored once), so a trace's facts stay right while its span
 count does; a call re-reads only the traces that are new or grew since the last one, then adds
-up the facts of every trace in the range. The first call of a process reads everything.
+up the facts of every trace in the range. A cache given a `KeptFacts` (the embedded store's
+`facts_file.FactsFile`) first takes what another process computed, so only the first process
+ever to see a trace reads it.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import gc
 import threading
 from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from janux.tracing.analysis.agentmap.build import aggregate, gc_paused, map_facts
 from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
@@ -24,10 +27,25 @@ LoadSome = Callable[[list[str]], list[TraceLinks]]
 """Reads the links of the named traces."""
 
 
+class KeptFacts(Protocol):
+    """Facts kept outside the process, by trace id and span count."""
+
+    def load(self, versions: dict[str, int]) -> dict[str, MapFacts]:
+        """The kept facts of the traces in `versions` whose span count matches."""
+        ...
+
+    def save(self, facts: dict[str, tuple[int, MapFacts]]) -> None:
+        """Keep these facts (trace id -> (span count, facts))."""
+        ...
+
+
 class MapCache:
     """Facts per trace id with the span count they were computed at."""
 
-    def __init__(self, max_traces: int = MAX_TRACES) -> None:
+    def __init__(self, max_traces: int = MAX_TRACES, kept: KeptFacts | None = None) -> None:
+        self._kept = kept
+        self.computed = 0
+        """Traces whose facts this cache computed from their links (not found kept anywhere)."""
         self._facts: dict[str, tuple[int, MapFacts]] = {}
         self._lock = threading.Lock()
         self._reading = threading.Lock()
@@ -39,8 +57,14 @@ class MapCache:
         """Traces whose facts are kept."""
         return len(self._facts)
 
-    def _store(self, versions: dict[str, int], loaded: Iterable[TraceLinks]) -> dict[str, MapFacts]:
+    def _compute(self, versions: dict[str, int], loaded: Iterable[TraceLinks]) -> dict[str, MapFacts]:
         fresh = {links.trace_id: map_facts(links) for links in loaded}
+        self.computed += len(fresh)
+        if self._kept is not None:
+            self._kept.save({t: (versions[t], f) for t, f in fresh.items() if t in versions})
+        return self._store(versions, fresh)
+
+    def _store(self, versions: dict[str, int], fresh: dict[str, MapFacts]) -> dict[str, MapFacts]:
         with self._lock:
             for trace_id, facts in fresh.items():
                 self._facts.pop(trace_id, None)
@@ -69,9 +93,13 @@ class MapCache:
                 with self._lock:
                     known = {t: entry[1] for t, entry in self._facts.items() if versions.get(t) == entry[0]}
                 stale = [t for t in versions if t not in known]
+                if stale and self._kept is not None:
+                    found = self._store(versions, self._kept.load({t: versions[t] for t in stale}))
+                    known.update(found)
+                    stale = [t for t in stale if t not in found]
                 if stale:
                     loaded = load_all() if len(stale) > len(versions) // 2 else load_some(stale)
-                    fresh = self._store(versions, loaded)
+                    fresh = self._compute(versions, loaded)
                     known.update((t, f) for t, f in fresh.items() if t in versions)
             # A trace in the range with no agent or tool span adds nothing but still counts as read.
             empty: MapFacts = ([], [])

@@ -31,6 +31,7 @@ from janux.tracing.sources.protocol import (
     UsageDimension,
 )
 from janux.tracing.sources.store import queries
+from janux.tracing.sources.store.facts_file import FactsFile
 from janux.tracing.sources.store.links_migrate import ensure_links
 from janux.tracing.sources.store.links_read import read_links, read_links_of
 from janux.tracing.sources.store.lock import WriteLock
@@ -89,7 +90,8 @@ class TraceStore:
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
-        self._map_cache = MapCache()
+        self._facts_file = FactsFile(self.data_dir)
+        self._map_cache = MapCache(kept=self._facts_file)
         self._map_process = MapProcess(self.data_dir) if map_process else None
         self._map_process_used = False
         self.keeps_map_facts = True
@@ -136,6 +138,7 @@ class TraceStore:
         self._writer.close()
         if self._map_process is not None:
             self._map_process.close()
+        self._facts_file.close()
         with self._readers_lock:
             for conn in self._readers:
                 conn.close()
@@ -218,7 +221,7 @@ class TraceStore:
             stored = self._conn().execute("SELECT count(*) FROM trace_summary").fetchone()[0]
             if stored - self._map_cache.known >= MAP_PROCESS_MIN_TRACES:
                 self._map_process_used = True
-                self._map_cache = MapCache()  # the helper keeps the facts from now on
+                self._map_cache = MapCache(kept=self._facts_file)  # the helper keeps the facts from now on
         return self._map_process_used
 
     def _agent_map_here(self, flt: TraceFilter, bucket_ns: int | None) -> AgentMap:

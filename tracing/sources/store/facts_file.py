@@ -1,0 +1,186 @@
+"""The agent map's per-trace facts kept on disk, so a new reading process does not re-read every trace.
+
+A reading process (the dashboard, its map helper, `janux check`) computes each trace's map facts
+(`analysis.agentmap.build.map_facts`) once per span count and keeps them in memory (`MapCache`).
+This file keeps them across processes: `map-facts.sqlite3` beside the store, one row per trace
+(its span count and its facts, `marshal`-encoded plain tuples). A fresh process loads the rows whose
+span count still matches and computes only the rest, which it writes back.
+
+It is a cache, never the truth: a separate database, so a reader's writes never wait for the
+receiver's write lock (nor slow it); every failure (a read-only directory, a locked or damaged
+file) is logged and the facts are computed as without it; and it is keyed by a fingerprint of the
+analysis layer's source, so facts computed by other rules (an upgrade) are never read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import marshal
+import sqlite3
+import threading
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from janux.tracing import analysis
+from janux.tracing.analysis.agentmap.loops import DelegationFacts, LoopFacts, MapFacts
+from janux.tracing.analysis.trace_parts import Usage
+
+FILE_NAME = "map-facts.sqlite3"
+"""The file's name in the data directory."""
+
+_IDS_PER_QUERY = 500
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS map_facts (
+    TraceId TEXT PRIMARY KEY, SpanCount INTEGER NOT NULL, Facts BLOB NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS facts_meta (Key TEXT PRIMARY KEY, Value TEXT NOT NULL);
+"""
+
+logger = logging.getLogger(__name__)
+
+
+@cache
+def rules_fingerprint() -> str:
+    """A hash of every source file of the analysis layer: facts written under other rules never match."""
+    digest = hashlib.sha256()
+    root = Path(analysis.__file__).parent
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:32]
+
+
+def encode(facts: MapFacts) -> bytes:
+    """One trace's map facts as bytes (plain tuples only: `marshal` builds no other object)."""
+    loops, delegations = facts
+    flat = [
+        (d.caller, d.target, d.kind, d.tool, d.status, d.attempts, d.duration_ms, d.failure, d.reason,
+         d.span_id, d.start_ns, tuple(getattr(d.cost, name) for name in Usage.__slots__))
+        for d in delegations
+    ]  # fmt: skip
+    return marshal.dumps(([tuple(loop) for loop in loops], flat))
+
+
+_loop = tuple.__new__  # a LoopFacts from a plain tuple, without NamedTuple's Python-level __new__
+
+
+def decode(blob: bytes) -> MapFacts:
+    """The map facts `encode` wrote."""
+    loops, flat = marshal.loads(blob)
+    return (
+        [_loop(LoopFacts, loop) for loop in loops],
+        [_delegation(fields) for fields in flat],
+    )
+
+
+def _delegation(fields: tuple[Any, ...]) -> DelegationFacts:
+    caller, target, kind, tool, status, attempts, ms, failure, reason, span_id, start_ns, cost = fields
+    return DelegationFacts(
+        caller, target, kind, tool, status, attempts, ms, failure, reason, span_id, start_ns, Usage(*cost)
+    )
+
+
+class FactsFile:
+    """The map facts of one data directory's traces, shared by every reading process."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = data_dir / FILE_NAME
+        """The database file."""
+        self._local = threading.local()
+        self._opened: list[sqlite3.Connection] = []
+        self._opened_lock = threading.Lock()
+        self._broken = False
+
+    def _conn(self) -> sqlite3.Connection | None:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None or self._broken:
+            return conn
+        try:
+            conn = sqlite3.connect(self.path, timeout=0.5, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")  # a cache: a lost last write is recomputed
+            conn.executescript(_SCHEMA)
+            row = conn.execute("SELECT Value FROM facts_meta WHERE Key = 'rules'").fetchone()
+            if row is None or row[0] != rules_fingerprint():
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute("DELETE FROM map_facts")
+                conn.execute("INSERT OR REPLACE INTO facts_meta VALUES ('rules', ?)", (rules_fingerprint(),))
+                conn.execute("COMMIT")
+        except sqlite3.Error:
+            logger.warning("agent map facts file %s unusable; computing facts without it", self.path,
+                           exc_info=True)  # fmt: skip
+            self._broken = True
+            return None
+        self._local.conn = conn
+        with self._opened_lock:
+            self._opened.append(conn)
+        return conn
+
+    def load(self, versions: dict[str, int]) -> dict[str, MapFacts]:
+        """The kept facts of the traces in `versions` (trace id -> span count) whose span count
+        matches; nothing on any failure."""
+        conn = self._conn()
+        if conn is None or not versions:
+            return {}
+        found: dict[str, MapFacts] = {}
+        try:
+            for trace_id, count, blob in self._rows(conn, list(versions)):
+                if versions.get(trace_id) == count:
+                    found[trace_id] = decode(blob)
+        except (sqlite3.Error, ValueError, EOFError, TypeError):
+            logger.warning("agent map facts file %s unreadable; computing facts without it", self.path,
+                           exc_info=True)  # fmt: skip
+            return {}
+        return found
+
+    def _rows(self, conn: sqlite3.Connection, trace_ids: list[str]) -> Iterable[tuple[Any, ...]]:
+        """The rows of `trace_ids`: one scan when they are most of the file, else by key."""
+        kept = conn.execute("SELECT count(*) FROM map_facts").fetchone()[0]
+        if len(trace_ids) * 2 >= kept:
+            return conn.execute("SELECT TraceId, SpanCount, Facts FROM map_facts").fetchall()
+        rows: list[tuple[Any, ...]] = []
+        for start in range(0, len(trace_ids), _IDS_PER_QUERY):
+            chunk = trace_ids[start : start + _IDS_PER_QUERY]
+            marks = ", ".join("?" * len(chunk))
+            sql = f"SELECT TraceId, SpanCount, Facts FROM map_facts WHERE TraceId IN ({marks})"
+            rows += conn.execute(sql, chunk).fetchall()
+        return rows
+
+    def save(self, facts: dict[str, tuple[int, MapFacts]]) -> None:
+        """Keep `facts` (trace id -> (span count, facts)); a failure only costs a later recompute."""
+        conn = self._conn()
+        if conn is None or not facts:
+            return
+        rows = [(trace_id, count, encode(found)) for trace_id, (count, found) in facts.items()]
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany("INSERT OR REPLACE INTO map_facts VALUES (?, ?, ?)", rows)
+            conn.execute("COMMIT")
+        except sqlite3.Error:
+            logger.info("agent map facts not kept in %s (another reader writes, or it is read-only)",
+                        self.path, exc_info=True)  # fmt: skip
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+
+    def forget(self, trace_ids: list[str]) -> None:
+        """Drop the facts of pruned traces."""
+        conn = self._conn()
+        if conn is None:
+            return
+        try:
+            for start in range(0, len(trace_ids), _IDS_PER_QUERY):
+                chunk = trace_ids[start : start + _IDS_PER_QUERY]
+                conn.execute(f"DELETE FROM map_facts WHERE TraceId IN ({', '.join('?' * len(chunk))})", chunk)
+        except sqlite3.Error:
+            logger.info("agent map facts of pruned traces left in %s", self.path, exc_info=True)
+
+    def close(self) -> None:
+        """Close every connection this object opened."""
+        with self._opened_lock:
+            for conn in self._opened:
+                conn.close()
+            self._opened.clear()
+        self._local = threading.local()
