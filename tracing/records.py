@@ -101,6 +101,14 @@ class SpanRecord:
     """Span links."""
 
     @property
+    def status(self) -> str:
+        """`open` while the span has no end, `error` when it ended with status ERROR, else `ok`: the
+        one rule every page and source uses for a loop's, attempt's or tool's state."""
+        if self.duration_ns < 0:
+            return "open"
+        return "error" if self.status_code == STATUS_ERROR else "ok"
+
+    @property
     def end_ns(self) -> int:
         """End time, Unix nanoseconds."""
         return self.start_ns + self.duration_ns

@@ -121,12 +121,6 @@ def find_delegation(view: TraceView, span_id: str) -> Delegation | None:
     return None
 
 
-def _status(span: SpanRecord) -> str:
-    if span.duration_ns < 0:
-        return "open"
-    if span.status_code == "ERROR":
-        return "error: " + (attr_str(span.attributes, c.ERROR_TYPE) or span.status_message or "error")
-    return "ok"
 
 
 def _subtree(view: TraceView, pos: int) -> list[int]:
@@ -146,7 +140,7 @@ def _round(span: SpanRecord) -> RoundFacts:
         model=attr_str(attrs, c.GEN_AI_RESPONSE_MODEL) or attr_str(attrs, c.GEN_AI_REQUEST_MODEL) or "",
         input_tokens=attr_int(attrs, c.GEN_AI_USAGE_INPUT_TOKENS),
         output_tokens=attr_int(attrs, c.GEN_AI_USAGE_OUTPUT_TOKENS),
-        finish_reasons=finish, status=_status(span),
+        finish_reasons=finish, status=span.status,
         output=attr_str(attrs, c.GEN_AI_OUTPUT_MESSAGES) or NOT_CAPTURED,
     )  # fmt: skip
 
@@ -178,7 +172,7 @@ def _last_attempt_work(view: TraceView, d: Delegation) -> tuple[RoundFacts | Non
             if span.attributes.get(c.GEN_AI_OPERATION_NAME) == c.OP_EXECUTE_TOOL:
                 result = attr_str(span.attributes, c.GEN_AI_TOOL_CALL_RESULT) or NOT_CAPTURED
                 name = attr_str(span.attributes, c.GEN_AI_TOOL_NAME) or span.name
-                tools.append(ToolFacts(name, _status(span), fmt.ms(span.duration_ns / 1e6), result))
+                tools.append(ToolFacts(name, span.status, fmt.ms(span.duration_ns / 1e6), result))
     return (_round(last) if last is not None else None), tools
 
 

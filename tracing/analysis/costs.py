@@ -19,7 +19,7 @@ from janux.tracing import conventions as c
 from janux.tracing.analysis import spanread as sr
 from janux.tracing.analysis.handoff_tree import HandoffTree
 from janux.tracing.analysis.span_index import NO_PARENT, SpanIndex
-from janux.tracing.analysis.trace_parts import Usage
+from janux.tracing.analysis.trace_parts import Usage, plus
 from janux.tracing.prices import estimate_round_cost, price_source
 from janux.tracing.records import SpanRecord
 
@@ -85,17 +85,13 @@ def rounds_usage(
         if price.usd is None:
             usage.unpriced_tokens += tokens_in + tokens_out
         elif price.kind == "recorded":
-            usage.cost = _plus(usage.cost, price.usd)
+            usage.cost = plus(usage.cost, price.usd)
         else:
-            usage.estimated_cost = _plus(usage.estimated_cost, price.usd)
+            usage.estimated_cost = plus(usage.estimated_cost, price.usd)
             usage.estimated_tokens += tokens_in + tokens_out
             if sources is not None and price.source is not None:
                 sources.add(price.source)
     return usage
-
-
-def _plus(total: float | None, amount: float) -> float:
-    return amount if total is None else total + amount
 
 
 def _recorded_estimates(index: SpanIndex, positions: Iterable[int], sources: set[str]) -> int:

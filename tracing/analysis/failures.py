@@ -5,27 +5,17 @@ from __future__ import annotations
 from janux.tracing import conventions as c
 from janux.tracing.analysis.handoff_tree import HandoffTree
 from janux.tracing.analysis.span_index import NO_PARENT, SpanIndex
-from janux.tracing.analysis.trace_parts import BudgetBurn, Delegation, Failure, FailureKind
+from janux.tracing.analysis.trace_parts import BudgetBurn, Failure, FailureKind
 from janux.tracing.records import attr_float, attr_int
 
 MISSING_END = "missing HANDOFF_END"
 """Reason shown for a handoff whose HANDOFF_START has no HANDOFF_END."""
 
 
-def _reason(delegation: Delegation, kind: FailureKind) -> str:
-    """What the Failures view groups by: the rule, the budget line, or the error."""
-    if kind == "open":
-        return MISSING_END
-    if kind == "timeout":
-        return c.ERROR_TIMEOUT
-    for value in (delegation.deny_reason, delegation.stop_reason, delegation.error_type, delegation.error):
-        if value:
-            return value
-    return kind
-
-
-def _kind(delegation: Delegation, timeouts: int) -> FailureKind | None:
-    status = delegation.status
+def failure_kind(status: str, timeouts: int) -> FailureKind | None:
+    """The one rule of what makes a delegation or transfer a failed handoff: its final status when
+    failing (`denied`, `failed`, `fallback`, `cut`), `open` when HANDOFF_END never came, `timeout`
+    when an attempt timed out although it ended otherwise; None when it did not fail."""
     if status in c.FAILING_STATUSES:
         return status  # type: ignore[return-value]
     if status == "open":
@@ -35,19 +25,31 @@ def _kind(delegation: Delegation, timeouts: int) -> FailureKind | None:
     return None
 
 
+def failure_reason(kind: str, *candidates: str | None) -> str:
+    """What the Failures page, the agent map and `janux trace` group a failed handoff by: the
+    missing end, the timeout, else the first of `candidates` given (deny rule, budget line, error
+    type, error text, in that order), else the kind itself."""
+    if kind == "open":
+        return MISSING_END
+    if kind == "timeout":
+        return c.ERROR_TIMEOUT
+    return next((value for value in candidates if value), kind)
+
+
 def delegation_failures(trace_id: str, tree: HandoffTree) -> list[Failure]:
     """One row per denied, failed, fallback, cut, open or timed-out delegation."""
     failures = []
     for delegation in tree.delegations:
         timeouts = sum(1 for a in delegation.attempts if a.error_type == c.ERROR_TIMEOUT)
-        kind = _kind(delegation, timeouts)
+        kind = failure_kind(delegation.status, timeouts)
+        d = delegation
         if kind is None:
             continue
         span_id = delegation.tool_span_id or (delegation.attempts[0].span_id if delegation.attempts else "")
         failures.append(
             Failure(
                 kind=kind,
-                reason=_reason(delegation, kind),
+                reason=failure_reason(kind, d.deny_reason, d.stop_reason, d.error_type, d.error),
                 trace_id=trace_id,
                 span_id=span_id,
                 caller=delegation.caller,

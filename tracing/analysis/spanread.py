@@ -41,7 +41,14 @@ def is_inference(op: str) -> bool:
     return op in c.READ_INFERENCE_OPERATIONS
 
 
-def _named(span: SpanRecord, key: str) -> str:
+def contract_operation(span: SpanRecord) -> str:
+    """`gen_ai.operation.name` ("" when absent): the trace contract names every span's operation, so
+    the write path of traces with Janux accounting reads only this (see `operation` for the rest)."""
+    op = span.attributes.get(c.GEN_AI_OPERATION_NAME)
+    return op if isinstance(op, str) else ""
+
+
+def named(span: SpanRecord, key: str) -> str:
     """The attribute `key`, else the span name without its operation word."""
     name = attr_str(span.attributes, key)
     if name:
@@ -52,7 +59,7 @@ def _named(span: SpanRecord, key: str) -> str:
 
 def agent_name(span: SpanRecord) -> str:
     """`gen_ai.agent.name`, else the span name without its operation word."""
-    return _named(span, c.GEN_AI_AGENT_NAME)
+    return named(span, c.GEN_AI_AGENT_NAME)
 
 
 def tool_name(span: SpanRecord) -> str:
@@ -61,7 +68,7 @@ def tool_name(span: SpanRecord) -> str:
     name = span.attributes.get(c.GEN_AI_TOOL_NAME)
     if isinstance(name, str) and name:
         return name
-    return foreign.read_span(span).tool or _named(span, c.GEN_AI_TOOL_NAME)
+    return foreign.read_span(span).tool or named(span, c.GEN_AI_TOOL_NAME)
 
 
 def target_from_tool(tool: str) -> str:
@@ -96,10 +103,8 @@ def is_error(span: SpanRecord) -> bool:
 
 
 def span_status(span: SpanRecord) -> str:
-    """`open` (no end yet), `error` or `ok`."""
-    if span.duration_ns < 0:
-        return "open"
-    return "error" if is_error(span) else "ok"
+    """`open` (no end yet), `error` or `ok` (`SpanRecord.status`)."""
+    return span.status
 
 
 def duration_ms(span: SpanRecord) -> float | None:

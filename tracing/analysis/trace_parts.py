@@ -7,7 +7,7 @@ references) so a rebuilt trace is cheap to build, copy and compare.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 COST_DECIMALS = 12
 """Sums of costs are rounded to this many decimals, so float sums taken in another order agree."""
@@ -20,6 +20,17 @@ UsageSource = Literal["recorded", "derived", "estimated", "none"]
 Severity = Literal["error", "warning", "info"]
 """How bad a failed check is: `error` breaks the contract, `warning` is suspicious data, `info` is
 a note about another runtime's conventions."""
+
+
+Number = TypeVar("Number", int, float)
+
+
+def plus(total: Number | None, value: Number | None) -> Number | None:
+    """The one sum of the analysis layer where None means "nothing reported" (SQL `sum`): None + x
+    is x and None + None stays None, so an unknown cost or count never becomes 0."""
+    if value is None:
+        return total
+    return value if total is None else total + value
 
 
 @dataclass(slots=True)
@@ -83,14 +94,8 @@ class Usage:
         self.rounds += other.rounds
         self.unread_rounds += other.unread_rounds
         self.estimated_tokens += other.estimated_tokens
-        if other.cost is not None:
-            self.cost = other.cost if self.cost is None else self.cost + other.cost
-        if other.estimated_cost is not None:
-            self.estimated_cost = (
-                other.estimated_cost
-                if self.estimated_cost is None
-                else self.estimated_cost + other.estimated_cost
-            )
+        self.cost = plus(self.cost, other.cost)
+        self.estimated_cost = plus(self.estimated_cost, other.estimated_cost)
 
     def copy(self) -> Usage:
         """An independent copy."""

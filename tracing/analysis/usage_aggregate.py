@@ -16,6 +16,7 @@ from janux.tracing import conventions as c
 from janux.tracing.analysis.derived_rows import DerivedRow, trace_rows
 from janux.tracing.analysis.facts import USAGE_DIMENSIONS, UsageAggregate, UsageDimension
 from janux.tracing.analysis.readers.structure import is_janux_trace
+from janux.tracing.analysis.trace_parts import plus
 from janux.tracing.analysis.usage_rows import (
     GROUP_COLUMNS,
     UsageRow,
@@ -26,13 +27,6 @@ from janux.tracing.analysis.usage_rows import (
     span_usage,
 )
 from janux.tracing.records import STATUS_ERROR, SpanRecord
-
-
-def _plus(a: Any, b: Any) -> Any:
-    """Sum where None means "nothing reported" (SQL `sum` semantics)."""
-    if a is None:
-        return b
-    return a if b is None else a + b
 
 
 @dataclass(slots=True)
@@ -49,10 +43,10 @@ class _Group:
 
     def add_usage(self, inputs: Any, outputs: Any, cost: Any, unpriced: Any) -> None:
         """Add one contribution (None: nothing reported)."""
-        self.input_tokens = _plus(self.input_tokens, inputs)
-        self.output_tokens = _plus(self.output_tokens, outputs)
-        self.cost = _plus(self.cost, cost)
-        self.unpriced_tokens = _plus(self.unpriced_tokens, unpriced)
+        self.input_tokens = plus(self.input_tokens, inputs)
+        self.output_tokens = plus(self.output_tokens, outputs)
+        self.cost = plus(self.cost, cost)
+        self.unpriced_tokens = plus(self.unpriced_tokens, unpriced)
 
     def add_row(self, row: UsageRow) -> None:
         """Add what one span reported."""

@@ -14,6 +14,7 @@ import math
 from typing import Any, Final, NamedTuple
 
 from janux.tracing import conventions as c
+from janux.tracing.analysis.spanread import contract_operation, named
 from janux.tracing.records import STATUS_ERROR, SpanRecord, attr_float, attr_int, attr_str
 
 ROLE_AGENT: Final = "agent"
@@ -90,20 +91,6 @@ class LinkRow(NamedTuple):
     parent loop, an edge row's (role tool) its calling loop, and an agent row's own usage is in it."""
 
 
-def operation(span: SpanRecord) -> str:
-    """`gen_ai.operation.name` ("" when absent): the contract names every span's operation."""
-    op = span.attributes.get(c.GEN_AI_OPERATION_NAME)
-    return op if isinstance(op, str) else ""
-
-
-def _named(span: SpanRecord, key: str) -> str:
-    name = attr_str(span.attributes, key)
-    if name:
-        return name
-    parts = span.name.split(" ", 1)
-    return parts[1] if len(parts) == 2 else span.name
-
-
 def _str(attrs: dict[str, Any], key: str) -> str | None:
     """`attr_str` with the common cases (absent, a str) first: the write path calls this per span."""
     value = attrs.get(key)
@@ -126,11 +113,11 @@ def _finite(value: float | None) -> float | None:
 
 def _agent_row(span: SpanRecord) -> LinkRow:
     attrs = span.attributes
-    status = "open" if span.duration_ns < 0 else ("error" if span.status_code == STATUS_ERROR else "ok")
+    status = span.status
     has_turn = any(key in attrs for key in c.TURN_USAGE_KEYS)
     return LinkRow(
         span.trace_id, span.span_id, span.parent_span_id, ROLE_AGENT, span.start_ns, span.duration_ns,
-        _named(span, c.GEN_AI_AGENT_NAME), status, _str(attrs, c.ERROR_TYPE),
+        named(span, c.GEN_AI_AGENT_NAME), status, _str(attrs, c.ERROR_TYPE),
         _str(attrs, c.JANUX_STOP_REASON), _int(attrs, c.JANUX_HANDOFF_ATTEMPT),
         c.JANUX_AGENT_DEPTH in attrs or has_turn,
         _int(attrs, c.JANUX_TURN_INPUT_TOKENS), _int(attrs, c.JANUX_TURN_OUTPUT_TOKENS),
@@ -195,7 +182,7 @@ def _tool_row(span: SpanRecord) -> LinkRow:
     kind = handoff.kind or (c.KIND_TRANSFER if tool_type == c.TOOL_TYPE_HANDOFF else c.KIND_DELEGATE)
     return LinkRow(
         span.trace_id, span.span_id, span.parent_span_id, ROLE_TOOL, span.start_ns, span.duration_ns,
-        handoff.tool or _named(span, c.GEN_AI_TOOL_NAME), handoff.status, attr_str(attrs, c.ERROR_TYPE),
+        handoff.tool or named(span, c.GEN_AI_TOOL_NAME), handoff.status, attr_str(attrs, c.ERROR_TYPE),
         handoff.stop, handoff.attempts, handoff.recorded, None, None, None, None, False, None, None,
         delegating, kind, handoff.target, handoff.deny, handoff.error, handoff.ms, has_start, has_end, "",
         False,
@@ -204,7 +191,7 @@ def _tool_row(span: SpanRecord) -> LinkRow:
 
 def classify_span(span: SpanRecord) -> LinkRow | None:
     """The link row of an agent loop or tool span; None for every other span."""
-    op = operation(span)
+    op = contract_operation(span)
     if op == c.OP_INVOKE_AGENT:
         return _agent_row(span)
     if op == c.OP_EXECUTE_TOOL:

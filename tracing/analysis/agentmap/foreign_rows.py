@@ -38,7 +38,7 @@ from janux.tracing.analysis.readers.structure import (
 )
 from janux.tracing.analysis.span_index import NO_PARENT, build_index
 from janux.tracing.analysis.trace_parts import Usage
-from janux.tracing.records import STATUS_ERROR, SpanRecord, attr_float, attr_int, attr_str
+from janux.tracing.records import SpanRecord, attr_float, attr_int, attr_str
 
 
 def _own_usage(s: Structure, calls: list[int], agent: AgentFacts) -> Usage:
@@ -61,12 +61,6 @@ def _own_usage(s: Structure, calls: list[int], agent: AgentFacts) -> Usage:
 
 
 _row = tuple.__new__  # builds a LinkRow without NamedTuple's Python-level __new__ (the write path)
-
-
-def _status(span: SpanRecord) -> str:
-    if span.duration_ns < 0:
-        return "open"
-    return "error" if span.status_code == STATUS_ERROR else "ok"
 
 
 class _Writer:
@@ -99,7 +93,7 @@ class _Writer:
             duration, status, error_type = 0, "ok", None
         else:
             start, duration = span.start_ns, span.duration_ns
-            status, error_type = _status(span), attr_str(span.attributes, c.ERROR_TYPE)
+            status, error_type = span.status, attr_str(span.attributes, c.ERROR_TYPE)
         parent = self.loop_ids[loop.parent] if loop.parent is not None else ""
         return _row(LinkRow, (
             s.index.trace_id, self.loop_ids[number], parent, ROLE_AGENT, start, duration, loop.name, status,

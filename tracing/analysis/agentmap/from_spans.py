@@ -10,11 +10,12 @@ from collections.abc import Iterable, Sequence
 
 from janux.tracing import conventions as c
 from janux.tracing.analysis.agentmap.build import build_agent_map
-from janux.tracing.analysis.agentmap.classify import classify_span, operation
+from janux.tracing.analysis.agentmap.classify import classify_span
 from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
 from janux.tracing.analysis.agentmap.foreign_rows import foreign_links
 from janux.tracing.analysis.agentmap.loops import TraceLinks
 from janux.tracing.analysis.readers.structure import is_janux_trace
+from janux.tracing.analysis.spanread import contract_operation
 from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.records import SpanRecord, attr_float, attr_int
 
@@ -41,7 +42,7 @@ def links_of_spans(trace_id: str, spans: Sequence[SpanRecord]) -> TraceLinks:
             rows.append(row)
             continue
         links.parents[span.span_id] = span.parent_span_id
-        if operation(span) in c.INFERENCE_OPERATIONS:
+        if contract_operation(span) in c.INFERENCE_OPERATIONS:
             usage = links.inference.get(span.parent_span_id)
             if usage is None:
                 links.inference[span.parent_span_id] = round_usage(span)

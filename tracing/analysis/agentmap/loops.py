@@ -1,7 +1,7 @@
 """One trace as the agent map sees it: its loops (with own and inclusive usage) and its delegations.
 
-The rules of `janux.tracing.analysis` (tree.py, costs.py, failures.py) for what a delegation's
-status, failure kind, reason, attempts and cost are, applied to link rows. Two readers fill the
+The rules of the analysis layer (`failures.failure_kind`/`failure_reason`, the handoff tree's status
+and attempt order, `costs`'s inclusive usage) applied to link rows. Two readers fill the
 loops and delegations: `walk` (traces with Janux accounting, from their recorded fields) and
 `foreign_rows` (every other trace, as `janux.tracing.analysis.readers.structure` read it).
 """
@@ -14,15 +14,12 @@ from typing import NamedTuple
 
 from janux.tracing import conventions as c
 from janux.tracing.analysis.agentmap.classify import LinkRow
+from janux.tracing.analysis.failures import failure_kind, failure_reason
+from janux.tracing.analysis.spanread import target_from_tool
 from janux.tracing.analysis.trace_parts import Usage
 
-LOOSE_AGENT = "(no agent)"
-"""The node holding inference rounds that run outside any agent loop (as on the Trace page)."""
-MISSING_END = "missing HANDOFF_END"
-"""Reason of a delegation whose HANDOFF_START has no HANDOFF_END (as on the Failures page)."""
 MAX_WALK = 256
 """Longest parent chain followed; a longer one (or a cycle) ends the walk."""
-_TOOL_PREFIXES = ("delegate.", "handoff.", "transfer_to_")
 
 
 @dataclass(slots=True)
@@ -45,14 +42,6 @@ class TraceLinks:
         """True when the rows were resolved from the whole trace (`LinkRow.resolved`): a trace's
         rows are all resolved or none (the store replaces them together), so the first one says."""
         return bool(self.rows) and bool(self.rows[0].resolved)
-
-
-def target_from_tool(tool: str) -> str:
-    """Best guess of a target from a tool name (`delegate.researcher` -> `researcher`)."""
-    for prefix in _TOOL_PREFIXES:
-        if tool.startswith(prefix) and len(tool) > len(prefix):
-            return tool[len(prefix) :]
-    return tool
 
 
 @dataclass(slots=True)
@@ -222,21 +211,12 @@ def _status(tool: LinkRow | None, attempts: list[MapLoop]) -> str:
     return (tool.status if tool is not None else "") or c.STATUS_COMPLETED
 
 
-def _failure(status: str, timeouts: int) -> str | None:
-    if status in c.FAILING_STATUSES or status == "open":
-        return status
-    return c.ERROR_TIMEOUT if timeouts else None
-
-
 def _reason(kind: str | None, tool: LinkRow | None, error_type: str | None) -> str:
     if kind is None:
         return ""
-    if kind == "open":
-        return MISSING_END
-    if kind == c.ERROR_TIMEOUT:
-        return c.ERROR_TIMEOUT
-    values = (tool.deny_reason, tool.stop_reason, error_type, tool.error) if tool else (error_type,)
-    return next((v for v in values if v), kind)
+    if tool is None:
+        return failure_reason(kind, error_type)
+    return failure_reason(kind, tool.deny_reason, tool.stop_reason, error_type, tool.error)
 
 
 def _caller(delegation: MapDelegation, kind: str, target: str) -> str:
@@ -269,7 +249,7 @@ def delegation_facts(delegation: MapDelegation) -> DelegationFacts:
     first = attempts[0].row if attempts else None
     last_error, timeouts, cost = _attempt_sums(attempts)
     status = _status(tool, attempts)
-    failure = _failure(status, timeouts)
+    failure = failure_kind(status, timeouts)
     if tool is None:  # an agent nested directly in another: its (first) attempt is the delegation
         assert first is not None
         target = first.name

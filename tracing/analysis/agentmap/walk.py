@@ -11,13 +11,13 @@ from __future__ import annotations
 from janux.tracing import conventions as c
 from janux.tracing.analysis.agentmap.classify import ROLE_AGENT, LinkRow
 from janux.tracing.analysis.agentmap.loops import (
-    LOOSE_AGENT,
     MAX_WALK,
     MapDelegation,
     MapLoop,
     TraceLinks,
     turn_usage,
 )
+from janux.tracing.analysis.readers.structure import LOOSE_AGENT
 from janux.tracing.analysis.trace_parts import Usage
 
 

@@ -26,6 +26,7 @@ from typing import Literal
 from janux.tracing import conventions as c
 from janux.tracing.analysis.readers.spans import SpanRead, classify, error_text, read_span
 from janux.tracing.analysis.span_index import NO_PARENT, SpanIndex, build_index
+from janux.tracing.analysis.trace_parts import plus
 from janux.tracing.records import STATUS_ERROR, SpanRecord, attr_str
 
 EdgeKind = Literal["delegate", "transfer"]
@@ -378,16 +379,6 @@ class StructureFacts:
         return self.unread_spans > 0 or self.unrecognised_spans > 0
 
 
-def _status(span: SpanRecord) -> str:
-    if span.duration_ns < 0:
-        return "open"
-    return "error" if span.status_code == STATUS_ERROR else "ok"
-
-
-def _plus(total: int | None, value: int | None) -> int | None:
-    if value is None:
-        return total
-    return value if total is None else total + value
 
 
 def _agent_facts(s: Structure, depth: list[int]) -> list[AgentFacts]:
@@ -397,12 +388,12 @@ def _agent_facts(s: Structure, depth: list[int]) -> list[AgentFacts]:
         span = s.index.spans[loop.pos] if loop.pos != NO_PARENT else None
         tokens_in = tokens_out = None
         for read in reads:
-            tokens_in = _plus(tokens_in, read.input_tokens)
-            tokens_out = _plus(tokens_out, read.output_tokens)
+            tokens_in = plus(tokens_in, read.input_tokens)
+            tokens_out = plus(tokens_out, read.output_tokens)
         found.append(
             AgentFacts(
                 name=loop.name, span_id=span.span_id if span else "", depth=depth[number],
-                status=_status(span) if span else "ok", input_tokens=tokens_in, output_tokens=tokens_out,
+                status=span.status if span else "ok", input_tokens=tokens_in, output_tokens=tokens_out,
                 calls=sum(1 for r in reads if r.usage != "failed"),
                 unread_calls=sum(1 for r in reads if r.usage in ("unread", "absent")),
                 error=error_text(span)[0] if span is not None and span.status_code == STATUS_ERROR else None,
@@ -424,7 +415,7 @@ def edge_status(s: Structure, edge: Edge) -> tuple[str, str | None]:
         failed = tool is not None and tool.status_code == STATUS_ERROR
         return (c.STATUS_FAILED if failed else c.STATUS_COMPLETED), error
     last = s.index.spans[s.loops[edge.attempts[-1]].pos]
-    status = _status(last)
+    status = last.status
     if status == "open":
         return "open", error
     if status == "error":
@@ -489,8 +480,8 @@ def facts_of(s: Structure, janux: bool | None = None) -> StructureFacts:
     calls = [s.read(pos) for pos, kind in enumerate(s.kinds) if kind[0] == "inference"]
     tokens_in = tokens_out = None
     for read in calls:
-        tokens_in = _plus(tokens_in, read.input_tokens)
-        tokens_out = _plus(tokens_out, read.output_tokens)
+        tokens_in = plus(tokens_in, read.input_tokens)
+        tokens_out = plus(tokens_out, read.output_tokens)
     return StructureFacts(
         trace_id=s.index.trace_id,
         agents=_agent_facts(s, _depths(s)),

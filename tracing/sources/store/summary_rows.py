@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from janux.tracing.analysis.trace_parts import plus
 from janux.tracing.columns import positions
 from janux.tracing.records import STATUS_ERROR
 from janux.tracing.sources.store.schema import (
@@ -64,13 +65,6 @@ _U_TRACE, _U_DIM = USAGE_AT["TraceId"], USAGE_AT["Dim"]
 _U_IN, _U_OUT, _U_UNREAD = USAGE_AT["InputTokens"], USAGE_AT["OutputTokens"], USAGE_AT["Unread"]
 
 
-def _plus(total: int | None, value: int | None) -> int | None:
-    """SQL `sum` semantics: None while nothing was reported."""
-    if value is None:
-        return total
-    return value if total is None else total + value
-
-
 def summarize(
     rows: Sequence[tuple[Any, ...]],
     flags: Sequence[int],
@@ -112,8 +106,8 @@ def summarize(
     for item in usage:
         if item[_U_DIM] == "model":
             acc = traces[item[_U_TRACE]]
-            acc[_A_INPUT] = _plus(acc[_A_INPUT], item[_U_IN])
-            acc[_A_OUTPUT] = _plus(acc[_A_OUTPUT], item[_U_OUT])
+            acc[_A_INPUT] = plus(acc[_A_INPUT], item[_U_IN])
+            acc[_A_OUTPUT] = plus(acc[_A_OUTPUT], item[_U_OUT])
             unread = item[_U_UNREAD]
             if unread is not None:  # a failed call that returned no usage is not counted
                 acc[_A_CALLS] += 1
