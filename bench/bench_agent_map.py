@@ -3,15 +3,18 @@
 Run: `.venv/bin/python -m bench.bench_agent_map [--quick] [--no-browser]`. Builds an embedded store
 of janux-shaped turns (the generator of `bench_ingest`: 20 spans per turn, 2 delegations with
 2 attempts each), then measures
-- `agent_map()` on a reading process's store (median of repeats), next to the trace list's first
-  page and `usage_by("agent")` (baselines from the same store); and the first call of a store
-  opened as the dashboard opens it (`map_process=True`: the map read by a helper process);
+- `agent_map()` on a reading process's store: the first call of the first process ever (it reads
+  every trace and keeps their facts in `map-facts.sqlite3`), the first call of a new process (it
+  reads the kept facts) and later calls (median of repeats), next to the trace list's first page
+  and `usage_by("agent")` (baselines from the same store); and the first call of a store opened as
+  the dashboard opens it (`map_process=True`: the map read by a helper process);
 - the same over a store of other runtimes' traces (no Janux accounting: their map rows are resolved
   from the whole trace when a batch is stored), next to `usage_by("agent")` on that store;
 - in Chromium via `janux ui`: the Agent map page (each visit a new page load, so a new Streamlit
   session: nothing of the map cached in the session) from navigation until the script has finished
   and the graph is drawn, next to the Traces page (the baseline) in the same run; the dashboard
-  starts reading the map (in its helper process) on its first page. Target: the map under 2 s.
+  starts reading the map (in its helper process) on its first page. Target: the map under 2 s,
+  and under 1.5 s as the first page of a freshly started dashboard.
 """
 
 from __future__ import annotations
@@ -30,7 +33,9 @@ from janux.tracing.sources.protocol import TraceFilter
 from janux.tracing.sources.store import open_store
 
 TARGET_S = 2.0
-"""The issue's target for the agent map over 1M stored spans, in the browser."""
+"""The target for the agent map over 1M stored spans, in the browser, after another page."""
+FRESH_TARGET_S = 1.5
+"""The target for the agent map as the first page of a freshly started dashboard."""
 MAP_READY = ["[data-testid='stGraphVizChart'] svg", "[data-testid='stMetric']"]
 LIST_READY = ["[data-testid='stDataFrame']"]
 
@@ -84,8 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         data_dir = Path(work) / "store"
         with open_store(data_dir) as store:
             _populate(store, spans)
+        flt = TraceFilter()
         with open_store(data_dir) as reader:
-            flt = TraceFilter()
             stored = reader.ingest_stats().spans
             start = time.perf_counter()
             agent_map = reader.agent_map(flt)
@@ -93,21 +98,26 @@ def main(argv: list[str] | None = None) -> int:
             map_s = _median(lambda: reader.agent_map(flt), runs)
             list_s = _median(lambda: reader.list_traces(flt, 50), runs)
             usage_s = _median(lambda: reader.usage_by("agent", flt), runs)
+        with open_store(data_dir) as second:  # a new process's store: the facts file is there now
+            start = time.perf_counter()
+            second.agent_map(flt)
+            kept_s = time.perf_counter() - start
         helper_s = _helper_first_s(data_dir)
         print("| measure | result | baseline in the same run |")
         print("|---|---:|---|")
         print(
             f"| `agent_map()` over {stored:,} stored spans ({agent_map.traces:,} traces, "
             f"{sum(n.runs for n in agent_map.nodes):,} loops, {sum(e.count for e in agent_map.edges):,} "
-            f"delegations): first call of a process (reads every trace) / later calls (facts kept) | "
-            f"{cold_s * 1e3:.0f} ms / {map_s * 1e3:.0f} ms | trace list first page {list_s * 1e3:.1f} ms; "
-            f"`usage_by(agent)` {usage_s * 1e3:.0f} ms |"
+            f"delegations): the first process ever (reads every trace, keeps the facts) / a new process "
+            f"(reads the kept facts) / later calls (facts in memory) | "
+            f"{cold_s * 1e3:.0f} ms / {kept_s * 1e3:.0f} ms / {map_s * 1e3:.0f} ms | trace list first page "
+            f"{list_s * 1e3:.1f} ms; `usage_by(agent)` {usage_s * 1e3:.0f} ms |"
         )
         helped = "read here: too few traces" if helper_s is None else f"{helper_s * 1e3:.0f} ms"
         print(
             f"| the same first call on a store opened as the dashboard opens it (`map_process=True`: "
             f"read by a helper process, its start included) | {helped} | "
-            f"in this process {cold_s * 1e3:.0f} ms |"
+            f"a new process reading the kept facts here {kept_s * 1e3:.0f} ms |"
         )
         print(_foreign_row(Path(work) / "foreign", 20_000 if args.quick else 100_000, runs))
         if args.no_browser:
@@ -121,10 +131,11 @@ def main(argv: list[str] | None = None) -> int:
         f"worst (target {TARGET_S:.0f} s) | Traces page {baseline:.2f} s ({shown / baseline:.1f}x) |"
     )
     print(
-        f"| Agent map opened first on a freshly started dashboard (deep link: nothing read yet) "
-        f"| {deep:.2f} s | |"
+        f"| Agent map opened first on a freshly started dashboard (deep link; the kept facts read by "
+        f"its helper) | **{deep:.2f} s** (target {FRESH_TARGET_S} s) | Traces page {baseline:.2f} s "
+        f"({deep / baseline:.1f}x) |"
     )
-    return 0 if shown < TARGET_S else 1
+    return 0 if shown < TARGET_S and deep < FRESH_TARGET_S else 1
 
 
 def _helper_first_s(data_dir: Path) -> float | None:

@@ -22,14 +22,14 @@ from janux.dashboard.ui.uploads import UPLOAD_PARAM, linked_token, uploaded_sour
 from janux.dashboard.ui.view_cache import SHARED
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis.trace_view import TraceView
-from janux.tracing.sources.config import (
+from janux.tracing.sources.protocol import TraceSource
+from janux.tracing.sources.source_config import (
     ClickHouseSettings,
     SourceConfig,
     SourceUnavailable,
     config_from_env,
     open_source,
 )
-from janux.tracing.sources.protocol import TraceSource
 
 SOURCE_OVERRIDE = "janux_source"
 """Session-state key of an injected `TraceSource` (tests); it wins over the sidebar choice."""

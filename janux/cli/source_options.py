@@ -1,6 +1,6 @@
 """The trace-source options shared by the commands that read traces (`janux traces`, `janux trace`).
 
-They open a source exactly as the dashboard does (`janux.tracing.sources.config`): `--source` and
+They open a source exactly as the dashboard does (`janux.tracing.sources.source_config`): `--source` and
 `--data-dir` first, then `JANUX_SOURCE`, `JANUX_DATA_DIR` and `JANUX_CLICKHOUSE_*`.
 """
 
@@ -9,14 +9,14 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
-from janux.tracing.sources.config import (
+from janux.tracing.sources.protocol import TraceSource
+from janux.tracing.sources.source_config import (
     DATA_DIR_ENV,
     SOURCE_ENV,
     SourceUnavailable,
     config_from_env,
     open_source,
 )
-from janux.tracing.sources.protocol import TraceSource
 
 _CLICKHOUSE = ("host", "port", "database", "table", "user", "password")
 

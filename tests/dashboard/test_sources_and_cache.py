@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from janux.dashboard.ui.view_cache import ViewCache
-from janux.tracing.sources.config import SourceUnavailable, config_from_env, open_source
 from janux.tracing.sources.memory import MemoryTraceSource
+from janux.tracing.sources.source_config import SourceUnavailable, config_from_env, open_source
 from tests.support.contract_traces import contract_trace
 
 

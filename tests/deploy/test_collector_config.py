@@ -111,7 +111,7 @@ def test_the_dashboards_own_config_reader_points_at_the_exporters_table(
     config: dict[str, Any], services: dict[str, Any]
 ) -> None:
     """Read the dashboard service's environment with the dashboard's real parser, not by key names."""
-    from janux.tracing.sources.config import config_from_env
+    from janux.tracing.sources.source_config import config_from_env
 
     source = config_from_env(environment(services["dashboard"]), argv=[])
     exporter = config["exporters"]["clickhouse"]

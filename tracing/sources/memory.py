@@ -27,7 +27,7 @@ from janux.tracing.sources.protocol import (
     UsageAggregate,
     UsageDimension,
 )
-from janux.tracing.sources.store.timeline import finish_timeline
+from janux.tracing.sources.store.model_timeline import finish_timeline
 
 MAX_RECENT_ERRORS = 20
 """How many rejection messages `ingest_stats` keeps."""

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from janux.errors import JanuxError
-from janux.tracing.sources.config import SourceConfig, SourceUnavailable, config_from_env, open_source
 from janux.tracing.sources.protocol import TraceFilter
+from janux.tracing.sources.source_config import SourceConfig, SourceUnavailable, config_from_env, open_source
 
 if TYPE_CHECKING:
     from janux.tracing.alerts import Finding, Report

@@ -2,7 +2,7 @@
 
 `janux serve` reuses `ui_command` + `ui_env` (or `launch_ui`) to start the same app next to the
 receiver. The app reads its source from `--data-dir`/`--source` script arguments and the
-`JANUX_DATA_DIR`/`JANUX_SOURCE` environment (see `janux.tracing.sources.config`), and its access
+`JANUX_DATA_DIR`/`JANUX_SOURCE` environment (see `janux.tracing.sources.source_config`), and its access
 settings (token, source editing, upload limits) from the environment `DashboardAccess.env()` gives.
 A dashboard on any address but loopback starts only with a token (`exposure_problem`).
 """
@@ -27,7 +27,7 @@ from janux.dashboard.access import (
     DashboardAccess,
     exposure_problem,
 )
-from janux.tracing.sources.config import (
+from janux.tracing.sources.source_config import (
     DATA_DIR_ENV,
     SOURCE_ENV,
     SourceConfig,

@@ -17,7 +17,7 @@ from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
 from janux.tracing.sources.protocol import TraceFilter
 from janux.tracing.sources.store import open_store
 from janux.tracing.sources.store import store as store_module
-from janux.tracing.sources.store.map_helper import serve
+from janux.tracing.sources.store.map_process_server import serve
 from tests.support.agent_map_expect import actual, expected
 from tests.support.contract_traces import contract_trace, plain_trace
 from tests.support.demo_traces import demo_traces

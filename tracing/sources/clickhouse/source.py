@@ -53,7 +53,7 @@ from janux.tracing.sources.protocol import (
     UsageAggregate,
     UsageDimension,
 )
-from janux.tracing.sources.store.timeline import finish_timeline, sums_as_rows, timeline_sums
+from janux.tracing.sources.store.model_timeline import finish_timeline, sums_as_rows, timeline_sums
 
 logger = logging.getLogger(__name__)
 

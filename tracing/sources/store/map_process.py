@@ -10,7 +10,7 @@ process: its own interpreter on the other core, its own facts. The maps are the 
 runs the same `TraceStore.agent_map` on the same files); the server only waits for each finished
 `AgentMap`.
 
-The helper is `python -m janux.tracing.sources.store.map_helper DATA_DIR`. It reads requests (a
+The helper is `python -m janux.tracing.sources.store.map_process_server DATA_DIR`. It reads requests (a
 filter and a bucket size) as pickles on its stdin, answers each with a pickle on its stdout, and
 exits when its stdin closes: when the store is closed, or when the process that started it ends.
 """
@@ -30,7 +30,7 @@ from janux.errors import JanuxError
 from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
 from janux.tracing.sources.protocol import TraceFilter
 
-HELPER_MODULE = "janux.tracing.sources.store.map_helper"
+HELPER_MODULE = "janux.tracing.sources.store.map_process_server"
 """The helper's module (run with `python -m`)."""
 STOP_WAIT_S = 5.0
 """How long `close` waits for the helper to exit before killing it (it exits as soon as its

@@ -38,9 +38,9 @@ from janux.tracing.sources.store.lock import WriteLock
 from janux.tracing.sources.store.maintenance import PruneResult, prune_before
 from janux.tracing.sources.store.map_process import MapProcess, MapProcessError
 from janux.tracing.sources.store.migrate import rebuild_from_old_spans
+from janux.tracing.sources.store.model_timeline import STORE_SQL, finish_timeline
 from janux.tracing.sources.store.rows import batch_rows
 from janux.tracing.sources.store.schema import connect, database_path, ensure_schema
-from janux.tracing.sources.store.timeline import STORE_SQL, finish_timeline
 from janux.tracing.sources.store.writer import GroupCommitWriter, WriteResult
 
 DATA_DIR_ENV = "JANUX_DATA_DIR"

@@ -1,6 +1,6 @@
-"""The agent map helper process of an embedded store (see `map_process`): answers map requests.
+"""The helper process of `map_process`, its side: answers the agent map requests of an embedded store.
 
-`python -m janux.tracing.sources.store.map_helper DATA_DIR` reads (filter, bucket size) pickles on
+`python -m janux.tracing.sources.store.map_process_server DATA_DIR` reads (filter, bucket size) pickles on
 stdin and answers each on stdout with `TraceStore.agent_map` of the store in DATA_DIR, until stdin
 closes.
 """
@@ -34,10 +34,10 @@ def serve(data_dir: Path, requests: BinaryIO, answers: BinaryIO) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The helper's entry point: `python -m janux.tracing.sources.store.map_helper DATA_DIR`."""
+    """The helper's entry point: `python -m janux.tracing.sources.store.map_process_server DATA_DIR`."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m janux.tracing.sources.store.map_helper DATA_DIR", file=sys.stderr)
+        print("usage: python -m janux.tracing.sources.store.map_process_server DATA_DIR", file=sys.stderr)
         return 2
     # Answers go to the original stdout only: anything else printed goes to stderr.
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
