@@ -15,8 +15,6 @@ from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.records import STATUS_ERROR, SpanRecord, attr_float, attr_int, attr_str
 
 _KNOWN_OPS = frozenset({c.OP_INVOKE_AGENT, c.OP_CHAT, c.OP_EXECUTE_TOOL}) | c.INFERENCE_OPERATIONS
-_DELEGATING_TOOL_TYPES = frozenset({c.TOOL_TYPE_DELEGATE, c.TOOL_TYPE_HANDOFF})
-_HANDOFF_EVENTS = frozenset({c.EVENT_HANDOFF_START, c.EVENT_HANDOFF_END})
 _TOOL_PREFIXES = ("delegate.", "handoff.", "transfer_to_")
 
 
@@ -77,13 +75,6 @@ def target_from_tool(tool: str) -> str:
         if tool.startswith(prefix) and len(tool) > len(prefix):
             return tool[len(prefix) :]
     return tool
-
-
-def is_delegation_tool(span: SpanRecord) -> bool:
-    """True for `delegate`/`handoff` tool spans, or tool spans carrying HANDOFF events."""
-    if attr_str(span.attributes, c.GEN_AI_TOOL_TYPE) in _DELEGATING_TOOL_TYPES:
-        return True
-    return any(event.name in _HANDOFF_EVENTS for event in span.events)
 
 
 def is_janux_loop(span: SpanRecord) -> bool:

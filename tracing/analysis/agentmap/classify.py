@@ -14,6 +14,7 @@ import math
 from typing import Any, Final, NamedTuple
 
 from janux.tracing import conventions as c
+from janux.tracing.analysis.readers.structure import DELEGATING_TOOL_TYPES
 from janux.tracing.analysis.spanread import contract_operation, named
 from janux.tracing.records import STATUS_ERROR, SpanRecord, attr_float, attr_int, attr_str
 
@@ -23,7 +24,6 @@ ROLE_TOOL: Final = "tool"
 """An `execute_tool` span: a delegation when `delegating`, else a plain tool (its agent children,
 if any, still make it a delegation of another runtime)."""
 
-_DELEGATING_TOOL_TYPES = frozenset({c.TOOL_TYPE_DELEGATE, c.TOOL_TYPE_HANDOFF})
 
 
 class LinkRow(NamedTuple):
@@ -178,7 +178,7 @@ def _tool_row(span: SpanRecord) -> LinkRow:
             has_end = True
             handoff.read(event.attributes)
     tool_type = attr_str(attrs, c.GEN_AI_TOOL_TYPE)
-    delegating = tool_type in _DELEGATING_TOOL_TYPES or has_start or has_end
+    delegating = tool_type in DELEGATING_TOOL_TYPES or has_start or has_end
     kind = handoff.kind or (c.KIND_TRANSFER if tool_type == c.TOOL_TYPE_HANDOFF else c.KIND_DELEGATE)
     return LinkRow(
         span.trace_id, span.span_id, span.parent_span_id, ROLE_TOOL, span.start_ns, span.duration_ns,

@@ -32,7 +32,8 @@ from janux.tracing.records import STATUS_ERROR, SpanRecord, attr_str
 EdgeKind = Literal["delegate", "transfer"]
 """A delegation to a subagent, or a transfer of the conversation."""
 
-_JANUX_DELEGATING = frozenset({c.TOOL_TYPE_DELEGATE, c.TOOL_TYPE_HANDOFF})
+DELEGATING_TOOL_TYPES = frozenset({c.TOOL_TYPE_DELEGATE, c.TOOL_TYPE_HANDOFF})
+"""`gen_ai.tool.type` of the tool spans that delegate or transfer (the other sign: HANDOFF events)."""
 _HANDOFF_EVENTS = frozenset({c.EVENT_HANDOFF_START, c.EVENT_HANDOFF_END})
 
 
@@ -125,7 +126,7 @@ def _own_call_owners(index: SpanIndex, kinds: list[tuple[str, str, bool]]) -> se
 
 def is_janux_delegating(span: SpanRecord) -> bool:
     """A Janux delegation or transfer tool span (by tool type or HANDOFF events)."""
-    if attr_str(span.attributes, c.GEN_AI_TOOL_TYPE) in _JANUX_DELEGATING:
+    if attr_str(span.attributes, c.GEN_AI_TOOL_TYPE) in DELEGATING_TOOL_TYPES:
         return True
     return any(event.name in _HANDOFF_EVENTS for event in span.events)
 
