@@ -188,3 +188,40 @@ async def test_a_tool_cancelling_its_own_task_in_a_parallel_round_is_that_tools_
     assert results["f"] == "fine"
     assert audit.named("execute_tool quit_itself")[0].attributes["error.type"] == "tool_error"
     assert audit.problems() == []
+
+
+# -- cancellation while a model call sleeps (a client's backoff) or a call waits for a session lock ----
+
+
+async def test_a_turn_cancelled_while_one_delegation_waits_for_a_reused_session_closes_both() -> None:
+    from janux.runtime import SessionMode
+
+    entered = asyncio.Event()
+
+    async def slow_model(messages: Any, tools: Any, settings: Any) -> str:
+        entered.set()
+        await asyncio.sleep(3600)  # as a client backing off before a retry; only a cancellation ends it
+        return "never"
+
+    worker = Agent("worker", model=FunctionModel(slow_model))
+    model = ScriptedModel(
+        [
+            call_tools(delegate("worker", "first", id="a"), delegate("worker", "second", id="b")),
+            reply("never"),
+        ]
+    )
+    agent = Agent(
+        "p", model=model, subagents=[Subagent(agent=worker, max_turns=1, session=SessionMode.REUSE_SESSION)]
+    )
+    audit = RunAudit()
+    before = asyncio.all_tasks()
+    turn = asyncio.create_task(agent.run("go", tracer_provider=audit.provider))
+    await asyncio.wait_for(entered.wait(), timeout=60)  # one holds the session, the other waits for it
+    turn.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await turn
+    assert live_tasks(before) == [] and audit.problems() == []
+    statuses = [s.attributes["janux.handoff.status"] for s in audit.named("execute_tool delegate.worker")]
+    assert statuses == ["failed", "failed"]
+    chat = audit.named("chat function-model")[0]
+    assert chat.attributes["error.type"] == "cancelled"
