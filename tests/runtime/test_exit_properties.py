@@ -1,12 +1,13 @@
 """Issue 20, item 8: whatever goes wrong, wherever it goes wrong, a run closes what it opened.
 
 Hypothesis builds a random delegation tree (depth, fan-out, parallel or sequential rounds, a
-transfer, retries, timeouts, budgets, reused sessions, fallbacks) and injects one failure (an
-`Exception`, a custom `BaseException`, `KeyboardInterrupt`, `SystemExit`, a stray `CancelledError`,
-a cancellation of the turn, a call cancelling its own task, a stall past a timeout) at one await
-point (a model call, a tool, a listener, a fallback handler). After every run: no span left open,
-every HANDOFF_START paired with its HANDOFF_END (in the trace and in the turn's events), no task of
-the turn still running, and the root's bill equal to the sum of the exported loops' `janux.turn.*`.
+transfer, retries, timeouts, budgets, reused sessions called twice at once, fallbacks) and injects
+one failure (an `Exception`, a custom `BaseException`, `KeyboardInterrupt`, `SystemExit`, a stray
+`CancelledError`, a cancellation of the turn, a call cancelling its own task, a stall past a
+timeout) at one await point (a model call, a tool, a listener, a fallback handler). After every
+run: no span left open, every HANDOFF_START paired with its HANDOFF_END (in the trace and in the
+turn's events), no task of the turn still running, and the root's bill equal to the sum of the
+exported loops' `janux.turn.*`.
 
 Each example runs in its own event loop (`asyncio.run`), because `KeyboardInterrupt` and
 `SystemExit` leave an event loop the way they leave a program. `make test` runs a bounded number of
@@ -133,6 +134,12 @@ def _model(node: Node, plan: Plan, transfer_to: str | None) -> FunctionModel:
         if messages[-1].role == "tool":
             return ModelResponse(text="done", usage=usage)
         calls = [ToolCall("", f"delegate.{child.name}", '{"task": "go"}') for child in node.children]
+        # A reused session called twice in one round: the second call waits for the first's lock.
+        calls += [
+            ToolCall("", f"delegate.{child.name}", '{"task": "again"}')
+            for child in node.children
+            if child.reuse
+        ]
         if node.work:
             calls.append(ToolCall("", "work", "{}"))
         if transfer_to is not None:
