@@ -59,17 +59,8 @@ def cancel_reason() -> str:
     return reason or ERROR_CANCELLED
 
 
-class _CallTask:
-    """Marks a task `spawn_call` started, and whether the runtime itself asked to cancel it."""
-
-    __slots__ = ("requested", "task")
-
-    def __init__(self) -> None:
-        self.task: asyncio.Task[Any] | None = None
-        self.requested = False
-
-
-_CALL: contextvars.ContextVar[_CallTask | None] = contextvars.ContextVar("janux_call_task", default=None)
+_CALLS: weakref.WeakKeyDictionary[asyncio.Task[Any], list[bool]] = weakref.WeakKeyDictionary()
+"""Every live task `spawn_call` started, with a one-item flag: whether the runtime asked to cancel it."""
 
 
 def being_cancelled() -> bool:
@@ -83,8 +74,8 @@ def being_cancelled() -> bool:
     task = asyncio.current_task()
     if task is None or task.cancelling() == 0:
         return False
-    call = _CALL.get()
-    return call is None or call.task is not task or call.requested
+    requested = _CALLS.get(task)
+    return requested is None or requested[0]
 
 
 def exit_error_type(exc: BaseException) -> str:
@@ -105,23 +96,15 @@ def forgive_cancellation() -> None:
 
 def spawn_call(coroutine: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
     """Start one tool call of a parallel round as a task the runtime owns (see the module doc)."""
-    marker = _CallTask()
-    context = contextvars.copy_context()
-    context.run(_CALL.set, marker)
-    task = asyncio.create_task(coroutine, context=context)
-    marker.task = task
-    _CALLS[task] = marker
+    task = asyncio.create_task(coroutine)
+    _CALLS[task] = [False]
     return task
 
 
-_CALLS: weakref.WeakKeyDictionary[asyncio.Task[Any], _CallTask] = weakref.WeakKeyDictionary()
-"""The marker of every live task `spawn_call` started."""
-
-
 def _request_cancel(task: asyncio.Task[Any]) -> None:
-    call = _CALLS.get(task)
-    if call is not None:
-        call.requested = True
+    requested = _CALLS.get(task)
+    if requested is not None:
+        requested[0] = True
     task.cancel()
 
 
