@@ -41,16 +41,18 @@ class ModelRequest:
         token = obs.activate(op.span)
         try:
             response = await model.request(loop.messages, active.surface.specs, active.settings)
+            # Read here, so a response whose usage cannot be counted fails the round, span ended.
+            usage = response.usage
+            spent = usage.input_tokens + usage.output_tokens
+            cost = active.price.of(usage) if active.price is not None else None
         except BaseException as exc:  # a model error, a cancellation, anything passing through
             obs.fail_chat(op, exit_error_type(exc), str(exc) if isinstance(exc, Exception) else None)
             raise
         finally:
             obs.deactivate(token)
-        usage = response.usage
-        cost = active.price.of(usage) if active.price is not None else None
         loop.usage.add_round(usage, cost)
         loop.turn.bill.add_round(usage, cost)
-        loop.spend(usage.input_tokens + usage.output_tokens)
+        loop.spend(spent)
         loop.agent_rounds += 1
         obs.end_chat(
             op,

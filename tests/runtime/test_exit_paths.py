@@ -225,3 +225,17 @@ async def test_a_turn_cancelled_while_one_delegation_waits_for_a_reused_session_
     assert statuses == ["failed", "failed"]
     chat = audit.named("chat function-model")[0]
     assert chat.attributes["error.type"] == "cancelled"
+
+
+async def test_a_model_answer_without_countable_usage_fails_the_round_with_its_span_ended() -> None:
+    def broken(messages: Any, tools: Any, settings: Any) -> Any:
+        return None  # a third-party model class answering nothing the runtime can read
+
+    worker = Agent("worker", model=FunctionModel(broken))
+    model = ScriptedModel([call_tools(delegate("worker", "go", id="c"), input_tokens=100), reply("ok")])
+    agent = Agent("p", model=model, subagents=[Subagent(agent=worker, max_turns=1)])
+    audit = RunAudit()
+    result = await agent.run("go", tracer_provider=audit.provider)
+    assert result.text == "ok" and tool_results(model, 1)["c"]["error"] == "AttributeError"
+    assert audit.problems() == []
+    assert audit.named("chat function-model")[0].attributes["error.type"] == "AttributeError"
