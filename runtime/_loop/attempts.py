@@ -140,6 +140,7 @@ async def run_attempt(
     obs = d.caller.turn.obs
     sub = d.subagent
     depth = d.event.depth
+    messages = [system(active.system), *history, user(task)]
     span = obs.start_attempt(
         d.span,
         agent=active.agent.name,
@@ -148,7 +149,6 @@ async def run_attempt(
         handoff_id=d.event.id,
         budget=(sub.max_turns, sub.max_tokens, int(sub.max_ms) if sub.max_ms is not None else None),
     )
-    messages = [system(active.system), *history, user(task)]
     loop = LoopContext(
         turn=d.caller.turn, active=active, messages=messages, span=span, depth=depth, parent=d.caller
     )
