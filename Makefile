@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PORT   ?= 8501
 
-.PHONY: install demo test test-concurrent lint typecheck unit browser-deps bench clean
+.PHONY: install demo test test-concurrent test-nightly lint typecheck unit browser-deps bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,11 @@ test: install browser-deps lint typecheck
 
 test-concurrent: install
 	@$(PYTEST) -n 4 $(CONCURRENT_TESTS)
+
+## Nightly-style: the property tests with many more examples (hypothesis profile `nightly`,
+## tests/conftest.py), above all the random delegation trees with injected failures.
+test-nightly: install
+	@HYPOTHESIS_PROFILE=nightly $(PYTEST) tests/runtime/test_exit_properties.py tests/runtime/test_malformed_arguments.py
 
 ## Benchmarks print tables; see README "Benchmarks".
 bench: install

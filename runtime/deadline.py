@@ -5,16 +5,22 @@ passes. Before cancelling it records the reason (`timeout` for a per-attempt tim
 for a delegation's wall-clock budget) on a `CancelScope` held in a contextvar, so every span that
 closes while the cancellation unwinds can say why it ended. Cancellation from outside propagates
 into the child task as usual, so nothing keeps running in the background.
+
+`spawn_call` starts one tool call of a parallel round as a task the runtime owns. A cancellation of
+such a task counts as a cancellation of the work only when the runtime asked for it
+(`cancel_and_wait`: the round is being torn down); a tool that cancels its own task has failed,
+it has not cancelled the turn.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Awaitable, Callable, Iterable
+import weakref
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
-from janux.runtime.errors import DeadlineExceeded
+from janux.runtime.errors import DeadlineExceeded, error_type_of
 from janux.tracing.conventions import ERROR_CANCELLED
 
 T = TypeVar("T")
@@ -53,14 +59,53 @@ def cancel_reason() -> str:
     return reason or ERROR_CANCELLED
 
 
+_CALLS: weakref.WeakKeyDictionary[asyncio.Task[Any], list[bool]] = weakref.WeakKeyDictionary()
+"""Every live task `spawn_call` started, with a one-item flag: whether the runtime asked to cancel it."""
+
+
 def being_cancelled() -> bool:
-    """Whether the running task has a cancellation request pending (from outside, or a deadline).
+    """Whether the work running here is being cancelled (from outside, by a deadline, or by the round
+    it belongs to).
 
     A `CancelledError` that surfaces while this is false was raised by something the code awaited
-    (a future cancelled elsewhere), not by a cancellation of this work.
+    (a future cancelled elsewhere), or by a tool that cancelled the call task it runs in: not a
+    cancellation of this work.
     """
     task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
+    if task is None or task.cancelling() == 0:
+        return False
+    requested = _CALLS.get(task)
+    return requested is None or requested[0]
+
+
+def exit_error_type(exc: BaseException) -> str:
+    """`error.type` of a span ended by `exc` passing through: why the work was cancelled, or the
+    exception's type."""
+    if isinstance(exc, asyncio.CancelledError) and being_cancelled():
+        return cancel_reason()
+    return error_type_of(exc)
+
+
+def forgive_cancellation() -> None:
+    """After a stray cancellation was handled as a failure: clear this task's pending cancellation
+    count, so later awaits of the run (a deadline, a wait) are not mistaken for cancelled."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling() > 0 and not being_cancelled():
+        task.uncancel()
+
+
+def spawn_call(coroutine: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+    """Start one tool call of a parallel round as a task the runtime owns (see the module doc)."""
+    task = asyncio.create_task(coroutine)
+    _CALLS[task] = [False]
+    return task
+
+
+def _request_cancel(task: asyncio.Task[Any]) -> None:
+    requested = _CALLS.get(task)
+    if requested is not None:
+        requested[0] = True
+    task.cancel()
 
 
 async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any]]) -> None:
@@ -71,7 +116,7 @@ async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any]]) -> None:
     """
     pending = {task for task in tasks if not task.done()}
     for task in pending:
-        task.cancel()
+        _request_cancel(task)
     interrupted = False
     while pending:
         try:

@@ -17,7 +17,9 @@ class RunResult:
     agent: str
     """Name of the agent that answered (after a transfer: the target)."""
     thread_id: str
-    """Thread the turn belongs to (pass it to continue the conversation)."""
+    """Thread the turn belongs to (pass it to continue the conversation). A turn run without a
+    `thread_id` gets a fresh id, which the default in-memory store does not keep: to continue a
+    conversation there, name the thread from its first turn."""
     bill: Usage
     """The whole turn: parent rounds plus every delegation, each priced by its own agent's cost.
     `bill.cost` is `None` when no round was priced; `bill.unpriced_tokens` counts the rest."""

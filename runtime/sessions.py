@@ -44,6 +44,10 @@ class SessionRegistry:
             memory.loop = running
         return memory
 
+    def thread_count(self) -> int:
+        """How many threads have memories here."""
+        return len({key[0] for key in self._memories})
+
     def forget(self, thread_id: str) -> None:
         """Drop every memory of a thread."""
         for key in [key for key in self._memories if key[0] == thread_id]:

@@ -12,6 +12,7 @@ import json
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -66,27 +67,54 @@ def copy_state(state: ThreadState) -> ThreadState:
     return ThreadState(agent=state.agent, messages=[copy_message(m) for m in state.messages])
 
 
+def keeps_unnamed_threads(store: ThreadStore) -> bool:
+    """Whether `store` keeps the thread of a turn run without a `thread_id` (a store opts out with a
+    false `keeps_unnamed_threads` attribute; the default in-memory store does)."""
+    return bool(getattr(store, "keeps_unnamed_threads", True))
+
+
+DEFAULT_MAX_THREADS = 10_000
+"""How many threads `InMemoryThreadStore` keeps unless told otherwise."""
+
+
 class InMemoryThreadStore:
     """Threads in a dict of this process; the default store.
 
-    Loads and saves copy the state, so a caller mutating what it loaded (or keeps mutating what it
-    saved) never changes what is stored.
+    It keeps only threads that have an id (a turn run without `thread_id` is released when it ends:
+    nobody can name it again), and at most `max_threads` of them: saving one more drops the least
+    recently used (loaded or saved). Loads and saves copy the state, so a caller mutating what it
+    loaded (or keeps mutating what it saved) never changes what is stored.
     """
 
-    def __init__(self) -> None:
-        self._threads: dict[str, ThreadState] = {}
+    keeps_unnamed_threads = False
+    """A turn without a `thread_id` is not kept (see `janux.runtime.threads.keeps_unnamed_threads`)."""
+
+    def __init__(self, max_threads: int | None = DEFAULT_MAX_THREADS) -> None:
+        """`max_threads`: the cap (least recently used threads go first); `None` = no cap."""
+        if max_threads is not None and (isinstance(max_threads, bool) or max_threads < 1):
+            raise ValueError(f"max_threads: expected at least 1 or None, got {max_threads!r}")
+        self.max_threads = max_threads
+        """Most threads kept."""
+        self._threads: OrderedDict[str, ThreadState] = OrderedDict()
 
     async def load(self, thread_id: str) -> ThreadState | None:
-        """Return a copy of the stored state of `thread_id`, or `None`."""
+        """Return a copy of the stored state of `thread_id` (now the most recently used), or `None`."""
         state = self._threads.get(thread_id)
-        return None if state is None else copy_state(state)
+        if state is None:
+            return None
+        self._threads.move_to_end(thread_id)
+        return copy_state(state)
 
     async def save(self, thread_id: str, state: ThreadState) -> None:
-        """Store a copy of `state` under `thread_id`."""
+        """Store a copy of `state` under `thread_id`, dropping the least recently used beyond the cap."""
         self._threads[thread_id] = copy_state(state)
+        self._threads.move_to_end(thread_id)
+        if self.max_threads is not None:
+            while len(self._threads) > self.max_threads:
+                self._threads.popitem(last=False)
 
     def thread_ids(self) -> list[str]:
-        """Ids of the stored threads, in insertion order."""
+        """Ids of the stored threads, least recently used first."""
         return list(self._threads)
 
 

@@ -77,13 +77,14 @@ class DelegateArguments:
 
 
 def parse_delegate_arguments(arguments: str) -> DelegateArguments:
-    """Check a delegate call against `DELEGATE_PARAMETERS` (`task` required, both strings)."""
+    """Check a delegate call against `DELEGATE_PARAMETERS` (`task` required and not blank, both strings)."""
     data = parse_json_object(arguments)
     if data.get("task") is None:
         raise ToolArgumentsError("task: Field required")
-    return DelegateArguments(
-        task=_string(data, "task"), context=_optional_string(data, "context"), raw=data
-    )
+    task = _string(data, "task")
+    if not task.strip():
+        raise ToolArgumentsError("task must not be empty")
+    return DelegateArguments(task=task, context=_optional_string(data, "context"), raw=data)
 
 
 def parse_handoff_reason(arguments: str) -> str:

@@ -77,12 +77,15 @@ class UsageLimits:
     max_turns: int | None = None
     """Most model rounds the loop may make."""
     max_tokens: int | None = None
-    """Most input + output tokens across the loop's rounds."""
+    """Most input + output tokens across the loop's rounds and those of every loop it delegates to."""
 
-    def check_next_round(self, rounds: int, usage: Usage) -> str | None:
-        """The stop reason when another round would break a line (`max_turns`/`max_tokens`), else None."""
+    def check_next_round(self, rounds: int, spent_tokens: int) -> str | None:
+        """The stop reason when another round would break a line (`max_turns`/`max_tokens`), else None.
+
+        `spent_tokens`: input + output tokens of the loop and of everything below it so far.
+        """
         if self.max_turns is not None and rounds >= self.max_turns:
             return STOP_MAX_TURNS
-        if self.max_tokens is not None and usage.total_tokens >= self.max_tokens:
+        if self.max_tokens is not None and spent_tokens >= self.max_tokens:
             return STOP_MAX_TOKENS
         return None

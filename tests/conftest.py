@@ -5,6 +5,12 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("nightly", max_examples=1500, deadline=None)
+"""Many more examples for the property tests (`make test-nightly`)."""
+if os.environ.get("HYPOTHESIS_PROFILE"):
+    settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -3,7 +3,8 @@
 An attempt runs the subagent's loop from a fresh history (or its REUSE_SESSION memory) at depth
 caller + 1. A per-attempt timeout and the delegation's `max_ms` budget both cancel the attempt for
 real (`janux.runtime.deadline`); the first is a failure (`timeout`, retried when retries are left), the
-second a budget cut (`max_time`). A `max_turns` / `max_tokens` cut ends the delegation, not retried.
+second a budget cut (`max_time`). A `max_turns` / `max_tokens` cut ends the delegation, not retried;
+`max_tokens` counts the attempt's rounds and those of every delegation below it.
 """
 
 from __future__ import annotations
@@ -12,18 +13,19 @@ import asyncio
 import functools
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from opentelemetry.trace import Span
 
-from janux.runtime._loop.context import ActiveAgent, LoopContext, enter_depth, leave_depth
+from janux.runtime._loop.context import ActiveAgent, BudgetCrossed, LoopContext, enter_depth, leave_depth
 from janux.runtime._loop.events import HandoffEvent
-from janux.runtime.deadline import being_cancelled, cancel_reason, run_with_deadline
+from janux.runtime.deadline import being_cancelled, cancel_reason, forgive_cancellation, run_with_deadline
 from janux.runtime.definitions import HandoffPolicy, Subagent
-from janux.runtime.errors import CODE_TIMEOUT, DeadlineExceeded, HandoffError, error_type_of
+from janux.runtime.errors import CODE_CANCELLED, CODE_TIMEOUT, DeadlineExceeded, HandoffError, error_type_of
 from janux.runtime.messages import system, user
 from janux.runtime.model import Message, ToolCall
 from janux.runtime.tool_arguments import DelegateArguments
-from janux.tracing.conventions import ERROR_TIMEOUT, STOP_MAX_TIME
+from janux.tracing.conventions import ERROR_TIMEOUT, STOP_MAX_TIME, STOP_MAX_TOKENS
 
 
 @dataclass(slots=True, eq=False)
@@ -40,12 +42,15 @@ class Delegation:
     """Its HANDOFF events (depth, id, outcome)."""
     span: Span
     """The `execute_tool` span, parent of every attempt span."""
-    attempts: int = 0
-    """Attempts started so far."""
     arguments: DelegateArguments | None = None
     """The call's checked arguments (`None` until checked)."""
     started: float = field(default_factory=time.perf_counter)
     """Monotonic start, for the `max_ms` budget."""
+
+    @property
+    def attempts(self) -> int:
+        """Attempts started so far (kept on the event, which reports them)."""
+        return self.event.attempts
 
     @property
     def policy(self) -> HandoffPolicy:
@@ -105,7 +110,7 @@ async def run_attempts(
         deadline_ms, reason = attempt_deadline(policy.timeout_ms, d.remaining_ms())
         if reason == STOP_MAX_TIME and deadline_ms is not None and deadline_ms <= 0:
             return AttemptsResult(stop_reason=STOP_MAX_TIME)
-        d.attempts = number
+        d.event.attempts = number
         try:
             outcome = await run_with_deadline(
                 functools.partial(run_attempt, d, active, history, task, number), deadline_ms, reason
@@ -126,7 +131,8 @@ async def run_attempts(
 async def run_attempt(
     d: Delegation, active: ActiveAgent, history: list[Message], task: str, number: int
 ) -> AttemptEnd | BaseException:
-    """One attempt in its own `invoke_agent` span; a failure is returned, cancellation re-raised.
+    """One attempt in its own `invoke_agent` span, ended on every way out; a failure is returned,
+    a cancellation, a stop or a `BaseException` re-raised.
 
     A `CancelledError` while the attempt is not being cancelled came from something the subagent
     awaited (a model client, a tool's dependency): the attempt failed, the turn goes on.
@@ -134,6 +140,7 @@ async def run_attempt(
     obs = d.caller.turn.obs
     sub = d.subagent
     depth = d.event.depth
+    messages = [system(active.system), *history, user(task)]
     span = obs.start_attempt(
         d.span,
         agent=active.agent.name,
@@ -142,28 +149,42 @@ async def run_attempt(
         handoff_id=d.event.id,
         budget=(sub.max_turns, sub.max_tokens, int(sub.max_ms) if sub.max_ms is not None else None),
     )
-    messages = [system(active.system), *history, user(task)]
-    loop = LoopContext(turn=d.caller.turn, active=active, messages=messages, span=span, depth=depth)
+    loop = LoopContext(
+        turn=d.caller.turn, active=active, messages=messages, span=span, depth=depth, parent=d.caller
+    )
     token = enter_depth(depth)
+    closing: dict[str, Any] = {"error_type": CODE_CANCELLED}  # until the way out says otherwise
     try:
         end = await loop.turn.run_loop(loop)
-    except asyncio.CancelledError as exc:
-        if not being_cancelled():
-            obs.end_agent(span, loop.usage, error_type=error_type_of(exc), error_message="CancelledError")
+        closing = {"stop_reason": end.stop_reason}
+        return AttemptEnd(end.text, end.stop_reason, loop.usage.rounds)
+    except BudgetCrossed as crossed:
+        if crossed.owner is not loop:
+            closing = {"error_type": CODE_CANCELLED, "error_message": f"{CODE_CANCELLED} ({crossed})"}
+            raise
+        closing = {"stop_reason": STOP_MAX_TOKENS}  # this subagent's line, crossed below it
+        return AttemptEnd("", STOP_MAX_TOKENS, loop.usage.rounds)
+    except BaseException as exc:
+        closing, absorbed = _attempt_exit(exc)
+        if absorbed:
             return exc
-        reason = cancel_reason()
-        if reason == STOP_MAX_TIME:  # a budget cut, not a failure of the attempt itself
-            obs.end_agent(span, loop.usage, stop_reason=STOP_MAX_TIME)
-        else:
-            obs.end_agent(span, loop.usage, error_type=reason, error_message=f"attempt cancelled: {reason}")
         raise
-    except HandoffError as stop:  # a stop of the whole turn, never a failed (retried) attempt
-        obs.end_agent(span, loop.usage, error_type=stop.error_type, error_message=str(stop))
-        raise
-    except Exception as exc:
-        obs.end_agent(span, loop.usage, error_type=error_type_of(exc), error_message=str(exc))
-        return exc
     finally:
         leave_depth(token)
-    obs.end_agent(span, loop.usage, stop_reason=end.stop_reason)
-    return AttemptEnd(end.text, end.stop_reason, loop.usage.rounds)
+        obs.end_agent(span, loop.usage, **closing)
+
+
+def _attempt_exit(exc: BaseException) -> tuple[dict[str, Any], bool]:
+    """How an attempt's span ends on `exc`, and whether the attempt absorbs it as its failure."""
+    if isinstance(exc, asyncio.CancelledError):
+        if not being_cancelled():
+            forgive_cancellation()
+            return {"error_type": error_type_of(exc), "error_message": "CancelledError"}, True
+        reason = cancel_reason()
+        if reason == STOP_MAX_TIME:  # a budget cut, not a failure of the attempt itself
+            return {"stop_reason": STOP_MAX_TIME}, False
+        return {"error_type": reason, "error_message": f"attempt cancelled: {reason}"}, False
+    message = str(exc) or type(exc).__name__
+    # A stop of the whole turn is never a failed (retried) attempt; nor is a BaseException.
+    absorbed = isinstance(exc, Exception) and not isinstance(exc, HandoffError)
+    return {"error_type": error_type_of(exc), "error_message": message}, absorbed

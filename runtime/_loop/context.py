@@ -40,6 +40,16 @@ def leave_depth(token: contextvars.Token[int]) -> None:
     _DEPTH.reset(token)
 
 
+class BudgetCrossed(Exception):
+    """The rounds below a subagent took its whole delegation to its `max_tokens`: the work under it
+    stops, reported as cancelled, and the cut is reported on the subagent whose line was crossed."""
+
+    def __init__(self, owner: LoopContext) -> None:
+        super().__init__(f"{owner.active.agent.name!r} reached max_tokens")
+        self.owner = owner
+        """The loop whose budget was crossed."""
+
+
 @dataclass(slots=True, frozen=True)
 class End:
     """A loop is over: the final text, or the budget line that cut it."""
@@ -164,11 +174,33 @@ class LoopContext:
     """The loop's `invoke_agent` span."""
     depth: int
     """Delegation depth of the loop."""
+    parent: LoopContext | None = None
+    """The loop that delegated to this one (`None` for the turn's loop)."""
     usage: Usage = field(default_factory=Usage)
     """This loop's OWN rounds (its `janux.turn.*`), never its delegations."""
+    spent_tokens: int = 0
+    """Input + output tokens of this loop and of every loop below it (what `max_tokens` counts)."""
     agent_rounds: int = 0
     """Rounds made by the current agent (reset by a transfer), checked against `max_turns`."""
     pending_transfer: Transfer | None = None
     """A transfer accepted this round."""
     transferred_from: str | None = None
     """After a transfer: the agent that handed the conversation off."""
+
+    def spend(self, tokens: int) -> None:
+        """Count a round's tokens here and on every loop above."""
+        loop: LoopContext | None = self
+        while loop is not None:
+            loop.spent_tokens += tokens
+            loop = loop.parent
+
+    def crossed_above(self) -> LoopContext | None:
+        """The outermost loop above this one whose `max_tokens` is reached, if any."""
+        crossed = None
+        loop = self.parent
+        while loop is not None:
+            line = loop.active.limits.max_tokens
+            if line is not None and loop.spent_tokens >= line:
+                crossed = loop
+            loop = loop.parent
+        return crossed

@@ -4,18 +4,18 @@ Order (as the policy documents): depth = current + 1 -> HANDOFF_START -> tool su
 arguments -> deny checks (allowed, denied, depth) -> rate limit -> input filter -> guardrails ->
 attempts with per-attempt timeout -> HANDOFF_END. Only the subagent's result comes back to the
 caller, as JSON: `{subagent, tool, text, steps}`, `{subagent, tool, stopReason}` or
-`{subagent, tool, error, detail}`. HANDOFF_END is emitted on every path, cancellation and a stop
-of the turn (`OnFailure.RAISE`, raised only after it) included.
+`{subagent, tool, error, detail}`. HANDOFF_END is emitted on every path, cancellation, a
+`BaseException` and a stop of the turn (`OnFailure.RAISE`, raised only after it) included: the
+delegation is opened and closed by `events.HandoffScope`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
+import functools
 
 from janux.runtime._loop.attempts import Delegation, run_attempts
 from janux.runtime._loop.context import ActiveAgent, LoopContext, current_depth
-from janux.runtime._loop.events import emit_end, open_handoff
+from janux.runtime._loop.events import start_handoff
 from janux.runtime._loop.outcome import (
     Outcome,
     attempts_outcome,
@@ -25,15 +25,8 @@ from janux.runtime._loop.outcome import (
 )
 from janux.runtime.agent_core import core_of
 from janux.runtime.catalog import Role, ToolEntry
-from janux.runtime.deadline import being_cancelled, cancel_reason
 from janux.runtime.definitions import DelegationRequest, OnFailure, SessionMode
-from janux.runtime.errors import (
-    CODE_CANCELLED,
-    CODE_INVALID_ARGUMENTS,
-    CODE_SUBAGENT_MODEL_UNAVAILABLE,
-    HandoffError,
-    error_type_of,
-)
+from janux.runtime.errors import CODE_INVALID_ARGUMENTS, CODE_SUBAGENT_MODEL_UNAVAILABLE, HandoffError
 from janux.runtime.messages import user
 from janux.runtime.model import Message, ToolCall
 from janux.runtime.model_registry import resolve_model
@@ -46,19 +39,16 @@ from janux.tracing.conventions import (
     DENY_TOOL_FORBIDDEN,
     KIND_DELEGATE,
     STATUS_COMPLETED,
-    STATUS_DENIED,
     STATUS_FAILED,
     TOOL_TYPE_DELEGATE,
 )
-
-_log = logging.getLogger("janux.runtime")
 
 
 async def run_delegation(loop: LoopContext, call: ToolCall, entry: ToolEntry) -> str:
     """Run one delegate tool call inside its `execute_tool` span, HANDOFF events always paired."""
     assert entry.subagent is not None
     sub = entry.subagent
-    span, event = await open_handoff(
+    scope = start_handoff(
         loop,
         call,
         tool_type=TOOL_TYPE_DELEGATE,
@@ -67,55 +57,13 @@ async def run_delegation(loop: LoopContext, call: ToolCall, entry: ToolEntry) ->
         depth=current_depth() + 1,
         session_mode=sub.session.value,
     )
-    d = Delegation(loop, call, sub, event, span)
-    try:
-        outcome = await govern(d)
-    except asyncio.CancelledError as exc:
-        if not being_cancelled():  # raised by something a hook awaited: this delegation's failure
-            outcome = _unexpected(d, exc)
-        else:
-            reason = cancel_reason()
-            detail = CODE_CANCELLED if reason == CODE_CANCELLED else f"{CODE_CANCELLED} ({reason})"
-            await _close(d, Outcome(status=STATUS_FAILED, result="", error_code=reason, error=detail))
-            raise
-    except HandoffError as stop:
-        # A handoff inside this delegation stopped the turn: close this one too, then pass it on.
-        await _close(d, error_outcome(d, STATUS_FAILED, stop.error_type, f"stopped: {stop}"))
-        raise
-    except Exception as exc:
-        outcome = _unexpected(d, exc)
-    await _close(d, outcome)
-    if outcome.stops:
-        raise HandoffError(event.record())
-    return outcome.result
-
-
-def _unexpected(d: Delegation, exc: BaseException) -> Outcome:
-    # Governance turns every expected failure into an outcome; anything else is a bug in a user
-    # hook or here. It must neither crash the turn nor leave HANDOFF_START unpaired.
-    _log.warning("delegation %s failed unexpectedly: %r", d.call.name, exc)
-    detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return error_outcome(d, STATUS_FAILED, error_type_of(exc), detail)
-
-
-async def _close(d: Delegation, outcome: Outcome) -> None:
-    """HANDOFF_END, then the end of the tool span."""
-    event = d.event
-    event.status = outcome.status
-    event.attempts = d.attempts
-    event.error = outcome.error
-    event.deny_reason = outcome.deny_reason
-    event.stop_reason = outcome.stop_reason
-    event.output = outcome.output
-    await emit_end(d.caller, d.span, event)
-    failing = outcome.status in (STATUS_FAILED, STATUS_DENIED)
-    d.caller.turn.obs.end_tool(
-        d.span,
-        result=outcome.result or None,
-        error_type=outcome.error_code if failing else None,
-        error_message=outcome.error if failing else None,
-        handoff=event,
+    d = Delegation(loop, call, sub, scope.event, scope.span)
+    outcome = await scope.run(
+        functools.partial(govern, d), lambda why: error_outcome(d, STATUS_FAILED, why.code, why.detail)
     )
+    if outcome.stops:
+        raise HandoffError(scope.event.record())
+    return outcome.result
 
 
 async def govern(d: Delegation) -> Outcome:

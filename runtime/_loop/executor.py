@@ -18,7 +18,7 @@ from janux.runtime._loop.events import start_tool_span
 from janux.runtime._loop.handoff import run_transfer
 from janux.runtime._loop.primary import invoke_tool
 from janux.runtime.catalog import ToolEntry, tool_error
-from janux.runtime.deadline import cancel_and_wait, cancel_reason
+from janux.runtime.deadline import cancel_and_wait, exit_error_type, spawn_call
 from janux.runtime.errors import CODE_TOOL_FORBIDDEN, CODE_UNKNOWN_TOOL
 from janux.runtime.model import Message, ToolCall
 from janux.tracing.conventions import TOOL_TYPE_DELEGATE, TOOL_TYPE_FUNCTION, TOOL_TYPE_HANDOFF
@@ -44,15 +44,20 @@ async def _fork_join(loop: LoopContext, calls: Sequence[ToolCall]) -> list[str]:
     catalog = loop.active.agent.catalog
     transfers = [i for i, call in enumerate(calls) if _kind(catalog, call) == TOOL_TYPE_HANDOFF]
     others = [i for i in range(len(calls)) if i not in transfers]
-    singles = [asyncio.create_task(execute_call(loop, calls[i])) for i in others]
-    ordered = asyncio.create_task(_in_order(loop, [calls[i] for i in transfers])) if transfers else None
+    singles = [spawn_call(execute_call(loop, calls[i])) for i in others]
+    ordered = spawn_call(_in_order(loop, [calls[i] for i in transfers])) if transfers else None
     tasks: list[asyncio.Task[Any]] = [*singles, *([ordered] if ordered is not None else [])]
     try:
-        await asyncio.gather(*tasks)
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        failed = next((task for task in tasks if task.done() and _raised(task)), None)
+        if failed is not None:
+            await cancel_and_wait(tasks)
+            failed.result()  # re-raises its exception: a stop (OnFailure.RAISE), a BaseException
     except BaseException:
-        # A cancellation of the round, a stop (OnFailure.RAISE) or a bug: whatever ends the round,
-        # no sibling call may keep running (or keep its spans open) behind it.
+        # A cancellation of the round, a stop or a bug: whatever ends the round, no sibling call may
+        # keep running (or keep its spans open) behind it.
         await cancel_and_wait(tasks)
+        _collect(tasks)
         raise
     results = [""] * len(calls)
     for index, task in zip(others, singles, strict=True):
@@ -61,6 +66,17 @@ async def _fork_join(loop: LoopContext, calls: Sequence[ToolCall]) -> list[str]:
         for index, result in zip(transfers, ordered.result(), strict=True):
             results[index] = result
     return results
+
+
+def _raised(task: asyncio.Task[Any]) -> bool:
+    return task.cancelled() or task.exception() is not None
+
+
+def _collect(tasks: list[asyncio.Task[Any]]) -> None:
+    """Retrieve the siblings' exceptions: the first one is re-raised, the others are its aftermath."""
+    for task in tasks:
+        if task.done() and not task.cancelled():
+            task.exception()
 
 
 async def _in_order(loop: LoopContext, calls: Sequence[ToolCall]) -> list[str]:
@@ -95,15 +111,15 @@ def _refuse(loop: LoopContext, call: ToolCall, code: str, detail: str) -> str:
 
 
 async def run_function(loop: LoopContext, call: ToolCall, entry: ToolEntry) -> str:
-    """Run a function tool inside its `execute_tool` span."""
+    """Run a function tool inside its `execute_tool` span, ended on every way out."""
     obs = loop.turn.obs
     span = start_tool_span(loop, call, TOOL_TYPE_FUNCTION)
     assert entry.tool is not None
     token = obs.activate(span)
     try:
-        result, error_type, message = await invoke_tool(entry.tool, call)
-    except asyncio.CancelledError:
-        obs.end_tool(span, error_type=cancel_reason())
+        result, error_type, message, _ = await invoke_tool(entry.tool, call)
+    except BaseException as exc:  # a cancellation of the work, or a BaseException passing through
+        obs.end_tool(span, error_type=exit_error_type(exc), error_message=type(exc).__name__)
         raise
     finally:
         obs.deactivate(token)

@@ -11,21 +11,15 @@ surface (the target's own filter), the model and the price.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
 from dataclasses import dataclass
 
-from opentelemetry.trace import Span
-
 from janux.runtime._loop.context import ActiveAgent, LoopContext, Transfer, current_depth
-from janux.runtime._loop.events import HandoffEvent, emit_end, open_handoff
+from janux.runtime._loop.events import Ending, start_handoff
 from janux.runtime.agent_core import AgentCore, core_of
 from janux.runtime.catalog import Role, ToolEntry
-from janux.runtime.deadline import being_cancelled, cancel_reason
 from janux.runtime.definitions import OnFailure
 from janux.runtime.errors import (
-    CODE_CANCELLED,
     CODE_GUARDRAIL,
     CODE_HANDOFF_DENIED,
     CODE_HANDOFF_IGNORED,
@@ -33,7 +27,6 @@ from janux.runtime.errors import (
     CODE_INVALID_ARGUMENTS,
     CODE_TOOL_FORBIDDEN,
     HandoffError,
-    error_type_of,
 )
 from janux.runtime.messages import system, text_only, transfer_note
 from janux.runtime.model import Model, ToolCall
@@ -52,8 +45,6 @@ from janux.tracing.conventions import (
     TOOL_TYPE_HANDOFF,
 )
 
-_log = logging.getLogger("janux.runtime")
-
 
 @dataclass(slots=True, frozen=True)
 class _Decision:
@@ -68,7 +59,7 @@ async def run_transfer(loop: LoopContext, call: ToolCall, entry: ToolEntry) -> s
     assert entry.handoff is not None
     target = core_of(entry.handoff.agent)
     # The target takes over this same loop (and its history), so it runs at the caller's depth.
-    span, event = await open_handoff(
+    scope = start_handoff(
         loop,
         call,
         tool_type=TOOL_TYPE_HANDOFF,
@@ -77,65 +68,49 @@ async def run_transfer(loop: LoopContext, call: ToolCall, entry: ToolEntry) -> s
         depth=current_depth(),
         session_mode=SESSION_REUSE,
     )
-    try:
-        decision = await _decide(loop, call, entry, event.depth)
-    except asyncio.CancelledError as exc:
-        if not being_cancelled():  # raised by something a hook awaited: this handoff's failure
-            decision = _unexpected(call, exc)
-        else:
-            reason = cancel_reason()
-            detail = CODE_CANCELLED if reason == CODE_CANCELLED else f"{CODE_CANCELLED} ({reason})"
-            await _close(loop, span, event, _Decision(STATUS_FAILED, detail, reason), call)
-            raise
-    except Exception as exc:
-        decision = _unexpected(call, exc)
-    result = await _close(loop, span, event, decision, call)
-    if _stops(loop, decision):
-        raise HandoffError(event.record())
-    return result
+
+    async def decide() -> Ending:
+        return _ending(target.name, call, await _decide(loop, call, entry, scope.event.depth))
+
+    ending = await scope.run(
+        decide, lambda why: _ending(target.name, call, _Decision(STATUS_FAILED, why.detail, why.code))
+    )
+    if _stops(loop, ending):
+        raise HandoffError(scope.event.record())
+    return ending.result
 
 
-def _unexpected(call: ToolCall, exc: BaseException) -> _Decision:
-    # Every expected refusal is a decision; anything else (a user guardrail, a lazily built model
-    # registry) fails this handoff only, and never leaves HANDOFF_START unpaired.
-    _log.warning("handoff %s failed unexpectedly: %r", call.name, exc)
-    detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return _Decision(STATUS_FAILED, detail, error_type_of(exc))
-
-
-async def _close(
-    loop: LoopContext, span: Span, event: HandoffEvent, decision: _Decision, call: ToolCall
-) -> str:
-    """HANDOFF_END, then the end of the tool span; returns the tool result."""
-    event.status = decision.status
-    event.attempts = 1 if decision.status == STATUS_COMPLETED else 0
-    event.error = decision.error
-    event.deny_reason = decision.deny_reason
-    await emit_end(loop, span, event)
+def _ending(target: str, call: ToolCall, decision: _Decision) -> Ending:
+    """The tool result and HANDOFF_END of a decision."""
     if decision.code is None:
-        result = json.dumps({"handoff": event.target, "status": "transferred"})
+        result = json.dumps({"handoff": target, "status": "transferred"})
     else:
         result = json.dumps(
-            {"handoff": event.target, "tool": call.name, "error": decision.code, "detail": decision.error},
+            {"handoff": target, "tool": call.name, "error": decision.code, "detail": decision.error},
             ensure_ascii=False,
         )
-    obs = loop.turn.obs
-    obs.end_tool(span, result=result, error_type=decision.code, error_message=decision.error, handoff=event)
-    return result
+    return Ending(
+        status=decision.status,
+        result=result,
+        error_code=decision.code,
+        error=decision.error,
+        deny_reason=decision.deny_reason,
+        attempts=1 if decision.status == STATUS_COMPLETED else 0,
+    )
 
 
-def _stops(loop: LoopContext, decision: _Decision) -> bool:
+def _stops(loop: LoopContext, ending: Ending) -> bool:
     """Whether the caller's policy stops the turn on this refusal (`OnFailure.RAISE`).
 
     Malformed arguments and a handoff ignored after the turn's transfer are the model's slips it can
     read and correct, never a stop.
     """
     policy = loop.active.agent.policy
-    if decision.status == STATUS_DENIED:
+    if ending.status == STATUS_DENIED:
         return policy.on_denied is OnFailure.RAISE
-    if decision.code in (CODE_INVALID_ARGUMENTS, CODE_HANDOFF_IGNORED):
+    if ending.error_code in (CODE_INVALID_ARGUMENTS, CODE_HANDOFF_IGNORED):
         return False
-    return decision.status == STATUS_FAILED and policy.on_error is OnFailure.RAISE
+    return ending.status == STATUS_FAILED and policy.on_error is OnFailure.RAISE
 
 
 async def _decide(loop: LoopContext, call: ToolCall, entry: ToolEntry, depth: int) -> _Decision:

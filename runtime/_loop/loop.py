@@ -4,20 +4,19 @@
 
 `ModelRequest` makes one model round inside a `chat` span and books its usage (the loop's own and
 the turn's bill, priced by the agent whose loop made it). `HandleResponse` ends the loop on a final
-answer, cuts it when another round would break a budget line, or runs the requested tools
+answer, cuts it when another round would break a budget line (its own, or stops it when a calling
+subagent's `max_tokens` is spent by the rounds below it), or runs the requested tools
 (fork-join) and applies a transfer before the next round. `run_loop` is the whole orchestrator.
 """
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
-from janux.runtime._loop.context import End, LoopContext
+from janux.runtime._loop.context import BudgetCrossed, End, LoopContext
 from janux.runtime._loop.executor import execute_calls
 from janux.runtime._loop.handoff import apply_transfer
-from janux.runtime.deadline import being_cancelled, cancel_reason
-from janux.runtime.errors import error_type_of
+from janux.runtime.deadline import exit_error_type
 from janux.runtime.messages import messages_json
 from janux.runtime.model import Message, ModelResponse
 
@@ -42,17 +41,18 @@ class ModelRequest:
         token = obs.activate(op.span)
         try:
             response = await model.request(loop.messages, active.surface.specs, active.settings)
-        except asyncio.CancelledError as exc:
-            obs.fail_chat(op, cancel_reason() if being_cancelled() else error_type_of(exc))
-            raise
-        except Exception as exc:
-            obs.fail_chat(op, error_type_of(exc), str(exc))
+            # Read here, so a response whose usage cannot be counted fails the round, span ended.
+            usage = response.usage
+            spent = usage.input_tokens + usage.output_tokens
+            cost = active.price.of(usage) if active.price is not None else None
+        except BaseException as exc:  # a model error, a cancellation, anything passing through
+            obs.fail_chat(op, exit_error_type(exc), str(exc) if isinstance(exc, Exception) else None)
             raise
         finally:
             obs.deactivate(token)
-        cost = active.price.of(response.usage) if active.price is not None else None
-        loop.usage.add_round(response.usage, cost)
-        loop.turn.bill.add_round(response.usage, cost)
+        loop.usage.add_round(usage, cost)
+        loop.turn.bill.add_round(usage, cost)
+        loop.spend(spent)
         loop.agent_rounds += 1
         obs.end_chat(
             op,
@@ -80,7 +80,10 @@ class HandleResponse:
         if not response.tool_calls:
             loop.messages.append(Message("assistant", response.text, name=name))
             return End(response.text)
-        stop = loop.active.limits.check_next_round(loop.agent_rounds, loop.usage)
+        crossed = loop.crossed_above()
+        if crossed is not None:  # a caller's whole-delegation budget is spent: its work stops here
+            raise BudgetCrossed(crossed)
+        stop = loop.active.limits.check_next_round(loop.agent_rounds, loop.spent_tokens)
         if stop is not None:
             return End(response.text, stop_reason=stop)
         loop.messages.append(

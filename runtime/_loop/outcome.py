@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass
 
 from janux.runtime._loop.attempts import AttemptsResult, Delegation
+from janux.runtime._loop.events import Ending
 from janux.runtime._loop.primary import Outcome as PrimaryOutcome
 from janux.runtime._loop.primary import invoke_fallback_handler, invoke_tool
 from janux.runtime.errors import (
@@ -32,31 +32,8 @@ from janux.tracing.conventions import (
     STATUS_FALLBACK,
 )
 
-
-@dataclass(slots=True, frozen=True, kw_only=True)
-class Outcome:
-    """The final word on one delegation."""
-
-    status: str
-    """Final `janux.handoff.status`."""
-    result: str
-    """Tool result text the calling model reads."""
-    error_code: str | None = None
-    """`error.type` of the tool span when failed or denied."""
-    error: str | None = None
-    """Human-readable error (failed, denied, or what a fallback recovered from)."""
-    deny_reason: str | None = None
-    """Rule that denied it."""
-    stop_reason: str | None = None
-    """Budget line that cut it."""
-    output: str | None = None
-    """The subagent's (or fallback's) output text."""
-    stops: bool = False
-    """Whether it stops the turn (`OnFailure.RAISE`), once its HANDOFF_END is out."""
-
-    def stopping(self) -> Outcome:
-        """This outcome, stopping the turn."""
-        return dataclasses.replace(self, stops=True)
+Outcome = Ending
+"""The final word on one delegation (its `attempts` are the count its event holds)."""
 
 
 def result_json(d: Delegation, **fields: object) -> str:
@@ -123,9 +100,9 @@ async def fallback_outcome(d: Delegation, refused: Outcome) -> Outcome:
         )  # fmt: skip
         arguments = dict(d.arguments.raw) if d.arguments is not None else {}
         served = await invoke_fallback_handler(caller.fallback_handler, record, arguments, d.call.name)
-    result, error_type, _ = served
+    result, error_type, _, why = served
     if error_type is not None:
-        detail = f"{refused.error}; the primary executor's {d.call.name!r} failed too ({error_type})"
+        detail = f"{refused.error}; the primary executor's {d.call.name!r} failed too ({error_type}: {why})"
         return error_outcome(d, refused.status, error_type, detail, deny_reason=refused.deny_reason)
     return Outcome(
         status=STATUS_FALLBACK,

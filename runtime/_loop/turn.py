@@ -1,7 +1,10 @@
 """One user turn: load the thread, run the holder's loop under the turn span, bill it, save the thread.
 
 The turn span is the root `invoke_agent {agent}` span: `janux.turn.*` for its own loop (the entry
-agent's rounds, and the transfer target's after a handoff), `janux.bill.*` for the whole turn.
+agent's rounds, and the transfer target's after a handoff), `janux.bill.*` for the whole turn. It
+ends in a `finally`, bill included, however the turn ends. A turn without a `thread_id` is not
+kept by a store that keeps only named threads (the default one), and its session memories are
+released when it ends.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Mapping
+from typing import Any
 
 from opentelemetry.trace import Span
 
@@ -31,8 +35,9 @@ from janux.runtime.model import Model
 from janux.runtime.model_registry import resolve_model
 from janux.runtime.policy import first_refusal
 from janux.runtime.result import RunResult
-from janux.runtime.threads import ThreadState
+from janux.runtime.threads import ThreadState, keeps_unnamed_threads
 from janux.runtime.usage import Usage, UsageLimits
+from janux.tracing.conventions import ERROR_CANCELLED
 from janux.tracing.instrument.run import RunInstrumentation, trace_id_hex
 
 
@@ -54,19 +59,24 @@ async def run_turn(
     turn = TurnContext(obs=obs, run_loop=run_loop, entry=entry, thread_id=thread, input=input, models=models)
     depth_token = enter_depth(0)
     loop: LoopContext | None = None
+    closing: dict[str, Any] = {"error_type": ERROR_CANCELLED}  # until the way out says otherwise
     try:
         loop = await _open_loop(turn, holder_name, state, input, span)
         end = await run_loop(loop, first_step)
-        await entry.threads.save(thread, ThreadState(loop.active.agent.name, text_only(loop.messages)))
+        closing = {"stop_reason": end.stop_reason}
+        if thread_id is not None or keeps_unnamed_threads(entry.threads):
+            await entry.threads.save(thread, ThreadState(loop.active.agent.name, text_only(loop.messages)))
     except BaseException as exc:
-        _close_failed(turn, span, loop, exc)
+        closing = _failure(exc)
         # A failed turn's delegations stay reachable: `errors.handoff_events_of(exc)`.
         exc.handoff_events = list(turn.events)  # type: ignore[attr-defined]
         raise
     finally:
         leave_depth(depth_token)
-    obs.set_bill(span, turn.bill)
-    obs.end_agent(span, loop.usage, stop_reason=end.stop_reason)
+        if thread_id is None and not keeps_unnamed_threads(entry.threads):
+            entry.sessions.forget(thread)  # nobody can name this thread again
+        # The bill goes on the root whatever happened, so the exported trace always reconciles.
+        obs.end_agent(span, loop.usage if loop is not None else Usage(), bill=turn.bill, **closing)
     return _result(turn, loop, end, span)
 
 
@@ -100,12 +110,10 @@ def holder_active(turn: TurnContext, holder: AgentCore) -> ActiveAgent:
     return ActiveAgent.of(holder, model, Role.TARGET, limits, depth=0, price=price)
 
 
-def _close_failed(turn: TurnContext, span: Span, loop: LoopContext | None, exc: BaseException) -> None:
-    obs = turn.obs
-    obs.set_bill(span, turn.bill)
-    usage = loop.usage if loop is not None else Usage()
+def _failure(exc: BaseException) -> dict[str, Any]:
+    """How the turn span ends when `exc` ends the turn."""
     error_type = cancel_reason() if isinstance(exc, asyncio.CancelledError) else error_type_of(exc)
-    obs.end_agent(span, usage, error_type=error_type, error_message=str(exc) or error_type)
+    return {"error_type": error_type, "error_message": str(exc) or error_type}
 
 
 def _result(turn: TurnContext, loop: LoopContext, end: End, span: Span) -> RunResult:

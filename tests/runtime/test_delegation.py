@@ -77,7 +77,7 @@ async def test_subagent_starts_fresh_with_its_own_instructions_and_only_its_resu
         ('{"task": "t", "context": "c"}', "t\n\nContext:\nc"),
         ('{"task": "t", "context": ""}', "t"),
         ('{"task": "t", "context": null}', "t"),
-        ('{"task": "", "extra": [1]}', ""),
+        ('{"task": "t", "extra": [1]}', "t"),
     ],
 )
 def test_the_task_is_task_plus_context(arguments: str, task: str) -> None:

@@ -248,3 +248,53 @@ def test_concurrent_writer_processes(tmp_path: Path) -> None:
         assert sorted(store.thread_ids()) == sorted(f"p{n}" for n in range(60))
         state = store.load_sync("p42")
         assert state is not None and state.messages[0].content == "42"
+
+
+# -- issue 20, item 6: the default store keeps named threads only, and at most a bounded number ----
+
+
+async def test_runs_without_a_thread_id_leave_nothing_in_the_default_store() -> None:
+    from janux.runtime import Agent, SessionMode, Subagent
+    from janux.runtime.testing import ScriptedModel, call_tools, delegate, reply
+
+    runs = 200
+    steps = []
+    for _ in range(runs):
+        steps += [call_tools(delegate("helper", "remember this")), reply("ok")]
+    helper = Agent("helper", model=ScriptedModel([reply("noted")] * runs))
+    agent = Agent(
+        "p",
+        model=ScriptedModel(steps),
+        subagents=[Subagent(agent=helper, max_turns=1, session=SessionMode.REUSE_SESSION)],
+    )
+    for _ in range(runs):
+        await agent.run("hi")
+    store = agent.threads
+    assert isinstance(store, InMemoryThreadStore) and store.thread_ids() == []
+    assert agent.sessions.thread_count() == 0  # their REUSE_SESSION memories are released too
+
+
+async def test_a_named_thread_is_kept_by_the_default_store() -> None:
+    from janux.runtime import Agent
+    from janux.runtime.testing import ScriptedModel, reply
+
+    agent = Agent("p", model=ScriptedModel([reply("one"), reply("two")]))
+    await agent.run("hi", thread_id="t1")
+    await agent.run("hi")
+    assert isinstance(agent.threads, InMemoryThreadStore) and agent.threads.thread_ids() == ["t1"]
+
+
+async def test_the_in_memory_store_drops_the_least_recently_used_thread_beyond_its_cap() -> None:
+    store = InMemoryThreadStore(max_threads=2)
+    await store.save("a", ThreadState(agent=None))
+    await store.save("b", ThreadState(agent=None))
+    assert await store.load("a") is not None  # a is now more recently used than b
+    await store.save("c", ThreadState(agent=None))
+    assert store.thread_ids() == ["a", "c"] and await store.load("b") is None
+    assert InMemoryThreadStore().max_threads == 10_000  # the documented default
+
+
+@pytest.mark.parametrize("cap", [0, -1, True])
+def test_a_bad_cap_is_refused_naming_the_field(cap: int) -> None:
+    with pytest.raises(ValueError, match="max_threads"):
+        InMemoryThreadStore(max_threads=cap)

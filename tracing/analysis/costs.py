@@ -124,6 +124,9 @@ def assign_costs(index: SpanIndex, tree: HandoffTree, *, estimate: bool = True) 
     for node, pos in zip(tree.nodes, tree.node_span, strict=True):
         if pos != NO_PARENT and node.janux and _has_turn(index, pos):
             node.own = sr.turn_usage(index.spans[pos])
+            # A round recorded without usage (its model reported none) is unknown, not the 0 that
+            # `janux.turn.*` cannot help but count it as.
+            node.own.unread_rounds = _unread_rounds(index, node.chat_spans)
             if c.JANUX_TURN_ROUNDS not in index.spans[pos].attributes:
                 # Only a writer that leaves the count out is given its chat spans as rounds; a
                 # recorded 0 (the only round timed out or was cut) stays 0.
@@ -151,6 +154,10 @@ def assign_costs(index: SpanIndex, tree: HandoffTree, *, estimate: bool = True) 
             total.add(tree.nodes[attempt.node].inclusive)
         delegation.cost = total
     return sorted(sources)
+
+
+def _unread_rounds(index: SpanIndex, positions: list[int]) -> int:
+    return sum(1 for pos in positions if sr.round_usage(index.spans[pos])[0] in ("unread", "absent"))
 
 
 def _has_turn(index: SpanIndex, pos: int) -> bool:

@@ -100,12 +100,18 @@ def reconstruct(spans: Iterable[SpanRecord], *, estimate: bool = True) -> TraceV
     tree = build_tree(index)
     sources = assign_costs(index, tree, estimate=estimate)
     billed = billed_spans(index)
+    computed = computed_total(tree)
+    bill = recorded_bill(index, billed)
+    if bill is not None and computed.unread_rounds:
+        # Rounds of unknown usage are unknown in the bill too (it records tokens, not rounds).
+        bill.unread_rounds = computed.unread_rounds
+        bill.rounds = max(bill.rounds, computed.rounds)
     view = TraceView(
         trace_id=index.trace_id,
         index=index,
         tree=tree,
-        computed=computed_total(tree),
-        bill=recorded_bill(index, billed),
+        computed=computed,
+        bill=bill,
         price_sources=sources,
     )
     view.checks = run_checks(index, tree, billed)

@@ -5,8 +5,9 @@
     from janux.tracing.sdk import configure_telemetry
 
     telemetry = configure_telemetry(service_name="support-desk")
-    instrument(costs={"triage": Cost(input=0.15, output=0.60)})  # the one line
+    instrument(costs={"triage": Cost(input=0.15, output=0.60)})  # the one line (idempotent)
     ...  # Runner.run(...) as usual
+    uninstrument()  # optional: new runs are no longer traced
     telemetry.shutdown()
 
 Needs the `openai-agents` extra (`pip install 'janux[openai-agents]'`). The mapping is described in
@@ -22,7 +23,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "janux.integrations.openai_agents needs the OpenAI Agents SDK: pip install 'janux[openai-agents]'"
     ) from exc
 
-from janux.integrations.openai_agents.install import instrument
+from janux.integrations.openai_agents.install import instrument, uninstrument
 from janux.integrations.openai_agents.processor import JanuxProcessor
 
-__all__ = ["JanuxProcessor", "instrument"]
+__all__ = ["JanuxProcessor", "instrument", "uninstrument"]

@@ -374,14 +374,24 @@ class SpanMapper:
             run.overlaps += 1
             turn.mark = -1
         run.open_turns += 1
-        return Entry(Kind.TURN, loop, turn, parent.tool, parent.func)
+        return Entry(
+            Kind.TURN,
+            loop,
+            turn,
+            parent.tool,
+            parent.func,
+            start_ns=time.time_ns(),
+            name=loop.agent or "agent",
+        )
 
     def _end_turn(self, span: Any, entry: Entry) -> None:
         loop, turn = entry.loop, entry.turn
         assert loop is not None and turn is not None
         run = loop.run
         run.open_turns -= 1
-        self._rounds.turn_ended(span.span_data, turn, ambiguous=turn.mark != run.overlaps)
+        self._rounds.turn_ended(
+            entry, span.span_data, turn, ambiguous=turn.mark != run.overlaps, failed=span.error is not None
+        )
 
     def _open_chat(self, span: Any, parent: Entry | None, state: TraceState) -> Entry | None:
         if parent is None or parent.loop is None or parent.anchor is None:

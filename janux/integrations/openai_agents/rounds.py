@@ -67,11 +67,12 @@ class RoundRecorder:
             warn_once("no usage", "a model round reported no usage and there is no turn to take it from")
         self._record(entry, data, end_ns, usage, None)
 
-    def turn_ended(self, data: Any, turn: Turn, *, ambiguous: bool) -> None:
-        """A turn ended: its waiting round gets the turn's own usage, when that figure is exact."""
+    def turn_ended(self, entry: Entry, data: Any, turn: Turn, *, ambiguous: bool, failed: bool) -> None:
+        """A turn ended: its waiting round gets the turn's own usage, when that figure is exact; a
+        turn whose model traced no round at all gets one (`failed`: the turn span carries an error)."""
         if not turn.pending:
             if not turn.saw_round:
-                _check_untraced(data, turn)
+                self._record_untraced(entry, data, turn, ambiguous=ambiguous, failed=failed)
             return
         pending, turn.pending = turn.pending, []
         usage = sdk.turn_usage(data)
@@ -89,6 +90,20 @@ class RoundRecorder:
         )
         for one in pending:
             self._record(one.entry, one.data, one.end_ns, None, finish)
+
+    def _record_untraced(self, entry: Entry, data: Any, turn: Turn, *, ambiguous: bool, failed: bool) -> None:
+        """A turn whose model traced no span (a model class that does not trace, the SDK's
+        ScriptedModel without `emit_traces`): its round is recorded from what the SDK knows of the
+        turn's usage, else as a round of unknown usage, never as zero."""
+        usage = _untraced_usage(data, turn, ambiguous=ambiguous)
+        if usage is None:
+            if failed:  # a turn that failed may never have reached its model: no round to invent
+                return
+            warn_once(
+                "untraced", "a model traced no round and the SDK knows no usage for it: recorded as unknown"
+            )
+        finish = "tool_calls" if turn.used_tools else "stop"
+        self._record(entry, data, time.time_ns(), usage, finish)
 
     def _record(
         self, entry: Entry, data: Any, end_ns: int, usage: tuple[int, int] | None, finish: str | None
@@ -146,12 +161,14 @@ class RoundRecorder:
         self._obs.fail_chat(op, error_type, sdk.error_text(error) or error_type, end_time=end_ns)
 
 
-def _check_untraced(data: Any, turn: Turn) -> None:
-    """Say so (once) when a turn used tokens but its model traced no round: they cannot be shown."""
+def _untraced_usage(data: Any, turn: Turn, *, ambiguous: bool) -> tuple[int, int] | None:
+    """The tokens of a turn's one untraced round: the SDK's turn usage minus what its delegations
+    used; None when unknown (no figure, a figure shared with concurrent turns, or none at all: a
+    model call never uses zero tokens, so a zero means the model reported nothing)."""
     usage = sdk.aggregate_usage(data)
-    if usage is not None and (usage[0] > turn.known_input or usage[1] > turn.known_output):
-        warn_once(
-            "untraced",
-            "a model traced no span for its round, so its tokens are missing from the trace "
-            "(the SDK's OpenAI models trace theirs; agents.testing.ScriptedModel needs emit_traces=True)",
-        )
+    if usage is None or ambiguous:
+        return None
+    own = (usage[0] - turn.known_input, usage[1] - turn.known_output)
+    if own[0] < 0 or own[1] < 0 or own == (0, 0):
+        return None
+    return own

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from agents import set_trace_processors, set_tracing_disabled
 
-from janux.integrations.openai_agents import JanuxProcessor
+from janux.integrations.openai_agents import JanuxProcessor, uninstrument
 from tests.integrations.openai_agents.scripts import COSTS
 from tests.support.contract_checker import Traced
 
@@ -20,7 +20,9 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
     set_tracing_disabled(False)
     set_trace_processors([])
+    uninstrument()
     yield
+    uninstrument()
     set_trace_processors([])
 
 

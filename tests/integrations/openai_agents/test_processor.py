@@ -23,7 +23,8 @@ from agents.tracing import get_trace_provider
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import NoOpTracerProvider
 
-from janux.integrations.openai_agents import JanuxProcessor, instrument
+from janux.integrations.openai_agents import JanuxProcessor, instrument, uninstrument
+from janux.integrations.openai_agents.install import forwarder
 from janux.tracing import conventions as c
 from janux.tracing.instrument import ContentCapture
 from janux.tracing.instrument import run as instrument_run
@@ -330,11 +331,16 @@ def test_instrument_adds_or_replaces_the_sdks_processors() -> None:
     sentinel = JanuxProcessor(tracer_provider=NoOpTracerProvider())
     set_trace_processors([sentinel])
     added = instrument(tracer_provider=NoOpTracerProvider())
-    assert provider._multi_processor._processors == (sentinel, added)  # type: ignore[attr-defined]
+    registered = forwarder()
+    assert registered is not None and registered.target is added
+    assert provider._multi_processor._processors == (sentinel, registered)  # type: ignore[attr-defined]
+    uninstrument()
     alone = instrument(tracer_provider=NoOpTracerProvider(), exclusive=True)
-    assert provider._multi_processor._processors == (alone,)  # type: ignore[attr-defined]
+    registered = forwarder()
+    assert registered is not None and registered.target is alone
+    assert provider._multi_processor._processors == (registered,)  # type: ignore[attr-defined]
     add_trace_processor(sentinel)
-    assert provider._multi_processor._processors == (alone, sentinel)  # type: ignore[attr-defined]
+    assert provider._multi_processor._processors == (registered, sentinel)  # type: ignore[attr-defined]
 
 
 def test_without_the_extra_the_import_says_what_to_install(tmp_path: Path) -> None:

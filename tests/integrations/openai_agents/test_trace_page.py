@@ -83,3 +83,16 @@ async def test_trace_page_shows_the_sdk_runs_tree_attempts_and_costs(traced: Tra
     assert delegations["handoff.billing"]["status"] == "completed"
     dot = at.get("graphviz_chart")[0].proto.spec
     assert "researcher" in dot and "billing" in dot and "triage" in dot
+
+
+async def test_trace_page_shows_a_round_of_unknown_usage_as_unknown_never_zero(traced: Traced) -> None:
+    from agents.testing import ScriptedModel as SdkScriptedModel
+
+    silent = SdkScriptedModel([reply("Refunds take 5 days.", 0, 0)], emit_traces=False)  # no span, no usage
+    await run(Agent(name="triage", instructions="Front desk.", model=silent), "Refund?")
+    records = traced.records()
+    at = run_page(MemoryTraceSource(records), "trace.py", trace_id=records[0].trace_id)
+    assert not at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Tokens in / out"] != "0 / 0"
+    assert any("1 of 1 model call(s)" in w.value and "unknown" in w.value for w in at.warning)
