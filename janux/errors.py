@@ -10,5 +10,6 @@ from __future__ import annotations
 class JanuxError(Exception):
     """Base class of every error Janux raises."""
 
-    error_type: str = "janux_error"
-    """Short machine-readable class of the failure (recorded as `error.type` by the runtime)."""
+    error_type: str | None = None
+    """Short machine-readable class of the failure, recorded as `error.type` by the runtime; None
+    where an error declares none (the runtime then records its class name)."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from opentelemetry.trace import Span
 
+from janux.errors import JanuxError
 from janux.runtime.agent_core import AgentCore
 from janux.runtime.catalog import Role, Surface
 from janux.runtime.definitions import ToolFilter
@@ -40,7 +41,7 @@ def leave_depth(token: contextvars.Token[int]) -> None:
     _DEPTH.reset(token)
 
 
-class BudgetCrossed(Exception):
+class BudgetCrossed(JanuxError):
     """The rounds below a subagent took its whole delegation to its `max_tokens`: the work under it
     stops, reported as cancelled, and the cut is reported on the subagent whose line was crossed."""
 

@@ -152,7 +152,7 @@ def interruption(exc: BaseException) -> Interruption:
         detail = CODE_CANCELLED if reason == CODE_CANCELLED else f"{CODE_CANCELLED} ({reason})"
         return Interruption(reason, detail, passes=True)
     if isinstance(exc, HandoffError):
-        return Interruption(exc.error_type, f"stopped: {exc}", passes=True)
+        return Interruption(error_type_of(exc), f"stopped: {exc}", passes=True)
     if isinstance(exc, BudgetCrossed):
         return Interruption(CODE_CANCELLED, f"{CODE_CANCELLED} ({exc})", passes=True)
     detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

@@ -93,8 +93,8 @@ async def test_where_the_sdk_knows_no_usage_the_round_is_recorded_without_usage_
 
 
 async def test_unknown_usage_is_reported_unknown_by_janux_trace_json() -> None:
-    from janux.dashboard.reconstruct.rebuild import reconstruct
-    from janux.dashboard.views.report import render_tree, trace_report
+    from janux.tracing.analysis.report import render_tree, trace_report
+    from janux.tracing.analysis.trace_view import reconstruct
 
     traced = Traced()
     instrument(tracer_provider=traced.provider)
