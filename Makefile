@@ -53,7 +53,7 @@ test-concurrent: install
 ## Nightly-style: the property tests with many more examples (hypothesis profile `nightly`,
 ## tests/conftest.py), above all the random delegation trees with injected failures.
 test-nightly: install
-	@HYPOTHESIS_PROFILE=nightly $(PYTEST) tests/runtime/test_exit_properties.py tests/runtime/test_malformed_arguments.py
+	@export HYPOTHESIS_PROFILE=nightly; $(PYTEST) tests/runtime/test_exit_properties.py
 
 ## Benchmarks print tables; see README "Benchmarks".
 bench: install
