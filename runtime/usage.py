@@ -2,7 +2,8 @@
 
 Each model round is priced by the cost of the agent whose loop made it; a round without a price
 adds its tokens to `unpriced_tokens` and nothing to `cost`. Unknown cost stays `None`, never 0.
-`Usage` serves both a loop's own rounds (`janux.turn.*`) and a whole turn's bill (`janux.bill.*`).
+`Usage` (the project's one usage value, `janux.usage.Usage`) serves both a loop's own rounds
+(`janux.turn.*`) and a whole turn's bill (`janux.bill.*`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ from dataclasses import dataclass
 
 from janux.runtime.model import ModelUsage
 from janux.tracing.conventions import STOP_MAX_TOKENS, STOP_MAX_TURNS
+from janux.usage import Usage
+
+__all__ = ["Price", "Usage", "UsageLimits"]
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -27,47 +31,6 @@ class Price:
         return (
             usage.input_tokens * self.input_per_million + usage.output_tokens * self.output_per_million
         ) / 1e6
-
-
-@dataclass(slots=True, kw_only=True)
-class Usage:
-    """Tokens and cost accumulated over rounds; `cost` is `None` until a priced round is added."""
-
-    input_tokens: int = 0
-    """Input tokens of all rounds."""
-    output_tokens: int = 0
-    """Output tokens of all rounds."""
-    cost: float | None = None
-    """USD of the priced rounds; `None` when no round was priced."""
-    unpriced_tokens: int = 0
-    """Tokens (input + output) of rounds that had no price."""
-    rounds: int = 0
-    """Rounds added."""
-
-    @property
-    def total_tokens(self) -> int:
-        """Input plus output tokens."""
-        return self.input_tokens + self.output_tokens
-
-    def add_round(self, usage: ModelUsage, round_cost: float | None) -> None:
-        """Count one round; `round_cost` is `None` when the round's agent has no price."""
-        self.input_tokens += usage.input_tokens
-        self.output_tokens += usage.output_tokens
-        self.rounds += 1
-        if round_cost is None:
-            self.unpriced_tokens += usage.input_tokens + usage.output_tokens
-        else:
-            self.cost = round_cost if self.cost is None else self.cost + round_cost
-
-    def snapshot(self) -> Usage:
-        """An independent copy."""
-        return Usage(
-            input_tokens=self.input_tokens,
-            output_tokens=self.output_tokens,
-            cost=self.cost,
-            unpriced_tokens=self.unpriced_tokens,
-            rounds=self.rounds,
-        )
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)

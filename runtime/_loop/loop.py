@@ -50,8 +50,8 @@ class ModelRequest:
             raise
         finally:
             obs.deactivate(token)
-        loop.usage.add_round(usage, cost)
-        loop.turn.bill.add_round(usage, cost)
+        loop.usage.add_round(usage.input_tokens, usage.output_tokens, cost)
+        loop.turn.bill.add_round(usage.input_tokens, usage.output_tokens, cost)
         loop.spend(spent)
         loop.agent_rounds += 1
         obs.end_chat(

@@ -121,7 +121,7 @@ def _result(turn: TurnContext, loop: LoopContext, end: End, span: Span) -> RunRe
         text=end.text,
         agent=loop.active.agent.name,
         thread_id=turn.thread_id,
-        bill=turn.bill.snapshot(),
+        bill=turn.bill.copy(),
         handoff_events=turn.events,
         stop_reason=end.stop_reason,
         trace_id=trace_id_hex(span),

@@ -1,16 +1,16 @@
 """Plain dataclasses of a rebuilt trace: agent loops, delegations, attempts, costs, checks, failures.
 
 Everything the pages show is one of these; they carry indexes into each other (not object
-references) so a rebuilt trace is cheap to build, copy and compare.
+references) so a rebuilt trace is cheap to build, copy and compare. Their usage is the project's
+one usage value, `janux.usage.Usage` (re-exported here with `plus` and `COST_DECIMALS`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import Literal
 
-COST_DECIMALS = 12
-"""Sums of costs are rounded to this many decimals, so float sums taken in another order agree."""
+from janux.usage import COST_DECIMALS, Usage, plus
 
 UsageSource = Literal["recorded", "derived", "estimated", "none"]
 """Where a node's own usage came from: `janux.turn.*` (recorded), summed from its inference spans
@@ -22,107 +22,20 @@ Severity = Literal["error", "warning", "info"]
 a note about another runtime's conventions."""
 
 
-Number = TypeVar("Number", int, float)
-
-
-def plus(total: Number | None, value: Number | None) -> Number | None:
-    """The one sum of the analysis layer where None means "nothing reported" (SQL `sum`): None + x
-    is x and None + None stays None, so an unknown cost or count never becomes 0."""
-    if value is None:
-        return total
-    return value if total is None else total + value
-
-
-@dataclass(slots=True)
-class Usage:
-    """Tokens and cost of some set of model rounds: the one usage value of the analysis layer, from
-    a single round to a whole range of traces (the agent map's loops, edges and timeline included).
-
-    Unknown cost is None, never 0; `+` and `add` treat None + x as x. The first four fields are the
-    ones every source stores (tokens in and out, recorded cost, unpriced tokens); the rest are the
-    Trace page's detail (estimates, rounds, rounds whose usage could not be read)."""
-
-    input_tokens: int = 0
-    """Input tokens."""
-    output_tokens: int = 0
-    """Output tokens."""
-    cost: float | None = None
-    """USD recorded by the runtime (`janux.*`); None when nothing was priced."""
-    unpriced_tokens: int = 0
-    """Tokens with neither a recorded nor an estimated price (a recorded `janux.*.unpriced_tokens`
-    less the tokens of its estimated rounds: see `estimated_tokens`)."""
-    estimated_cost: float | None = None
-    """USD estimated for rounds with no recorded cost: recorded in the trace by an integration
-    (`janux.*.cost_estimate`) or priced here from the price table; None when none was."""
-    rounds: int = 0
-    """Model rounds counted."""
-    unread_rounds: int = 0
-    """Rounds whose usage could not be read (under names Janux does not read, or absent): their
-    tokens and cost are unknown, never counted as 0."""
-    estimated_tokens: int = 0
-    """Tokens of the rounds priced by `estimated_cost` (neither in `cost` nor in `unpriced_tokens`)."""
-
-    @property
-    def total_tokens(self) -> int:
-        """Input plus output tokens."""
-        return self.input_tokens + self.output_tokens
-
-    @property
-    def total_cost(self) -> float | None:
-        """Recorded plus estimated USD; None when neither is known."""
-        if self.cost is None:
-            return self.estimated_cost
-        if self.estimated_cost is None:
-            return self.cost
-        return self.cost + self.estimated_cost
-
-    @property
-    def is_unknown(self) -> bool:
-        """True when nothing was read although rounds ran: the usage is unknown, not zero."""
-        return self.unread_rounds > 0 and self.total_tokens == 0 and self.total_cost is None
-
-    @property
-    def is_estimated(self) -> bool:
-        """True when any part of the cost comes from the price table."""
-        return self.estimated_cost is not None
-
-    def add(self, other: Usage) -> None:
-        """Add `other` into this usage in place (None + x = x, None + None = None)."""
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
-        self.unpriced_tokens += other.unpriced_tokens
-        self.rounds += other.rounds
-        self.unread_rounds += other.unread_rounds
-        self.estimated_tokens += other.estimated_tokens
-        self.cost = plus(self.cost, other.cost)
-        self.estimated_cost = plus(self.estimated_cost, other.estimated_cost)
-
-    def copy(self) -> Usage:
-        """An independent copy."""
-        return Usage(
-            self.input_tokens,
-            self.output_tokens,
-            self.cost,
-            self.unpriced_tokens,
-            self.estimated_cost,
-            self.rounds,
-            self.unread_rounds,
-            self.estimated_tokens,
-        )
-
-    def __add__(self, other: Usage) -> Usage:
-        """A new usage holding both (None + x = x)."""
-        total = self.copy()
-        total.add(other)
-        return total
-
-    def rounded(self) -> Usage:
-        """A copy with the money rounded to `COST_DECIMALS`, so sums taken in another order agree."""
-        copy = self.copy()
-        copy.cost = None if self.cost is None else round(self.cost, COST_DECIMALS)
-        if self.estimated_cost is not None:
-            copy.estimated_cost = round(self.estimated_cost, COST_DECIMALS)
-        return copy
+__all__ = [
+    "COST_DECIMALS",
+    "AgentNode",
+    "Attempt",
+    "BudgetBurn",
+    "Check",
+    "Delegation",
+    "Failure",
+    "FailureKind",
+    "Severity",
+    "Usage",
+    "UsageSource",
+    "plus",
+]
 
 
 @dataclass(slots=True)

@@ -16,7 +16,7 @@ import logging
 import time
 import weakref
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -81,41 +81,13 @@ from janux.tracing.instrument.handoff_events import (
     tool_span_attributes,
 )
 from janux.tracing.instrument.metrics import Instruments, instruments_for
+from janux.usage import Usage
 
 _log = logging.getLogger("janux.tracing")
 _reported: set[str] = set()
 
 _STATUS_MESSAGE_LIMIT = 256
 """Longest span status description; error texts are diagnostics, not content."""
-
-
-class UsageTotals(Protocol):
-    """Token and cost totals of one agent loop or one whole turn (unknown cost is `None`)."""
-
-    @property
-    def input_tokens(self) -> int:
-        """Input tokens."""
-        ...
-
-    @property
-    def output_tokens(self) -> int:
-        """Output tokens."""
-        ...
-
-    @property
-    def cost(self) -> float | None:
-        """USD of the priced rounds; `None` when no round was priced."""
-        ...
-
-    @property
-    def unpriced_tokens(self) -> int:
-        """Tokens of rounds that had no price."""
-        ...
-
-    @property
-    def rounds(self) -> int:
-        """Model rounds counted."""
-        ...
 
 
 def _report(where: str, exc: BaseException) -> None:
@@ -156,7 +128,7 @@ def _error_status(error_type: str, message: str | None) -> Status:
     return Status(StatusCode.ERROR, (message or error_type)[:_STATUS_MESSAGE_LIMIT])
 
 
-def _usage_attributes(keys: tuple[str, str, str, str], totals: UsageTotals) -> dict[str, Any]:
+def _usage_attributes(keys: tuple[str, str, str, str], totals: Usage) -> dict[str, Any]:
     """Tokens as ints and cost as a double (absent when unknown), whatever the caller passed."""
     attributes: dict[str, Any] = {
         keys[0]: int(totals.input_tokens),
@@ -281,12 +253,12 @@ class RunInstrumentation:
     def end_agent(
         self,
         span: Span,
-        totals: UsageTotals,
+        totals: Usage,
         *,
         stop_reason: str | None = None,
         error_type: str | None = None,
         error_message: str | None = None,
-        bill: UsageTotals | None = None,
+        bill: Usage | None = None,
         extra: dict[str, Any] | None = None,
     ) -> None:
         """Close an agent span with its own loop's `janux.turn.*` (never `gen_ai.usage.*`); a root
@@ -309,7 +281,7 @@ class RunInstrumentation:
             _report("end_agent", exc)
         _end(span, "end_agent")
 
-    def set_bill(self, span: Span, bill: UsageTotals) -> None:
+    def set_bill(self, span: Span, bill: Usage) -> None:
         """Record the whole turn's bill on the root span (call before `end_agent`)."""
         try:
             if span.is_recording():

@@ -9,54 +9,9 @@ neither way counts as unpriced: unknown is never zero.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from janux.runtime.definitions import Cost
 from janux.tracing.prices import estimate_round_cost
-
-
-@dataclass(slots=True, eq=False)
-class Totals:
-    """Tokens and cost of a set of rounds (one loop's own, or a loop and everything below it)."""
-
-    input_tokens: int = 0
-    """Input tokens."""
-    output_tokens: int = 0
-    """Output tokens."""
-    cost: float | None = None
-    """USD of the rounds priced by a Janux `Cost`; None when no round was."""
-    unpriced_tokens: int = 0
-    """Tokens of rounds without a Janux `Cost` (estimated or not)."""
-    rounds: int = 0
-    """Rounds counted."""
-    estimate: float | None = None
-    """USD estimated from the price table for unpriced rounds; None when none was estimated."""
-
-    def add_round(
-        self, input_tokens: int, output_tokens: int, cost: float | None, estimate: float | None
-    ) -> None:
-        """Count one round with its price: exact (`cost`), else estimated (`estimate`), else neither."""
-        self.input_tokens += input_tokens
-        self.output_tokens += output_tokens
-        self.rounds += 1
-        if cost is not None:
-            self.cost = cost if self.cost is None else self.cost + cost
-            return
-        self.unpriced_tokens += input_tokens + output_tokens
-        if estimate is not None:
-            self.estimate = estimate if self.estimate is None else self.estimate + estimate
-
-    def add(self, other: Totals) -> None:
-        """Fold `other` in (None + x = x)."""
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
-        self.unpriced_tokens += other.unpriced_tokens
-        self.rounds += other.rounds
-        if other.cost is not None:
-            self.cost = other.cost if self.cost is None else self.cost + other.cost
-        if other.estimate is not None:
-            self.estimate = other.estimate if self.estimate is None else self.estimate + other.estimate
-
 
 RoundPrice = tuple[float | None, float | None]
 """The price of one round: (USD from the agent's Janux `Cost`, else None; USD estimated from the

@@ -335,13 +335,13 @@ class SpanMapper:
             extra: dict[str, Any] = {}
             if deny is not None:
                 extra[JANUX_DENY_REASON] = deny
-            if loop.own.estimate is not None:
-                extra[JANUX_TURN_COST_ESTIMATE] = loop.own.estimate
+            if loop.own.estimated_cost is not None:
+                extra[JANUX_TURN_COST_ESTIMATE] = loop.own.estimated_cost
             bill = None
             if loop.parent is None:
                 bill = loop.inclusive
-                if bill.estimate is not None:
-                    extra[JANUX_BILL_COST_ESTIMATE] = bill.estimate
+                if bill.estimated_cost is not None:
+                    extra[JANUX_BILL_COST_ESTIMATE] = bill.estimated_cost
             self._obs.end_agent(
                 span,
                 loop.own,

@@ -15,8 +15,8 @@ from typing import Any
 from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
-from janux.integrations.openai_agents.accounting import Totals
 from janux.tracing.conventions import STATUS_STARTING
+from janux.usage import Usage
 
 
 class Kind(IntEnum):
@@ -120,9 +120,9 @@ class Loop:
     """Attempt number under its delegation."""
     handoff_id: str = ""
     """`janux.handoff.id` of its delegation."""
-    own: Totals = field(default_factory=Totals)
+    own: Usage = field(default_factory=Usage)
     """Its own rounds (`janux.turn.*`)."""
-    inclusive: Totals = field(default_factory=Totals)
+    inclusive: Usage = field(default_factory=Usage)
     """Its rounds and every loop below (`janux.bill.*` on a run)."""
     outer_exc: BaseException | None = None
     """The exception already being handled when the loop started (not its own failure)."""
