@@ -28,6 +28,7 @@ from janux.errors import JanuxError
 from janux.runtime.chat_wire import (
     ERR_BAD_REQUEST,
     ERR_CONNECTION,
+    ToolNameCodec,
     build_request_body,
     decode_response,
     provider_error_message,
@@ -35,7 +36,6 @@ from janux.runtime.chat_wire import (
     status_error_type,
 )
 from janux.runtime.model import Message, ModelError, ModelResponse, ModelSettings, ToolSpec
-from janux.runtime.tool_name_codec import ToolNameCodec
 
 if TYPE_CHECKING:
     import httpx2

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from janux.runtime.chat_wire import ToolNameCodec, decode_tool_name, encode_tool_name
 from janux.runtime.model import ModelError
-from janux.runtime.tool_name_codec import ToolNameCodec, decode_tool_name, encode_tool_name
 
 WIRE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 names = st.text(min_size=1, max_size=90)
