@@ -4,6 +4,13 @@ Each agent loop's caller is its nearest agent ancestor and its delegating tool t
 span between them (no tool: direct nesting); a loop's own usage is its `janux.turn.*`, else the
 inference rounds it owns (unpriced when they carry no cost: the map never estimates). Spans between
 link rows (a user's own spans around a nested run) are walked through `TraceLinks.parents`.
+
+This walk is a second implementation of the handoff tree of `handoff_tree.build_tree`, by necessity:
+the store keeps one link row per agent and tool span at write time, and a map over a million spans
+cannot rebuild every trace. Its rules are the shared ones (`failures.failure_kind` and
+`failure_reason`, `spanread.target_from_tool`, `loops`' attempt order and inclusive usage); what
+stays two-fold, the tree's shape, is held equal to the Trace page's by tests/tracing/sources/
+test_agent_map.py on the demo set, contract traces and every foreign fixture, in every source.
 """
 
 from __future__ import annotations
