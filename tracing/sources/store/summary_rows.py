@@ -4,6 +4,11 @@ The write path upserts these rows with one multi-row statement (see `ingest.py`)
 costs no staging table and no GROUP BY inside the write transaction. Counts, sums and the earliest
 span/root are merged with the stored row by the upsert; `Attempts` and `ForeignFailed` need the
 spans already stored and stay set-based SQL.
+
+These sums are the write path's form of `analysis.summary.summarize` (the trace-list row of one
+whole trace): incremental per batch, which the one-trace rule cannot be. The two are held equal by
+the three-source tests (tests/tracing/sources/test_foreign_sources.py, test_clickhouse_source.py,
+tests/tracing/analysis/test_trace_facts.py).
 """
 
 from __future__ import annotations
