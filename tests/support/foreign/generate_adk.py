@@ -1,0 +1,123 @@
+"""Generate the Google ADK fixture: real ADK agents with ADK's own OpenTelemetry GenAI spans.
+
+Run offline: `.venv/bin/python -m tests.support.foreign.generate_adk [OUT_DIR]`; the library runs
+in its own virtualenv (`venvs`), pinned to `REQUIREMENTS`. Every agent's model is a `BaseLlm`
+that answers from a script (function calls or text, with or without usage metadata); the truth
+below is written from what each scenario does.
+
+Scenarios: a router transferring to its `billing` sub-agent (`transfer_to_agent`), a planner
+using a researcher through `AgentTool` (a delegation), and a run whose model reports no usage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from tests.support.foreign import venvs
+from tests.support.foreign.truth import Truth
+
+NAME = "adk"
+LIBRARY = "google-adk 2.13.0 (its own OpenTelemetry GenAI spans)"
+REQUIREMENTS = ("google-adk==2.13.0", "google-genai==2.34.0", "opentelemetry-sdk==1.44.0")
+"""The pinned versions the fixture was generated with."""
+
+Reply = tuple[list[tuple[str, dict[str, Any]]] | str, int | None, int | None]
+"""A scripted answer: function calls [(name, args)] or a text, prompt and candidate tokens (None:
+the response carries no usage metadata)."""
+
+
+def _model(name: str, script: list[Reply], truth: Truth) -> Any:
+    """A model answering `script` in order."""
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_response import LlmResponse
+    from google.genai import types
+
+    queue = list(script)
+
+    class Scripted(BaseLlm):
+        async def generate_content_async(self, llm_request: Any, stream: bool = False) -> Any:
+            content, tokens_in, tokens_out = queue.pop(0)
+            if isinstance(content, str):
+                parts = [types.Part(text=content)]
+            else:
+                parts = [types.Part(function_call=types.FunctionCall(name=tool, args=args)) for tool, args in content]
+            usage = None
+            if tokens_in is not None and tokens_out is not None:
+                truth.usage(tokens_in, tokens_out)
+                usage = types.GenerateContentResponseUsageMetadata(
+                    prompt_token_count=tokens_in, candidates_token_count=tokens_out,
+                    total_token_count=tokens_in + tokens_out,
+                )  # fmt: skip
+            else:
+                truth.unread_calls += 1
+            yield LlmResponse(content=types.Content(role="model", parts=parts), usage_metadata=usage)
+
+    return Scripted(model=name)
+
+
+async def _run(agent: Any) -> None:
+    from google.adk.runners import InMemoryRunner
+    from google.genai import types
+
+    runner = InMemoryRunner(agent=agent, app_name="janux-fixture")
+    session = await runner.session_service.create_session(app_name="janux-fixture", user_id="u1")
+    message = types.Content(role="user", parts=[types.Part(text="hello")])
+    async for _ in runner.run_async(user_id="u1", session_id=session.id, new_message=message):
+        pass
+
+
+def _transfer(truth: Truth) -> Any:
+    from google.adk.agents import LlmAgent
+
+    billing = LlmAgent(name="billing", description="Handles invoices.",
+                       model=_model("gemini-2.5-flash", [("Your invoice is paid.", 140, 11)], truth))  # fmt: skip
+    truth.agents, truth.root_agent = ["router", "billing"], "billing"
+    truth.edge("router", "billing", kind="transfer")
+    script: list[Reply] = [([("transfer_to_agent", {"agent_name": "billing"})], 90, 8)]
+    return LlmAgent(name="router", model=_model("gemini-2.5-flash", script, truth), sub_agents=[billing])
+
+
+def _agent_tool(truth: Truth, with_usage: bool = True) -> Any:
+    from google.adk.agents import LlmAgent
+    from google.adk.tools.agent_tool import AgentTool
+
+    def tokens(a: int, b: int) -> tuple[int | None, int | None]:
+        return (a, b) if with_usage else (None, None)
+
+    researcher = LlmAgent(name="researcher", description="Researches a question.",
+                          model=_model("gemini-2.5-flash", [("Paris.", *tokens(200, 30))], truth))  # fmt: skip
+    script: list[Reply] = [([("researcher", {"request": "capital of France?"})], *tokens(300, 20)),
+                           ("It is Paris.", *tokens(400, 15))]  # fmt: skip
+    truth.agents, truth.root_agent = ["planner", "researcher"], "planner"
+    truth.edge("planner", "researcher")
+    return LlmAgent(name="planner", model=_model("gemini-2.5-pro", script, truth), tools=[AgentTool(researcher)])
+
+
+def inner(out: Path) -> None:
+    """Run every scenario (inside the virtualenv) and write the fixture."""
+    from opentelemetry import trace
+
+    from tests.support.foreign.isolated import Writer, provider
+
+    tracer_provider, exporter = provider(seed=22_03, service="adk-app")
+    trace.set_tracer_provider(tracer_provider)
+    writer = Writer(NAME)
+    scenarios = (("transfer", _transfer), ("agent_tool", _agent_tool),
+                 ("no_usage", lambda truth: _agent_tool(truth, with_usage=False)))  # fmt: skip
+    for name, build in scenarios:
+        truth = Truth(scenario=name, library=LIBRARY)
+        try:
+            asyncio.run(_run(build(truth)))
+        except Exception:
+            truth.raised = True
+        spans = list(exporter.get_finished_spans())
+        truth.errors = sum(1 for s in spans if not s.status.is_ok)
+        writer.add(spans, truth)
+        exporter.clear()
+    writer.write(out)
+
+
+if __name__ == "__main__":
+    venvs.main("adk", "tests.support.foreign.generate_adk", REQUIREMENTS, inner)
