@@ -2,7 +2,10 @@
 
 - `gen_ai.operation.name`: chat, text_completion, generate_content, embeddings = inference;
   invoke_agent = agent loop; execute_tool = tool; agent_handoff = transfer; create_agent and
-  unknown (the OTel OpenAI Agents bridge's task/turn spans) = plain structure.
+  unknown (the OTel OpenAI Agents bridge's task/turn spans), invoke_workflow (Google ADK),
+  invoke_swarm / invoke_graph / execute_event_loop_cycle (Strands) = plain structure.
+- `execute_tool` of `transfer_to_agent` (Google ADK, `gen_ai.tool.type` TransferToAgentTool) or
+  `handoff_to_agent` (Strands swarm): a transfer to the next agent that runs.
 - `gen_ai.agent.name` (agent spans only; else the `invoke_agent {name}` span name): agent name.
 - `gen_ai.tool.name`, `gen_ai.tool.type` (`handoff` = a transfer tool): the tool.
 - `gen_ai.usage.input_tokens` / `output_tokens`, older `prompt_tokens` / `completion_tokens`:
@@ -21,7 +24,12 @@ from janux.tracing import conventions as c
 
 AGENT_OPERATIONS: Final = frozenset({c.OP_INVOKE_AGENT})
 """Operations of an agent loop."""
-PLAIN_OPERATIONS: Final = frozenset({c.OP_CREATE_AGENT, c.OP_UNKNOWN})
+TURN_OPERATIONS: Final = frozenset({c.OP_INVOKE_WORKFLOW, c.OP_INVOKE_SWARM, c.OP_INVOKE_GRAPH})
+"""Spans around a whole multi-agent run (Google ADK's workflow, Strands' swarm and graph): the turn,
+read as plain structure so that the agents below it are its top-level loops."""
+PLAIN_OPERATIONS: Final = (
+    frozenset({c.OP_CREATE_AGENT, c.OP_UNKNOWN, c.OP_EXECUTE_EVENT_LOOP_CYCLE}) | TURN_OPERATIONS
+)
 """Operations read as plain structure (known, but neither a loop, a call nor a tool)."""
 KNOWN_OPERATIONS: Final = c.READ_INFERENCE_OPERATIONS | AGENT_OPERATIONS | PLAIN_OPERATIONS | frozenset(
     {c.OP_EXECUTE_TOOL, c.OP_AGENT_HANDOFF}
@@ -56,6 +64,14 @@ def agent_name(attributes: dict[str, Any], span_name: str) -> str | None:
         return name
     head, _, rest = span_name.partition(" ")
     return rest if head == c.OP_INVOKE_AGENT and rest else None
+
+
+def is_transfer_tool(attributes: dict[str, Any]) -> bool:
+    """A tool call that hands the conversation over (Google ADK's `transfer_to_agent`, a Strands
+    swarm's `handoff_to_agent`): a transfer whose target is the next agent that runs."""
+    if attributes.get(c.GEN_AI_TOOL_TYPE) == c.ADK_TRANSFER_TOOL_TYPE:
+        return True
+    return attributes.get(c.GEN_AI_TOOL_NAME) in c.TRANSFER_TOOL_NAMES
 
 
 def transfer_ends(attributes: dict[str, Any]) -> tuple[str | None, str | None]:

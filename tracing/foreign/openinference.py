@@ -6,17 +6,25 @@
   (cumulative, smolagents style) never added to the LLM spans.
 - `llm.token_count.total`: never read as input or output (an LLM span with only a total is unread).
 - `llm.model_name`, `llm.provider` (else `llm.system`): model, provider.
-- `tool.name`: tool name. `agent.name`, else `graph.node.id`: agent name (an AGENT span with
-  neither is the run, not an agent).
+- `tool.name`: tool name. `agent.name`, else `graph.node.id`, else a smolagents `{name}.run` span
+  name: agent name (an AGENT span with none of them is the run, not an agent).
+- LangGraph (the LangChain instrumentation): every node whose name says "agent" is an AGENT span
+  without a name, one per ReAct step; the CHAIN span of the graph that runs them is the agent
+  loop, named after the graph (`graph_loops`), and the steps are its rounds.
+- smolagents: a managed agent that raised is never exported (its span is never ended); the
+  manager's step records `AgentToolExecutionError` naming the team member (`failed_team_member`).
 - `graph.node.parent_id` on an AGENT span: the agent that handed off to it (a transfer).
 - `input.value` / `output.value` on a handoff span: the transfer's ends.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Any, Final
 
 from janux.tracing import conventions as c
+from janux.tracing.records import EventRecord, SpanRecord
 
 _ROLES: Final = {
     c.OI_KIND_AGENT: "agent", c.OI_KIND_LLM: "inference", c.OI_KIND_EMBEDDING: "inference",
@@ -43,13 +51,61 @@ def role(kind: str, span_name: str) -> str | None:
     return "plain" if kind.upper() in c.OI_STRUCTURAL_KINDS else None
 
 
-def agent_name(attributes: dict[str, Any]) -> str | None:
-    """`agent.name`, else `graph.node.id`; None when neither (the run's root span)."""
+def agent_name(attributes: dict[str, Any], span_name: str = "") -> str | None:
+    """`agent.name`, else `graph.node.id`, else the NAME of a smolagents `NAME.run` span (not an
+    agent class's name); None when none of them names it (the run's root span)."""
     for key in (c.OI_AGENT_NAME, c.OI_GRAPH_NODE_ID):
         value = attributes.get(key)
         if isinstance(value, str) and value:
             return value
+    if span_name.endswith(c.SMOLAGENTS_RUN_SUFFIX):
+        name = span_name.removesuffix(c.SMOLAGENTS_RUN_SUFFIX)
+        if name and name not in c.SMOLAGENTS_AGENT_CLASSES:
+            return name
     return None
+
+
+def graph_loops(
+    spans: Sequence[SpanRecord], parents: Sequence[int], unnamed: set[int]
+) -> dict[int, str | None]:
+    """LangGraph: the CHAIN spans that run unnamed AGENT spans of graph nodes (their metadata names
+    the node), with the graph's name (None for LangGraph's default name). `parents` are the parent
+    positions (negative at a root), `unnamed` the positions of OpenInference AGENT spans without
+    a name."""
+    found: dict[int, str | None] = {}
+    for pos in unnamed:
+        parent = parents[pos]
+        if parent < 0 or parent in found:
+            continue
+        graph = spans[parent]
+        if graph.attributes.get(c.OI_SPAN_KIND) != c.OI_KIND_CHAIN or not _is_graph_node(spans[pos]):
+            continue
+        found[parent] = graph.name if graph.name and graph.name != c.LANGGRAPH_DEFAULT_NAME else None
+    return found
+
+
+def _is_graph_node(span: SpanRecord) -> bool:
+    """A LangGraph node's span: its metadata names the node."""
+    metadata = span.attributes.get(c.OI_METADATA)
+    return isinstance(metadata, str) and f'"{c.LANGGRAPH_NODE_KEY}"' in metadata
+
+
+_TEAM_MEMBER: Final = re.compile(r"team member '([^']+)'")
+
+
+def _team_member(event: EventRecord) -> str | None:
+    kind = str(event.attributes.get(c.EXCEPTION_TYPE) or "")
+    if event.name != c.EVENT_EXCEPTION or not kind.endswith(c.SMOLAGENTS_TOOL_ERROR):
+        return None
+    found = _TEAM_MEMBER.search(str(event.attributes.get(c.EXCEPTION_MESSAGE) or ""))
+    return found.group(1) if found else None
+
+
+def failed_team_member(span: SpanRecord) -> str | None:
+    """The managed agent a failed smolagents step called when that agent raised, else None."""
+    if span.attributes.get(c.OI_SPAN_KIND) != c.OI_KIND_CHAIN:
+        return None
+    return next((name for name in map(_team_member, span.events) if name), None)
 
 
 def transfer_ends(attributes: dict[str, Any], span_name: str) -> tuple[str | None, str | None]:

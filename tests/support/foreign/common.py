@@ -109,4 +109,5 @@ def swallow(truth: Truth) -> Iterator[None]:
 def load_truth(name: str, directory: Path = FIXTURES) -> dict[str, dict[str, Any]]:
     """The committed truth of fixture `name`, keyed by trace id."""
     loaded: dict[str, dict[str, Any]] = json.loads((directory / f"{name}.truth.json").read_text())
-    return loaded
+    defaults = asdict(Truth(scenario="", library=""))  # fields added since a truth was written
+    return {trace_id: {**defaults, **truth} for trace_id, truth in loaded.items()}

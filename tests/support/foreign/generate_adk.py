@@ -42,14 +42,18 @@ def _model(name: str, script: list[Reply], truth: Truth) -> Any:
             if isinstance(content, str):
                 parts = [types.Part(text=content)]
             else:
-                parts = [types.Part(function_call=types.FunctionCall(name=tool, args=args)) for tool, args in content]
+                parts = [
+                    types.Part(function_call=types.FunctionCall(name=tool, args=args))
+                    for tool, args in content
+                ]
             usage = None
             if tokens_in is not None and tokens_out is not None:
                 truth.usage(tokens_in, tokens_out)
                 usage = types.GenerateContentResponseUsageMetadata(
-                    prompt_token_count=tokens_in, candidates_token_count=tokens_out,
+                    prompt_token_count=tokens_in,
+                    candidates_token_count=tokens_out,
                     total_token_count=tokens_in + tokens_out,
-                )  # fmt: skip
+                )
             else:
                 truth.unread_calls += 1
             yield LlmResponse(content=types.Content(role="model", parts=parts), usage_metadata=usage)
@@ -71,8 +75,11 @@ async def _run(agent: Any) -> None:
 def _transfer(truth: Truth) -> Any:
     from google.adk.agents import LlmAgent
 
-    billing = LlmAgent(name="billing", description="Handles invoices.",
-                       model=_model("gemini-2.5-flash", [("Your invoice is paid.", 140, 11)], truth))  # fmt: skip
+    billing = LlmAgent(
+        name="billing",
+        description="Handles invoices.",
+        model=_model("gemini-2.5-flash", [("Your invoice is paid.", 140, 11)], truth),
+    )
     truth.agents, truth.root_agent = ["router", "billing"], "billing"
     truth.edge("router", "billing", kind="transfer")
     script: list[Reply] = [([("transfer_to_agent", {"agent_name": "billing"})], 90, 8)]
@@ -86,13 +93,20 @@ def _agent_tool(truth: Truth, with_usage: bool = True) -> Any:
     def tokens(a: int, b: int) -> tuple[int | None, int | None]:
         return (a, b) if with_usage else (None, None)
 
-    researcher = LlmAgent(name="researcher", description="Researches a question.",
-                          model=_model("gemini-2.5-flash", [("Paris.", *tokens(200, 30))], truth))  # fmt: skip
-    script: list[Reply] = [([("researcher", {"request": "capital of France?"})], *tokens(300, 20)),
-                           ("It is Paris.", *tokens(400, 15))]  # fmt: skip
+    researcher = LlmAgent(
+        name="researcher",
+        description="Researches a question.",
+        model=_model("gemini-2.5-flash", [("Paris.", *tokens(200, 30))], truth),
+    )
+    script: list[Reply] = [
+        ([("researcher", {"request": "capital of France?"})], *tokens(300, 20)),
+        ("It is Paris.", *tokens(400, 15)),
+    ]
     truth.agents, truth.root_agent = ["planner", "researcher"], "planner"
     truth.edge("planner", "researcher")
-    return LlmAgent(name="planner", model=_model("gemini-2.5-pro", script, truth), tools=[AgentTool(researcher)])
+    return LlmAgent(
+        name="planner", model=_model("gemini-2.5-pro", script, truth), tools=[AgentTool(researcher)]
+    )
 
 
 def inner(out: Path) -> None:
@@ -104,8 +118,11 @@ def inner(out: Path) -> None:
     tracer_provider, exporter = provider(seed=22_03, service="adk-app")
     trace.set_tracer_provider(tracer_provider)
     writer = Writer(NAME)
-    scenarios = (("transfer", _transfer), ("agent_tool", _agent_tool),
-                 ("no_usage", lambda truth: _agent_tool(truth, with_usage=False)))  # fmt: skip
+    scenarios = (
+        ("transfer", _transfer),
+        ("agent_tool", _agent_tool),
+        ("no_usage", lambda truth: _agent_tool(truth, with_usage=False)),
+    )
     for name, build in scenarios:
         truth = Truth(scenario=name, library=LIBRARY)
         try:

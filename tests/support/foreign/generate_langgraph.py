@@ -51,21 +51,30 @@ def _model(script: list[Reply | Exception], truth: Truth) -> Any:
         def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
             return self
 
-        def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
+        def _generate(
+            self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> ChatResult:
             step = queue.pop(0)
             if isinstance(step, Exception):
                 raise step
             content, tokens_in, tokens_out = step
             truth.usage(tokens_in, tokens_out)
-            usage = {"input_tokens": tokens_in, "output_tokens": tokens_out, "total_tokens": tokens_in + tokens_out}
+            usage = {
+                "input_tokens": tokens_in,
+                "output_tokens": tokens_out,
+                "total_tokens": tokens_in + tokens_out,
+            }
             if isinstance(content, str):
                 message = AIMessage(content=content, usage_metadata=usage)  # type: ignore[arg-type]
             else:
-                calls = [{"name": tool, "args": args, "id": f"call_{tool}_{len(queue)}_{i}"}
-                         for i, (tool, args) in enumerate(content)]  # fmt: skip
+                calls = [
+                    {"name": tool, "args": args, "id": f"call_{tool}_{len(queue)}_{i}"}
+                    for i, (tool, args) in enumerate(content)
+                ]
                 message = AIMessage(content="", tool_calls=calls, usage_metadata=usage)  # type: ignore[arg-type]
-            return ChatResult(generations=[ChatGeneration(message=message)],
-                              llm_output={"model_name": self.model_name})  # fmt: skip
+            return ChatResult(
+                generations=[ChatGeneration(message=message)], llm_output={"model_name": self.model_name}
+            )
 
     return Scripted()
 
@@ -83,8 +92,9 @@ def _researcher(script: list[Reply | Exception], truth: Truth) -> Any:
     return create_react_agent(_model(script, truth), [search], name="researcher")
 
 
-def _supervisor(script: list[Reply | Exception], researchers: dict[str, list[Reply | Exception]],
-                truth: Truth) -> Any:  # fmt: skip
+def _supervisor(
+    script: list[Reply | Exception], researchers: dict[str, list[Reply | Exception]], truth: Truth
+) -> Any:
     """The supervisor graph; each call of its tool runs a fresh researcher graph on the script
     kept for that question (parallel calls then cannot take each other's answers)."""
     from langchain_core.tools import tool

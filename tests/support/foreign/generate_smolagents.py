@@ -57,17 +57,30 @@ class Script:
             message["content"], finish = content, "stop"
         else:
             message["tool_calls"] = [
-                {"id": f"call_{self.calls}_{i}", "type": "function",
-                 "function": {"name": tool, "arguments": json.dumps(args)}}
+                {
+                    "id": f"call_{self.calls}_{i}",
+                    "type": "function",
+                    "function": {"name": tool, "arguments": json.dumps(args)},
+                }
                 for i, (tool, args) in enumerate(content)
-            ]  # fmt: skip
+            ]
             finish = "tool_calls"
-        usage = {"prompt_tokens": tokens_in, "completion_tokens": tokens_out, "total_tokens": tokens_in + tokens_out}
-        return httpx2.Response(200, json={
-            "id": f"chatcmpl-{self.calls}", "object": "chat.completion", "created": 1_700_000_000,
-            "model": body["model"], "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": usage,
-        })  # fmt: skip
+        usage = {
+            "prompt_tokens": tokens_in,
+            "completion_tokens": tokens_out,
+            "total_tokens": tokens_in + tokens_out,
+        }
+        return httpx2.Response(
+            200,
+            json={
+                "id": f"chatcmpl-{self.calls}",
+                "object": "chat.completion",
+                "created": 1_700_000_000,
+                "model": body["model"],
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": usage,
+            },
+        )
 
     def model(self, name: str) -> Any:
         """The library's OpenAI model on a client served by this script."""
@@ -75,8 +88,12 @@ class Script:
         from smolagents import OpenAIServerModel
 
         client = httpx2.Client(transport=httpx2.MockTransport(self.handle))
-        return OpenAIServerModel(model_id=name, api_base="http://scripted.invalid/v1", api_key="offline",
-                                 client_kwargs={"http_client": client, "max_retries": 0})  # fmt: skip
+        return OpenAIServerModel(
+            model_id=name,
+            api_base="http://scripted.invalid/v1",
+            api_key="offline",
+            client_kwargs={"http_client": client, "max_retries": 0},
+        )
 
 
 def _agents(script: Script) -> Any:
@@ -92,10 +109,16 @@ def _agents(script: Script) -> Any:
         """
         return f"results for {query}"
 
-    researcher = ToolCallingAgent(tools=[search], model=script.model("gpt-4o-mini"), name="researcher",
-                                  description="Researches a question.", max_steps=4)  # fmt: skip
-    return ToolCallingAgent(tools=[], model=script.model("gpt-4o"), managed_agents=[researcher], name="manager",
-                            max_steps=4)  # fmt: skip
+    researcher = ToolCallingAgent(
+        tools=[search],
+        model=script.model("gpt-4o-mini"),
+        name="researcher",
+        description="Researches a question.",
+        max_steps=4,
+    )
+    return ToolCallingAgent(
+        tools=[], model=script.model("gpt-4o"), managed_agents=[researcher], name="manager", max_steps=4
+    )
 
 
 def _answer(text: str) -> list[tuple[str, dict[str, Any]]]:
@@ -107,9 +130,10 @@ def _scenario(name: str, researcher_fails: bool) -> tuple[Truth, dict[str, list[
     truth.edge("manager", "researcher", status="failed" if researcher_fails else "completed")
     ask = ([("researcher", {"task": "find the capital of France"})], 300, 25)
     researcher: list[Reply] = (
-        [503] if researcher_fails
+        [503]
+        if researcher_fails
         else [([("search", {"query": "capital of France"})], 150, 18), (_answer("Paris"), 210, 9)]
-    )  # fmt: skip
+    )
     manager: list[Reply] = [ask, (_answer("Paris" if not researcher_fails else "unknown"), 420, 12)]
     return truth, {"gpt-4o": manager, "gpt-4o-mini": researcher}
 

@@ -39,12 +39,18 @@ def _events(reply: Reply, number: int) -> list[dict[str, Any]]:
     else:
         for i, (tool, args) in enumerate(content):
             start = {"toolUse": {"name": tool, "toolUseId": f"tooluse_{number}_{i}"}}
-            events += [{"contentBlockStart": {"start": start}},
-                       {"contentBlockDelta": {"delta": {"toolUse": {"input": json.dumps(args)}}}},
-                       {"contentBlockStop": {}}]  # fmt: skip
+            events += [
+                {"contentBlockStart": {"start": start}},
+                {"contentBlockDelta": {"delta": {"toolUse": {"input": json.dumps(args)}}}},
+                {"contentBlockStop": {}},
+            ]
         stop = "tool_use"
     usage = {"inputTokens": tokens_in, "outputTokens": tokens_out, "totalTokens": tokens_in + tokens_out}
-    return [*events, {"messageStop": {"stopReason": stop}}, {"metadata": {"usage": usage, "metrics": {"latencyMs": 5}}}]
+    return [
+        *events,
+        {"messageStop": {"stopReason": stop}},
+        {"metadata": {"usage": usage, "metrics": {"latencyMs": 5}}},
+    ]
 
 
 def _model(model_id: str, script: list[Reply | Exception], truth: Truth) -> Any:
@@ -85,7 +91,9 @@ def _swarm(truth: Truth, billing_fails: bool = False) -> None:
         [RuntimeError("model overloaded")] if billing_fails else [("Your invoice is paid.", 160, 12)]
     )
     triage = Agent(name="triage", model=_model("claude-haiku", triage_script, truth), callback_handler=None)
-    billing = Agent(name="billing", model=_model("claude-sonnet", billing_script, truth), callback_handler=None)
+    billing = Agent(
+        name="billing", model=_model("claude-sonnet", billing_script, truth), callback_handler=None
+    )
     truth.agents, truth.root_agent = ["triage", "billing"], "billing"
     truth.edge("triage", "billing", kind="transfer", status="failed" if billing_fails else "completed")
     Swarm([triage, billing], entry_point=triage)("Where is my invoice?")
@@ -94,8 +102,9 @@ def _swarm(truth: Truth, billing_fails: bool = False) -> None:
 def _agents_as_tools(truth: Truth) -> None:
     from strands import Agent, tool
 
-    researcher = Agent(name="researcher", model=_model("claude-haiku", [("Paris.", 180, 9)], truth),
-                       callback_handler=None)  # fmt: skip
+    researcher = Agent(
+        name="researcher", model=_model("claude-haiku", [("Paris.", 180, 9)], truth), callback_handler=None
+    )
 
     @tool
     def ask_researcher(question: str) -> str:
@@ -106,10 +115,16 @@ def _agents_as_tools(truth: Truth) -> None:
         """
         return str(researcher(question))
 
-    script: list[Reply | Exception] = [([("ask_researcher", {"question": "capital of France?"})], 250, 20),
-                           ("It is Paris.", 330, 10)]  # fmt: skip
-    orchestrator = Agent(name="orchestrator", model=_model("claude-sonnet", script, truth), tools=[ask_researcher],
-                         callback_handler=None)  # fmt: skip
+    script: list[Reply | Exception] = [
+        ([("ask_researcher", {"question": "capital of France?"})], 250, 20),
+        ("It is Paris.", 330, 10),
+    ]
+    orchestrator = Agent(
+        name="orchestrator",
+        model=_model("claude-sonnet", script, truth),
+        tools=[ask_researcher],
+        callback_handler=None,
+    )
     truth.agents, truth.root_agent = ["orchestrator", "researcher"], "orchestrator"
     truth.edge("orchestrator", "researcher")
     orchestrator("What is the capital of France?")
@@ -124,8 +139,11 @@ def inner(out: Path) -> None:
     tracer_provider, exporter = provider(seed=22_04, service="strands-app")
     trace.set_tracer_provider(tracer_provider)
     writer = Writer(NAME)
-    scenarios = (("swarm", _swarm), ("swarm_failed", lambda truth: _swarm(truth, billing_fails=True)),
-                 ("agents_as_tools", _agents_as_tools))  # fmt: skip
+    scenarios = (
+        ("swarm", _swarm),
+        ("swarm_failed", lambda truth: _swarm(truth, billing_fails=True)),
+        ("agents_as_tools", _agents_as_tools),
+    )
     for name, run in scenarios:
         truth = Truth(scenario=name, library=LIBRARY)
         try:

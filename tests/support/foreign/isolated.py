@@ -51,7 +51,9 @@ def _hex_ids(node: Any) -> Any:
     """Protobuf JSON writes bytes ids in base64; the Collector writes them in hex."""
     if isinstance(node, dict):
         return {
-            key: base64.b64decode(value).hex() if key in _ID_FIELDS and isinstance(value, str) else _hex_ids(value)
+            key: base64.b64decode(value).hex()
+            if key in _ID_FIELDS and isinstance(value, str)
+            else _hex_ids(value)
             for key, value in node.items()
         }
     if isinstance(node, list):

@@ -19,8 +19,12 @@ NAMES = (
     "smolagents_openinference",
     "strands",
     "openllmetry",
+    "langgraph_openinference",
+    "smolagents_managed",
+    "adk",
+    "strands_agents",
 )
-"""Every committed fixture (the last three are hand-built)."""
+"""Every committed fixture (`smolagents_openinference`, `strands` and `openllmetry` are hand-built)."""
 
 
 @dataclass(frozen=True)
@@ -61,3 +65,16 @@ def all_spans() -> list[SpanRecord]:
 def edges(pairs: list[list[str]] | list[tuple[str | None, str]]) -> Counter[tuple[str | None, str]]:
     """Edges as a multiset of (from, to)."""
     return Counter((a, b) for a, b in pairs)
+
+
+def failed_handoffs(truth: dict[str, Any]) -> int:
+    """Delegations and transfers that failed, by the truth (older truths state no edges: their
+    `raised` scenario is the one failed delegation)."""
+    if truth.get("edges") is None:
+        return 1 if truth["scenario"] == "raised" else 0
+    return sum(1 for edge in truth["edges"] if edge["status"] == "failed")
+
+
+def stated_edges(truth: dict[str, Any]) -> list[tuple[str, str, str, str, int]]:
+    """The truth's edges as sorted (caller, target, kind, status, attempts)."""
+    return sorted((e["caller"], e["target"], e["kind"], e["status"], e["attempts"]) for e in truth["edges"])

@@ -8,10 +8,11 @@ from janux.tracing import conventions as c
 from janux.tracing.foreign.facts import UNNAMED_AGENT, trace_facts
 from janux.tracing.foreign.spans import classify, error_text, read_span, read_usage
 from janux.tracing.records import STATUS_ERROR, EventRecord
-from tests.support.foreign.load import Case, cases, edges
+from tests.support.foreign.load import Case, cases, edges, stated_edges
 from tests.support.otlp_build import record
 
 CASES = cases()
+STATED = [case for case in CASES if case.truth["edges"] is not None]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
@@ -32,6 +33,25 @@ def test_facts_equal_the_truth(case: Case) -> None:
     assert edges(transfers) == edges(truth["transfers"])
     if not truth["hand_built"]:
         assert facts.errors == truth["errors"]
+
+
+@pytest.mark.parametrize("case", STATED, ids=[case.id for case in STATED])
+def test_edges_outcomes_attempts_and_root_equal_the_truth(case: Case) -> None:
+    # Loops are loops (a LangGraph graph's ReAct steps are one loop's rounds, not attempts),
+    # parallel calls are separate delegations, transfers and failures hidden by the library count.
+    facts = trace_facts(case.spans)
+    got = sorted((e.caller or "", e.target, e.kind, e.status, e.attempts) for e in facts.edges)
+    assert got == stated_edges(case.truth)
+    assert facts.root_agent == case.truth["root_agent"]
+    assert sum(1 for agent in facts.agents if agent.name == UNNAMED_AGENT) == case.truth["unnamed_agents"]
+
+
+def test_every_major_library_has_a_fixture_from_the_real_library() -> None:
+    libraries = {case.fixture for case in STATED if not case.truth["hand_built"]}
+    assert {"langgraph_openinference", "smolagents_managed", "adk", "strands_agents"} <= libraries
+    outcomes = {(e["kind"], e["status"]) for case in STATED for e in case.truth["edges"]}
+    assert outcomes == {("delegate", "completed"), ("delegate", "failed"), ("transfer", "completed"),
+                        ("transfer", "failed")}  # fmt: skip
 
 
 def test_every_library_scenario_is_covered() -> None:
