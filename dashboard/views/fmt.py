@@ -54,6 +54,15 @@ def tokens(usage: Usage) -> str:
     return text + (f" + {usage.unread_rounds:,} unread" if usage.unread_rounds else "")
 
 
+def token_pair(usage: Usage) -> str:
+    """`1,200 / 340`; `unknown` when rounds ran and no usage was read; `+ unknown` appended when
+    some rounds' usage could not be read (their tokens are not in the figures)."""
+    if usage.is_unknown:
+        return UNKNOWN
+    text = f"{usage.input_tokens:,} / {usage.output_tokens:,}"
+    return f"{text} + {UNKNOWN}" if usage.unread_rounds else text
+
+
 def ms(value: float | None) -> str:
     """`1,234 ms`, `1.2 ms`, or `open` when the span has no end."""
     if value is None:

@@ -13,7 +13,7 @@ from janux.cli.main import main
 from janux.tracing.sources.store import open_store
 from tests.cli.helpers import janux
 from tests.support.foreign.common import FIXTURES
-from tests.support.foreign.load import Case, all_spans, cases, edges
+from tests.support.foreign.load import Case, all_spans, cases, edges, failed_handoffs, stated_edges, tokens
 
 CASES = cases()
 
@@ -35,18 +35,21 @@ def _run(capsys: pytest.CaptureFixture[str], *args: str) -> str:
 def test_trace_json_gives_the_truth(capsys: pytest.CaptureFixture[str], data_dir: Path, case: Case) -> None:
     report = json.loads(_run(capsys, "trace", case.trace_id, "--json", "--data-dir", str(data_dir)))
     truth = case.truth
-    assert (report["input_tokens"], report["output_tokens"]) == (
-        truth["input_tokens"],
-        truth["output_tokens"],
-    )
+    assert (report["input_tokens"], report["output_tokens"]) == tokens(truth)
     assert report["delegations"] == len(truth["delegations"])
     assert report["transfers"] == len(truth["transfers"])
     assert sorted(report["agents"]) == sorted(truth["agents"])
     calls = truth["inference_calls"]
     assert report["usage_read"] == f"{calls}/{calls + truth['unread_calls']}"
-    assert report["failed_handoffs"] == (1 if truth["scenario"] == "raised" else 0)
+    assert report["failed_handoffs"] == failed_handoffs(truth)
     tree_edges = [(e["caller"], e["target"]) for e in report["tree"]["edges"] if e["kind"] == "delegate"]
     assert edges(tree_edges) == edges(truth["delegations"])
+    if truth["edges"] is not None:
+        outcomes = sorted((e["caller"] or "", e["target"], e["kind"], e["status"], e["attempts"])
+                          for e in report["tree"]["edges"])  # fmt: skip
+        assert outcomes == stated_edges(truth)
+        delegated = sum(e["attempts"] for e in truth["edges"] if e["kind"] == "delegate")
+        assert report["attempts"] == delegated
     if truth["unread_calls"]:
         assert report["cost"] is None and report["cost_kind"] == "unknown"
         assert report["checks"]["usage_read"] == "fail"
@@ -63,14 +66,19 @@ def test_traces_json_lists_the_page_columns(capsys: pytest.CaptureFixture[str], 
     assert len(rows) == len(CASES)
     for case in CASES:
         row, truth = rows[case.trace_id], case.truth
-        assert (row["input tokens"], row["output tokens"]) == (truth["input_tokens"], truth["output_tokens"])
+        want = tuple("unknown" if n is None else n for n in tokens(truth))
+        assert (row["input tokens"], row["output tokens"]) == want, case.id
         assert (row["delegations"], row["transfers"]) == (len(truth["delegations"]), len(truth["transfers"]))
+        assert row["failed handoffs"] == failed_handoffs(truth), case.id
+        if truth["edges"] is not None:
+            assert row["root agent"] == truth["root_agent"], case.id
+            assert row["attempts"] == sum(e["attempts"] for e in truth["edges"] if e["kind"] == "delegate")
         read = f"{truth['inference_calls']}/{truth['inference_calls'] + truth['unread_calls']}"
         assert row["usage read"] == read
         assert row["checks"].startswith("foreign: ")
     failing = _run(capsys, "traces", "--json", "--failed-handoffs", "--data-dir", str(data_dir))
-    raised = {c.trace_id for c in CASES if c.truth["scenario"] == "raised"}
-    assert {json.loads(line)["trace"] for line in failing.splitlines()} == raised
+    failed = {c.trace_id for c in CASES if failed_handoffs(c.truth)}
+    assert {json.loads(line)["trace"] for line in failing.splitlines()} == failed
 
 
 def test_trace_from_a_trace_file_and_as_a_tree(capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,7 +6,8 @@ that answers from a script (function calls or text, with or without usage metada
 below is written from what each scenario does.
 
 Scenarios: a router transferring to its `billing` sub-agent (`transfer_to_agent`), a planner
-using a researcher through `AgentTool` (a delegation), and a run whose model reports no usage.
+using a researcher through `AgentTool` (a delegation), the same with models that report no usage,
+and with only the researcher's model reporting none.
 """
 
 from __future__ import annotations
@@ -86,27 +87,28 @@ def _transfer(truth: Truth) -> Any:
     return LlmAgent(name="router", model=_model("gemini-2.5-flash", script, truth), sub_agents=[billing])
 
 
-def _agent_tool(truth: Truth, with_usage: bool = True) -> Any:
+def _agent_tool(truth: Truth, planner_usage: bool = True, researcher_usage: bool = True) -> Any:
+    """A planner using a researcher through `AgentTool`; either model may report no usage."""
     from google.adk.agents import LlmAgent
     from google.adk.tools.agent_tool import AgentTool
 
-    def tokens(a: int, b: int) -> tuple[int | None, int | None]:
-        return (a, b) if with_usage else (None, None)
+    def tokens(a: int, b: int, reported: bool) -> tuple[int | None, int | None]:
+        return (a, b) if reported else (None, None)
 
+    answer: list[Reply] = [("Paris.", *tokens(200, 30, researcher_usage))]
     researcher = LlmAgent(
         name="researcher",
         description="Researches a question.",
-        model=_model("gemini-2.5-flash", [("Paris.", *tokens(200, 30))], truth),
+        model=_model("gemini-2.5-flash", answer, truth),
     )
     script: list[Reply] = [
-        ([("researcher", {"request": "capital of France?"})], *tokens(300, 20)),
-        ("It is Paris.", *tokens(400, 15)),
+        ([("researcher", {"request": "capital of France?"})], *tokens(300, 20, planner_usage)),
+        ("It is Paris.", *tokens(400, 15, planner_usage)),
     ]
     truth.agents, truth.root_agent = ["planner", "researcher"], "planner"
     truth.edge("planner", "researcher")
-    return LlmAgent(
-        name="planner", model=_model("gemini-2.5-pro", script, truth), tools=[AgentTool(researcher)]
-    )
+    planner = _model("gemini-2.5-pro", script, truth)
+    return LlmAgent(name="planner", model=planner, tools=[AgentTool(researcher)])
 
 
 def inner(out: Path) -> None:
@@ -121,7 +123,8 @@ def inner(out: Path) -> None:
     scenarios = (
         ("transfer", _transfer),
         ("agent_tool", _agent_tool),
-        ("no_usage", lambda truth: _agent_tool(truth, with_usage=False)),
+        ("no_usage", lambda truth: _agent_tool(truth, planner_usage=False, researcher_usage=False)),
+        ("partial_usage", lambda truth: _agent_tool(truth, researcher_usage=False)),
     )
     for name, build in scenarios:
         truth = Truth(scenario=name, library=LIBRARY)

@@ -78,3 +78,10 @@ def failed_handoffs(truth: dict[str, Any]) -> int:
 def stated_edges(truth: dict[str, Any]) -> list[tuple[str, str, str, str, int]]:
     """The truth's edges as sorted (caller, target, kind, status, attempts)."""
     return sorted((e["caller"], e["target"], e["kind"], e["status"], e["attempts"]) for e in truth["edges"])
+
+
+def tokens(truth: dict[str, Any]) -> tuple[int | None, int | None]:
+    """(input, output) tokens by the truth: unknown (None) when no call's usage can be read."""
+    if truth["inference_calls"] == 0 and truth["unread_calls"]:
+        return None, None
+    return truth["input_tokens"], truth["output_tokens"]
