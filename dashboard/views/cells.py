@@ -86,7 +86,7 @@ def money_text(value: Any, *, estimated: bool = False, signed: bool = False) -> 
     if amount == UNKNOWN:
         return fmt.UNKNOWN
     sign = ("+" if amount > 0 else "-" if amount < 0 else "") if signed else ("-" if amount < 0 else "")
-    text = f"{sign}${abs(amount):,.6f}"
+    text = f"{sign}{fmt.dollars(abs(amount), 6)}"
     return f"≈ {text}" if estimated else text
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from decimal import ROUND_HALF_UP, Decimal
 
 from janux.dashboard.reconstruct.model import Usage
 
@@ -10,12 +11,23 @@ UNPRICED = "unpriced"
 """Shown where no price is known."""
 
 
+MONEY_DECIMALS = 12
+"""Decimals an amount is rounded to before it is shown (and in `janux trace --json`)."""
+
+
+def dollars(amount: float, digits: int) -> str:
+    """`$1,234.5678`: the one rule every money text follows. The amount is first rounded to
+    `MONEY_DECIMALS` (float noise such as 0.00028649999999999997 is 0.0002865), then to `digits`
+    half up, so a page and `janux trace` never differ in the last digit."""
+    exact = Decimal(repr(round(amount, MONEY_DECIMALS)))
+    return f"${exact.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP):,.{digits}f}"
+
+
 def usd(value: float | None, *, estimated: bool = False) -> str:
     """`$0.001234`, `≈ $0.0012 (est.)` or `unpriced`."""
     if value is None:
         return UNPRICED
-    digits = 6 if abs(value) < 0.01 else 4
-    text = f"${value:,.{digits}f}"
+    text = dollars(value, 6 if abs(value) < 0.01 else 4)
     return f"≈ {text} (est.)" if estimated else text
 
 

@@ -13,6 +13,7 @@ import pandas as pd
 
 from janux.dashboard.reconstruct.rebuild import TraceView
 from janux.dashboard.views import cells, fmt
+from janux.tracing.foreign.facts import UNNAMED_AGENT
 from janux.tracing.sources.protocol import TraceSummary
 
 BADGE_OK = "✓ ok"
@@ -59,7 +60,8 @@ def foreign_badge(summary: TraceSummary) -> str:
 
 def badge(view: TraceView | None, summary: TraceSummary | None = None) -> str:
     """Reconciliation badge: `✓ ok`, `✗ N failed`, or for other runtimes how much was read
-    (`foreign: N% read`, or `– no janux data` without a summary); `, incomplete` appended."""
+    (`foreign: N% read`, or `– no janux data` without a summary) and `, N unnamed agents` when
+    nothing names some loops; `, incomplete` appended."""
     if view is None:
         return "?"
     failed = view.failed_checks
@@ -69,6 +71,9 @@ def badge(view: TraceView | None, summary: TraceSummary | None = None) -> str:
         text = BADGE_OK
     else:
         text = foreign_badge(summary) if summary is not None else BADGE_NA
+        unnamed = sum(1 for node in view.nodes if node.agent == UNNAMED_AGENT)
+        if unnamed:  # nothing in the trace names them: coverage, like unread usage
+            text += f", {fmt.count(unnamed, 'unnamed agent')}"
     return text + (", incomplete" if view.issues.incomplete else "")
 
 

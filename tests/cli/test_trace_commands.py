@@ -4,6 +4,8 @@ embedded store and from a trace file, and say `unknown` (null), never 0, for usa
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -105,3 +107,18 @@ def test_the_console_script_prints_the_trace(data_dir: Path) -> None:
     done = janux("trace", case.trace_id, "--json", "--data-dir", str(data_dir))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["transfers"] == 1
+
+
+def test_traces_json_into_a_closed_pipe_ends_quietly(data_dir: Path) -> None:
+    # `janux traces --json | head -0`: the reader is gone before the first line is written. The
+    # command stops with the shell's status for a closed pipe, without a traceback.
+    script = Path(sys.executable).with_name("janux")
+    with subprocess.Popen(
+        [str(script), "traces", "--json", "--limit", "100", "--data-dir", str(data_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    ) as process:  # fmt: skip
+        assert process.stdout is not None and process.stderr is not None
+        process.stdout.close()  # before the command has even finished starting
+        stderr = process.stderr.read()
+        assert process.wait(timeout=120) == 141
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr

@@ -10,11 +10,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from janux.dashboard.reconstruct.rebuild import reconstruct
-from janux.dashboard.views import fmt
+from janux.dashboard.views import cells, fmt
+from janux.dashboard.views.graph import handoff_dot
 from janux.dashboard.views.report import trace_report
+from janux.tracing.foreign.facts import UNNAMED_AGENT
 from janux.tracing.sources.protocol import TraceSource
 from tests.dashboard.app_helpers import OpenPage
-from janux.dashboard.views import cells
 from tests.support.foreign.load import all_spans, cases, failed_handoffs, tokens
 from tests.support.three_sources import three_sources
 
@@ -47,6 +48,7 @@ def test_traces_page_shows_the_truth(open_page: OpenPage, sources: dict[str, Tra
         want = tuple(cells.UNKNOWN if n is None else n for n in tokens(truth))
         assert (row["input tokens"], row["output tokens"]) == want, case.id
         assert row["failed handoffs"] == failed_handoffs(truth), case.id
+        assert ("unnamed agent" in row["checks"]) == (UNNAMED_AGENT in truth["agents"]), case.id
         if truth["edges"] is not None:
             assert row["root agent"] == truth["root_agent"], case.id
             assert row["attempts"] == sum(e["attempts"] for e in truth["edges"] if e["kind"] == "delegate")
@@ -94,7 +96,8 @@ def test_costs_page_totals_and_the_unread_warning(
     (warning,) = [w.value for w in at.warning if "partly unread" in w.value]
     partly = [c for c in CASES if c.truth["unread_calls"]]
     unread = sum(c.truth["unread_calls"] for c in partly)
-    assert warning.startswith(f"{len(partly)} of {len(CASES)} traces in this range are partly unread ({unread} model")
+    head = f"{len(partly)} of {len(CASES)} traces in this range are partly unread ({unread} model"
+    assert warning.startswith(head)
     by_tool = _table(at, "delegation tool", "delegations")
     assert by_tool["delegations"].sum() == sum(len(c.truth["delegations"]) for c in CASES)
     by_model = _table(at, "model", "rounds")
@@ -112,3 +115,17 @@ def test_failures_page_lists_the_failed_delegations_only(
     assert len(failed) == sum(failed_handoffs(c.truth) for c in CASES)
     raised = {c.trace_id for c in CASES if c.truth["scenario"] == "raised"}
     assert all(failed[failed["trace"].isin(raised)]["tool"] == "ask_researcher")
+
+
+def test_a_failed_agent_shows_its_exception_never_error_error() -> None:
+    # Other runtimes record no `error.type`: the node of a failed agent reads the class of the
+    # exception its span recorded (its span, or for smolagents the lost agent's first span).
+    failing = [c for c in CASES if c.truth["edges"] and failed_handoffs(c.truth)]
+    assert len(failing) >= 3
+    for case in failing:
+        view = reconstruct(list(case.spans))
+        assert "error: error" not in handoff_dot(view), case.id
+        targets = {e["target"] for e in case.truth["edges"] if e["status"] == "failed"}
+        failed = [n for n in view.nodes if n.agent in targets and n.status == "error"]
+        assert failed and all(n.error_type and n.error_type != "error" for n in failed), case.id
+        assert f"error: {failed[0].error_type}" in handoff_dot(view), case.id
