@@ -466,6 +466,10 @@ TRANSFER_TOOL_NAMES: Final = frozenset({"transfer_to_agent", "handoff_to_agent"}
 """Tools whose call hands the conversation to another agent (Google ADK, Strands swarm): a
 transfer, whose target is the next agent that runs (their spans do not name it)."""
 
+TRANSFER_TOOL_PREFIX: Final = "transfer_to_"
+"""Tools named `transfer_to_{agent}` hand the conversation to that agent (AutoGen AgentChat's
+handoffs; `transfer_to_agent` itself is Google ADK's tool, whose target is not in its name)."""
+
 ADK_TRANSFER_TOOL_TYPE: Final = "TransferToAgentTool"
 """`gen_ai.tool.type` Google ADK gives its `transfer_to_agent` tool."""
 

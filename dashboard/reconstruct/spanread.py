@@ -95,19 +95,6 @@ def is_error(span: SpanRecord) -> bool:
     return span.status_code == STATUS_ERROR
 
 
-def error_type(span: SpanRecord) -> str | None:
-    """`error.type`, else the class name of the span's last `exception` event (other runtimes record
-    no `error.type`: `smolagents.utils.AgentGenerationError` reads `AgentGenerationError`); None
-    when neither says."""
-    recorded = attr_str(span.attributes, c.ERROR_TYPE)
-    if recorded:
-        return recorded
-    events = [e for e in span.events if e.name == c.EVENT_EXCEPTION]
-    kinds = [str(e.attributes.get(c.EXCEPTION_TYPE) or "") for e in events]
-    last = next((kind for kind in reversed(kinds) if kind), "")
-    return last.rsplit(".", 1)[-1] or None
-
-
 def span_status(span: SpanRecord) -> str:
     """`open` (no end yet), `error` or `ok`."""
     if span.duration_ns < 0:

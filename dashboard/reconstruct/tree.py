@@ -116,7 +116,7 @@ def _describe_node(node: AgentNode, index: SpanIndex, pos: int) -> None:
     span = index.spans[pos]
     attrs = span.attributes
     node.status = "open" if span.duration_ns < 0 else ("error" if sr.is_error(span) else "ok")
-    node.error_type = sr.error_type(span) if node.status == "error" else attr_str(attrs, c.ERROR_TYPE)
+    node.error_type = attr_str(attrs, c.ERROR_TYPE)
     node.stop_reason = attr_str(attrs, c.JANUX_STOP_REASON)
     node.attempt = attr_int(attrs, c.JANUX_HANDOFF_ATTEMPT)
     node.conversation_id = attr_str(attrs, c.GEN_AI_CONVERSATION_ID)

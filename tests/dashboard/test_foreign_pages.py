@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -16,7 +17,7 @@ from janux.dashboard.views.report import trace_report
 from janux.tracing.foreign.facts import UNNAMED_AGENT
 from janux.tracing.sources.protocol import TraceSource
 from tests.dashboard.app_helpers import OpenPage
-from tests.support.foreign.load import all_spans, cases, failed_handoffs, tokens
+from tests.support.foreign.load import all_spans, cases, failed_handoffs, listed_tokens
 from tests.support.three_sources import three_sources
 
 CASES = cases()
@@ -45,8 +46,10 @@ def test_traces_page_shows_the_truth(open_page: OpenPage, sources: dict[str, Tra
     assert len(table) == len(CASES)
     for case in CASES:
         row, truth = table.loc[case.trace_id], case.truth
-        want = tuple(cells.UNKNOWN if n is None else n for n in tokens(truth))
-        assert (row["input tokens"], row["output tokens"]) == want, case.id
+        unknown = cells.UNKNOWN if truth["unread_calls"] else None
+        want = tuple(unknown if n is None else n for n in listed_tokens(truth))
+        shown = tuple(None if pd.isna(v) else v for v in (row["input tokens"], row["output tokens"]))
+        assert shown == want, case.id
         assert row["failed handoffs"] == failed_handoffs(truth), case.id
         assert ("unnamed agent" in row["checks"]) == (UNNAMED_AGENT in truth["agents"]), case.id
         if truth["edges"] is not None:
@@ -54,7 +57,8 @@ def test_traces_page_shows_the_truth(open_page: OpenPage, sources: dict[str, Tra
             assert row["attempts"] == sum(e["attempts"] for e in truth["edges"] if e["kind"] == "delegate")
         assert (row["delegations"], row["transfers"]) == (len(truth["delegations"]), len(truth["transfers"]))
         calls = truth["inference_calls"] + truth["unread_calls"]
-        assert row["checks"].startswith(f"foreign: {100 * truth['inference_calls'] // calls}% read"), case.id
+        read = f"{100 * truth['inference_calls'] // calls}% read" if calls else "no model calls"
+        assert row["checks"].startswith(f"foreign: {read}"), case.id
         assert row["estimated USD"] != 0
 
 
@@ -117,15 +121,16 @@ def test_failures_page_lists_the_failed_delegations_only(
     assert all(failed[failed["trace"].isin(raised)]["tool"] == "ask_researcher")
 
 
-def test_a_failed_agent_shows_its_exception_never_error_error() -> None:
-    # Other runtimes record no `error.type`: the node of a failed agent reads the class of the
-    # exception its span recorded (its span, or for smolagents the lost agent's first span).
+def test_a_failed_agent_reads_error_never_error_error() -> None:
+    # Other runtimes record no `error.type`: the node of a failed agent says `error`, not a
+    # made-up `error: error` (the reason is in the Failures table and the span inspector).
     failing = [c for c in CASES if c.truth["edges"] and failed_handoffs(c.truth)]
     assert len(failing) >= 3
     for case in failing:
         view = reconstruct(list(case.spans))
-        assert "error: error" not in handoff_dot(view), case.id
+        dot = handoff_dot(view)
+        assert "error: error" not in dot, case.id
         targets = {e["target"] for e in case.truth["edges"] if e["status"] == "failed"}
         failed = [n for n in view.nodes if n.agent in targets and n.status == "error"]
-        assert failed and all(n.error_type and n.error_type != "error" for n in failed), case.id
-        assert f"error: {failed[0].error_type}" in handoff_dot(view), case.id
+        assert failed and all(n.error_type is None for n in failed), case.id
+        assert dot.count("#ffebee") >= len(failed), case.id  # drawn as failed all the same

@@ -5,7 +5,8 @@
   unknown (the OTel OpenAI Agents bridge's task/turn spans), invoke_workflow (Google ADK),
   invoke_swarm / invoke_graph / execute_event_loop_cycle (Strands) = plain structure.
 - `execute_tool` of `transfer_to_agent` (Google ADK, `gen_ai.tool.type` TransferToAgentTool) or
-  `handoff_to_agent` (Strands swarm): a transfer to the next agent that runs.
+  `handoff_to_agent` (Strands swarm): a transfer to the next agent that runs; of
+  `transfer_to_{agent}` (AutoGen AgentChat handoffs): a transfer to that agent.
 - `gen_ai.agent.name` (agent spans only; else the `invoke_agent {name}` span name): agent name.
 - `gen_ai.tool.name`, `gen_ai.tool.type` (`handoff` = a transfer tool): the tool.
 - `gen_ai.usage.input_tokens` / `output_tokens`, older `prompt_tokens` / `completion_tokens`:
@@ -71,10 +72,18 @@ def is_transfer_tool(attributes: dict[str, Any]) -> bool:
     swarm's `handoff_to_agent`): a transfer whose target is the next agent that runs."""
     if attributes.get(c.GEN_AI_TOOL_TYPE) == c.ADK_TRANSFER_TOOL_TYPE:
         return True
-    return attributes.get(c.GEN_AI_TOOL_NAME) in c.TRANSFER_TOOL_NAMES
+    name = attributes.get(c.GEN_AI_TOOL_NAME)
+    if not isinstance(name, str):
+        return False
+    return name in c.TRANSFER_TOOL_NAMES or name.startswith(c.TRANSFER_TOOL_PREFIX)
 
 
 def transfer_ends(attributes: dict[str, Any]) -> tuple[str | None, str | None]:
-    """(from, to) of an `agent_handoff` span."""
+    """(from, to) of an `agent_handoff` span; of a transfer tool, the agent its name ends with
+    (`transfer_to_billing`: billing), else None (the next agent that runs)."""
     source, target = attributes.get(c.GEN_AI_HANDOFF_FROM_AGENT), attributes.get(c.GEN_AI_HANDOFF_TO_AGENT)
-    return (source if isinstance(source, str) else None, target if isinstance(target, str) else None)
+    tool = attributes.get(c.GEN_AI_TOOL_NAME)
+    if not isinstance(target, str) and isinstance(tool, str) and tool not in c.TRANSFER_TOOL_NAMES:
+        named = tool.removeprefix(c.TRANSFER_TOOL_PREFIX)
+        target = named if named != tool else None
+    return (source if isinstance(source, str) else None, target)

@@ -23,6 +23,7 @@ NAMES = (
     "smolagents_managed",
     "adk",
     "strands_agents",
+    "autogen_agentchat",
 )
 """Every committed fixture (`smolagents_openinference`, `strands` and `openllmetry` are hand-built)."""
 
@@ -81,7 +82,16 @@ def stated_edges(truth: dict[str, Any]) -> list[tuple[str, str, str, str, int]]:
 
 
 def tokens(truth: dict[str, Any]) -> tuple[int | None, int | None]:
-    """(input, output) tokens by the truth: unknown (None) when no call's usage can be read."""
+    """(input, output) tokens of the rebuilt trace by the truth: None when no call's usage can be
+    read (unknown)."""
     if truth["inference_calls"] == 0 and truth["unread_calls"]:
+        return None, None
+    return truth["input_tokens"], truth["output_tokens"]
+
+
+def listed_tokens(truth: dict[str, Any]) -> tuple[int | None, int | None]:
+    """(input, output) tokens of the trace list's row by the truth: None when no call's usage was
+    read (unknown, or no model call in the trace at all)."""
+    if truth["inference_calls"] == 0:
         return None, None
     return truth["input_tokens"], truth["output_tokens"]
