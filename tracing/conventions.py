@@ -522,6 +522,9 @@ LANGGRAPH_NODE_KEY: Final = "langgraph_node"
 """The metadata key LangGraph sets on the spans of a graph node (the node's name)."""
 LANGGRAPH_DEFAULT_NAME: Final = "LangGraph"
 """The name LangGraph gives a graph built without one: names no agent."""
+LLAMA_INDEX_PREPARE_SUFFIX: Final = "._prepare_chat_with_tools"
+"""LlamaIndex's instrumentation marks a model's tool-preparation step as an LLM span (no call, no
+usage): read as plain structure, never as a model call of unknown usage."""
 SMOLAGENTS_RUN_SUFFIX: Final = ".run"
 """smolagents' AGENT spans are named `{agent name}.run` (`{class}.run` when the agent has no name)."""
 SMOLAGENTS_AGENT_CLASSES: Final = frozenset({"MultiStepAgent", "CodeAgent", "ToolCallingAgent"})

@@ -2,6 +2,7 @@
 
 - `openinference.span.kind`: AGENT = agent loop; LLM, EMBEDDING = inference; TOOL = tool (named
   `handoff to {agent}`: a transfer); CHAIN, RETRIEVER, GUARDRAIL, RERANKER, EVALUATOR, PROMPT = plain.
+- LlamaIndex's `{model}._prepare_chat_with_tools` LLM spans prepare a call: plain structure.
 - `llm.token_count.prompt` / `completion`: usage of an LLM span; on AGENT and CHAIN spans
   (cumulative, smolagents style) never added to the LLM spans.
 - `llm.token_count.total`: never read as input or output (an LLM span with only a total is unread).
@@ -46,6 +47,8 @@ def role(kind: str, span_name: str) -> str | None:
     found = _ROLES.get(kind.upper())
     if found == "tool" and span_name.startswith(c.OI_HANDOFF_PREFIX):
         return "transfer"
+    if found == "inference" and span_name.endswith(c.LLAMA_INDEX_PREPARE_SUFFIX):
+        return "plain"
     if found is not None:
         return found
     return "plain" if kind.upper() in c.OI_STRUCTURAL_KINDS else None

@@ -8,6 +8,8 @@ from janux.tracing import conventions as c
 from janux.tracing.foreign.facts import UNNAMED_AGENT, trace_facts
 from janux.tracing.foreign.spans import classify, error_text, read_span, read_usage
 from janux.tracing.records import STATUS_ERROR, EventRecord
+from janux.tracing.sources.file_loader import load_trace_file
+from tests.support.foreign.common import FIXTURES, load_truth
 from tests.support.foreign.load import Case, cases, edges, stated_edges
 from tests.support.otlp_build import record
 
@@ -152,3 +154,17 @@ def test_failure_text_from_the_exception_event() -> None:
     assert error_text(span) == ("ValueError: bad order", "Traceback ...")
     span.status_message = "lookup failed"
     assert error_text(span)[0] == "lookup failed"
+
+
+def test_llamaindex_usage_is_read_whole() -> None:
+    # LlamaIndex agent workflows through OpenInference: every model call's usage is read, and the
+    # model's tool-preparation step (an LLM span without a call) is no call of unknown usage.
+    # Its agents are not in the agent map's reading yet: their names are only in the content
+    # (`input.value`) of workflow step spans, so the fixture is kept out of `cases()`.
+    spans = load_trace_file(FIXTURES / "llamaindex_openinference.jsonl").spans
+    truths = load_truth("llamaindex_openinference")
+    assert len(truths) == 2
+    for trace_id, truth in truths.items():
+        facts = trace_facts([s for s in spans if s.trace_id == trace_id])
+        assert (facts.input_tokens, facts.output_tokens) == (truth["input_tokens"], truth["output_tokens"])
+        assert (facts.usage_read_spans, facts.unread_spans) == (truth["inference_calls"], 0)
