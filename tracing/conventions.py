@@ -467,8 +467,11 @@ TRANSFER_TOOL_NAMES: Final = frozenset({"transfer_to_agent", "handoff_to_agent"}
 transfer, whose target is the next agent that runs (their spans do not name it)."""
 
 TRANSFER_TOOL_PREFIX: Final = "transfer_to_"
-"""Tools named `transfer_to_{agent}` hand the conversation to that agent (AutoGen AgentChat's
-handoffs; `transfer_to_agent` itself is Google ADK's tool, whose target is not in its name)."""
+"""AutoGen AgentChat's handoff tools are named `transfer_to_{agent}` (elsewhere the name proves
+nothing: a delegation tool may be called so; `transfer_to_agent` is Google ADK's tool)."""
+
+AUTOGEN_SYSTEM: Final = "autogen"
+"""`gen_ai.system` AutoGen puts on its spans."""
 
 ADK_TRANSFER_TOOL_TYPE: Final = "TransferToAgentTool"
 """`gen_ai.tool.type` Google ADK gives its `transfer_to_agent` tool."""

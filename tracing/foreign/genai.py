@@ -6,7 +6,8 @@
   invoke_swarm / invoke_graph / execute_event_loop_cycle (Strands) = plain structure.
 - `execute_tool` of `transfer_to_agent` (Google ADK, `gen_ai.tool.type` TransferToAgentTool) or
   `handoff_to_agent` (Strands swarm): a transfer to the next agent that runs; of
-  `transfer_to_{agent}` (AutoGen AgentChat handoffs): a transfer to that agent.
+  `transfer_to_{agent}` on AutoGen's spans (`gen_ai.system` autogen: AgentChat handoffs): a
+  transfer to that agent.
 - `gen_ai.agent.name` (agent spans only; else the `invoke_agent {name}` span name): agent name.
 - `gen_ai.tool.name`, `gen_ai.tool.type` (`handoff` = a transfer tool): the tool.
 - `gen_ai.usage.input_tokens` / `output_tokens`, older `prompt_tokens` / `completion_tokens`:
@@ -75,7 +76,12 @@ def is_transfer_tool(attributes: dict[str, Any]) -> bool:
     name = attributes.get(c.GEN_AI_TOOL_NAME)
     if not isinstance(name, str):
         return False
-    return name in c.TRANSFER_TOOL_NAMES or name.startswith(c.TRANSFER_TOOL_PREFIX)
+    return name in c.TRANSFER_TOOL_NAMES or _autogen_handoff(attributes, name)
+
+
+def _autogen_handoff(attributes: dict[str, Any], tool: str) -> bool:
+    autogen = attributes.get(c.GEN_AI_SYSTEM_DEPRECATED) == c.AUTOGEN_SYSTEM
+    return autogen and tool.startswith(c.TRANSFER_TOOL_PREFIX)
 
 
 def transfer_ends(attributes: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -83,7 +89,6 @@ def transfer_ends(attributes: dict[str, Any]) -> tuple[str | None, str | None]:
     (`transfer_to_billing`: billing), else None (the next agent that runs)."""
     source, target = attributes.get(c.GEN_AI_HANDOFF_FROM_AGENT), attributes.get(c.GEN_AI_HANDOFF_TO_AGENT)
     tool = attributes.get(c.GEN_AI_TOOL_NAME)
-    if not isinstance(target, str) and isinstance(tool, str) and tool not in c.TRANSFER_TOOL_NAMES:
-        named = tool.removeprefix(c.TRANSFER_TOOL_PREFIX)
-        target = named if named != tool else None
+    if not isinstance(target, str) and isinstance(tool, str) and _autogen_handoff(attributes, tool):
+        target = tool.removeprefix(c.TRANSFER_TOOL_PREFIX)
     return (source if isinstance(source, str) else None, target)
