@@ -24,6 +24,7 @@ NAMES = (
     "adk",
     "strands_agents",
     "autogen_agentchat",
+    "crewai_openinference",
 )
 """Every committed fixture (`smolagents_openinference`, `strands` and `openllmetry` are hand-built)."""
 

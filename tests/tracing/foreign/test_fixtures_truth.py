@@ -51,7 +51,7 @@ def test_edges_outcomes_attempts_and_root_equal_the_truth(case: Case) -> None:
 def test_every_major_library_has_a_fixture_from_the_real_library() -> None:
     libraries = {case.fixture for case in STATED if not case.truth["hand_built"]}
     generated = {"langgraph_openinference", "smolagents_managed", "adk", "strands_agents",
-                 "autogen_agentchat"}  # fmt: skip
+                 "autogen_agentchat", "crewai_openinference"}  # fmt: skip
     assert generated <= libraries
     outcomes = {(e["kind"], e["status"]) for case in STATED for e in case.truth["edges"]}
     assert outcomes == {("delegate", "completed"), ("delegate", "failed"), ("transfer", "completed"),
