@@ -14,6 +14,7 @@ from janux.dashboard.reconstruct.rebuild import reconstruct
 from janux.dashboard.views import cells, fmt
 from janux.dashboard.views.graph import handoff_dot
 from janux.dashboard.views.report import trace_report
+from janux.dashboard.views.traces_list import badge
 from janux.tracing.foreign.facts import UNNAMED_AGENT
 from janux.tracing.sources.protocol import TraceSource
 from tests.dashboard.app_helpers import OpenPage
@@ -134,3 +135,14 @@ def test_a_failed_agent_reads_error_never_error_error() -> None:
         failed = [n for n in view.nodes if n.agent in targets and n.status == "error"]
         assert failed and all(n.error_type is None for n in failed), case.id
         assert dot.count("#ffebee") >= len(failed), case.id  # drawn as failed all the same
+
+
+def test_a_managed_agent_never_exported_marks_its_trace_incomplete() -> None:
+    # smolagents never ends the span of a managed agent that raised: its spans hang below a missing
+    # parent. The trace says so, and the failed delegation is still read from the manager's step.
+    (case,) = [c for c in CASES if c.id == "smolagents_managed/managed_failed"]
+    view = reconstruct(list(case.spans))
+    assert view.issues.incomplete and view.issues.orphans
+    assert badge(view).endswith(", incomplete")
+    (failed,) = [d for d in view.delegations if d.status == "failed"]
+    assert (failed.caller, failed.target, failed.attempt_count) == ("manager", "researcher", 1)
