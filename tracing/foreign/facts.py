@@ -159,7 +159,8 @@ class _Builder:
     def _graph_loops(self) -> None:
         """LangGraph: a graph's CHAIN span is the loop, its unnamed AGENT node spans its rounds."""
         s = self.s
-        steps = {pos for pos in self.unnamed if s.kinds[pos][1] == "openinference"}
+        owners = _own_call_owners(s.index, s.kinds)  # a step without model calls (a router) is no round
+        steps = {pos for pos in self.unnamed if s.kinds[pos][1] == "openinference" and pos in owners}
         graphs = openinference.graph_loops(s.index.spans, s.index.parent, steps)
         for pos, name in graphs.items():
             s.kinds[pos] = ("agent", "openinference", True)

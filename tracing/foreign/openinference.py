@@ -10,8 +10,10 @@
 - `tool.name`: tool name. `agent.name`, else `graph.node.id`, else a smolagents `{name}.run` span
   name: agent name (an AGENT span with none of them is the run, not an agent).
 - LangGraph (the LangChain instrumentation): every node whose name says "agent" is an AGENT span
-  without a name, one per ReAct step; the CHAIN span of the graph that runs them is the agent
-  loop, named after the graph (`graph_loops`), and the steps are its rounds.
+  without a name, one per ReAct step; the CHAIN span of the graph that runs such steps with model
+  calls is the agent loop, named after the graph (`graph_loops`), and the steps are its rounds.
+  A handoff tool of langgraph-swarm / langgraph-supervisor (`__handoff_destination` in its
+  metadata, or a `Command(goto=..., graph=PARENT)` output) is a transfer to that agent.
 - smolagents: a managed agent that raised is never exported (its span is never ended); the
   manager's step records `AgentToolExecutionError` naming the team member (`failed_team_member`).
 - `graph.node.parent_id` on an AGENT span: the agent that handed off to it (a transfer).
@@ -20,6 +22,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import Any, Final
@@ -42,10 +45,12 @@ PROVIDER_KEYS: Final = (c.LLM_PROVIDER, c.LLM_SYSTEM)
 """Provider names."""
 
 
-def role(kind: str, span_name: str) -> str | None:
+def role(kind: str, span_name: str, attributes: dict[str, Any] | None = None) -> str | None:
     """The role of a span of this `openinference.span.kind`, None when the kind is unknown."""
     found = _ROLES.get(kind.upper())
     if found == "tool" and span_name.startswith(c.OI_HANDOFF_PREFIX):
+        return "transfer"
+    if found == "tool" and attributes is not None and langgraph_handoff(attributes):
         return "transfer"
     if found == "inference" and span_name.endswith(c.LLAMA_INDEX_PREPARE_SUFFIX):
         return "plain"
@@ -87,6 +92,32 @@ def graph_loops(
     return found
 
 
+def langgraph_handoff(attributes: dict[str, Any]) -> str | None:
+    """The agent a LangGraph handoff tool hands over to: its metadata's `__handoff_destination`
+    (langgraph-swarm, langgraph-supervisor), else the `goto` of the `Command` it returned to the
+    parent graph (its output, when content is recorded); None for any other tool."""
+    metadata = _json_object(attributes.get(c.OI_METADATA), c.LANGGRAPH_HANDOFF_KEY)
+    target = metadata.get(c.LANGGRAPH_HANDOFF_KEY)
+    if isinstance(target, str) and target:
+        return target
+    command = _json_object(attributes.get(c.OI_OUTPUT_VALUE), '"goto"')
+    goto = command.get("goto")
+    if command.get("graph") == c.LANGGRAPH_PARENT_GRAPH and isinstance(goto, str) and goto:
+        return goto
+    return None
+
+
+def _json_object(value: object, needle: str) -> dict[str, Any]:
+    """`value` parsed as a JSON object when it is text holding `needle` (cheap test first), else {}."""
+    if not isinstance(value, str) or needle not in value:
+        return {}
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
 def _is_graph_node(span: SpanRecord) -> bool:
     """A LangGraph node's span: its metadata names the node."""
     metadata = span.attributes.get(c.OI_METADATA)
@@ -112,7 +143,11 @@ def failed_team_member(span: SpanRecord) -> str | None:
 
 
 def transfer_ends(attributes: dict[str, Any], span_name: str) -> tuple[str | None, str | None]:
-    """(from, to) of a handoff TOOL span: `input.value` / `output.value`, else the span name."""
+    """(from, to) of a handoff TOOL span: a LangGraph handoff's destination (its source is the loop
+    that called it); else `input.value` / `output.value`, else the span name."""
+    destination = langgraph_handoff(attributes)
+    if destination is not None:
+        return None, destination
     source, target = attributes.get(c.OI_INPUT_VALUE), attributes.get(c.OI_OUTPUT_VALUE)
     if not isinstance(target, str) or not target:
         target = span_name[len(c.OI_HANDOFF_PREFIX) :] or None

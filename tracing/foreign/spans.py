@@ -135,7 +135,7 @@ def _declared(attributes: dict[str, Any], span_name: str) -> tuple[str | None, C
         return genai.role(operation), "genai"
     kind = attributes.get(c.OI_SPAN_KIND)
     if isinstance(kind, str) and kind:
-        return openinference.role(kind, span_name), "openinference"
+        return openinference.role(kind, span_name, attributes), "openinference"
     if openllmetry.declares_kind(attributes):
         return openllmetry.role(attributes), "openllmetry"
     head = span_name.split(" ", 1)[0]

@@ -7,7 +7,8 @@ truth below is written from what each scenario does: which graph calls which, an
 the scripts return.
 
 Scenarios: a supervisor graph whose tool runs a researcher graph (two ReAct steps of the
-researcher), two parallel calls of that tool, and a researcher whose model fails.
+researcher), two parallel calls of that tool, a researcher whose model fails, and a
+langgraph-swarm handoff (triage -> billing, `Command(goto=...)` from its handoff tool).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ REQUIREMENTS = (
     "langgraph==1.2.22",
     "langgraph-prebuilt==1.1.3",
     "langchain-core==1.8.1",
+    "langgraph-swarm==0.1.0",
     "openinference-instrumentation-langchain==0.1.80",
     "opentelemetry-sdk==1.45.2",
 )
@@ -138,6 +140,22 @@ def _run(truth: Truth, scripts: Scripts) -> None:
         truth.raised = True
 
 
+def _swarm(truth: Truth) -> None:
+    """langgraph-swarm: triage hands the conversation to billing with its handoff tool."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.prebuilt import create_react_agent
+    from langgraph_swarm import create_handoff_tool, create_swarm
+
+    handoff = create_handoff_tool(agent_name="billing")
+    triage_script: list[Reply | Exception] = [([("transfer_to_billing", {})], 110, 9)]
+    triage = create_react_agent(_model(triage_script, truth), [handoff], name="triage")
+    billing = create_react_agent(_model([("Your invoice is paid.", 150, 11)], truth), [], name="billing")
+    truth.agents, truth.root_agent = ["triage", "billing"], "billing"
+    truth.edge("triage", "billing", kind="transfer")
+    app = create_swarm([triage, billing], default_active_agent="triage").compile(checkpointer=InMemorySaver())
+    app.invoke({"messages": [("user", "Where is my invoice?")]}, config={"configurable": {"thread_id": "t1"}})
+
+
 def inner(out: Path) -> None:
     """Run every scenario (inside the virtualenv) and write the fixture."""
     from openinference.instrumentation.langchain import LangChainInstrumentor
@@ -165,6 +183,10 @@ def inner(out: Path) -> None:
     truth.errors = sum(1 for s in spans if not s.status.is_ok)
     writer.add(spans, truth)
     exporter.clear()
+
+    truth = Truth(scenario="swarm", library=LIBRARY)
+    _swarm(truth)
+    writer.add(list(exporter.get_finished_spans()), truth)
     writer.write(out)
 
 
