@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -19,6 +20,8 @@ def dollars(amount: float, digits: int) -> str:
     """`$1,234.5678`: the one rule every money text follows. The amount is first rounded to
     `MONEY_DECIMALS` (float noise such as 0.00028649999999999997 is 0.0002865), then to `digits`
     half up, so a page and `janux trace` never differ in the last digit."""
+    if not math.isfinite(amount):  # no amount to round (a sentinel leaking through): say what it is
+        return f"${amount}"
     exact = Decimal(repr(round(amount, MONEY_DECIMALS)))
     return f"${exact.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP):,.{digits}f}"
 

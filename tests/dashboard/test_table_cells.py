@@ -131,3 +131,4 @@ def test_one_money_rule_for_the_pages_and_the_cli() -> None:
     texts = {fmt.usd(noisy), fmt.usd(rounded), cells.money_text(noisy), cells.money_text(rounded)}
     assert texts == {"$0.000287"}
     assert fmt.usd(1234.56785) == "$1,234.5679" and cells.money_text(-0.0000005) == "-$0.000001"
+    assert fmt.usd(float("inf")) == "$inf"  # never an exception from the rounding
