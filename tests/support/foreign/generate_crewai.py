@@ -137,6 +137,8 @@ def _delegation(truth: Truth) -> None:
 
 def inner(out: Path) -> None:
     """Run the scenario (inside the virtualenv) and write the fixture."""
+    os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")  # no anonymous telemetry from a fixture
+    os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
     from openinference.instrumentation.crewai import CrewAIInstrumentor
     from opentelemetry import trace
 
@@ -163,6 +165,4 @@ def inner(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")  # no anonymous telemetry from a fixture
-    os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
     venvs.main("crewai", "tests.support.foreign.generate_crewai", REQUIREMENTS, inner)
