@@ -180,8 +180,8 @@ class _Builder:
             if role == "agent" and (pos not in self.unnamed or pos in self.owners):
                 self._loop(pos, parent)
                 continue
-            if parent == NO_PARENT and self.hidden and self._hidden_attempt(pos):
-                continue
+            if parent == NO_PARENT and self.hidden:
+                self._hidden_attempt(pos)
             if parent != NO_PARENT:
                 s.loop_of[pos] = s.loop_of[parent]
                 self.tool_below[pos] = self.tool_below[parent]
@@ -210,27 +210,24 @@ class _Builder:
         end = span.start_ns + max(span.duration_ns, 0)
         self.hidden.append((span.start_ns, end, edge))
 
-    def _hidden_attempt(self, pos: int) -> bool:
-        """True when the span at `pos` hangs below a missing span (never exported) inside a step
-        whose managed agent failed: it then runs in that agent's loop, the delegation's attempt."""
+    def _hidden_attempt(self, pos: int) -> None:
+        """A span hanging below a missing span (never exported) inside a step whose managed agent
+        failed runs in that agent's loop, the delegation's attempt (started by its first such span)."""
         s = self.s
         span = s.index.spans[pos]
         missing = span.parent_span_id
         if not missing:
-            return False
+            return
         index = self.hidden_loops.get(missing)
         if index is None:
             edge = next((e for start, end, e in self.hidden if start <= span.start_ns <= end
                          and not s.edges[e].attempts), None)  # fmt: skip
             if edge is None:
-                return False
+                return
             index = self.hidden_loops[missing] = len(s.loops)
             s.loops.append(Loop(pos=pos, name=s.edges[edge].target, parent=s.edges[edge].caller, via=edge))
             s.edges[edge].attempts.append(index)
         s.loop_of[pos] = index
-        if s.kinds[pos][0] == "inference":
-            s.loops[index].calls.append(pos)
-        return True
 
     def _loop(self, pos: int, parent: int) -> None:
         s = self.s

@@ -7,7 +7,7 @@ import pytest
 from janux.tracing import conventions as c
 from janux.tracing.foreign.facts import UNNAMED_AGENT, trace_facts
 from janux.tracing.foreign.spans import classify, error_text, read_span, read_usage
-from janux.tracing.records import STATUS_ERROR, EventRecord
+from janux.tracing.records import STATUS_ERROR, EventRecord, SpanRecord
 from janux.tracing.sources.file_loader import load_trace_file
 from tests.support.foreign.common import FIXTURES, load_truth
 from tests.support.foreign.load import Case, cases, edges, stated_edges
@@ -168,3 +168,32 @@ def test_llamaindex_usage_is_read_whole() -> None:
         facts = trace_facts([s for s in spans if s.trace_id == trace_id])
         assert (facts.input_tokens, facts.output_tokens) == (truth["input_tokens"], truth["output_tokens"])
         assert (facts.usage_read_spans, facts.unread_spans) == (truth["inference_calls"], 0)
+
+
+def _smolagents_failed_step(orphan_start: int) -> list[SpanRecord]:
+    """A manager whose step recorded its managed agent's failure, and a span of a lost parent."""
+    agent, chain, llm = {c.OI_SPAN_KIND: "AGENT"}, {c.OI_SPAN_KIND: "CHAIN"}, {c.OI_SPAN_KIND: "LLM"}
+    failure = EventRecord(1, c.EVENT_EXCEPTION, {
+        c.EXCEPTION_TYPE: "smolagents.utils.AgentToolExecutionError",
+        c.EXCEPTION_MESSAGE: "Error executing request to team member 'researcher' with arguments {}: boom",
+    })  # fmt: skip
+    usage = {**llm, c.LLM_TOKEN_COUNT_PROMPT: 5, c.LLM_TOKEN_COUNT_COMPLETION: 1}
+    return [
+        record("a" * 16, "", "manager.run", agent, start=0, duration=1_000),
+        record("b" * 16, "a" * 16, "Step 1", chain, start=100, duration=500, status=STATUS_ERROR,
+               events=[failure]),
+        record("c" * 16, "b" * 16, "OpenAIModel.generate", usage, start=110, duration=10),
+        record("d" * 16, "f" * 16, "Step 1", chain, start=orphan_start, duration=5, status=STATUS_ERROR),
+    ]
+
+
+def test_a_managed_agent_that_raised_is_a_failed_delegation_of_its_managers_step() -> None:
+    facts = trace_facts(_smolagents_failed_step(orphan_start=200))
+    assert [(e.caller, e.target, e.status, e.attempts) for e in facts.edges] == [
+        ("manager", "researcher", "failed", 1)
+    ]
+    assert [a.name for a in facts.agents] == ["manager", "researcher"]
+    # A span of a lost parent outside the failed step is not that agent's: it stays loose.
+    outside = trace_facts(_smolagents_failed_step(orphan_start=900))
+    assert [(e.target, e.attempts) for e in outside.edges] == [("researcher", 0)]
+    assert [a.name for a in outside.agents] == ["manager"]
