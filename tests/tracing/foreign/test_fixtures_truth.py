@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from janux.tracing import conventions as c
@@ -197,3 +199,43 @@ def test_a_managed_agent_that_raised_is_a_failed_delegation_of_its_managers_step
     outside = trace_facts(_smolagents_failed_step(orphan_start=900))
     assert [(e.target, e.attempts) for e in outside.edges] == [("researcher", 0)]
     assert [a.name for a in outside.agents] == ["manager"]
+
+
+def test_transfer_tools_and_agent_names_of_every_library() -> None:
+    tool = {c.GEN_AI_OPERATION_NAME: c.OP_EXECUTE_TOOL}
+    name = c.GEN_AI_TOOL_NAME
+    assert classify({**tool, name: "transfer_to_agent"}, "x")[0] == "transfer"  # Google ADK
+    assert classify({**tool, name: "t", c.GEN_AI_TOOL_TYPE: c.ADK_TRANSFER_TOOL_TYPE}, "x")[0] == "transfer"
+    assert classify({**tool, name: "handoff_to_agent"}, "x")[0] == "transfer"  # Strands swarm
+    # `transfer_to_{agent}` is a transfer by AutoGen's naming only; elsewhere it may be a delegation tool.
+    assert classify({**tool, name: "transfer_to_billing"}, "x")[0] == "tool"
+    autogen = {**tool, name: "transfer_to_billing", c.GEN_AI_SYSTEM_DEPRECATED: c.AUTOGEN_SYSTEM}
+    assert read_span(record("a" * 16, "", "execute_tool", autogen)).transfer_to == "billing"
+    langgraph = {c.OI_SPAN_KIND: "TOOL", c.OI_METADATA: json.dumps({c.LANGGRAPH_HANDOFF_KEY: "billing"})}
+    assert read_span(record("b" * 16, "", "transfer_to_billing", langgraph)).transfer_to == "billing"
+    returned = json.dumps({"graph": c.LANGGRAPH_PARENT_GRAPH, "goto": "billing"})
+    command = {c.OI_SPAN_KIND: "TOOL", c.OI_OUTPUT_VALUE: returned}
+    assert read_span(record("c" * 16, "", "go", command)).transfer_to == "billing"
+    agent = {c.OI_SPAN_KIND: "AGENT"}
+    assert read_span(record("d" * 16, "", "researcher.run", agent)).agent == "researcher"  # smolagents
+    assert read_span(record("e" * 16, "", "CodeAgent.run", agent)).agent is None  # a class names no agent
+    assert classify({c.OI_SPAN_KIND: "LLM"}, "Model._prepare_chat_with_tools")[0] == "plain"  # LlamaIndex
+
+
+def test_a_langgraph_router_node_is_no_round_of_a_loop() -> None:
+    # A swarm's router node (an AGENT span by its name, no model call) leaves its graph a plain span;
+    # the graph whose agent node calls the model is the loop, named after the graph.
+    node = {c.OI_SPAN_KIND: "AGENT", c.OI_METADATA: json.dumps({c.LANGGRAPH_NODE_KEY: "agent"})}
+    chain, llm = {c.OI_SPAN_KIND: "CHAIN"}, {c.OI_SPAN_KIND: "LLM", c.LLM_TOKEN_COUNT_PROMPT: 3}
+    spans = [
+        record("a" * 16, "", "LangGraph", chain),
+        record("b" * 16, "a" * 16, "__start__", chain),
+        record("c" * 16, "b" * 16, "route_to_active_agent", node),
+        record("d" * 16, "a" * 16, "triage", chain),
+        record("e" * 16, "d" * 16, "agent", node),
+        record("f" * 16, "e" * 16, "Scripted", llm),
+        record("g" * 16, "d" * 16, "agent", node, start=2_000),
+        record("h" * 16, "g" * 16, "Scripted", llm, start=2_000),
+    ]
+    facts = trace_facts(spans)
+    assert [(a.name, a.calls) for a in facts.agents] == [("triage", 2)]
