@@ -29,7 +29,7 @@ Reply = tuple[list[tuple[str, dict[str, Any]]] | str, int | None, int | None]
 the response carries no usage metadata)."""
 
 
-def _model(name: str, script: list[Reply], truth: Truth) -> Any:
+def _model(name: str, script: list[Reply] | list[Reply | Exception], truth: Truth) -> Any:
     """A model answering `script` in order."""
     from google.adk.models.base_llm import BaseLlm
     from google.adk.models.llm_response import LlmResponse
@@ -39,7 +39,10 @@ def _model(name: str, script: list[Reply], truth: Truth) -> Any:
 
     class Scripted(BaseLlm):
         async def generate_content_async(self, llm_request: Any, stream: bool = False) -> Any:
-            content, tokens_in, tokens_out = queue.pop(0)
+            step = queue.pop(0)
+            if isinstance(step, Exception):
+                raise step
+            content, tokens_in, tokens_out = step
             if isinstance(content, str):
                 parts = [types.Part(text=content)]
             else:
@@ -111,6 +114,25 @@ def _agent_tool(truth: Truth, planner_usage: bool = True, researcher_usage: bool
     return LlmAgent(name="planner", model=planner, tools=[AgentTool(researcher)])
 
 
+def _failed_agent_tool(truth: Truth) -> Any:
+    """The planner's researcher (through `AgentTool`) fails: its model raises."""
+    from google.adk.agents import LlmAgent
+    from google.adk.tools.agent_tool import AgentTool
+
+    failing: list[Reply | Exception] = [RuntimeError("model overloaded")]
+    researcher = LlmAgent(
+        name="researcher",
+        description="Researches a question.",
+        model=_model("gemini-2.5-flash", failing, truth),
+    )
+    script: list[Reply] = [([("researcher", {"request": "capital of France?"})], 300, 20)]
+    truth.agents, truth.root_agent = ["planner", "researcher"], "planner"
+    truth.edge("planner", "researcher", status="failed")
+    return LlmAgent(
+        name="planner", model=_model("gemini-2.5-pro", script, truth), tools=[AgentTool(researcher)]
+    )
+
+
 def inner(out: Path) -> None:
     """Run every scenario (inside the virtualenv) and write the fixture."""
     from opentelemetry import trace
@@ -125,6 +147,7 @@ def inner(out: Path) -> None:
         ("agent_tool", _agent_tool),
         ("no_usage", lambda truth: _agent_tool(truth, planner_usage=False, researcher_usage=False)),
         ("partial_usage", lambda truth: _agent_tool(truth, researcher_usage=False)),
+        ("failed_agent_tool", _failed_agent_tool),
     )
     for name, build in scenarios:
         truth = Truth(scenario=name, library=LIBRARY)
