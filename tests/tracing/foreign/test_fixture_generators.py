@@ -10,19 +10,7 @@ import pytest
 
 from janux.tracing.foreign.facts import trace_facts
 from janux.tracing.sources.file_loader import load_trace_file
-from tests.support.foreign import (
-    generate_adk,
-    generate_autogen,
-    generate_crewai,
-    generate_hand_built,
-    generate_langgraph,
-    generate_llamaindex,
-    generate_openai_agents,
-    generate_pydantic_ai,
-    generate_smolagents,
-    generate_strands,
-    venvs,
-)
+from tests.support.foreign import generate_hand_built, generate_openai_agents, generate_pydantic_ai
 from tests.support.foreign.common import load_truth
 
 GENERATORS = {
@@ -51,29 +39,3 @@ def test_regenerated_fixture_gives_the_committed_truth(tmp_path: Path, name: str
             assert facts.delegations == len(truth["delegations"])
             assert facts.transfers == len(truth["transfers"])
 
-
-VENV_GENERATORS = {
-    "langgraph_openinference": generate_langgraph, "smolagents_managed": generate_smolagents,
-    "adk": generate_adk, "strands_agents": generate_strands, "autogen_agentchat": generate_autogen,
-    "llamaindex_openinference": generate_llamaindex, "crewai_openinference": generate_crewai,
-}  # fmt: skip
-"""Fixtures generated in a library's own virtualenv (`venvs`)."""
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("fixture", list(VENV_GENERATORS))
-def test_a_library_in_its_virtualenv_gives_the_committed_truth(tmp_path: Path, fixture: str) -> None:
-    # Runs only where the generator's virtualenv is already set up with its pinned versions (the
-    # suite installs nothing); then the library must still give the committed truth.
-    module = VENV_GENERATORS[fixture]
-    stamp = venvs.venv_dir(_venv_name(module)) / "janux-requirements.txt"
-    wanted = "\n".join([*module.REQUIREMENTS, *venvs.COMMON]) + "\n"
-    if not stamp.exists() or stamp.read_text() != wanted:
-        pytest.skip(f"no virtualenv with the pinned versions of {fixture} on this machine")
-    venvs.run_inner(_venv_name(module), module.__name__, module.REQUIREMENTS, tmp_path)
-    assert load_truth(fixture, tmp_path) == load_truth(fixture)
-
-
-def _venv_name(module: object) -> str:
-    """The virtualenv a generator module runs in (the name its `__main__` passes to `venvs.main`)."""
-    return str(module.__name__).rsplit(".", 1)[-1].removeprefix("generate_")  # type: ignore[attr-defined]
