@@ -450,6 +450,32 @@ OP_AGENT_HANDOFF: Final = "agent_handoff"
 OP_UNKNOWN: Final = "unknown"
 """`gen_ai.operation.name` the OTel OpenAI Agents bridge gives the SDK's task and turn spans."""
 
+OP_INVOKE_WORKFLOW: Final = "invoke_workflow"
+"""`gen_ai.operation.name` of Google ADK's run span around the root agent: the turn, not an agent."""
+
+OP_INVOKE_SWARM: Final = "invoke_swarm"
+"""`gen_ai.operation.name` of a Strands swarm's span around its agents: the turn, not an agent."""
+
+OP_INVOKE_GRAPH: Final = "invoke_graph"
+"""`gen_ai.operation.name` of a Strands graph's span around its nodes: the turn, not an agent."""
+
+OP_EXECUTE_EVENT_LOOP_CYCLE: Final = "execute_event_loop_cycle"
+"""`gen_ai.operation.name` of one cycle of a Strands agent's loop: a round, inside its agent's loop."""
+
+TRANSFER_TOOL_NAMES: Final = frozenset({"transfer_to_agent", "handoff_to_agent"})
+"""Tools whose call hands the conversation to another agent (Google ADK, Strands swarm): a
+transfer, whose target is the next agent that runs (their spans do not name it)."""
+
+TRANSFER_TOOL_PREFIX: Final = "transfer_to_"
+"""AutoGen AgentChat's handoff tools are named `transfer_to_{agent}` (elsewhere the name proves
+nothing: a delegation tool may be called so; `transfer_to_agent` is Google ADK's tool)."""
+
+AUTOGEN_SYSTEM: Final = "autogen"
+"""`gen_ai.system` AutoGen puts on its spans."""
+
+ADK_TRANSFER_TOOL_TYPE: Final = "TransferToAgentTool"
+"""`gen_ai.tool.type` Google ADK gives its `transfer_to_agent` tool."""
+
 READ_INFERENCE_OPERATIONS: Final = frozenset(
     {OP_CHAT, OP_TEXT_COMPLETION, OP_GENERATE_CONTENT, OP_EMBEDDINGS}
 )
@@ -490,6 +516,30 @@ OI_STRUCTURAL_KINDS: Final = frozenset(
     {"CHAIN", "RETRIEVER", "GUARDRAIL", "RERANKER", "EVALUATOR", "PROMPT"}
 )
 """Kinds read as plain structure: never a loop, never usage (CHAIN may carry cumulative counts)."""
+
+OI_KIND_CHAIN: Final = "CHAIN"
+"""A chain (LangGraph: a graph run; its nodes are its children)."""
+OI_METADATA: Final = "metadata"
+"""OpenInference metadata (a JSON object as text)."""
+LANGGRAPH_NODE_KEY: Final = "langgraph_node"
+"""The metadata key LangGraph sets on the spans of a graph node (the node's name)."""
+LANGGRAPH_HANDOFF_KEY: Final = "__handoff_destination"
+"""The metadata key langgraph-swarm and langgraph-supervisor handoff tools carry: the agent the
+tool's `Command(goto=...)` hands the conversation to."""
+LANGGRAPH_PARENT_GRAPH: Final = "__parent__"
+"""`graph` of a LangGraph `Command` sent to the enclosing graph (a handoff between its agents)."""
+LANGGRAPH_DEFAULT_NAME: Final = "LangGraph"
+"""The name LangGraph gives a graph built without one: names no agent."""
+LLAMA_INDEX_PREPARE_SUFFIX: Final = "._prepare_chat_with_tools"
+"""LlamaIndex's instrumentation marks a model's tool-preparation step as an LLM span (no call, no
+usage): read as plain structure, never as a model call of unknown usage."""
+SMOLAGENTS_RUN_SUFFIX: Final = ".run"
+"""smolagents' AGENT spans are named `{agent name}.run` (`{class}.run` when the agent has no name)."""
+SMOLAGENTS_AGENT_CLASSES: Final = frozenset({"MultiStepAgent", "CodeAgent", "ToolCallingAgent"})
+"""smolagents' agent classes: a `{class}.run` span names no agent."""
+SMOLAGENTS_TOOL_ERROR: Final = "AgentToolExecutionError"
+"""The exception a smolagents step records when a managed agent it called raised (the managed
+agent's own AGENT span is then never exported)."""
 
 LLM_TOKEN_COUNT_PROMPT: Final = "llm.token_count.prompt"
 """OpenInference input tokens of one LLM span."""

@@ -52,7 +52,8 @@ def show_table(
         st.caption(f"Showing the first {max_rows:,} of {len(frame):,} rows.")
         frame = frame.head(max_rows)
     config = {**_number_columns(frame, configured), **configured}
-    data: Any = cells.money_styler(frame) if any(cells.is_money(c) for c in frame.columns) else frame
+    styled = any(cells.is_money(c) or (cells.is_tokens(c) and frame[c].dtype == object) for c in frame)
+    data: Any = cells.money_styler(frame) if styled else frame
     height: Any = "auto"
     if visible_rows is not None and len(frame) > 10:
         height = HEADER_PX + ROW_PX * min(len(frame), visible_rows) + 2

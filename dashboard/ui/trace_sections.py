@@ -36,8 +36,7 @@ def headline(view: TraceView) -> None:
     top = st.columns([2, 2, 1])
     label = "Total cost (estimated)" if total.is_estimated else "Total cost"
     top[0].metric(label, fmt.usage_cost(total))
-    tokens = fmt.UNKNOWN if total.is_unknown else f"{total.input_tokens:,} / {total.output_tokens:,}"
-    top[1].metric("Tokens in / out", tokens)
+    top[1].metric("Tokens in / out", fmt.token_pair(total))
     top[2].metric("Unpriced tokens", f"{total.unpriced_tokens:,}")
     counts = st.columns(5)
     counts[0].metric("Agent loops", f"{len(view.nodes):,}")

@@ -59,7 +59,8 @@ def _node_line(node: AgentNode) -> str:
     if node.transferred_from and node.transferred_from != node.agent:
         title = f"{node.transferred_from} ⇒ {title} (transfer)"
     costs = f"own {fmt.usage_cost(node.own)} · incl {fmt.usage_cost(node.inclusive)}"
-    status = {"error": f"error: {node.error_type or 'error'}", "open": "no end yet"}.get(node.status, "")
+    failed = f"error: {node.error_type}" if node.error_type else "error"  # never "error: error"
+    status = {"error": failed, "open": "no end yet"}.get(node.status, "")
     if node.stop_reason:
         status = f"cut: {node.stop_reason}"
     style = "filled,dashed" if node.status == "open" or node.incomplete else "filled"

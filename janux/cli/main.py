@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 
 SUBCOMMAND_MODULES = (
@@ -47,6 +48,17 @@ def main(argv: list[str] | None = None) -> int:
         return int(func(args))
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _reader_went_away()
+
+
+def _reader_went_away() -> int:
+    """The reader of our output closed it (`janux traces --json | head`): stop quietly, as Unix tools
+    do. Further writes, including the interpreter's final flush of stdout, go to /dev/null."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141  # 128 + SIGPIPE, what a shell reports for a tool stopped by a closed pipe
 
 
 if __name__ == "__main__":

@@ -6,15 +6,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from janux.tracing.analysis import formatting as fmt
-from janux.tracing.analysis.report import trace_report
 from janux.tracing.analysis.trace_view import reconstruct
+from janux.tracing.analysis import money_cells as cells
+from janux.tracing.analysis import formatting as fmt
+from janux.dashboard.views.graph import handoff_dot
+from janux.tracing.analysis.report import trace_report
+from janux.tracing.analysis.trace_list import badge
+from janux.tracing.analysis.readers.structure import UNNAMED_AGENT
 from janux.tracing.sources.protocol import TraceSource
 from tests.dashboard.app_helpers import OpenPage
-from tests.support.foreign.load import all_spans, cases
+from tests.support.foreign.load import all_spans, cases, failed_handoffs, listed_tokens
 from tests.support.three_sources import three_sources
 
 CASES = cases()
@@ -43,10 +48,19 @@ def test_traces_page_shows_the_truth(open_page: OpenPage, sources: dict[str, Tra
     assert len(table) == len(CASES)
     for case in CASES:
         row, truth = table.loc[case.trace_id], case.truth
-        assert (row["input tokens"], row["output tokens"]) == (truth["input_tokens"], truth["output_tokens"])
+        unknown = cells.UNKNOWN if truth["unread_calls"] else None
+        want = tuple(unknown if n is None else n for n in listed_tokens(truth))
+        shown = tuple(None if pd.isna(v) else v for v in (row["input tokens"], row["output tokens"]))
+        assert shown == want, case.id
+        assert row["failed handoffs"] == failed_handoffs(truth), case.id
+        assert ("unnamed agent" in row["checks"]) == (UNNAMED_AGENT in truth["agents"]), case.id
+        if truth["edges"] is not None:
+            assert row["root agent"] == truth["root_agent"], case.id
+            assert row["attempts"] == sum(e["attempts"] for e in truth["edges"] if e["kind"] == "delegate")
         assert (row["delegations"], row["transfers"]) == (len(truth["delegations"]), len(truth["transfers"]))
         calls = truth["inference_calls"] + truth["unread_calls"]
-        assert row["checks"].startswith(f"foreign: {100 * truth['inference_calls'] // calls}% read"), case.id
+        read = f"{100 * truth['inference_calls'] // calls}% read" if calls else "no model calls"
+        assert row["checks"].startswith(f"foreign: {read}"), case.id
         assert row["estimated USD"] != 0
 
 
@@ -62,8 +76,10 @@ def test_trace_page_shows_what_janux_trace_prints(
         report = trace_report(reconstruct(source.get_trace(case.trace_id)))
         metrics = _metrics(at)
         truth = case.truth
-        tokens = f"{truth['input_tokens']:,} / {truth['output_tokens']:,}"
-        assert metrics["Tokens in / out"] == tokens, case.id
+        pair = f"{truth['input_tokens']:,} / {truth['output_tokens']:,}"
+        if truth["unread_calls"]:  # unknown, or the tokens read + unknown: never a silent 0
+            pair = fmt.UNKNOWN if not truth["inference_calls"] else f"{pair} + {fmt.UNKNOWN}"
+        assert metrics["Tokens in / out"] == pair, case.id
         assert metrics["Delegations"] == str(report["delegations"] + report["transfers"]), case.id
         assert metrics["Failed handoffs"] == str(report["failed_handoffs"]), case.id
         assert metrics["Agent loops"] == str(len(truth["agents"])), case.id
@@ -84,12 +100,14 @@ def test_costs_page_totals_and_the_unread_warning(
     assert metrics["Tokens in / out"] == f"{tokens[0]:,} / {tokens[1]:,}"
     assert metrics["Traces"] == str(len(CASES))
     (warning,) = [w.value for w in at.warning if "partly unread" in w.value]
-    assert warning.startswith(f"1 of {len(CASES)} traces in this range are partly unread (1 model call")
-    by_tool = _table(at, "delegation tool", "delegations").set_index("delegation tool")
-    want = sum(1 for c in CASES for _, target in c.truth["delegations"] if target == "researcher")
-    assert by_tool.loc["ask_researcher", "delegations"] + by_tool.loc["lookup", "delegations"] == want
+    partly = [c for c in CASES if c.truth["unread_calls"]]
+    unread = sum(c.truth["unread_calls"] for c in partly)
+    head = f"{len(partly)} of {len(CASES)} traces in this range are partly unread ({unread} model"
+    assert warning.startswith(head)
+    by_tool = _table(at, "delegation tool", "delegations")
+    assert by_tool["delegations"].sum() == sum(len(c.truth["delegations"]) for c in CASES)
     by_model = _table(at, "model", "rounds")
-    assert by_model["unread"].sum() == 1
+    assert by_model["unread"].sum() == unread
     assert fmt.UNKNOWN not in str(metrics["Recorded cost"])
 
 
@@ -99,6 +117,33 @@ def test_failures_page_lists_the_failed_delegations_only(
     at = open_page(sources["memory"], "failures.py")
     table = _table(at, "kind", "final status", "trace")
     failed = table[table["final status"] == "failed"]
+    assert set(failed["trace"]) == {c.trace_id for c in CASES if failed_handoffs(c.truth)}
+    assert len(failed) == sum(failed_handoffs(c.truth) for c in CASES)
     raised = {c.trace_id for c in CASES if c.truth["scenario"] == "raised"}
-    assert set(failed["trace"]) == raised
-    assert all(failed["tool"] == "ask_researcher")
+    assert all(failed[failed["trace"].isin(raised)]["tool"] == "ask_researcher")
+
+
+def test_a_failed_agent_reads_error_never_error_error() -> None:
+    # Other runtimes record no `error.type`: the node of a failed agent says `error`, not a
+    # made-up `error: error` (the reason is in the Failures table and the span inspector).
+    failing = [c for c in CASES if c.truth["edges"] and failed_handoffs(c.truth)]
+    assert len(failing) >= 3
+    for case in failing:
+        view = reconstruct(list(case.spans))
+        dot = handoff_dot(view)
+        assert "error: error" not in dot, case.id
+        targets = {e["target"] for e in case.truth["edges"] if e["status"] == "failed"}
+        failed = [n for n in view.nodes if n.agent in targets and n.status == "error"]
+        assert failed and all(n.error_type is None for n in failed), case.id
+        assert dot.count("#ffebee") >= len(failed), case.id  # drawn as failed all the same
+
+
+def test_a_managed_agent_never_exported_marks_its_trace_incomplete() -> None:
+    # smolagents never ends the span of a managed agent that raised: its spans hang below a missing
+    # parent. The trace says so, and the failed delegation is still read from the manager's step.
+    (case,) = [c for c in CASES if c.id == "smolagents_managed/managed_failed"]
+    view = reconstruct(list(case.spans))
+    assert view.issues.incomplete and view.issues.orphans
+    assert badge(view).endswith(", incomplete")
+    (failed,) = [d for d in view.delegations if d.status == "failed"]
+    assert (failed.caller, failed.target, failed.attempt_count) == ("manager", "researcher", 1)

@@ -122,3 +122,14 @@ def _views(spans: list[SpanRecord]) -> list[TraceView]:
     for span in spans:
         by_trace.setdefault(span.trace_id, []).append(span)
     return [reconstruct(group) for group in by_trace.values()]
+
+
+def test_one_money_rule_for_the_pages_and_the_cli() -> None:
+    # Summing rounds' float costs gives 0.00028649999999999997 where the amount is 0.0002865;
+    # `janux trace --json` carries it rounded to 12 decimals. Every text of it reads the same.
+    noisy = 0.00028649999999999997
+    rounded = round(noisy, 12)
+    texts = {fmt.usd(noisy), fmt.usd(rounded), cells.money_text(noisy), cells.money_text(rounded)}
+    assert texts == {"$0.000287"}
+    assert fmt.usd(1234.56785) == "$1,234.5679" and cells.money_text(-0.0000005) == "-$0.000001"
+    assert fmt.usd(float("inf")) == "$inf"  # never an exception from the rounding

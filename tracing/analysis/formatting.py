@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 
@@ -32,12 +33,19 @@ def money(value: float) -> float:
     return float(money_decimal(value, EXPORT_DECIMALS))
 
 
+def dollars(amount: float, digits: int) -> str:
+    """`$1,234.5678`: the text of an amount by the one money rule (`money_decimal` to `digits`), so
+    a page, a CSV and `janux trace` never differ in the last digit."""
+    if not math.isfinite(amount):  # no amount to round (a sentinel leaking through): say what it is
+        return f"${amount}"
+    return f"${money_decimal(amount, digits):,.{digits}f}"
+
+
 def usd(value: float | None, *, estimated: bool = False) -> str:
     """`$0.001234`, `≈ $0.0012 (est.)` or `unpriced` (rounded by `money_decimal`)."""
     if value is None:
         return UNPRICED
-    digits = MONEY_DECIMALS if abs(value) < 0.01 else 4
-    text = f"${money_decimal(value, digits):,.{digits}f}"
+    text = dollars(value, MONEY_DECIMALS if abs(value) < 0.01 else 4)
     return f"≈ {text} (est.)" if estimated else text
 
 
@@ -74,6 +82,15 @@ def tokens(usage: Usage) -> str:
         return UNKNOWN
     text = f"{usage.input_tokens:,} in / {usage.output_tokens:,} out"
     return text + (f" + {usage.unread_rounds:,} unread" if usage.unread_rounds else "")
+
+
+def token_pair(usage: Usage) -> str:
+    """`1,200 / 340`; `unknown` when rounds ran and no usage was read; `+ unknown` appended when
+    some rounds' usage could not be read (their tokens are not in the figures)."""
+    if usage.is_unknown:
+        return UNKNOWN
+    text = f"{usage.input_tokens:,} / {usage.output_tokens:,}"
+    return f"{text} + {UNKNOWN}" if usage.unread_rounds else text
 
 
 def ms(value: float | None) -> str:

@@ -86,7 +86,7 @@ def money_text(value: Any, *, estimated: bool = False, signed: bool = False) -> 
     if amount == UNKNOWN:
         return fmt.UNKNOWN
     sign = ("+" if amount > 0 else "-" if amount < 0 else "") if signed else ("-" if amount < 0 else "")
-    text = f"{sign}${fmt.money_decimal(abs(amount)):,.{fmt.MONEY_DECIMALS}f}"
+    text = f"{sign}{fmt.dollars(abs(amount), fmt.MONEY_DECIMALS)}"
     return f"≈ {text}" if estimated else text
 
 
@@ -99,15 +99,48 @@ def money_metric(value: float | None, *, estimated: bool = False) -> str:
     return fmt.UNPRICED if value == UNPRICED else fmt.usd(value, estimated=estimated)
 
 
+TOKENS_SUFFIX: Final = "tokens"
+"""Token columns' names end with it; an unknown count in one is `UNKNOWN`, as in money columns."""
+
+
+def is_tokens(column: object) -> bool:
+    """True for a token-count column (its name ends with `tokens`)."""
+    return isinstance(column, str) and column.endswith(TOKENS_SUFFIX)
+
+
+def token_text(value: Any) -> str:
+    """`1,200`, `unknown` (`UNKNOWN`) or `—`."""
+    if _missing(value):
+        return MISSING
+    return fmt.UNKNOWN if value == UNKNOWN else f"{int(value):,}"
+
+
+def with_unknown_counts(frame: pd.DataFrame) -> pd.DataFrame:
+    """The token columns holding an `UNKNOWN` count kept as Python numbers (object dtype): pandas
+    would turn the column's counts into floats (`840.0`) beside the float sentinel."""
+    for col in frame.columns:
+        if is_tokens(col) and any(v == UNKNOWN for v in frame[col]):
+            frame[col] = pd.Series([_count(v) for v in frame[col]], index=frame.index, dtype=object)
+    return frame
+
+
+def _count(value: Any) -> Any:
+    if _missing(value) or value == UNKNOWN:
+        return None if _missing(value) else UNKNOWN
+    return int(value)
+
+
 def _formatter(column: str) -> Any:
     estimated, signed = ESTIMATED_MARK in column, DELTA_MARK in column
     return lambda value: money_text(value, estimated=estimated, signed=signed)
 
 
 def money_styler(frame: pd.DataFrame) -> Styler:
-    """The frame with its money columns rendered as text (the numbers underneath still sort)."""
-    money = [col for col in frame.columns if is_money(col)]
-    return frame.style.format({col: _formatter(col) for col in money})
+    """The frame with its money columns, and token columns holding an unknown count, rendered as
+    text (the numbers underneath still sort)."""
+    money = {col: _formatter(col) for col in frame.columns if is_money(col)}
+    counts = {col: token_text for col in frame.columns if is_tokens(col) and frame[col].dtype == object}
+    return frame.style.format({**money, **counts})
 
 
 def without_empty_estimates(frame: pd.DataFrame) -> pd.DataFrame:
@@ -119,7 +152,7 @@ def export_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """A copy for CSV: `UNPRICED` cells become the word `unpriced`, missing cells stay empty."""
     out = frame.copy()
     for col in out.columns:
-        if is_money(col):
+        if is_money(col) or (is_tokens(col) and out[col].dtype == object):
             out[col] = [_export(v) for v in out[col]]
     return out
 

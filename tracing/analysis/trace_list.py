@@ -11,17 +11,16 @@ from typing import Any
 
 import pandas as pd
 
-from janux.tracing.analysis import formatting as fmt
-from janux.tracing.analysis import money_cells as cells
-from janux.tracing.analysis.facts import TraceSummary
 from janux.tracing.analysis.trace_view import TraceView
+from janux.tracing.analysis import money_cells as cells
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis.readers.structure import UNNAMED_AGENT
+from janux.tracing.analysis.facts import TraceSummary
 
 BADGE_OK = "✓ ok"
 """Badge of a trace whose contract checks all pass."""
 BADGE_NA = "– no janux data"
 """Badge of a trace without model calls and without Janux accounting (nothing to reconcile)."""
-UNKNOWN_TOKENS = "unknown"
-"""Token cell of a trace whose model calls' usage could not be read."""
 BADGE_BILL_DIFFERS = "✗ bill ≠ loops"
 """Badge of a trace whose recorded bill differs from the sum of its loops (from the source's flag)."""
 CHECKS_HELP = (
@@ -62,7 +61,8 @@ def foreign_badge(summary: TraceSummary) -> str:
 
 def badge(view: TraceView | None, summary: TraceSummary | None = None) -> str:
     """Reconciliation badge: `✓ ok`, `✗ N failed`, or for other runtimes how much was read
-    (`foreign: N% read`, or `– no janux data` without a summary); `, incomplete` appended."""
+    (`foreign: N% read`, or `– no janux data` without a summary) and `, N unnamed agents` when
+    nothing names some loops; `, incomplete` appended."""
     if view is None:
         return "?"
     failed = view.failed_checks
@@ -72,13 +72,17 @@ def badge(view: TraceView | None, summary: TraceSummary | None = None) -> str:
         text = BADGE_OK
     else:
         text = foreign_badge(summary) if summary is not None else BADGE_NA
+        unnamed = sum(1 for node in view.nodes if node.agent == UNNAMED_AGENT)
+        if unnamed:  # nothing in the trace names them: coverage, like unread usage
+            text += f", {fmt.count(unnamed, 'unnamed agent')}"
     return text + (", incomplete" if view.issues.incomplete else "")
 
 
-def _tokens(summary: TraceSummary, value: int | None) -> int | str | None:
-    """A token cell: the count, `unknown` when no usage could be read although calls ran."""
+def _tokens(summary: TraceSummary, value: int | None) -> float | None:
+    """A token cell: the count, `cells.UNKNOWN` (`unknown`) when no usage could be read although
+    calls ran (a number like the counts, so the column keeps one type and still sorts)."""
     if value is None and summary.bill_cost is None and summary.inference_spans > summary.usage_read_spans:
-        return UNKNOWN_TOKENS
+        return cells.UNKNOWN
     return value
 
 
@@ -91,6 +95,8 @@ def _money(
         return summary.bill_cost, None
     if view is not None:
         total = view.total
+        if total.unread_rounds:  # part of the usage is unknown: so is the cost (as on the Trace page)
+            return cells.UNKNOWN, None
         cost = cells.cost_cell(total.cost, total.unpriced_tokens, unknown=total.is_unknown)
         return cost, total.estimated_cost
     return cells.cost_cell(None, unpriced or 0, unknown=summary.partly_unread), None
@@ -136,4 +142,4 @@ def traces_frame(
                 "trace": s.trace_id,
             }
         )
-    return pd.DataFrame(rows)
+    return cells.with_unknown_counts(pd.DataFrame(rows))

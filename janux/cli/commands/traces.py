@@ -55,6 +55,8 @@ def _text(column: str, value: Any) -> str:
 
     if cells.is_money(column):
         return cells.money_text(value, estimated=cells.ESTIMATED_MARK in column)
+    if cells.is_tokens(column) and value == cells.UNKNOWN:
+        return cells.token_text(value)
     value = json_cell(value)
     return cells.MISSING if value is None else str(value)
 

@@ -25,6 +25,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 
+from tests.support.foreign.truth import Truth as Truth
+
 FIXTURES = Path(__file__).parent / "fixtures"
 """Where the committed fixtures live."""
 
@@ -40,38 +42,6 @@ class SeededIds(IdGenerator):
 
     def generate_trace_id(self) -> int:
         return self._rng.getrandbits(128) or 1
-
-
-@dataclass
-class Truth:
-    """What happened in one scenario, by the library's own account."""
-
-    scenario: str
-    """Scenario name (`chain`, `parallel`, `tool_error`, `retry`, `handoff`, `raised`)."""
-    library: str
-    """Which library and instrumentation produced it."""
-    input_tokens: int = 0
-    """Input tokens of every inference call the scripted models answered."""
-    output_tokens: int = 0
-    """Output tokens of those calls."""
-    inference_calls: int = 0
-    """Inference calls that returned usage."""
-    agents: list[str] = field(default_factory=list)
-    """Agent runs, in start order."""
-    delegations: list[list[str]] = field(default_factory=list)
-    """[caller, target] of every delegation (a subagent run inside a tool call or an agent)."""
-    transfers: list[list[str]] = field(default_factory=list)
-    """[from, to] of every handoff (transfer of the conversation)."""
-    errors: int = 0
-    """Spans the library marked as failed."""
-    raised: bool = False
-    """True when the run raised to the caller."""
-    unread_calls: int = 0
-    """Inference calls whose usage is present only under names Janux must report as unread."""
-    unrecognised_spans: int = 0
-    """Spans of a kind no convention declares although they carry usage-like attributes."""
-    hand_built: bool = False
-    """True for fixtures written by hand from the library's published conventions."""
 
 
 class Capture:
@@ -139,4 +109,5 @@ def swallow(truth: Truth) -> Iterator[None]:
 def load_truth(name: str, directory: Path = FIXTURES) -> dict[str, dict[str, Any]]:
     """The committed truth of fixture `name`, keyed by trace id."""
     loaded: dict[str, dict[str, Any]] = json.loads((directory / f"{name}.truth.json").read_text())
-    return loaded
+    defaults = asdict(Truth(scenario="", library=""))  # fields added since a truth was written
+    return {trace_id: {**defaults, **truth} for trace_id, truth in loaded.items()}

@@ -19,8 +19,14 @@ NAMES = (
     "smolagents_openinference",
     "strands",
     "openllmetry",
+    "langgraph_openinference",
+    "smolagents_managed",
+    "adk",
+    "strands_agents",
+    "autogen_agentchat",
+    "crewai_openinference",
 )
-"""Every committed fixture (the last three are hand-built)."""
+"""Every committed fixture (`smolagents_openinference`, `strands` and `openllmetry` are hand-built)."""
 
 
 @dataclass(frozen=True)
@@ -61,3 +67,32 @@ def all_spans() -> list[SpanRecord]:
 def edges(pairs: list[list[str]] | list[tuple[str | None, str]]) -> Counter[tuple[str | None, str]]:
     """Edges as a multiset of (from, to)."""
     return Counter((a, b) for a, b in pairs)
+
+
+def failed_handoffs(truth: dict[str, Any]) -> int:
+    """Delegations and transfers that failed, by the truth (older truths state no edges: their
+    `raised` scenario is the one failed delegation)."""
+    if truth.get("edges") is None:
+        return 1 if truth["scenario"] == "raised" else 0
+    return sum(1 for edge in truth["edges"] if edge["status"] == "failed")
+
+
+def stated_edges(truth: dict[str, Any]) -> list[tuple[str, str, str, str, int]]:
+    """The truth's edges as sorted (caller, target, kind, status, attempts)."""
+    return sorted((e["caller"], e["target"], e["kind"], e["status"], e["attempts"]) for e in truth["edges"])
+
+
+def tokens(truth: dict[str, Any]) -> tuple[int | None, int | None]:
+    """(input, output) tokens of the rebuilt trace by the truth: None when no call's usage can be
+    read (unknown)."""
+    if truth["inference_calls"] == 0 and truth["unread_calls"]:
+        return None, None
+    return truth["input_tokens"], truth["output_tokens"]
+
+
+def listed_tokens(truth: dict[str, Any]) -> tuple[int | None, int | None]:
+    """(input, output) tokens of the trace list's row by the truth: None when no call's usage was
+    read (unknown, or no model call in the trace at all)."""
+    if truth["inference_calls"] == 0:
+        return None, None
+    return truth["input_tokens"], truth["output_tokens"]

@@ -38,3 +38,4 @@ def test_regenerated_fixture_gives_the_committed_truth(tmp_path: Path, name: str
             ), json.dumps(truth)
             assert facts.delegations == len(truth["delegations"])
             assert facts.transfers == len(truth["transfers"])
+

@@ -21,7 +21,7 @@ from janux.tracing.testing import synthetic_trace
 from tests.support.agent_map_expect import actual, expected
 from tests.support.contract_traces import contract_trace, plain_trace
 from tests.support.demo_traces import demo_traces
-from tests.support.foreign.load import Case, all_spans, cases
+from tests.support.foreign.load import Case, all_spans, cases, failed_handoffs
 
 
 def by_trace(spans: Sequence[SpanRecord]) -> dict[str, list[SpanRecord]]:
@@ -74,7 +74,7 @@ def _truth(case: Case) -> dict[str, object]:
         "agents": Counter(truth["agents"]),
         "delegations": Counter(tuple(edge) for edge in truth["delegations"]),
         "transfers": Counter(tuple(edge) for edge in truth["transfers"]),
-        "failed": 1 if truth["raised"] else 0,
+        "failed": failed_handoffs(truth),
         "tokens": (truth["input_tokens"], truth["output_tokens"]),
     }
 

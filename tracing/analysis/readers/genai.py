@@ -2,7 +2,12 @@
 
 - `gen_ai.operation.name`: chat, text_completion, generate_content, embeddings = inference;
   invoke_agent = agent loop; execute_tool = tool; agent_handoff = transfer; create_agent and
-  unknown (the OTel OpenAI Agents bridge's task/turn spans) = plain structure.
+  unknown (the OTel OpenAI Agents bridge's task/turn spans), invoke_workflow (Google ADK),
+  invoke_swarm / invoke_graph / execute_event_loop_cycle (Strands) = plain structure.
+- `execute_tool` of `transfer_to_agent` (Google ADK, `gen_ai.tool.type` TransferToAgentTool) or
+  `handoff_to_agent` (Strands swarm): a transfer to the next agent that runs; of
+  `transfer_to_{agent}` on AutoGen's spans (`gen_ai.system` autogen: AgentChat handoffs): a
+  transfer to that agent.
 - `gen_ai.agent.name` (agent spans only; else the `invoke_agent {name}` span name): agent name.
 - `gen_ai.tool.name`, `gen_ai.tool.type` (`handoff` = a transfer tool): the tool.
 - `gen_ai.usage.input_tokens` / `output_tokens`, older `prompt_tokens` / `completion_tokens`:
@@ -21,7 +26,12 @@ from janux.tracing import conventions as c
 
 AGENT_OPERATIONS: Final = frozenset({c.OP_INVOKE_AGENT})
 """Operations of an agent loop."""
-PLAIN_OPERATIONS: Final = frozenset({c.OP_CREATE_AGENT, c.OP_UNKNOWN})
+TURN_OPERATIONS: Final = frozenset({c.OP_INVOKE_WORKFLOW, c.OP_INVOKE_SWARM, c.OP_INVOKE_GRAPH})
+"""Spans around a whole multi-agent run (Google ADK's workflow, Strands' swarm and graph): the turn,
+read as plain structure so that the agents below it are its top-level loops."""
+PLAIN_OPERATIONS: Final = (
+    frozenset({c.OP_CREATE_AGENT, c.OP_UNKNOWN, c.OP_EXECUTE_EVENT_LOOP_CYCLE}) | TURN_OPERATIONS
+)
 """Operations read as plain structure (known, but neither a loop, a call nor a tool)."""
 KNOWN_OPERATIONS: Final = c.READ_INFERENCE_OPERATIONS | AGENT_OPERATIONS | PLAIN_OPERATIONS | frozenset(
     {c.OP_EXECUTE_TOOL, c.OP_AGENT_HANDOFF}
@@ -58,7 +68,27 @@ def agent_name(attributes: dict[str, Any], span_name: str) -> str | None:
     return rest if head == c.OP_INVOKE_AGENT and rest else None
 
 
+def is_transfer_tool(attributes: dict[str, Any]) -> bool:
+    """A tool call that hands the conversation over (Google ADK's `transfer_to_agent`, a Strands
+    swarm's `handoff_to_agent`): a transfer whose target is the next agent that runs."""
+    if attributes.get(c.GEN_AI_TOOL_TYPE) == c.ADK_TRANSFER_TOOL_TYPE:
+        return True
+    name = attributes.get(c.GEN_AI_TOOL_NAME)
+    if not isinstance(name, str):
+        return False
+    return name in c.TRANSFER_TOOL_NAMES or _autogen_handoff(attributes, name)
+
+
+def _autogen_handoff(attributes: dict[str, Any], tool: str) -> bool:
+    autogen = attributes.get(c.GEN_AI_SYSTEM_DEPRECATED) == c.AUTOGEN_SYSTEM
+    return autogen and tool.startswith(c.TRANSFER_TOOL_PREFIX)
+
+
 def transfer_ends(attributes: dict[str, Any]) -> tuple[str | None, str | None]:
-    """(from, to) of an `agent_handoff` span."""
+    """(from, to) of an `agent_handoff` span; of a transfer tool, the agent its name ends with
+    (`transfer_to_billing`: billing), else None (the next agent that runs)."""
     source, target = attributes.get(c.GEN_AI_HANDOFF_FROM_AGENT), attributes.get(c.GEN_AI_HANDOFF_TO_AGENT)
-    return (source if isinstance(source, str) else None, target if isinstance(target, str) else None)
+    tool = attributes.get(c.GEN_AI_TOOL_NAME)
+    if not isinstance(target, str) and isinstance(tool, str) and _autogen_handoff(attributes, tool):
+        target = tool.removeprefix(c.TRANSFER_TOOL_PREFIX)
+    return (source if isinstance(source, str) else None, target)

@@ -2,21 +2,33 @@
 
 - `openinference.span.kind`: AGENT = agent loop; LLM, EMBEDDING = inference; TOOL = tool (named
   `handoff to {agent}`: a transfer); CHAIN, RETRIEVER, GUARDRAIL, RERANKER, EVALUATOR, PROMPT = plain.
+- LlamaIndex's `{model}._prepare_chat_with_tools` LLM spans prepare a call: plain structure.
 - `llm.token_count.prompt` / `completion`: usage of an LLM span; on AGENT and CHAIN spans
   (cumulative, smolagents style) never added to the LLM spans.
 - `llm.token_count.total`: never read as input or output (an LLM span with only a total is unread).
 - `llm.model_name`, `llm.provider` (else `llm.system`): model, provider.
-- `tool.name`: tool name. `agent.name`, else `graph.node.id`: agent name (an AGENT span with
-  neither is the run, not an agent).
+- `tool.name`: tool name. `agent.name`, else `graph.node.id`, else a smolagents `{name}.run` span
+  name: agent name (an AGENT span with none of them is the run, not an agent).
+- LangGraph (the LangChain instrumentation): every node whose name says "agent" is an AGENT span
+  without a name, one per ReAct step; the CHAIN span of the graph that runs such steps with model
+  calls is the agent loop, named after the graph (`graph_loops`), and the steps are its rounds.
+  A handoff tool of langgraph-swarm / langgraph-supervisor (`__handoff_destination` in its
+  metadata, or a `Command(goto=..., graph=PARENT)` output) is a transfer to that agent.
+- smolagents: a managed agent that raised is never exported (its span is never ended); the
+  manager's step records `AgentToolExecutionError` naming the team member (`failed_team_member`).
 - `graph.node.parent_id` on an AGENT span: the agent that handed off to it (a transfer).
 - `input.value` / `output.value` on a handoff span: the transfer's ends.
 """
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Sequence
 from typing import Any, Final
 
 from janux.tracing import conventions as c
+from janux.tracing.records import EventRecord, SpanRecord
 
 _ROLES: Final = {
     c.OI_KIND_AGENT: "agent", c.OI_KIND_LLM: "inference", c.OI_KIND_EMBEDDING: "inference",
@@ -33,27 +45,109 @@ PROVIDER_KEYS: Final = (c.LLM_PROVIDER, c.LLM_SYSTEM)
 """Provider names."""
 
 
-def role(kind: str, span_name: str) -> str | None:
+def role(kind: str, span_name: str, attributes: dict[str, Any] | None = None) -> str | None:
     """The role of a span of this `openinference.span.kind`, None when the kind is unknown."""
     found = _ROLES.get(kind.upper())
     if found == "tool" and span_name.startswith(c.OI_HANDOFF_PREFIX):
         return "transfer"
+    if found == "tool" and attributes is not None and langgraph_handoff(attributes):
+        return "transfer"
+    if found == "inference" and span_name.endswith(c.LLAMA_INDEX_PREPARE_SUFFIX):
+        return "plain"
     if found is not None:
         return found
     return "plain" if kind.upper() in c.OI_STRUCTURAL_KINDS else None
 
 
-def agent_name(attributes: dict[str, Any]) -> str | None:
-    """`agent.name`, else `graph.node.id`; None when neither (the run's root span)."""
+def agent_name(attributes: dict[str, Any], span_name: str = "") -> str | None:
+    """`agent.name`, else `graph.node.id`, else the NAME of a smolagents `NAME.run` span (not an
+    agent class's name); None when none of them names it (the run's root span)."""
     for key in (c.OI_AGENT_NAME, c.OI_GRAPH_NODE_ID):
         value = attributes.get(key)
         if isinstance(value, str) and value:
             return value
+    if span_name.endswith(c.SMOLAGENTS_RUN_SUFFIX):
+        name = span_name.removesuffix(c.SMOLAGENTS_RUN_SUFFIX)
+        if name and name not in c.SMOLAGENTS_AGENT_CLASSES:
+            return name
     return None
 
 
+def graph_loops(
+    spans: Sequence[SpanRecord], parents: Sequence[int], unnamed: set[int]
+) -> dict[int, str | None]:
+    """LangGraph: the CHAIN spans that run unnamed AGENT spans of graph nodes (their metadata names
+    the node), with the graph's name (None for LangGraph's default name). `parents` are the parent
+    positions (negative at a root), `unnamed` the positions of OpenInference AGENT spans without
+    a name."""
+    found: dict[int, str | None] = {}
+    for pos in unnamed:
+        parent = parents[pos]
+        if parent < 0 or parent in found:
+            continue
+        graph = spans[parent]
+        if graph.attributes.get(c.OI_SPAN_KIND) != c.OI_KIND_CHAIN or not _is_graph_node(spans[pos]):
+            continue
+        found[parent] = graph.name if graph.name and graph.name != c.LANGGRAPH_DEFAULT_NAME else None
+    return found
+
+
+def langgraph_handoff(attributes: dict[str, Any]) -> str | None:
+    """The agent a LangGraph handoff tool hands over to: its metadata's `__handoff_destination`
+    (langgraph-swarm, langgraph-supervisor), else the `goto` of the `Command` it returned to the
+    parent graph (its output, when content is recorded); None for any other tool."""
+    metadata = _json_object(attributes.get(c.OI_METADATA), c.LANGGRAPH_HANDOFF_KEY)
+    target = metadata.get(c.LANGGRAPH_HANDOFF_KEY)
+    if isinstance(target, str) and target:
+        return target
+    command = _json_object(attributes.get(c.OI_OUTPUT_VALUE), '"goto"')
+    goto = command.get("goto")
+    if command.get("graph") == c.LANGGRAPH_PARENT_GRAPH and isinstance(goto, str) and goto:
+        return goto
+    return None
+
+
+def _json_object(value: object, needle: str) -> dict[str, Any]:
+    """`value` parsed as a JSON object when it is text holding `needle` (cheap test first), else {}."""
+    if not isinstance(value, str) or needle not in value:
+        return {}
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _is_graph_node(span: SpanRecord) -> bool:
+    """A LangGraph node's span: its metadata names the node."""
+    metadata = span.attributes.get(c.OI_METADATA)
+    return isinstance(metadata, str) and f'"{c.LANGGRAPH_NODE_KEY}"' in metadata
+
+
+_TEAM_MEMBER: Final = re.compile(r"team member '([^']+)'")
+
+
+def _team_member(event: EventRecord) -> str | None:
+    kind = str(event.attributes.get(c.EXCEPTION_TYPE) or "")
+    if event.name != c.EVENT_EXCEPTION or not kind.endswith(c.SMOLAGENTS_TOOL_ERROR):
+        return None
+    found = _TEAM_MEMBER.search(str(event.attributes.get(c.EXCEPTION_MESSAGE) or ""))
+    return found.group(1) if found else None
+
+
+def failed_team_member(span: SpanRecord) -> str | None:
+    """The managed agent a failed smolagents step called when that agent raised, else None."""
+    if span.attributes.get(c.OI_SPAN_KIND) != c.OI_KIND_CHAIN:
+        return None
+    return next((name for name in map(_team_member, span.events) if name), None)
+
+
 def transfer_ends(attributes: dict[str, Any], span_name: str) -> tuple[str | None, str | None]:
-    """(from, to) of a handoff TOOL span: `input.value` / `output.value`, else the span name."""
+    """(from, to) of a handoff TOOL span: a LangGraph handoff's destination (its source is the loop
+    that called it); else `input.value` / `output.value`, else the span name."""
+    destination = langgraph_handoff(attributes)
+    if destination is not None:
+        return None, destination
     source, target = attributes.get(c.OI_INPUT_VALUE), attributes.get(c.OI_OUTPUT_VALUE)
     if not isinstance(target, str) or not target:
         target = span_name[len(c.OI_HANDOFF_PREFIX) :] or None

@@ -135,7 +135,7 @@ def _declared(attributes: dict[str, Any], span_name: str) -> tuple[str | None, C
         return genai.role(operation), "genai"
     kind = attributes.get(c.OI_SPAN_KIND)
     if isinstance(kind, str) and kind:
-        return openinference.role(kind, span_name), "openinference"
+        return openinference.role(kind, span_name, attributes), "openinference"
     if openllmetry.declares_kind(attributes):
         return openllmetry.role(attributes), "openllmetry"
     head = span_name.split(" ", 1)[0]
@@ -150,6 +150,8 @@ def classify(attributes: dict[str, Any], span_name: str) -> tuple[Role, Conventi
     if type(operation) is str:  # the common case: the GenAI conventions (Janux's own spans)
         known = _GENAI_KINDS.get(operation)
         if known is not None:
+            if known[0] == "tool" and genai.is_transfer_tool(attributes):
+                return "transfer", "genai", True
             return known
     declared = _declared(attributes, span_name)
     if declared is None:
@@ -162,7 +164,7 @@ def classify(attributes: dict[str, Any], span_name: str) -> tuple[Role, Conventi
 
 def _agent_name(attributes: dict[str, Any], span_name: str, convention: Convention) -> str | None:
     if convention == "openinference":
-        return openinference.agent_name(attributes) or genai.agent_name(attributes, "")
+        return openinference.agent_name(attributes, span_name) or genai.agent_name(attributes, "")
     if convention == "openllmetry":
         return openllmetry.entity_name(attributes) or genai.agent_name(attributes, span_name)
     return genai.agent_name(attributes, span_name)

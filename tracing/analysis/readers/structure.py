@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from janux.tracing import conventions as c
+from janux.tracing.analysis.readers import openinference
 from janux.tracing.analysis.readers.spans import SpanRead, classify, error_text, read_span
 from janux.tracing.analysis.span_index import NO_PARENT, SpanIndex, build_index
 from janux.tracing.analysis.trace_parts import plus
@@ -147,10 +148,31 @@ class _Builder:
         self.tool_below = [NO_PARENT] * len(index.spans)
         self.edge_of_tool: dict[int, int] = {}
         self.pending_transfers: dict[str, list[int]] = {}
+        self.pending_any: list[int] = []
+        self.hidden: list[tuple[int, int, int]] = []
+        self.hidden_loops: dict[str, int] = {}
         agents = [pos for pos, kind in enumerate(self.s.kinds) if kind[0] == "agent"]
         self.unnamed = {pos for pos in agents if self.s.read(pos).agent is None}
+        if self.unnamed:
+            self._graph_loops()
         # Only an unnamed agent span needs to know whether it made model calls of its own.
         self.owners = _own_call_owners(index, self.s.kinds) if self.unnamed else set()
+
+    def _graph_loops(self) -> None:
+        """LangGraph: a graph's CHAIN span is the loop, its unnamed AGENT node spans its rounds."""
+        s = self.s
+        owners = _own_call_owners(s.index, s.kinds)  # a step without model calls (a router) is no round
+        steps = {pos for pos in self.unnamed if s.kinds[pos][1] == "openinference" and pos in owners}
+        graphs = openinference.graph_loops(s.index.spans, s.index.parent, steps)
+        for pos, name in graphs.items():
+            s.kinds[pos] = ("agent", "openinference", True)
+            s._reads[pos] = SpanRead("agent", "openinference", True, agent=name)
+            if name is None:
+                self.unnamed.add(pos)
+        for pos in steps:
+            if s.index.parent[pos] in graphs:
+                s.kinds[pos] = ("plain", "openinference", True)
+                self.unnamed.discard(pos)
 
     def run(self) -> Structure:
         s = self.s
@@ -160,6 +182,8 @@ class _Builder:
             if role == "agent" and (pos not in self.unnamed or pos in self.owners):
                 self._loop(pos, parent)
                 continue
+            if parent == NO_PARENT and self.hidden:
+                self._hidden_attempt(pos)
             if parent != NO_PARENT:
                 s.loop_of[pos] = s.loop_of[parent]
                 self.tool_below[pos] = self.tool_below[parent]
@@ -171,7 +195,41 @@ class _Builder:
                     self._edge_for_tool(pos)
             elif role == "inference":
                 self._call(pos)
+            elif role == "plain" and s.index.spans[pos].status_code == STATUS_ERROR:
+                self._hidden_failure(pos)
         return s
+
+    def _hidden_failure(self, pos: int) -> None:
+        """smolagents: a step whose managed agent raised. That agent's span is never exported, so the
+        step is the failed delegation's tool span; spans of the lost agent become its attempt."""
+        span = self.s.index.spans[pos]
+        target = openinference.failed_team_member(span)
+        if target is None:
+            return
+        caller = self.s.loop_of[pos]
+        edge = self._new_edge("delegate", pos, caller if caller >= 0 else None)
+        self.s.edges[edge].target = target
+        end = span.start_ns + max(span.duration_ns, 0)
+        self.hidden.append((span.start_ns, end, edge))
+
+    def _hidden_attempt(self, pos: int) -> None:
+        """A span hanging below a missing span (never exported) inside a step whose managed agent
+        failed runs in that agent's loop, the delegation's attempt (started by its first such span)."""
+        s = self.s
+        span = s.index.spans[pos]
+        missing = span.parent_span_id
+        if not missing:
+            return
+        index = self.hidden_loops.get(missing)
+        if index is None:
+            edge = next((e for start, end, e in self.hidden if start <= span.start_ns <= end
+                         and not s.edges[e].attempts), None)  # fmt: skip
+            if edge is None:
+                return
+            index = self.hidden_loops[missing] = len(s.loops)
+            s.loops.append(Loop(pos=pos, name=s.edges[edge].target, parent=s.edges[edge].caller, via=edge))
+            s.edges[edge].attempts.append(index)
+        s.loop_of[pos] = index
 
     def _loop(self, pos: int, parent: int) -> None:
         s = self.s
@@ -202,6 +260,11 @@ class _Builder:
         waiting = self.pending_transfers.get(loop.name)
         if waiting:
             return waiting.pop(0)
+        if self.pending_any:
+            pending = self.s.edges[self.pending_any[0]]
+            if pending.caller is None or self.s.loops[pending.caller].name != loop.name:
+                pending.target = loop.name
+                return self.pending_any.pop(0)
         if read.transfer_from is None:
             return None
         source = next((i for i, other in enumerate(self.s.loops) if other.name == read.transfer_from), None)
@@ -218,6 +281,8 @@ class _Builder:
         s.edges[edge].target = target
         if target:
             self.pending_transfers.setdefault(target, []).append(edge)
+        else:  # the span does not name its target (ADK, Strands swarm): the next agent that runs
+            self.pending_any.append(edge)
 
     def _edge_for_tool(self, tool_pos: int) -> int:
         found = self.edge_of_tool.get(tool_pos)

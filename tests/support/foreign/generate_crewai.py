@@ -1,0 +1,168 @@
+"""Generate the CrewAI fixture: a real CrewAI crew traced by OpenInference.
+
+Run offline: `.venv/bin/python -m tests.support.foreign.generate_crewai [OUT_DIR]`; the library
+runs in its own virtualenv (`venvs`), pinned to `REQUIREMENTS`. Every agent's model is a CrewAI
+`BaseLLM` answering from a script in CrewAI's ReAct text format, reporting usage as CrewAI's own
+clients do; the truth below is written from what the scenario does.
+
+Scenario: a manager agent delegates its task to a researcher coworker through CrewAI's
+`Delegate work to coworker` tool (`allow_delegation=True`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from tests.support.foreign import venvs
+from tests.support.foreign.truth import Truth
+
+NAME = "crewai_openinference"
+LIBRARY = "crewai 1.15.30 (openinference-instrumentation-crewai 1.1.21)"
+REQUIREMENTS = (
+    "crewai==1.15.30",
+    "openinference-instrumentation-crewai==1.1.21",
+    "opentelemetry-sdk==1.45.2",
+)
+"""The pinned versions the fixture was generated with."""
+
+Reply = tuple[str, int, int]
+"""A scripted answer: CrewAI ReAct text, prompt and completion tokens."""
+
+
+def _model(name: str, script: list[Reply], truth: Truth) -> Any:
+    """A CrewAI model answering `script` in order, with usage tracked and call events emitted."""
+    from crewai.events.types.llm_events import LLMCallType
+    from crewai.llms.base_llm import BaseLLM, llm_call_context
+
+    queue = list(script)
+
+    class Scripted(BaseLLM):
+        def call(
+            self,
+            messages: Any,
+            tools: Any = None,
+            callbacks: Any = None,
+            available_functions: Any = None,
+            from_task: Any = None,
+            from_agent: Any = None,
+            response_model: Any = None,
+        ) -> Any:
+            with llm_call_context():  # as CrewAI's own clients: the call's events share one call id
+                return self._answer(messages, tools, callbacks, available_functions, from_task, from_agent)
+
+        def _answer(
+            self,
+            messages: Any,
+            tools: Any,
+            callbacks: Any,
+            available_functions: Any,
+            from_task: Any,
+            from_agent: Any,
+        ) -> str:
+            self._emit_call_started_event(
+                messages=messages,
+                tools=tools,
+                callbacks=callbacks,
+                available_functions=available_functions,
+                from_task=from_task,
+                from_agent=from_agent,
+            )
+            text, prompt, completion = queue.pop(0)
+            truth.usage(prompt, completion)
+            usage = {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            }
+            self._track_token_usage_internal(usage)
+            self._emit_call_completed_event(
+                response=text,
+                call_type=LLMCallType.LLM_CALL,
+                from_task=from_task,
+                from_agent=from_agent,
+                messages=messages,
+                usage=usage,
+            )
+            return text
+
+        def supports_function_calling(self) -> bool:
+            return False
+
+        def supports_stop_words(self) -> bool:
+            return False
+
+        def get_context_window_size(self) -> int:
+            return 128_000
+
+    return Scripted(model=name)
+
+
+def _delegation(truth: Truth) -> None:
+    from crewai import Agent, Crew, Task
+
+    delegate = json.dumps(
+        {"task": "Find the capital of France", "context": "geography", "coworker": "Researcher"}
+    )
+    manager_script: list[Reply] = [
+        (
+            f"Thought: The researcher knows.\nAction: Delegate work to coworker\nAction Input: {delegate}",
+            300,
+            40,
+        ),
+        ("Thought: I now know the final answer\nFinal Answer: Paris", 420, 12),
+    ]
+    researcher_script: list[Reply] = [("Thought: I now know the final answer\nFinal Answer: Paris", 200, 15)]
+    researcher = Agent(
+        role="Researcher",
+        goal="Answer questions",
+        backstory="A researcher.",
+        llm=_model("gpt-4o-mini", researcher_script, truth),
+        allow_delegation=False,
+    )
+    manager = Agent(
+        role="Manager",
+        goal="Get questions answered",
+        backstory="A manager.",
+        llm=_model("gpt-4o", manager_script, truth),
+        allow_delegation=True,
+    )
+    task = Task(description="What is the capital of France?", expected_output="A city", agent=manager)
+    truth.agents, truth.root_agent = ["Manager", "Researcher"], "Manager"
+    truth.edge("Manager", "Researcher")
+    Crew(agents=[manager, researcher], tasks=[task]).kickoff()
+
+
+def inner(out: Path) -> None:
+    """Run the scenario (inside the virtualenv) and write the fixture."""
+    os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")  # no anonymous telemetry from a fixture
+    os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
+    from openinference.instrumentation.crewai import CrewAIInstrumentor
+    from opentelemetry import trace
+
+    from tests.support.foreign.isolated import Writer, provider
+
+    tracer_provider, exporter = provider(seed=22_07, service="crewai-app")
+    CrewAIInstrumentor().instrument(tracer_provider=tracer_provider, use_event_listener=True)
+    writer = Writer(NAME)
+    truth = Truth(scenario="delegation", library=LIBRARY)
+    with trace.get_tracer("janux.fixture", tracer_provider=tracer_provider).start_as_current_span(
+        "fixture delegation"
+    ):
+        try:
+            _delegation(truth)
+        except Exception:
+            truth.raised = True
+        from crewai.events.event_bus import crewai_event_bus
+
+        crewai_event_bus.flush()  # the listener makes its spans from events handled off-thread
+    spans = list(exporter.get_finished_spans())
+    truth.errors = sum(1 for s in spans if not s.status.is_ok)
+    writer.add(spans, truth)
+    writer.write(out)
+
+
+if __name__ == "__main__":
+    venvs.main("crewai", "tests.support.foreign.generate_crewai", REQUIREMENTS, inner)

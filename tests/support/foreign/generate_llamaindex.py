@@ -1,0 +1,142 @@
+"""Generate the LlamaIndex fixture: real LlamaIndex agent workflows traced by OpenInference.
+
+Run offline: `.venv/bin/python -m tests.support.foreign.generate_llamaindex [OUT_DIR]`; the
+library runs in its own virtualenv (`venvs`), pinned to `REQUIREMENTS`. Every agent's model is
+the library's own `MockFunctionCallingLLM`, answering from a script (tool calls or text) with
+usage in its raw response; the truth below is written from what each scenario does.
+
+Scenarios: an `AgentWorkflow` whose triage agent hands off to billing (`handoff`), and a
+planner whose tool runs a researcher agent (a delegation).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from tests.support.foreign import venvs
+from tests.support.foreign.truth import Truth
+
+NAME = "llamaindex_openinference"
+LIBRARY = "llama-index-core 0.14.25 (openinference-instrumentation-llama-index 4.6.1)"
+REQUIREMENTS = (
+    "llama-index-core==0.14.25",
+    "openinference-instrumentation-llama-index==4.6.1",
+    "opentelemetry-sdk==1.45.2",
+)
+"""The pinned versions the fixture was generated with."""
+
+Reply = tuple[list[tuple[str, dict[str, Any]]] | str, int, int]
+"""A scripted answer: tool calls [(tool, args)] or a text, prompt and completion tokens."""
+
+
+def _model(script: list[Reply], truth: Truth) -> Any:
+    """A function-calling mock model answering `script` in order, usage in its raw response."""
+    from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole, ToolCallBlock
+    from llama_index.core.llms.callbacks import llm_chat_callback
+    from llama_index.core.llms.mock import MockFunctionCallingLLM
+
+    queue = list(script)
+
+    def answer() -> ChatResponse:
+        content, prompt, completion = queue.pop(0)
+        truth.usage(prompt, completion)
+        if isinstance(content, str):
+            message = ChatMessage(role=MessageRole.ASSISTANT, content=content)
+        else:
+            blocks = [
+                ToolCallBlock(tool_call_id=f"call_{tool}_{len(queue)}", tool_name=tool, tool_kwargs=args)
+                for tool, args in content
+            ]
+            message = ChatMessage(role=MessageRole.ASSISTANT, blocks=blocks)
+        usage = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
+        return ChatResponse(message=message, raw={"usage": usage}, delta=message.content or "")
+
+    class Scripted(MockFunctionCallingLLM):
+        @llm_chat_callback()
+        async def astream_chat(self, messages: Any, **kwargs: Any) -> Any:
+            response = answer()
+
+            async def gen() -> Any:
+                yield response
+
+            return gen()
+
+        @llm_chat_callback()
+        async def achat(self, messages: Any, **kwargs: Any) -> Any:
+            return answer()
+
+    return Scripted()
+
+
+async def _handoff(truth: Truth) -> None:
+    from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent
+
+    triage = FunctionAgent(
+        name="triage",
+        description="Routes questions.",
+        can_handoff_to=["billing"],
+        llm=_model([([("handoff", {"to_agent": "billing", "reason": "invoice"})], 130, 12)], truth),
+    )
+    billing = FunctionAgent(
+        name="billing",
+        description="Handles invoices.",
+        llm=_model([("Your invoice is paid.", 170, 9)], truth),
+    )
+    truth.agents, truth.root_agent = ["triage", "billing"], "billing"
+    truth.edge("triage", "billing", kind="transfer")
+    await AgentWorkflow(agents=[triage, billing], root_agent="triage").run(user_msg="Where is my invoice?")
+
+
+async def _agent_tool(truth: Truth) -> None:
+    from llama_index.core.agent.workflow import FunctionAgent
+
+    researcher = FunctionAgent(
+        name="researcher", description="Researches a question.", llm=_model([("Paris.", 210, 8)], truth)
+    )
+
+    async def ask_researcher(question: str) -> str:
+        """Ask the researcher a question."""
+        return str(await researcher.run(user_msg=question))
+
+    script: list[Reply] = [
+        ([("ask_researcher", {"question": "capital of France?"})], 260, 18),
+        ("It is Paris.", 320, 11),
+    ]
+    planner = FunctionAgent(
+        name="planner", description="Plans.", tools=[ask_researcher], llm=_model(script, truth)
+    )
+    truth.agents, truth.root_agent = ["planner", "researcher"], "planner"
+    truth.edge("planner", "researcher")
+    await planner.run(user_msg="What is the capital of France?")
+
+
+def inner(out: Path) -> None:
+    """Run every scenario (inside the virtualenv) and write the fixture."""
+    from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
+
+    from tests.support.foreign.isolated import Writer, provider
+
+    tracer_provider, exporter = provider(seed=22_06, service="llamaindex-app")
+    LlamaIndexInstrumentor().instrument(tracer_provider=tracer_provider)
+    writer = Writer(NAME)
+    for name, run in (("handoff", _handoff), ("agent_tool", _agent_tool)):
+        truth = Truth(scenario=name, library=LIBRARY)
+        try:
+            asyncio.run(run(truth))
+        except Exception:
+            truth.raised = True
+        spans = list(exporter.get_finished_spans())
+        truth.errors = sum(1 for s in spans if not s.status.is_ok)
+        writer.add(spans, truth)
+        exporter.clear()
+    writer.write(out)
+
+
+if __name__ == "__main__":
+    venvs.main("llamaindex", "tests.support.foreign.generate_llamaindex", REQUIREMENTS, inner)

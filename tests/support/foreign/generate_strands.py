@@ -1,0 +1,161 @@
+"""Generate the Strands Agents fixture: real Strands agents with Strands' own OpenTelemetry spans.
+
+Run offline: `.venv/bin/python -m tests.support.foreign.generate_strands [OUT_DIR]`; the library
+runs in its own virtualenv (`venvs`), pinned to `REQUIREMENTS`. Every agent's model is a Strands
+`Model` that streams scripted answers (tool uses or text, with usage metadata); the truth below
+is written from what each scenario does.
+
+Scenarios: a swarm whose triage agent hands off to billing (`handoff_to_agent`), the same with
+a billing agent whose model fails, and an
+orchestrator that runs a researcher agent inside one of its tools (agents as tools).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from tests.support.foreign import venvs
+from tests.support.foreign.truth import Truth
+
+NAME = "strands_agents"
+LIBRARY = "strands-agents 1.62.0 (its own OpenTelemetry spans)"
+REQUIREMENTS = ("strands-agents==1.62.0", "opentelemetry-sdk==1.45.1")
+"""The pinned versions the fixture was generated with."""
+
+Reply = tuple[list[tuple[str, dict[str, Any]]] | str, int, int]
+"""A scripted answer: tool uses [(tool, input)] or a text, input tokens, output tokens."""
+
+
+def _events(reply: Reply, number: int) -> list[dict[str, Any]]:
+    """The stream events (Bedrock Converse shape) of one scripted answer."""
+    content, tokens_in, tokens_out = reply
+    events: list[dict[str, Any]] = [{"messageStart": {"role": "assistant"}}]
+    if isinstance(content, str):
+        events += [{"contentBlockDelta": {"delta": {"text": content}}}, {"contentBlockStop": {}}]
+        stop = "end_turn"
+    else:
+        for i, (tool, args) in enumerate(content):
+            start = {"toolUse": {"name": tool, "toolUseId": f"tooluse_{number}_{i}"}}
+            events += [
+                {"contentBlockStart": {"start": start}},
+                {"contentBlockDelta": {"delta": {"toolUse": {"input": json.dumps(args)}}}},
+                {"contentBlockStop": {}},
+            ]
+        stop = "tool_use"
+    usage = {"inputTokens": tokens_in, "outputTokens": tokens_out, "totalTokens": tokens_in + tokens_out}
+    return [
+        *events,
+        {"messageStop": {"stopReason": stop}},
+        {"metadata": {"usage": usage, "metrics": {"latencyMs": 5}}},
+    ]
+
+
+def _model(model_id: str, script: list[Reply | Exception], truth: Truth) -> Any:
+    """A Strands model streaming `script` in order."""
+    from strands.models import Model
+
+    queue = list(script)
+
+    class Scripted(Model):
+        def update_config(self, **model_config: Any) -> None:
+            pass
+
+        def get_config(self) -> Any:
+            return {"model_id": model_id}
+
+        def structured_output(self, *args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError
+
+        async def stream(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+            reply = queue.pop(0)
+            if isinstance(reply, Exception):
+                raise reply
+            truth.usage(reply[1], reply[2])
+            for event in _events(reply, len(queue)):  # type: ignore[arg-type]
+                yield event
+
+    return Scripted()
+
+
+def _swarm(truth: Truth, billing_fails: bool = False) -> None:
+    """Triage hands off to billing, then ends its own turn; billing answers (or its model fails)."""
+    from strands import Agent
+    from strands.multiagent import Swarm
+
+    handoff = ([("handoff_to_agent", {"agent_name": "billing", "message": "invoice question"})], 110, 14)
+    triage_script: list[Reply | Exception] = [handoff, ("Handing over to billing.", 150, 6)]
+    billing_script: list[Reply | Exception] = (
+        [RuntimeError("model overloaded")] if billing_fails else [("Your invoice is paid.", 160, 12)]
+    )
+    triage = Agent(name="triage", model=_model("claude-haiku", triage_script, truth), callback_handler=None)
+    billing = Agent(
+        name="billing", model=_model("claude-sonnet", billing_script, truth), callback_handler=None
+    )
+    truth.agents, truth.root_agent = ["triage", "billing"], "billing"
+    truth.edge("triage", "billing", kind="transfer", status="failed" if billing_fails else "completed")
+    Swarm([triage, billing], entry_point=triage)("Where is my invoice?")
+
+
+def _agents_as_tools(truth: Truth) -> None:
+    from strands import Agent, tool
+
+    researcher = Agent(
+        name="researcher", model=_model("claude-haiku", [("Paris.", 180, 9)], truth), callback_handler=None
+    )
+
+    @tool
+    def ask_researcher(question: str) -> str:
+        """Ask the researcher a question.
+
+        Args:
+            question: the question.
+        """
+        return str(researcher(question))
+
+    script: list[Reply | Exception] = [
+        ([("ask_researcher", {"question": "capital of France?"})], 250, 20),
+        ("It is Paris.", 330, 10),
+    ]
+    orchestrator = Agent(
+        name="orchestrator",
+        model=_model("claude-sonnet", script, truth),
+        tools=[ask_researcher],
+        callback_handler=None,
+    )
+    truth.agents, truth.root_agent = ["orchestrator", "researcher"], "orchestrator"
+    truth.edge("orchestrator", "researcher")
+    orchestrator("What is the capital of France?")
+
+
+def inner(out: Path) -> None:
+    """Run every scenario (inside the virtualenv) and write the fixture."""
+    from opentelemetry import trace
+
+    from tests.support.foreign.isolated import Writer, provider
+
+    tracer_provider, exporter = provider(seed=22_04, service="strands-app")
+    trace.set_tracer_provider(tracer_provider)
+    writer = Writer(NAME)
+    scenarios = (
+        ("swarm", _swarm),
+        ("swarm_failed", lambda truth: _swarm(truth, billing_fails=True)),
+        ("agents_as_tools", _agents_as_tools),
+    )
+    for name, run in scenarios:
+        truth = Truth(scenario=name, library=LIBRARY)
+        try:
+            run(truth)
+        except Exception:
+            truth.raised = True
+        spans = list(exporter.get_finished_spans())
+        truth.errors = sum(1 for s in spans if not s.status.is_ok)
+        writer.add(spans, truth)
+        exporter.clear()
+    writer.write(out)
+
+
+if __name__ == "__main__":
+    venvs.main("strands", "tests.support.foreign.generate_strands", REQUIREMENTS, inner)
