@@ -10,13 +10,13 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from janux.tracing.analysis.trace_view import reconstruct
-from janux.tracing.analysis import money_cells as cells
-from janux.tracing.analysis import formatting as fmt
 from janux.dashboard.views.graph import handoff_dot
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis import money_cells as cells
+from janux.tracing.analysis.readers.structure import UNNAMED_AGENT
 from janux.tracing.analysis.report import trace_report
 from janux.tracing.analysis.trace_list import badge
-from janux.tracing.analysis.readers.structure import UNNAMED_AGENT
+from janux.tracing.analysis.trace_view import reconstruct
 from janux.tracing.sources.protocol import TraceSource
 from tests.dashboard.app_helpers import OpenPage
 from tests.support.foreign.load import all_spans, cases, failed_handoffs, listed_tokens

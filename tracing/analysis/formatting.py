@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from janux.tracing.analysis.trace_parts import Usage
+from janux.usage import COST_DECIMALS
 
 UNPRICED = "unpriced"
 """Shown where no price is known."""
@@ -21,10 +22,11 @@ round, few enough that no float noise survives."""
 
 
 def money_decimal(value: float, decimals: int = MONEY_DECIMALS) -> Decimal:
-    """The one money rounding rule: the float's shortest decimal form (`repr`), rounded half-even
-    to `decimals` places. Starting from the shortest form, not the binary value, makes $0.0002865
-    round to $0.000286 wherever it is shown: the page, the CSV, the JSON and the command line."""
-    return Decimal(repr(float(value))).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_EVEN)
+    """The one money rounding rule: the amount rounded to `COST_DECIMALS` first (float noise such as
+    0.00028649999999999997 is 0.0002865), then half-even to `decimals` places, so $0.0002865 reads
+    $0.000286 wherever it is shown: the page, the CSV, the JSON and the command line."""
+    exact = Decimal(repr(round(float(value), COST_DECIMALS)))
+    return exact.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_EVEN)
 
 
 def money(value: float) -> float:

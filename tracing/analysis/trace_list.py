@@ -11,11 +11,11 @@ from typing import Any
 
 import pandas as pd
 
-from janux.tracing.analysis.trace_view import TraceView
-from janux.tracing.analysis import money_cells as cells
 from janux.tracing.analysis import formatting as fmt
-from janux.tracing.analysis.readers.structure import UNNAMED_AGENT
+from janux.tracing.analysis import money_cells as cells
 from janux.tracing.analysis.facts import TraceSummary
+from janux.tracing.analysis.readers.structure import UNNAMED_AGENT
+from janux.tracing.analysis.trace_view import TraceView
 
 BADGE_OK = "✓ ok"
 """Badge of a trace whose contract checks all pass."""

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from janux.tracing import conventions as c
-from janux.tracing.analysis.readers.structure import UNNAMED_AGENT, structure_facts
 from janux.tracing.analysis.readers.spans import classify, error_text, read_span, read_usage
+from janux.tracing.analysis.readers.structure import UNNAMED_AGENT, structure_facts
 from janux.tracing.records import STATUS_ERROR, EventRecord, SpanRecord
 from janux.tracing.sources.file_loader import load_trace_file
 from tests.support.foreign.common import FIXTURES, load_truth
