@@ -25,7 +25,7 @@ from janux.dashboard.sources import (
     open_source,
 )
 from janux.dashboard.ui import map_data
-from janux.dashboard.ui.login import access, ticket_params
+from janux.dashboard.ui.login import access, sign_out_everyone, ticket_params
 from janux.dashboard.ui.uploads import UPLOAD_PARAM, linked_token, uploaded_source
 from janux.dashboard.ui.view_cache import SHARED
 from janux.dashboard.views import fmt
@@ -145,6 +145,13 @@ def render_sidebar() -> None:
         # the cost pictures) then open without reading every trace (issue 14).
         map_data.warm(key, source)
         _show_stats(source)
+    if access().token is not None:
+        st.sidebar.button(
+            "Sign out every browser",
+            key="janux_sign_out_all",
+            on_click=sign_out_everyone,
+            help="Revoke every sign-in and link ticket of this dashboard: everyone enters the token again",
+        )
 
 
 def link_params() -> dict[str, str]:
