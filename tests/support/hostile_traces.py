@@ -36,7 +36,8 @@ def huge_values(value_bytes: int, trace_id: str = "e" * 32) -> list[SpanRecord]:
         attributes={c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT, c.GEN_AI_AGENT_NAME: "big", "big.note": text},
     )  # fmt: skip
     chat = SpanRecord(
-        trace_id=trace_id, span_id="2" * 16, parent_span_id="1" * 16, name="chat model", start_ns=START_NS + 1,
-        duration_ns=5, attributes={c.GEN_AI_OPERATION_NAME: "chat", "gen_ai.output.messages": text},
+        trace_id=trace_id, span_id="2" * 16, parent_span_id="1" * 16, name="chat model",
+        start_ns=START_NS + 1, duration_ns=5,
+        attributes={c.GEN_AI_OPERATION_NAME: "chat", "gen_ai.output.messages": text},
     )  # fmt: skip
     return [chat, agent]
