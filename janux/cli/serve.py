@@ -16,7 +16,12 @@ import sys
 import threading
 from typing import Any
 
-from janux.cli.receiver_args import add_receiver_arguments, resolve_token, start_receiver_from_args
+from janux.cli.receiver_args import (
+    add_receiver_arguments,
+    open_store_for_writing,
+    resolve_token,
+    start_receiver_from_args,
+)
 from janux.cli.ui import (
     DEFAULT_HOST,
     DEFAULT_PORT,
@@ -27,7 +32,6 @@ from janux.cli.ui import (
     stop_child,
 )
 from janux.dashboard.access import exposure_problem
-from janux.tracing.sources.store import open_store
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -89,7 +93,7 @@ def _run(args: argparse.Namespace) -> int:
     problem = None if args.no_ui else exposure_problem(args.ui_host, access)
     if problem is not None:
         raise SystemExit(f"janux serve: refusing to start: {problem}")
-    store = open_store(args.data_dir)
+    store = open_store_for_writing(args.data_dir, "janux serve")
     stop = threading.Event()
     for signum in _STOP_SIGNALS:
         signal.signal(signum, lambda *_: stop.set())
