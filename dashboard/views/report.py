@@ -137,18 +137,6 @@ def _usage_text(usage: dict[str, Any]) -> str:
     return f"{usage['input_tokens']:,} in / {usage['output_tokens']:,} out, {money}"
 
 
-MAX_INDENT_DEPTH = 32
-"""Deepest loop indented in the text tree; deeper ones say their depth instead (a tree thousands deep
-would otherwise print lines of tens of kilobytes)."""
-INDENT = "    "
-
-
-def _indent(depth: int) -> str:
-    if depth <= MAX_INDENT_DEPTH:
-        return INDENT * depth
-    return f"{INDENT * MAX_INDENT_DEPTH}[depth {depth}] "
-
-
 def _tree_lines(nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> list[str]:
     """One line per loop, depth first, walked with an explicit stack (no recursion: a trace may nest
     loops thousands deep)."""
@@ -164,7 +152,7 @@ def _tree_lines(nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> lis
         edge = via.get(node_id)
         how = f"{edge['kind']} via {edge['tool']} ({edge['status']}) -> " if edge else ""
         status = "" if node["status"] == "ok" else f" [{node['status']}]"
-        lines.append(f"{_indent(depth)}{how}{node['agent']}{status}: own {_usage_text(node['own'])}")
+        lines.append(f"{fmt.indent(depth)}{how}{node['agent']}{status}: own {_usage_text(node['own'])}")
         stack.extend((child, depth + 1) for child in reversed(children.get(node_id, [])))
     return lines
 

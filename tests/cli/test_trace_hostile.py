@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from janux.dashboard.views.report import MAX_INDENT_DEPTH
+from janux.dashboard.views.fmt import MAX_INDENT_DEPTH
 from janux.tracing.sources.store import open_store
 from tests.cli.helpers import janux
 from tests.support.hostile_traces import nested_agents
