@@ -15,6 +15,7 @@ from janux.cli.receiver_args import (
     resolve_token,
     start_receiver_from_args,
 )
+from janux.tracing.receiver.process import tune_malloc
 from janux.tracing.sources.store import TraceStore
 
 RETENTION_ENV = "JANUX_RETENTION_DAYS"
@@ -69,6 +70,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.retention_days is not None and args.retention_days < 0:
         raise SystemExit("janux collect: --retention-days must be >= 0")
     token = resolve_token(args, command="janux collect")
+    tune_malloc()  # before the store's and the servers' threads start
     store = open_store_for_writing(args.data_dir, "janux collect")
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):

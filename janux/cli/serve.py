@@ -32,6 +32,7 @@ from janux.cli.ui import (
     stop_child,
 )
 from janux.dashboard.access import exposure_problem
+from janux.tracing.receiver.process import tune_malloc
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -93,6 +94,7 @@ def _run(args: argparse.Namespace) -> int:
     problem = None if args.no_ui else exposure_problem(args.ui_host, access)
     if problem is not None:
         raise SystemExit(f"janux serve: refusing to start: {problem}")
+    tune_malloc()  # before the store's and the servers' threads start
     store = open_store_for_writing(args.data_dir, "janux serve")
     stop = threading.Event()
     for signum in _STOP_SIGNALS:
