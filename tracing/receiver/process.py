@@ -36,7 +36,7 @@ ARENA_MAX = 2
 """malloc arenas of an ingesting process. glibc's default (8 per core) lets each of grpcio's and
 uvicorn's threads keep its own heap: memory a burst freed on one thread stays with it (gzip-compressed
 gRPC bursts left 130 MiB more after each of three bursts; with two arenas, none)."""
-MMAP_THRESHOLD_BYTES = 1024 * 1024
+MMAP_THRESHOLD_BYTES = 4 * 1024 * 1024
 """Allocations at least this large get their own pages and give them back when freed (glibc raises
 its threshold up to 32 MiB after the first large free, so request bodies would land in the heap)."""
 _M_MMAP_THRESHOLD = -3
