@@ -40,9 +40,10 @@ STORE, CLICKHOUSE, UPLOAD, FILE = "Embedded store", "ClickHouse otel_traces", "U
 """Labels of the sidebar's source choices."""
 
 
-@st.cache_resource(show_spinner=False)
+@st.cache_resource(show_spinner=False, max_entries=8)
 def _opened(key: str, _cfg: SourceConfig) -> TraceSource:
-    """One open source per configuration, shared by sessions (the store is thread-safe)."""
+    """One open source per configuration, shared by sessions (the store is thread-safe); at most
+    eight stay open (a page allowed to edit the source could otherwise open sources without end)."""
     del key  # only the cache key
     return open_source(_cfg)
 

@@ -76,6 +76,8 @@ def ui_command(
         "--server.maxUploadSize", str(max_upload_mb),
         # The sign-in gate knows a browser by its anti-forgery cookie (janux.dashboard.sign_ins).
         "--server.enableXsrfProtection", "true",
+        # No way to drive the app but a browser's page (Streamlit's agent API stays off).
+        "--server.enableAgentApi", "false",
         "--",
     ]  # fmt: skip
     if data_dir is not None:
