@@ -1,14 +1,17 @@
 """What a page holds for a hostile trace is bounded: the trace cache by bytes as well as spans, the
-agent map's paths and the loop table's indentation by depth."""
+agent map's paths, the graph and the loop table's indentation by depth; uploads by session and in all."""
 
 from __future__ import annotations
 
+import re
 import tracemalloc
 
+from janux.dashboard.gate import MIB, UploadRoom
 from janux.dashboard.reconstruct.rebuild import reconstruct
 from janux.dashboard.ui.view_cache import ViewCache, view_bytes
 from janux.dashboard.views import tables
 from janux.dashboard.views.fmt import MAX_INDENT_DEPTH
+from janux.dashboard.views.graph import DEFAULT_MAX_NODES, MAX_DRAWN_DEPTH, handoff_dot
 from janux.tracing.sources.agentmap.loops import DEEPER, MAX_PATH_DEPTH
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter
@@ -49,3 +52,20 @@ def test_the_loop_table_indents_at_most_a_bounded_depth() -> None:
     longest = int(frame["loop"].str.len().max())
     assert len(frame) == DEPTH and longest < 4 * MAX_INDENT_DEPTH + 40  # unbounded: 40,000 characters
     assert frame["loop"].iloc[-1].endswith(f"[depth {DEPTH - 1}] agent{DEPTH - 1}")
+
+
+def test_the_handoff_graph_of_a_deep_chain_collapses_past_its_depth() -> None:
+    dot = handoff_dot(reconstruct(nested_agents(DEPTH)), max_nodes=DEFAULT_MAX_NODES)
+    drawn = [line for line in dot.splitlines() if re.match(r"\s*n\d+ \[", line)]
+    assert len(drawn) == MAX_DRAWN_DEPTH + 1  # levels 0..24 drawn, the rest one "+N more" node
+    assert f"+{DEPTH - MAX_DRAWN_DEPTH - 1} more loops" in dot
+
+
+def test_uploads_are_capped_per_session_and_in_all() -> None:
+    held = {"a": 100 * MIB, "b": 50 * MIB}
+    room = UploadRoom(128 * MIB, 200 * MIB, lambda sid: (held.get(sid, 0), sum(held.values())))
+    assert room.take("a", 30 * MIB) == "this session's uploads would exceed 128 MiB"
+    assert room.take("b", 40 * MIB) is None  # 90 for b, 190 in all
+    assert room.take("c", 20 * MIB) == "the dashboard's uploads would exceed 200 MiB; retry later"
+    room.give_back("b", 40 * MIB)
+    assert room.take("c", 20 * MIB) is None
