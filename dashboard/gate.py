@@ -12,7 +12,8 @@ through the page's sign-in form, so `SignInGate` (an ASGI middleware in front of
   session's uploads past `max_upload_session_mb` or all sessions' past `max_upload_total_mb`
   (files Streamlit holds plus uploads being received).
 
-No Streamlit import at module level: the page imports `SIGNED_IN` and the server imports the gate.
+No Streamlit import at module level: the server (`server_app.py`) imports the gate; the sign-ins it
+checks are written by the page's sign-in form (`ui/login.py`).
 """
 
 from __future__ import annotations

@@ -95,6 +95,16 @@ class SignIns:
                 self._browsers.put(browser, BROWSER_SIGN_IN_S)
             return self.generation
 
+    def renew(self, session_id: str, browser: bytes | None, generation: int) -> bool:
+        """Renew a sign-in made under `generation`; False (nothing renewed) when revoked since."""
+        with self._lock:
+            if generation != self.generation:
+                return False
+            self._sessions.put(session_id, BROWSER_SIGN_IN_S)
+            if browser:
+                self._browsers.put(browser, BROWSER_SIGN_IN_S)
+            return True
+
     def has_session(self, session_id: str) -> bool:
         """Whether this session signed in (and was not revoked since)."""
         with self._lock:

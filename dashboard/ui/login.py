@@ -54,7 +54,9 @@ def _session_id() -> str | None:
 
 def _already_signed_in(browser: bytes | None) -> bool:
     """Signed in before, in this session (not revoked since) or in another tab of this browser."""
-    if st.session_state.get(_SIGNED_IN) == SIGN_INS.generation:
+    signed_in_under = st.session_state.get(_SIGNED_IN)
+    # Renewed while in use (the gate's record of it expires otherwise), unless revoked since.
+    if signed_in_under is not None and SIGN_INS.renew(_session_id() or "", browser, signed_in_under):
         return True
     if SIGN_INS.has_browser(browser):
         _signed_in(browser)
