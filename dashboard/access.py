@@ -5,7 +5,10 @@ Set by `janux ui` / `janux serve` (flags) and handed to the Streamlit process in
   empty: the dashboard refuses to render, never "auth off");
 - `JANUX_ALLOW_SOURCE_EDIT=1`: the sidebar may change the data directory and the ClickHouse
   connection (otherwise they are the server's settings, shown read-only);
-- `JANUX_UPLOAD_MAX_DECOMPRESSED_MB`: the most an uploaded set of files may expand to.
+- `JANUX_UPLOAD_MAX_DECOMPRESSED_MB`: the most an uploaded set of files may expand to;
+- `JANUX_UPLOAD_SESSION_MB`, `JANUX_UPLOAD_TOTAL_MB`: the most uploaded files may hold in memory,
+  per session and for all sessions together (enforced by `janux.dashboard.gate`).
+A token shorter than `MIN_TOKEN_CHARS` is refused (guessable); `new_token()` makes a good one.
 A dashboard bound to anything but loopback without a token is refused by the command line
 (`exposure_problem`). No Streamlit import.
 """
@@ -13,6 +16,7 @@ A dashboard bound to anything but loopback without a token is refused by the com
 from __future__ import annotations
 
 import ipaddress
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -28,6 +32,34 @@ DEFAULT_MAX_UPLOAD_MB = 64
 """Default largest upload as sent (Streamlit's `server.maxUploadSize`), MiB."""
 DEFAULT_MAX_UPLOAD_DECOMPRESSED_MB = 256
 """Default largest decompressed size of one upload, MiB."""
+UPLOAD_SESSION_ENV = "JANUX_UPLOAD_SESSION_MB"
+"""The most, in MiB, one session's uploaded files may hold in memory."""
+UPLOAD_TOTAL_ENV = "JANUX_UPLOAD_TOTAL_MB"
+"""The most, in MiB, all sessions' uploaded files may hold in memory together."""
+DEFAULT_UPLOAD_SESSION_MB = 128
+"""Default memory cap of one session's uploads, MiB (two largest uploads)."""
+DEFAULT_UPLOAD_TOTAL_MB = 256
+"""Default memory cap of all uploads together, MiB."""
+MIN_TOKEN_CHARS = 22
+"""Shortest dashboard token accepted: the length of 128 random bits in URL-safe base64."""
+NEW_TOKEN_BYTES = 32
+"""Random bytes in a token made by `new_token` (256 bits)."""
+
+
+def new_token() -> str:
+    """A fresh random dashboard token (`NEW_TOKEN_BYTES` of randomness, URL-safe)."""
+    return secrets.token_urlsafe(NEW_TOKEN_BYTES)
+
+
+def token_problem(token: str) -> str | None:
+    """Why `token` may not be used as the dashboard's token (too short: guessable), or None."""
+    if len(token) < MIN_TOKEN_CHARS:
+        return (
+            f"the dashboard token has {len(token)} characters; it needs at least {MIN_TOKEN_CHARS} "
+            "(128 random bits) so it cannot be guessed: use `janux ui --new-ui-token-file PATH` "
+            "to make one"
+        )
+    return None
 
 
 class AccessMisconfigured(JanuxError, ValueError):
@@ -46,12 +78,18 @@ class DashboardAccess:
     """Largest upload as sent, MiB (enforced by Streamlit)."""
     max_upload_decompressed_mb: int = DEFAULT_MAX_UPLOAD_DECOMPRESSED_MB
     """Largest decompressed size of one set of uploaded files, MiB."""
+    max_upload_session_mb: int = DEFAULT_UPLOAD_SESSION_MB
+    """Most memory one session's uploaded files may hold, MiB."""
+    max_upload_total_mb: int = DEFAULT_UPLOAD_TOTAL_MB
+    """Most memory all sessions' uploaded files may hold together, MiB."""
 
     def env(self) -> dict[str, str]:
         """These settings as the environment of the dashboard process."""
         env = {
             ALLOW_SOURCE_EDIT_ENV: "1" if self.allow_source_edit else "0",
             UPLOAD_MAX_DECOMPRESSED_ENV: str(self.max_upload_decompressed_mb),
+            UPLOAD_SESSION_ENV: str(self.max_upload_session_mb),
+            UPLOAD_TOTAL_ENV: str(self.max_upload_total_mb),
         }
         if self.token is not None:
             env[UI_TOKEN_ENV] = self.token
@@ -63,17 +101,25 @@ class DashboardAccess:
         token = env.get(UI_TOKEN_ENV)
         if token is not None and not token.strip():
             raise AccessMisconfigured(f"{UI_TOKEN_ENV} is set but empty: give a token, or unset it")
-        limit = env.get(UPLOAD_MAX_DECOMPRESSED_ENV, str(DEFAULT_MAX_UPLOAD_DECOMPRESSED_MB))
-        try:
-            decompressed = int(limit)
-        except ValueError:
-            message = f"{UPLOAD_MAX_DECOMPRESSED_ENV}: not a number of MiB: {limit!r}"
-            raise AccessMisconfigured(message) from None
+        if token is not None and (problem := token_problem(token.strip())) is not None:
+            raise AccessMisconfigured(f"{UI_TOKEN_ENV}: {problem}")
         return cls(
             token=token.strip() if token is not None else None,
             allow_source_edit=env.get(ALLOW_SOURCE_EDIT_ENV, "0").strip().lower() in ("1", "true", "yes"),
-            max_upload_decompressed_mb=decompressed,
+            max_upload_decompressed_mb=_mib(
+                env, UPLOAD_MAX_DECOMPRESSED_ENV, DEFAULT_MAX_UPLOAD_DECOMPRESSED_MB
+            ),
+            max_upload_session_mb=_mib(env, UPLOAD_SESSION_ENV, DEFAULT_UPLOAD_SESSION_MB),
+            max_upload_total_mb=_mib(env, UPLOAD_TOTAL_ENV, DEFAULT_UPLOAD_TOTAL_MB),
         )
+
+
+def _mib(env: Mapping[str, str], name: str, default: int) -> int:
+    value = env.get(name, str(default))
+    try:
+        return int(value)
+    except ValueError:
+        raise AccessMisconfigured(f"{name}: not a number of MiB: {value!r}") from None
 
 
 def is_loopback(host: str) -> bool:

@@ -17,7 +17,7 @@ from typing import Any
 import streamlit as st
 
 from janux.dashboard.ui import map_data
-from janux.dashboard.ui.login import access, ticket_params
+from janux.dashboard.ui.login import access, sign_out_everyone, ticket_params
 from janux.dashboard.ui.uploads import UPLOAD_PARAM, linked_token, uploaded_source
 from janux.dashboard.ui.view_cache import SHARED
 from janux.tracing.analysis import formatting as fmt
@@ -40,9 +40,10 @@ STORE, CLICKHOUSE, UPLOAD, FILE = "Embedded store", "ClickHouse otel_traces", "U
 """Labels of the sidebar's source choices."""
 
 
-@st.cache_resource(show_spinner=False)
+@st.cache_resource(show_spinner=False, max_entries=8)
 def _opened(key: str, _cfg: SourceConfig) -> TraceSource:
-    """One open source per configuration, shared by sessions (the store is thread-safe)."""
+    """One open source per configuration, shared by sessions (the store is thread-safe); at most
+    eight stay open (a page allowed to edit the source could otherwise open sources without end)."""
     del key  # only the cache key
     return open_source(_cfg)
 
@@ -145,6 +146,13 @@ def render_sidebar() -> None:
         # the cost pictures) then open without reading every trace (issue 14).
         map_data.warm(key, source)
         _show_stats(source)
+    if access().token is not None:
+        st.sidebar.button(
+            "Sign out every browser",
+            key="janux_sign_out_all",
+            on_click=sign_out_everyone,
+            help="Revoke every sign-in and link ticket of this dashboard: everyone enters the token again",
+        )
 
 
 def link_params() -> dict[str, str]:

@@ -28,6 +28,12 @@ CONTENT_KEYS = (
 )
 """Attributes that hold captured content (present only when content capture was on)."""
 MAX_INSPECTOR_CHOICES = 500
+SHOWN_VALUE_CHARS = 2_000
+"""Characters of one attribute value shown in the span inspector (the full value is a download)."""
+SHOWN_CONTENT_CHARS = 20_000
+"""Characters of one captured message or task shown (the full text is a download)."""
+SHOWN_ITEMS = 100
+"""Items of one array attribute shown."""
 
 
 def headline(view: TraceView) -> None:
@@ -166,7 +172,7 @@ def delegations(view: TraceView) -> None:
     task = picked.task
     if task is not None:
         st.text("Task (captured):")
-        st.code(task, language=None)
+        st.code(fmt.clipped(task, SHOWN_CONTENT_CHARS)[0], language=None)
 
 
 def costs(view: TraceView) -> None:
@@ -224,25 +230,83 @@ def inspector(view: TraceView) -> None:
         st.caption(fmt.markdown_text(price))
 
 
+def _shown_value(value: object) -> tuple[object, bool]:
+    """An attribute value as shown (long strings and arrays cut), and whether it was cut."""
+    if isinstance(value, str):
+        text, left_out = fmt.clipped(value, SHOWN_VALUE_CHARS)
+        return text, bool(left_out)
+    if isinstance(value, (list, tuple)):
+        items = [_shown_value(v) for v in value[:SHOWN_ITEMS]]
+        shown = [v for v, _ in items]
+        if len(value) > SHOWN_ITEMS:
+            shown.append(f"… [{len(value) - SHOWN_ITEMS:,} more items]")
+        return shown, len(value) > SHOWN_ITEMS or any(cut for _, cut in items)
+    if isinstance(value, bytes):
+        return _shown_value(value.decode("utf-8", "replace"))
+    return value, False
+
+
+def _full_text(value: object) -> str:
+    if isinstance(value, (list, tuple)):
+        return "\n".join(str(v) for v in value)
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _full_value_button(span: SpanRecord, key: str, where: str) -> None:
+    """A download of one full value, made only when clicked (the page never holds a second copy)."""
+    value = span.attributes.get(key)
+    st.download_button(
+        f"Full value of {key}",
+        data=lambda: _full_text(value).encode(),
+        file_name=f"span-{span.span_id}-{key}.txt",
+        mime="text/plain",
+        key=f"trace_full_{where}_{span.span_id}_{key}",
+        on_click="ignore",
+    )
+
+
 def _show_span(span: SpanRecord) -> None:
     duration = fmt.ms(None if span.duration_ns < 0 else span.duration_ns / 1e6)
+    message = fmt.clipped(span.status_message, SHOWN_VALUE_CHARS)[0]
     st.text(
-        f"{span.name}\nspan {span.span_id}  parent {span.parent_span_id or '(root)'}\n"
-        f"kind {span.kind}  status {span.status_code} {span.status_message}\n"
+        f"{fmt.clipped(span.name, SHOWN_VALUE_CHARS)[0]}\n"
+        f"span {span.span_id}  parent {span.parent_span_id or '(root)'}\n"
+        f"kind {span.kind}  status {span.status_code} {message}\n"
         f"duration {duration}  service {span.service_name}"
     )
-    plain = {k: v for k, v in span.attributes.items() if k not in CONTENT_KEYS}
+    plain: dict[str, object] = {}
+    cut: list[str] = []
+    for key, value in span.attributes.items():
+        if key in CONTENT_KEYS:
+            continue
+        plain[key], was_cut = _shown_value(value)
+        if was_cut:
+            cut.append(key)
     st.json(plain, expanded=True)
+    for key in cut:
+        _full_value_button(span, key, "attr")
     if span.events:
         st.text("Events")
-        st.json(
-            [{"name": e.name, "time_ns": e.timestamp_ns, "attributes": e.attributes} for e in span.events]
-        )
+        shown_events = [
+            {"name": e.name, "time_ns": e.timestamp_ns,
+             "attributes": {k: _shown_value(v)[0] for k, v in e.attributes.items()}}
+            for e in span.events[:SHOWN_ITEMS]
+        ]  # fmt: skip
+        st.json(shown_events)
+        if len(span.events) > SHOWN_ITEMS:
+            st.caption(f"{len(span.events) - SHOWN_ITEMS:,} more event(s) not shown.")
+    _show_content(span)
+
+
+def _show_content(span: SpanRecord) -> None:
     content = {k: v for k, v in span.attributes.items() if k in CONTENT_KEYS}
-    if content:
-        st.text("Captured content")
-        for key, value in content.items():
-            st.text(key)
-            st.code(str(value), language=None)
-    else:
+    if not content:
         st.caption("Content not captured for this span.")
+        return
+    st.text("Captured content")
+    for key, value in content.items():
+        st.text(key)
+        text, left_out = fmt.clipped(_full_text(value), SHOWN_CONTENT_CHARS)
+        st.code(text, language=None)
+        if left_out:
+            _full_value_button(span, key, "content")

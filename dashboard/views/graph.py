@@ -14,6 +14,9 @@ from janux.tracing.analysis.trace_view import TraceView
 
 DEFAULT_MAX_NODES = 150
 """Agent loops drawn before the rest of the tree is collapsed into "+N more" nodes."""
+MAX_DRAWN_DEPTH = 24
+"""Deepest delegation level drawn; loops below it are collapsed into "+N more" nodes (a chain
+thousands deep would be drawn as one unreadable line)."""
 MAX_LABEL = 48
 """Longest single label line; longer values are cut with an ellipsis."""
 
@@ -40,7 +43,8 @@ def _label(*lines: str) -> str:
 
 
 def _visible(view: TraceView, max_nodes: int) -> set[int]:
-    """Nodes drawn: breadth first from the roots (so top levels stay visible), up to max_nodes."""
+    """Nodes drawn: breadth first from the roots (so top levels stay visible), up to max_nodes and
+    `MAX_DRAWN_DEPTH` levels."""
     children: dict[int, list[int]] = {}
     for node in view.nodes:
         if node.parent is not None:
@@ -50,7 +54,8 @@ def _visible(view: TraceView, max_nodes: int) -> set[int]:
     while queue and len(shown) < max_nodes:
         index = queue.popleft()
         shown.add(index)
-        queue.extend(children.get(index, ()))
+        if view.nodes[index].depth < MAX_DRAWN_DEPTH:
+            queue.extend(children.get(index, ()))
     return shown
 
 

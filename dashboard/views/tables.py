@@ -30,7 +30,7 @@ def nodes_frame(view: TraceView) -> pd.DataFrame:
     for node in view.nodes:
         rows.append(
             {
-                "loop": "    " * node.depth + node.agent + (f" #{node.attempt}" if node.attempt else ""),
+                "loop": fmt.indent(node.depth) + node.agent + (f" #{node.attempt}" if node.attempt else ""),
                 "depth": node.depth,
                 "status": _loop_status(node),
                 "own cost": fmt.usage_cost(node.own),

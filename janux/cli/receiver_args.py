@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from janux.tracing.receiver import (
     RunningReceiver,
     start_receiver,
 )
-from janux.tracing.sources.store import DATA_DIR_ENV, TraceStore
+from janux.tracing.sources.store import DATA_DIR_ENV, TraceStore, open_store
 
 TOKEN_ENV = "JANUX_RECEIVER_TOKEN"
 """Environment variable read for the bearer token when neither --token-file nor --token is given."""
@@ -174,3 +175,16 @@ def start_receiver_from_args(
         http_workers=http_workers,
         limits=receiver_limits(args),
     )
+
+
+def open_store_for_writing(data_dir: str | None, command: str) -> TraceStore:
+    """The store the receiver writes into; one clear message (and exit status 1) when it cannot be
+    opened for writing (a read-only directory or file system, a full disk, no permission)."""
+    try:
+        return open_store(data_dir)
+    except (sqlite3.Error, OSError) as err:
+        where = data_dir or "the default data directory (~/.janux/data or $JANUX_DATA_DIR)"
+        raise SystemExit(
+            f"{command}: cannot write to the store in {where}: {err}. The receiver needs a writable "
+            "data directory: check its permissions and free space, or give another with --data-dir"
+        ) from None

@@ -3,6 +3,7 @@ loopback without a token (the commands refuse before binding anything)."""
 
 from __future__ import annotations
 
+import argparse
 import signal
 import subprocess
 import sys
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from janux.cli.commands.ui import ui_command
+from janux.cli.commands.ui import dashboard_access, ui_command
 from tests.cli.helpers import janux
 from tests.support.otlp_build import free_port
 from tests.support.paths import REPO_ROOT
@@ -58,3 +59,18 @@ def _answers(url: str) -> bool:
 def test_streamlit_is_told_the_upload_size_limit() -> None:
     command = ui_command(None, max_upload_mb=12)
     assert command[command.index("--server.maxUploadSize") + 1] == "12"
+
+
+def test_a_short_token_file_is_refused_and_a_new_token_file_is_made_strong(tmp_path: Path) -> None:
+    short = tmp_path / "short"
+    short.write_text("letmein\n")
+    done = janux("ui", "--data-dir", str(tmp_path), "--ui-token-file", str(short), timeout=60)
+    assert done.returncode != 0 and "needs at least 22" in done.stderr and "Traceback" not in done.stderr
+    made = tmp_path / "made"
+    args = argparse.Namespace(new_ui_token_file=str(made), ui_token_file=None, allow_source_edit=False,
+                              max_upload_mb=1, max_upload_decompressed_mb=1, upload_memory_session_mb=1,
+                              upload_memory_total_mb=1)  # fmt: skip
+    token = dashboard_access(args, env={}).token
+    assert token is not None and len(token) >= 43 and made.read_text().strip() == token  # 256 bits
+    assert made.stat().st_mode & 0o777 == 0o600
+    assert dashboard_access(args, env={}).token == token  # an existing file is kept, not replaced

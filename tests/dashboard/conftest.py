@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from janux.dashboard.sign_ins import GuessLimit
+from janux.dashboard.ui import login
 from janux.dashboard.ui.view_cache import SHARED
 from janux.tracing.sources.memory import MemoryTraceSource
 from tests.dashboard.app_helpers import OpenPage, run_page
@@ -21,6 +23,7 @@ def _isolated_app_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     SHARED.clear()
+    monkeypatch.setattr(login, "GUESSES", GuessLimit())  # each test starts with the process's attempts
 
 
 @pytest.fixture

@@ -10,7 +10,17 @@ import pytest
 import zstandard
 from streamlit.testing.v1 import AppTest
 
-from janux.dashboard.access import AccessMisconfigured, DashboardAccess, exposure_problem, is_loopback
+from janux.dashboard import sign_ins as sign_ins_module
+from janux.dashboard.access import (
+    AccessMisconfigured,
+    DashboardAccess,
+    exposure_problem,
+    is_loopback,
+    new_token,
+    token_problem,
+)
+from janux.dashboard.sign_ins import TICKET_LIFETIME_S, GuessLimit, SignIns, browser_key
+from janux.dashboard.ui import login
 from janux.tracing.sources.store import open_store
 from tests.dashboard.app_helpers import APP, TIMEOUT_S, OpenPage
 from tests.dashboard.shown import rendered
@@ -18,6 +28,7 @@ from tests.support.contract_traces import contract_trace
 from tests.support.otlp_encode import json_lines
 
 CONTRACT_ID = contract_trace()[0].trace_id
+TOKEN = "let-me-in-with-a-long-token"
 
 
 @pytest.fixture
@@ -41,7 +52,7 @@ def _text(at: AppTest) -> str:
 def test_with_a_token_nothing_renders_before_sign_in(
     store_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("JANUX_UI_TOKEN", "letmein")
+    monkeypatch.setenv("JANUX_UI_TOKEN", TOKEN)
     at = _app()
     at.run()
     assert not at.exception
@@ -50,12 +61,12 @@ def test_with_a_token_nothing_renders_before_sign_in(
     at.text_input(key="janux_token_input").set_value("wrong")  # a form: sent with its button
     at.button[0].click().run()
     assert any("Wrong token" in e.value for e in at.error) and not at.dataframe
-    at.text_input(key="janux_token_input").set_value("letmein")
+    at.text_input(key="janux_token_input").set_value(TOKEN)
     at.button[0].click().run()
     assert not at.exception and at.sidebar.radio(key="janux_source_choice").value == "Embedded store"
     link = at.dataframe[0].value["open"].iloc[0]
     ticket = dict(parse_qsl(link.split("?", 1)[1]))["auth"]
-    assert "letmein" not in link
+    assert TOKEN not in link
     # A link opens a new tab, a new session: its ticket signs it in; a made-up one does not.
     for given, signed_in in ((ticket, True), ("made-up", False)):
         tab = _app()
@@ -117,8 +128,94 @@ def test_only_loopback_goes_without_a_token() -> None:
     for host in ("0.0.0.0", "::", "", "192.0.2.1", "example.org"):
         assert not is_loopback(host)
         assert "without authentication" in str(exposure_problem(host, DashboardAccess()))
-        assert exposure_problem(host, DashboardAccess(token="t")) is None
+        assert exposure_problem(host, DashboardAccess(token=TOKEN)) is None
     with pytest.raises(AccessMisconfigured):
         DashboardAccess.from_env({"JANUX_UI_TOKEN": ""})
-    settings = DashboardAccess("t", True, 5, 7)  # the upload size itself goes to Streamlit, not the env
-    assert DashboardAccess.from_env(settings.env()) == DashboardAccess("t", True, 64, 7)
+    settings = DashboardAccess(TOKEN, True, 5, 7, 9, 11)  # the upload size itself goes to Streamlit
+    assert DashboardAccess.from_env(settings.env()) == DashboardAccess(TOKEN, True, 64, 7, 9, 11)
+
+
+def test_a_short_token_is_refused_naming_the_minimum(
+    store_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(AccessMisconfigured, match="needs at least 22"):
+        DashboardAccess.from_env({"JANUX_UI_TOKEN": "letmein"})
+    assert len(new_token()) >= 22 and token_problem(new_token()) is None  # 256 random bits
+    monkeypatch.setenv("JANUX_UI_TOKEN", "letmein")
+    at = _app()
+    at.run()
+    assert any("needs at least 22" in e.value for e in at.error) and not at.text_input and not at.dataframe
+
+
+def _sign_in(at: AppTest, token: str) -> None:
+    at.text_input(key="janux_token_input").set_value(token)
+    at.button[0].click().run()
+
+
+def test_guessing_is_limited_for_the_whole_process_not_per_session(
+    store_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JANUX_UI_TOKEN", TOKEN)
+    monkeypatch.setattr(login, "WRONG_TOKEN_DELAY_S", 0.0)
+    monkeypatch.setattr(login, "GUESSES", GuessLimit(per_minute=1, burst=3))
+    answers = []
+    for _ in range(5):  # a new session for every guess, as a guesser would open
+        at = _app()
+        at.run()
+        _sign_in(at, "wrong-guess-of-enough-length")
+        answers.append(" ".join(e.value for e in at.error))
+    assert [("Wrong token" in a, "Too many sign-in attempts" in a) for a in answers] == [
+        (True, False), (True, False), (True, False), (False, True), (False, True),
+    ]  # fmt: skip
+    at = _app()
+    at.run()
+    _sign_in(at, TOKEN)  # while the process is out of attempts, even the right token waits
+    assert not at.dataframe and any("Too many sign-in attempts" in e.value for e in at.error)
+
+
+def test_a_ticket_is_single_use_and_revocable(store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JANUX_UI_TOKEN", TOKEN)
+    at = _app()
+    at.run()
+    _sign_in(at, TOKEN)
+    link = at.dataframe[0].value["open"].iloc[0]
+    ticket = dict(parse_qsl(link.split("?", 1)[1]))["auth"]
+    opened = []
+    for _ in range(2):  # a second tab on the same ticket (a copied link) must sign in itself
+        tab = _app()
+        tab.query_params["auth"] = ticket
+        tab.run()
+        opened.append(bool(tab.dataframe))
+    assert opened == [True, False]
+    at.run()  # each page run hands out a fresh ticket
+    fresh = dict(parse_qsl(at.dataframe[0].value["open"].iloc[0].split("?", 1)[1]))["auth"]
+    assert fresh != ticket
+    at.sidebar.button(key="janux_sign_out_all").click().run()  # every session and ticket revoked
+    tab = _app()
+    tab.query_params["auth"] = fresh
+    tab.run()
+    assert not tab.dataframe and not at.dataframe and [t.label for t in at.text_input] == ["Dashboard token"]
+
+
+def test_tickets_expire_and_work_only_in_the_browser_they_were_issued_to(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sign_ins = SignIns()
+    mine, theirs = b"m" * 16, b"t" * 16
+    assert sign_ins.redeem_ticket(sign_ins.issue_ticket(mine), mine)
+    assert not sign_ins.redeem_ticket(sign_ins.issue_ticket(mine), theirs)
+    late = sign_ins.issue_ticket(mine)
+    monkeypatch.setattr(sign_ins_module, "TICKET_LIFETIME_S", -1.0)
+    assert not sign_ins.redeem_ticket(sign_ins.issue_ticket(mine), mine)
+    assert sign_ins.redeem_ticket(late, mine)  # issued while the lifetime was positive
+    assert TICKET_LIFETIME_S <= 300  # minutes, not the 12 hours a ticket used to live
+
+
+def test_a_browser_is_known_by_its_anti_forgery_cookie_however_it_is_masked() -> None:
+    token = bytes(range(16))
+    masks = (b"\x01\x02\x03\x04", b"\xff\x00\xaa\x55")
+    cookies = [
+        f"2|{m.hex()}|{bytes(b ^ m[i % 4] for i, b in enumerate(token)).hex()}|1700000000" for m in masks
+    ]
+    assert browser_key(cookies[0]) == browser_key(cookies[1]) == token
+    assert browser_key("garbage") is None and browser_key(None) is None and browser_key("2|zz|zz|1") is None

@@ -60,12 +60,14 @@ async def test_a_final_answer_within_budget_is_not_cut() -> None:
 
 
 async def test_cut_by_max_time_cancels_the_subagent() -> None:
-    sub_model = ScriptedModel([reply("too late", delay=2.0)])
+    # The reply would take a minute: the cut must cancel it. The bound only tells "cancelled" from
+    # "waited" (the cut lands at ~30 ms), with a wide margin for a loaded machine.
+    sub_model = ScriptedModel([reply("too late", delay=60.0)])
     parent, model = _parent(Subagent(agent=_searcher(sub_model), max_turns=3, max_ms=30))
     result = await parent.run("go")
     assert tool_results(model, 1)["c"]["stopReason"] == "max_time"
     end = end_events(result)[0]
-    assert end["status"] == "cut" and end["stopReason"] == "max_time" and end["durationMillis"] < 1000
+    assert end["status"] == "cut" and end["stopReason"] == "max_time" and end["durationMillis"] < 10_000
 
 
 async def test_the_turn_itself_stops_at_its_max_turns() -> None:

@@ -81,6 +81,13 @@ def peak_rss_mib(pid: int) -> float:
     return int(line.split()[1]) / 1024
 
 
+def rss_mib(pid: int) -> float:
+    """The process's resident memory right now (VmRSS), in MiB."""
+    with open(f"/proc/{pid}/status") as status:
+        line = next(line for line in status if line.startswith("VmRSS"))
+    return int(line.split()[1]) / 1024
+
+
 def grpc_export(port: int, body: bytes, timeout_s: float = 60.0, **kwargs: object) -> grpc.RpcError | bytes:
     """One raw OTLP/gRPC Export call; its answer, or the error it ended with."""
     options = [("grpc.max_send_message_length", 64 << 20)]

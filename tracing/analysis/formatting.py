@@ -117,6 +117,29 @@ def count(n: int, noun: str) -> str:
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
+MAX_INDENT_DEPTH = 32
+"""Deepest level indented in a tree shown as text; deeper ones say their depth instead (a tree
+thousands deep would otherwise make lines of tens of kilobytes: 200 MiB for 10,000 loops)."""
+INDENT = "    "
+"""One level of indentation."""
+
+
+def indent(depth: int) -> str:
+    """Indentation of a tree row at `depth`: one `INDENT` per level, at most `MAX_INDENT_DEPTH`, then
+    the depth in words."""
+    if depth <= MAX_INDENT_DEPTH:
+        return INDENT * depth
+    return f"{INDENT * MAX_INDENT_DEPTH}[depth {depth}] "
+
+
+def clipped(text: str, limit: int) -> tuple[str, int]:
+    """`text` cut to `limit` characters, with a note of what was left out; and how many were."""
+    if len(text) <= limit:
+        return text, 0
+    left_out = len(text) - limit
+    return f"{text[:limit]}… [{left_out:,} more characters]", left_out
+
+
 _MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!|<>~$:&=")
 """Characters with a meaning in Streamlit markdown (CommonMark, HTML, LaTeX `$`, `:red[...]`
 directives, `:emoji:` codes); each may be backslash-escaped."""

@@ -138,33 +138,36 @@ def _usage_text(usage: dict[str, Any]) -> str:
     return f"{usage['input_tokens']:,} in / {usage['output_tokens']:,} out, {money}"
 
 
-def render_tree(report: dict[str, Any]) -> str:
-    """The report as a terminal tree: one line per loop, its delegations and transfers below it."""
-    nodes = report["tree"]["nodes"]
-    edges = report["tree"]["edges"]
+def _tree_lines(nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> list[str]:
+    """One line per loop, depth first, walked with an explicit stack (no recursion: a trace may nest
+    loops thousands deep)."""
     via = {target: edge for edge in edges for target in edge["to"]}
     children: dict[int | None, list[int]] = {}
     for node in nodes:
         children.setdefault(node["parent"], []).append(node["id"])
+    lines: list[str] = []
+    stack = [(root, 0) for root in reversed(children.get(None, []))]
+    while stack:
+        node_id, depth = stack.pop()
+        node = nodes[node_id]
+        edge = via.get(node_id)
+        how = f"{edge['kind']} via {edge['tool']} ({edge['status']}) -> " if edge else ""
+        status = "" if node["status"] == "ok" else f" [{node['status']}]"
+        lines.append(f"{fmt.indent(depth)}{how}{node['agent']}{status}: own {_usage_text(node['own'])}")
+        stack.extend((child, depth + 1) for child in reversed(children.get(node_id, [])))
+    return lines
+
+
+def render_tree(report: dict[str, Any]) -> str:
+    """The report as a terminal tree: one line per loop, its delegations and transfers below it."""
+    edges = report["tree"]["edges"]
     lines = [
         f"trace {report['trace_id']}: {_usage_text(report)}; usage read {report['usage_read']}",
         f"delegations {report['delegations']}, transfers {report['transfers']}, "
         f"attempts {report['attempts']}, failed handoffs {report['failed_handoffs']}, "
         f"error spans {report['errors']}",
+        *_tree_lines(report["tree"]["nodes"], edges),
     ]
-
-    def walk(node_id: int, prefix: str) -> None:
-        node = nodes[node_id]
-        edge = via.get(node_id)
-        how = f"{edge['kind']} via {edge['tool']} ({edge['status']}) -> " if edge else ""
-        status = "" if node["status"] == "ok" else f" [{node['status']}]"
-        lines.append(f"{prefix}{how}{node['agent']}{status}: own {_usage_text(node['own'])}")
-        for child in children.get(node_id, []):
-            walk(child, prefix + "    ")
-
-    roots = [n["id"] for n in nodes if n["parent"] is None]
-    for root in roots:
-        walk(root, "")
     for edge in edges:
         if not edge["to"]:
             lines.append(f"    {edge['kind']} via {edge['tool']} -> {edge['target']} ({edge['status']})")

@@ -54,7 +54,11 @@ class MemoryBudget:
     """Bytes that may be reserved at once."""
     wait_s: float = DEFAULT_WAIT_S
     """Longest wait for room before `BudgetBusy`."""
+    on_drained: Callable[[], None] | None = None
+    """Called (under the budget's lock: it must be quick) when the budget empties after more than a
+    quarter of it was in use: a burst is over, its memory may be given back to the system."""
     _used: int = 0
+    _high: int = 0
     _waiters: deque[_Waiter] = field(default_factory=deque)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -102,6 +106,7 @@ class MemoryBudget:
         with self._lock:
             self._used -= size
             self._admit()
+            self._note_drained()
 
     def _enter(self, size: int, wake: Callable[[], None]) -> _Waiter | None:
         """Take `size` now (None), or queue a waiter to be woken once it is granted."""
@@ -113,6 +118,7 @@ class MemoryBudget:
         with self._lock:
             if not self._waiters and self._used + size <= self.total:
                 self._used += size
+                self._high = max(self._high, self._used)
                 return None
             waiter = _Waiter(size, wake)
             self._waiters.append(waiter)
@@ -126,6 +132,7 @@ class MemoryBudget:
             else:
                 self._waiters.remove(waiter)
             self._admit()
+            self._note_drained()
 
     def _busy(self) -> BudgetBusy:
         return BudgetBusy(
@@ -139,7 +146,15 @@ class MemoryBudget:
             waiter = self._waiters.popleft()
             waiter.granted = True
             self._used += waiter.size
+            self._high = max(self._high, self._used)
             waiter.wake()
+
+    def _note_drained(self) -> None:
+        """Call `on_drained` when a burst just ended (the caller holds the lock)."""
+        if self._used == 0 and self._high > self.total // 4:
+            self._high = 0
+            if self.on_drained is not None:
+                self.on_drained()
 
 
 class Reservation:
@@ -181,8 +196,10 @@ class ProcessBudget:
     """Estimated decoded size of requests being decoded, stored and answered."""
 
     @classmethod
-    def split(cls, total: int, wait_s: float, max_body_bytes: int) -> ProcessBudget:
+    def split(
+        cls, total: int, wait_s: float, max_body_bytes: int, on_drained: Callable[[], None] | None = None
+    ) -> ProcessBudget:
         """A quarter of `total` for bodies (at least one largest body, at most half), the rest
-        for decoding."""
+        for decoding; `on_drained` is called when either pool empties after a burst."""
         bodies = min(total // 2, max(max_body_bytes, total // 4))
-        return cls(MemoryBudget(bodies, wait_s), MemoryBudget(total - bodies, wait_s))
+        return cls(MemoryBudget(bodies, wait_s, on_drained), MemoryBudget(total - bodies, wait_s, on_drained))

@@ -251,7 +251,7 @@ def _refused(store: TraceStore, err: DecodeError) -> _Reject:
     try:
         store.submit([], 1, [f"OTLP/HTTP request: {message}"]).result()
     except Exception:  # counting is best effort; the client still gets its error
-        logger.exception("could not record a refused request")
+        logger.debug("could not record a refused request", exc_info=True)  # the writer logged why
     if isinstance(err, LimitExceeded):
         return _Reject(413, _GRPC_RESOURCE_EXHAUSTED, message)
     return _Reject(400, _GRPC_INVALID_ARGUMENT, message)
@@ -261,8 +261,7 @@ async def _committed(store: TraceStore, outcome: Outcome, future: Future[WriteRe
     """Wait for the commit of a staged request; the outcome, or the error answer."""
     try:
         await asyncio.wrap_future(future)
-    except Exception as err:
-        logger.exception("storing an export request failed")
+    except Exception as err:  # the store's writer logged it (rate-limited): answer only
         raise _Reject(503, _GRPC_UNAVAILABLE, f"store unavailable: {err}") from None
     if not outcome.ok:
         raise _Reject(400, _GRPC_INVALID_ARGUMENT, outcome.message)

@@ -18,7 +18,7 @@ from janux.tracing.receiver.connections import rate_limit_accept_errors, uvicorn
 from janux.tracing.receiver.grpc_server import start_grpc_server
 from janux.tracing.receiver.http_app import DECODER_THREADS, HttpSettings, build_http_app
 from janux.tracing.receiver.limits import ReceiverLimits, raise_open_file_limit
-from janux.tracing.receiver.process import settle_heap
+from janux.tracing.receiver.process import settle_heap, trim_heap_soon, tune_malloc
 from janux.tracing.receiver.workers import start_http_workers, stop_http_workers
 from janux.tracing.sources.store import TraceStore
 
@@ -135,6 +135,7 @@ def start_receiver(
     same socket and data directory (more cores for decoding; each still acknowledges only after
     its own commit, and each has its own memory budget).
     """
+    tune_malloc()  # in time when nothing started threads yet (`janux collect` calls it earlier too)
     raise_open_file_limit()
     rate_limit_accept_errors()
     limits = (limits or ReceiverLimits()).fitted_to_open_files()
@@ -142,7 +143,9 @@ def start_receiver(
         limits = replace(limits, max_body_bytes=max_body_bytes)
     # Several processes share the socket: make clients reconnect now and then to spread the load.
     settings = HttpSettings(token, limits, RECONNECT_EVERY if http_workers > 1 else 0)
-    budget = ProcessBudget.split(limits.memory_budget_bytes, limits.budget_wait_s, limits.max_body_bytes)
+    budget = ProcessBudget.split(
+        limits.memory_budget_bytes, limits.budget_wait_s, limits.max_body_bytes, trim_heap_soon
+    )
     decoder = ThreadPoolExecutor(DECODER_THREADS, thread_name_prefix="janux-otlp-decode")
     http: tuple[uvicorn.Server, threading.Thread, int] | None = None
     workers: list[BaseProcess] = []

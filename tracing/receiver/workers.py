@@ -26,7 +26,7 @@ import uvicorn
 from janux.tracing.receiver.budget import ProcessBudget
 from janux.tracing.receiver.connections import rate_limit_accept_errors, uvicorn_config
 from janux.tracing.receiver.http_app import DECODER_THREADS, HttpSettings, build_http_app
-from janux.tracing.receiver.process import settle_heap
+from janux.tracing.receiver.process import settle_heap, trim_heap_soon, tune_malloc
 from janux.tracing.sources.store import open_store
 
 logger = logging.getLogger(__name__)
@@ -83,13 +83,16 @@ def _die_with_parent(parent_pid: int) -> None:
 
 def _worker_main(sock: socket.socket, data_dir: str, settings: HttpSettings, parent_pid: int) -> None:
     """Body of a worker process: serve until SIGTERM, then commit what is queued."""
+    tune_malloc()  # before any thread of this process
     _die_with_parent(parent_pid)
     rate_limit_accept_errors()
     store = open_store(data_dir)
     limits = settings.limits
     decoder = ThreadPoolExecutor(DECODER_THREADS, thread_name_prefix="janux-otlp-decode")
     try:
-        budget = ProcessBudget.split(limits.memory_budget_bytes, limits.budget_wait_s, limits.max_body_bytes)
+        budget = ProcessBudget.split(
+            limits.memory_budget_bytes, limits.budget_wait_s, limits.max_body_bytes, trim_heap_soon
+        )
         config = uvicorn_config(build_http_app(store, settings, budget, decoder), limits)
         settle_heap()
         uvicorn.Server(config).run(sockets=[sock])

@@ -9,8 +9,14 @@ import signal
 import threading
 from typing import Any
 
-from janux.cli.receiver_args import add_receiver_arguments, resolve_token, start_receiver_from_args
-from janux.tracing.sources.store import TraceStore, open_store
+from janux.cli.receiver_args import (
+    add_receiver_arguments,
+    open_store_for_writing,
+    resolve_token,
+    start_receiver_from_args,
+)
+from janux.tracing.receiver.process import tune_malloc
+from janux.tracing.sources.store import TraceStore
 
 RETENTION_ENV = "JANUX_RETENTION_DAYS"
 """Environment variable read for the retention in days when --retention-days is not given."""
@@ -64,7 +70,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.retention_days is not None and args.retention_days < 0:
         raise SystemExit("janux collect: --retention-days must be >= 0")
     token = resolve_token(args, command="janux collect")
-    store = open_store(args.data_dir)
+    tune_malloc()  # before the store's and the servers' threads start
+    store = open_store_for_writing(args.data_dir, "janux collect")
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())

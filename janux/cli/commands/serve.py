@@ -16,6 +16,12 @@ import sys
 import threading
 from typing import Any
 
+from janux.cli.receiver_args import (
+    add_receiver_arguments,
+    open_store_for_writing,
+    resolve_token,
+    start_receiver_from_args,
+)
 from janux.cli.commands.ui import (
     DEFAULT_HOST,
     DEFAULT_PORT,
@@ -27,7 +33,7 @@ from janux.cli.commands.ui import (
 )
 from janux.cli.receiver_args import add_receiver_arguments, resolve_token, start_receiver_from_args
 from janux.dashboard.access import exposure_problem
-from janux.tracing.sources.store import open_store
+from janux.tracing.receiver.process import tune_malloc
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -89,7 +95,8 @@ def _run(args: argparse.Namespace) -> int:
     problem = None if args.no_ui else exposure_problem(args.ui_host, access)
     if problem is not None:
         raise SystemExit(f"janux serve: refusing to start: {problem}")
-    store = open_store(args.data_dir)
+    tune_malloc()  # before the store's and the servers' threads start
+    store = open_store_for_writing(args.data_dir, "janux serve")
     stop = threading.Event()
     for signum in _STOP_SIGNALS:
         signal.signal(signum, lambda *_: stop.set())

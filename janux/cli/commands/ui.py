@@ -23,9 +23,13 @@ from typing import Any
 from janux.dashboard.access import (
     DEFAULT_MAX_UPLOAD_DECOMPRESSED_MB,
     DEFAULT_MAX_UPLOAD_MB,
+    DEFAULT_UPLOAD_SESSION_MB,
+    DEFAULT_UPLOAD_TOTAL_MB,
     UI_TOKEN_ENV,
     DashboardAccess,
     exposure_problem,
+    new_token,
+    token_problem,
 )
 from janux.tracing.sources.source_config import (
     DATA_DIR_ENV,
@@ -42,10 +46,11 @@ DEFAULT_PORT = 8501
 
 
 def app_path() -> Path:
-    """The packaged Streamlit entry script (links resolved, so Streamlit watches the real file)."""
-    spec = importlib.util.find_spec("janux.dashboard.streamlit_app")
+    """The packaged entry script `streamlit run` is given: the Streamlit app behind the sign-in
+    gate (`dashboard/server_app.py`; links resolved, so Streamlit watches the real file)."""
+    spec = importlib.util.find_spec("janux.dashboard.server_app")
     if spec is None or spec.origin is None:
-        raise SystemExit("janux ui: the dashboard package is not installed (dashboard/streamlit_app.py)")
+        raise SystemExit("janux ui: the dashboard package is not installed (dashboard/server_app.py)")
     return Path(spec.origin).resolve()
 
 
@@ -75,6 +80,10 @@ def ui_command(
         # "minimal" drops Streamlit's developer menu (Deploy, rerun settings) from the toolbar.
         "--client.toolbarMode", "minimal",
         "--server.maxUploadSize", str(max_upload_mb),
+        # The sign-in gate knows a browser by its anti-forgery cookie (janux.dashboard.sign_ins).
+        "--server.enableXsrfProtection", "true",
+        # No way to drive the app but a browser's page (Streamlit's agent API stays off).
+        "--server.enableAgentApi", "false",
         "--",
     ]  # fmt: skip
     if data_dir is not None:
@@ -132,6 +141,13 @@ def add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
         "else no sign-in); required when the dashboard binds anything but loopback",
     )
     group.add_argument(
+        "--new-ui-token-file",
+        default=None,
+        metavar="PATH",
+        help="like --ui-token-file, but first write a new random token (256 bits) to PATH if it does "
+        "not exist yet (readable by you only)",
+    )
+    group.add_argument(
         "--allow-source-edit",
         action="store_true",
         help="let the page change the data directory and the ClickHouse connection (otherwise they "
@@ -149,12 +165,27 @@ def add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_MAX_UPLOAD_DECOMPRESSED_MB,
         help="largest decompressed size of one upload, MiB (default: %(default)s)",
     )
+    group.add_argument(
+        "--upload-memory-session-mb",
+        type=int,
+        default=DEFAULT_UPLOAD_SESSION_MB,
+        help="most memory one visitor's uploaded files may hold, MiB (default: %(default)s)",
+    )
+    group.add_argument(
+        "--upload-memory-total-mb",
+        type=int,
+        default=DEFAULT_UPLOAD_TOTAL_MB,
+        help="most memory all uploaded files may hold together, MiB (default: %(default)s)",
+    )
 
 
 def dashboard_access(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> DashboardAccess:
     """The access settings the flags of `add_dashboard_arguments` (and $JANUX_UI_TOKEN) ask for."""
     environ = os.environ if env is None else env
     token: str | None
+    if args.new_ui_token_file is not None:
+        write_new_token(Path(args.new_ui_token_file))
+        args.ui_token_file = args.new_ui_token_file
     if args.ui_token_file is not None:
         try:
             token = Path(args.ui_token_file).read_text(encoding="utf-8").strip()
@@ -166,9 +197,28 @@ def dashboard_access(args: argparse.Namespace, env: Mapping[str, str] | None = N
         token = token.strip() if token is not None else None
     if token is not None and not token:
         raise SystemExit(f"janux: {where} is empty; give a token, or unset it (loopback only then)")
-    if args.max_upload_mb < 1 or args.max_upload_decompressed_mb < 1:
-        raise SystemExit("janux: --max-upload-mb and --max-upload-decompressed-mb must be at least 1")
-    return DashboardAccess(token, args.allow_source_edit, args.max_upload_mb, args.max_upload_decompressed_mb)
+    if token is not None and (problem := token_problem(token)) is not None:
+        raise SystemExit(f"janux: {where}: {problem}")
+    sizes = (args.max_upload_mb, args.max_upload_decompressed_mb, args.upload_memory_session_mb,
+             args.upload_memory_total_mb)  # fmt: skip
+    if min(sizes) < 1:
+        raise SystemExit(
+            "janux: the upload limits (--max-upload-mb, --max-upload-decompressed-mb, "
+            "--upload-memory-session-mb, --upload-memory-total-mb) must be at least 1"
+        )
+    return DashboardAccess(token, args.allow_source_edit, *sizes)
+
+
+def write_new_token(path: Path) -> None:
+    """Write a new random token to `path` (mode 0600) unless the file exists."""
+    try:
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8") as out:
+            out.write(new_token() + "\n")
+    except FileExistsError:
+        return
+    except OSError as err:
+        raise SystemExit(f"janux: --new-ui-token-file: cannot write {path}: {err}") from None
+    print(f"janux: wrote a new dashboard token to {path}", file=sys.stderr, flush=True)
 
 
 def register(subparsers: Any) -> None:

@@ -1,5 +1,6 @@
 """Bodies that are small as sent and huge as decoded, against a real `janux collect` on loopback:
-each is refused naming the limit, quickly, while `/health` keeps answering and memory stays low."""
+each is refused naming the limit, while `/health` keeps answering and memory stays low. How fast
+(refusal time, /health latency) is measured by `bench/bench_hostile.py`, not asserted here."""
 
 from __future__ import annotations
 
@@ -19,11 +20,11 @@ from tests.support.otlp_build import start_collect
 from tests.support.receiver_process import grpc_export, peak_rss_mib, polling_health
 
 PROTO = {"content-type": "application/x-protobuf"}
-REFUSED_WITHIN_S = 3.0
-"""The requirement is 1 s (measured: 0.1-0.4 s, see bench/bench_hostile.py); the margin is for a
-loaded test machine. Before the limits, these bodies took 33-42 s each."""
-HEALTH_MEDIAN_S = 0.1
-HEALTH_WORST_S = 1.0
+NO_HANG_S = 15.0
+"""Only "no hang": refusals take 0.1-0.4 s (bench/bench_hostile.py), decoding these bodies whole
+took 33-42 s each."""
+HEALTH_NO_HANG_S = 10.0
+"""Only "no hang": /health answers in milliseconds meanwhile (bench/bench_hostile.py)."""
 PEAK_RSS_MIB = 300
 
 
@@ -67,10 +68,9 @@ def test_bombs_are_refused_fast_while_health_answers_and_memory_stays_low(tmp_pa
     for name, (status, message, elapsed) in answers.items():
         assert status in (413, 8), (name, status, message)  # 8: RESOURCE_EXHAUSTED
         assert "(max_spans)" in message or "(max_decoded_bytes)" in message, (name, message)
-        assert elapsed < REFUSED_WITHIN_S, (name, elapsed)
+        assert elapsed < NO_HANG_S, (name, elapsed)
     assert health.errors == [] and len(health.latencies) >= 5
-    worst = max(health.latencies)
-    assert health.median_s < HEALTH_MEDIAN_S and worst < HEALTH_WORST_S, sorted(health.latencies)
+    assert max(health.latencies) < HEALTH_NO_HANG_S, sorted(health.latencies)
     assert peak < PEAK_RSS_MIB
     with open_store(tmp_path / "data") as store:
         stats = store.ingest_stats()

@@ -23,9 +23,11 @@ from janux.demo.scenarios import SCENARIO_NAMES, ScenarioOutcome, run_scenarios
 from janux.tracing.sdk.telemetry import Telemetry, configure_telemetry
 from tests.support.otlp_sink import refused_port
 
-HANG_S = 10.0
-RUN_BOUND_S = 8.0
-"""Far above a scripted run (well under a second), below what a hang or OTLP timeout would add."""
+HANG_S = 60.0
+RUN_BOUND_S = 10.0
+"""Only "no hang": a scripted run takes well under a second; a hung exporter would add `HANG_S`."""
+SHUTDOWN_NO_HANG_S = 20.0
+"""Only "no hang": shutdown takes ~3 s here (1 s export timeout + 2 s shutdown margin)."""
 
 
 class _Raising(SpanExporter):
@@ -115,7 +117,7 @@ def test_agent_runs_are_unchanged_by_a_broken_exporter(
     assert _summary(outcomes) == expected
     assert all(outcome.trace_id for outcome in outcomes)
     assert run_s < RUN_BOUND_S
-    assert shutdown_s < 1.0 + 2.0 + 2.0  # export timeout + shutdown margin + slack, not the 10 s hang
+    assert shutdown_s < SHUTDOWN_NO_HANG_S  # bounded by the settings, not by the exporter's hang
     assert not clean
     assert telemetry.exported_spans == 0
     assert telemetry.dropped_spans == span_count

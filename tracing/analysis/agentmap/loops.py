@@ -20,6 +20,11 @@ from janux.tracing.analysis.trace_parts import Usage
 
 MAX_WALK = 256
 """Longest parent chain followed; a longer one (or a cycle) ends the walk."""
+MAX_PATH_DEPTH = 32
+"""Longest path kept: the loops of a deeper chain share their first levels, then `DEEPER`, then their
+own agent (a path per loop of a chain thousands deep would hold its square: 400 MB at 10,000)."""
+DEEPER = "…"
+"""The step standing for the levels a collapsed path leaves out."""
 
 
 @dataclass(slots=True)
@@ -89,8 +94,16 @@ def fold_inclusive(loops: Sequence[MapLoop]) -> None:
             ancestor, steps = ancestor.parent, steps + 1
 
 
+def _extended(path: tuple[str, ...], name: str) -> tuple[str, ...]:
+    """`path` one level down to `name`, at most `MAX_PATH_DEPTH` long (see `DEEPER`)."""
+    if len(path) < MAX_PATH_DEPTH:
+        return (*path, name)
+    return (*path[: MAX_PATH_DEPTH - 2], DEEPER, name)
+
+
 def path_of(loop: MapLoop) -> tuple[str, ...]:
-    """Agent names from the loop's top-level loop down to it (cached on every loop passed)."""
+    """Agent names from the loop's top-level loop down to it (cached on every loop passed); past
+    `MAX_PATH_DEPTH` levels the middle is collapsed into `DEEPER`."""
     if loop.path is None:
         chain: list[MapLoop] = []
         current: MapLoop | None = loop
@@ -99,7 +112,7 @@ def path_of(loop: MapLoop) -> tuple[str, ...]:
             current = current.parent
         prefix: tuple[str, ...] = current.path if current is not None and current.path else ()
         for item in reversed(chain):
-            prefix = (*prefix, item.row.name)
+            prefix = _extended(prefix, item.row.name)
             item.path = prefix
     return loop.path or (loop.row.name,)
 

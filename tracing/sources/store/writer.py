@@ -16,6 +16,7 @@ import queue
 import sqlite3
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -45,6 +46,45 @@ WAL_RESET_PAGES = 25_000
 """Log size (pages) past which a checkpoint runs under the write lock. Checkpoints outside it race
 the other writers' appends and may never catch up; one under the lock completes, so the next
 transaction starts the log from the beginning again (bounds the WAL file at ~100 MB)."""
+
+
+FAILURE_LOG_EVERY_S = 60.0
+"""At most one log line per this many seconds about failing commits (the others are counted)."""
+
+
+class CommitFailureLog:
+    """Logs failing commits as one line per `FAILURE_LOG_EVERY_S`, with the count of the others.
+
+    A full or broken disk fails every commit until it is fixed: a line (and a traceback) per refused
+    request would fill the log, on that same disk, in seconds. The disk's errors (sqlite3 and OS
+    errors) get no traceback: the message says it all; anything else gets one, once per period."""
+
+    def __init__(self) -> None:
+        self._last = -FAILURE_LOG_EVERY_S
+        self._unreported = 0
+        self._failing = 0
+
+    def failed(self, err: BaseException, batches: int) -> None:
+        """A commit of `batches` batches failed with `err` (their requests are refused, retryable)."""
+        self._failing += 1
+        now = time.monotonic()
+        if now - self._last < FAILURE_LOG_EVERY_S:
+            self._unreported += 1
+            return
+        more = f" ({self._unreported} more failed commits since the last report)" if self._unreported else ""
+        self._last, self._unreported = now, 0
+        disk = isinstance(err, (sqlite3.Error, OSError))
+        logger.error(
+            "store commit failed for %d batch(es), refused with a retryable error: %s: %s%s",
+            batches, type(err).__name__, err, more, exc_info=None if disk else err,
+        )  # fmt: skip
+
+    def succeeded(self) -> None:
+        """A commit succeeded: say so once after a stretch of failures."""
+        if self._failing:
+            logger.warning("store commits succeed again, after %d failed", self._failing)
+            self._failing = self._unreported = 0
+            self._last = -FAILURE_LOG_EVERY_S
 
 
 @dataclass(slots=True)
@@ -90,6 +130,7 @@ class GroupCommitWriter:
         self._closed = False
         self._lock = threading.Lock()
         self._uncheckpointed = 0
+        self._failures = CommitFailureLog()
         self.commits = 0
         """Transactions committed so far (one per group of batches)."""
 
@@ -200,10 +241,11 @@ class GroupCommitWriter:
                 for job in jobs:
                     self._commit(conn, [job])
                 return
-            logger.exception("store commit failed for %d batch(es)", len(jobs))
+            self._failures.failed(err, len(jobs))
             for job in jobs:
                 job.future.set_exception(err)
             return
+        self._failures.succeeded()
         self.commits += 1
         for job, result in zip(jobs, results, strict=True):
             job.future.set_result(result)
