@@ -7,12 +7,12 @@ import re
 import tracemalloc
 
 from janux.dashboard.gate import MIB, UploadRoom
-from janux.tracing.analysis.trace_view import reconstruct
 from janux.dashboard.ui.view_cache import ViewCache, view_bytes
 from janux.dashboard.views import tables
-from janux.tracing.analysis.formatting import MAX_INDENT_DEPTH
 from janux.dashboard.views.graph import DEFAULT_MAX_NODES, MAX_DRAWN_DEPTH, handoff_dot
 from janux.tracing.analysis.agentmap.loops import DEEPER, MAX_PATH_DEPTH
+from janux.tracing.analysis.formatting import MAX_INDENT_DEPTH
+from janux.tracing.analysis.trace_view import reconstruct
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter
 from tests.support.hostile_traces import huge_values, nested_agents

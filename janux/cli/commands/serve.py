@@ -16,12 +16,6 @@ import sys
 import threading
 from typing import Any
 
-from janux.cli.receiver_args import (
-    add_receiver_arguments,
-    open_store_for_writing,
-    resolve_token,
-    start_receiver_from_args,
-)
 from janux.cli.commands.ui import (
     DEFAULT_HOST,
     DEFAULT_PORT,
@@ -31,7 +25,12 @@ from janux.cli.commands.ui import (
     launch_ui,
     stop_child,
 )
-from janux.cli.receiver_args import add_receiver_arguments, resolve_token, start_receiver_from_args
+from janux.cli.receiver_args import (
+    add_receiver_arguments,
+    open_store_for_writing,
+    resolve_token,
+    start_receiver_from_args,
+)
 from janux.dashboard.access import exposure_problem
 from janux.tracing.receiver.process import tune_malloc
 
