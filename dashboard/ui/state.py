@@ -9,6 +9,9 @@ with `--allow-source-edit` (then only an existing store may be opened from the p
 
 from __future__ import annotations
 
+import importlib
+import logging
+import pkgutil
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -16,6 +19,8 @@ from typing import Any
 
 import streamlit as st
 
+from janux.dashboard import ui as dashboard_ui
+from janux.dashboard import views as dashboard_views
 from janux.dashboard.ui import map_data
 from janux.dashboard.ui.login import access, sign_out_everyone, ticket_params
 from janux.dashboard.ui.uploads import UPLOAD_PARAM, linked_token, uploaded_source
@@ -30,6 +35,8 @@ from janux.tracing.sources.source_config import (
     config_from_env,
     open_source,
 )
+
+logger = logging.getLogger(__name__)
 
 SOURCE_OVERRIDE = "janux_source"
 """Session-state key of an injected `TraceSource` (tests); it wins over the sidebar choice."""
@@ -128,6 +135,24 @@ def _show_stats(source: TraceSource) -> None:
         with st.sidebar.expander(f"Latest rejections ({len(stats.recent_errors)})"):
             for message in stats.recent_errors:
                 st.text(message)
+
+
+def warm_up() -> None:
+    """At server start, before any visitor: open the configured source (the same cached resource the
+    pages open) and start reading its agent map facts, then import what the pages import (Altair and
+    pandas alone take seconds on a loaded machine), so a freshly started dashboard's first page finds
+    both done or under way. A failure here only leaves the work to the first page."""
+    try:
+        cfg = _configured()
+        map_data.warm(cfg.key(), _opened(cfg.key(), cfg))
+    except Exception:  # never fatal: the first page opens the source as before
+        logger.warning("dashboard warm-up failed; the first page reads the source", exc_info=True)
+    for package in (dashboard_views, dashboard_ui):
+        for module in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
+            try:
+                importlib.import_module(module.name)
+            except Exception:  # an import that fails here fails the page that needs it, visibly
+                logger.debug("warm-up import of %s failed", module.name, exc_info=True)
 
 
 def render_sidebar() -> None:

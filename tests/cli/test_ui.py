@@ -101,3 +101,47 @@ def _wait_healthy(base: str, proc: subprocess.Popen[bytes]) -> str:
         return reply.text if reply.status_code == 200 else None
 
     return wait_until(health, interval_s=0.3, what="the dashboard's health endpoint")
+
+
+@pytest.mark.slow
+def test_a_fresh_dashboard_reads_the_agent_map_before_any_visitor(tmp_path: Path) -> None:
+    """Server start opens the configured store and reads its map facts (kept in the facts file)
+    with no page requested: the first visitor of a fresh dashboard does not wait for them alone."""
+    import sqlite3
+
+    from janux.tracing.sources.store import facts_file, open_store
+
+    data_dir = tmp_path / "data"
+    with open_store(data_dir) as store:
+        store.write(contract_trace())
+    kept = data_dir / facts_file.FILE_NAME
+    assert not kept.exists()
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "janux", "ui", "--data-dir", str(data_dir), "--port", str(port)],
+        env=dict(os.environ, HOME=str(tmp_path)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+    def facts_kept() -> int:
+        if proc.poll() is not None:
+            raise AssertionError(f"janux ui exited with {proc.returncode}")
+        if not kept.exists():
+            return 0
+        try:
+            with sqlite3.connect(kept) as conn:
+                return int(conn.execute("SELECT count(*) FROM map_facts").fetchone()[0])
+        except sqlite3.Error:  # created, its table not yet
+            return 0
+
+    try:
+        assert wait_until(facts_kept, interval_s=0.2, what="the agent map facts read at server start") == 1
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
