@@ -43,8 +43,10 @@ from janux.tracing.analysis.usage_rows import (
 from janux.tracing.columns import names, picker, positions, select_list
 from janux.tracing.otlp.enums import KIND_BY_NAME, STATUS_BY_NAME
 from janux.tracing.records import EventRecord, LinkRecord, SpanRecord
+from janux.tracing.sources.clickhouse.derived import DerivedReads
 from janux.tracing.sources.clickhouse.foreign import ForeignTraces
 from janux.tracing.sources.clickhouse.links import clickhouse_links
+from janux.tracing.sources.clickhouse.schema import applied_version
 from janux.tracing.sources.protocol import (
     IngestStats,
     TraceFilter,
@@ -216,6 +218,20 @@ class ClickHouseSource:
         self._client = client
         self._table = table
         self._foreign = ForeignTraces(self._foreign_candidates, self.get_traces)
+        self._derived_reads: DerivedReads | None = None
+
+    def _derived(self) -> DerivedReads | None:
+        """The derived tables' queries once `janux clickhouse init` ran (checked until it has: the
+        tables are never dropped by Janux), else None: facts are then derived at read time."""
+        if self._derived_reads is None and applied_version(self._client) >= 1:
+            self._derived_reads = DerivedReads(self._rows)
+        return self._derived_reads
+
+    def pending_traces(self) -> int:
+        """Traces in the table the derivers have not derived yet (not in lists and aggregates yet:
+        the pages say "N traces still being derived"); 0 when facts are derived at read time."""
+        derived = self._derived()
+        return derived.pending_traces(self._table) if derived is not None else 0
 
     def _rows(self, sql: str, parameters: dict[str, Any]) -> list[Any]:
         return list(self._client.query(sql, parameters=parameters).result_rows)
@@ -254,6 +270,9 @@ class ClickHouseSource:
 
     def list_traces(self, flt: TraceFilter, limit: int = 50, offset: int = 0) -> list[TraceSummary]:
         """Trace summaries matching `flt`, newest first."""
+        derived = self._derived()
+        if derived is not None:
+            return derived.list_traces(flt, limit, offset)
         first, wanted = max(0, offset), max(0, limit)
         parameters: dict[str, Any] = {"limit": first + wanted}
         sql = (
@@ -266,6 +285,9 @@ class ClickHouseSource:
 
     def count_traces(self, flt: TraceFilter) -> int:
         """How many traces match `flt`."""
+        derived = self._derived()
+        if derived is not None:
+            return derived.count_traces(flt)
         parameters: dict[str, Any] = {}
         rows = self._rows(f"SELECT count() FROM ({self._janux_summaries_sql(flt, parameters)})", parameters)
         return (int(rows[0][0]) if rows else 0) + len(self._foreign.matching(flt))
@@ -293,6 +315,9 @@ class ClickHouseSource:
         """The failed handoffs' spans, newest first: of Janux traces, failing `execute_tool` spans and
         ERROR `invoke_agent` spans under tool spans without a recorded status; of other traces, the
         tool (else last attempt) span of every failed edge of their facts."""
+        derived = self._derived()
+        if derived is not None:
+            return self._spans_named(derived.failed_handoff_ids(flt, limit), limit)
         parameters: dict[str, Any] = {"limit": max(0, limit)}
         traces = (
             f"SELECT TraceId FROM ({self._janux_summaries_sql(flt, parameters)}) WHERE failed_handoffs > 0 "
@@ -314,10 +339,27 @@ class ClickHouseSource:
             found += failed_edge_spans(structure_facts(spans), {span.span_id: span for span in spans})
         return newest_spans(found, limit)
 
+    def _spans_named(self, pairs: list[tuple[str, str]], limit: int) -> list[SpanRecord]:
+        """The spans named by (trace id, span id), newest first (one bounded read)."""
+        if not pairs:
+            return []
+        sql = (
+            f"SELECT {_SPAN_SELECT} FROM {self._table} WHERE TraceId IN {{traces:Array(String)}} "
+            "AND SpanId IN {spans:Array(String)} LIMIT 1 BY TraceId, SpanId"
+        )
+        parameters = {"traces": sorted({t for t, _ in pairs}), "spans": sorted({span for _, span in pairs})}
+        wanted = set(pairs)
+        spans = map(_span, self._rows(sql, parameters))
+        found = [span for span in spans if (span.trace_id, span.span_id) in wanted]
+        return newest_spans(found, limit)
+
     def distinct_values(self, what: Literal["service", "root_agent", "conversation"]) -> list[str]:
         """Values to offer in a filter drop-down: those of every root span (a cheap superset of the
         values the filters can match when a trace has several roots), and the root agents of the
         traces without Janux accounting (their first agent when the root span names none)."""
+        derived = self._derived()
+        if derived is not None:
+            return derived.distinct_values(what)
         if what == "root_agent":
             foreign = {s.root_agent for s in self._foreign.matching(TraceFilter()) if s.root_agent}
             return sorted(foreign.union(self._root_values(what)))[:MAX_DISTINCT_VALUES]
@@ -344,6 +386,9 @@ class ClickHouseSource:
         Janux traces are aggregated in SQL; traces of other runtimes are read whole, in chunks,
         and aggregated by the same facts as every source (`janux.tracing.analysis.usage_aggregate`)."""
         wanted = check_dimension(dimension)
+        derived = self._derived()
+        if derived is not None:
+            return derived.usage_by(wanted, flt, limit)
         parameters: dict[str, Any] = {}
         spans = (
             f"SELECT * FROM {self._table} WHERE TraceId IN ({self._janux_ids_sql(flt, parameters)}) "
@@ -355,6 +400,9 @@ class ClickHouseSource:
 
     def agent_map(self, flt: TraceFilter, bucket_ns: int | None = None) -> AgentMap:
         """Agents and the delegations between them over the traces matching `flt`."""
+        derived = self._derived()
+        if derived is not None:
+            return derived.agent_map(flt, bucket_ns)
         parameters: dict[str, Any] = {}
         traces = self._janux_ids_sql(flt, parameters)
         spans = f"SELECT * FROM {self._table} WHERE TraceId IN ({traces}) LIMIT 1 BY TraceId, SpanId"
@@ -366,6 +414,9 @@ class ClickHouseSource:
 
     def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, MapUsage]]:
         """Usage per (bucket of trace start, model) over the traces matching `flt`."""
+        derived = self._derived()
+        if derived is not None:
+            return derived.model_timeline(flt, bucket_ns)
         bucket = max(1, bucket_ns)
         parameters: dict[str, Any] = {"bucket": bucket}
         traces = self._janux_ids_sql(flt, parameters)
