@@ -187,11 +187,11 @@ _SELECT = f"SELECT {_SPAN_SELECT}, toUnixTimestamp64Milli({s.INSERTED_COLUMN})"
 
 
 def _fresh_batches(
-    client: DeriveClient, table: str, shard: Shard, window: _Window, fresh: dict[str, int]
+    client: DeriveClient, table: str, shard: Shard, window: _Window, fresh: dict[str, int], batch_spans: int
 ) -> Iterator[dict[str, tuple[list[SpanRecord], int]]]:
     """The spans of traces derived for the first time, from the window, in hash buckets of about
-    `BATCH_SPANS` spans (one scan of the window each)."""
-    buckets = max(1, math.ceil(sum(fresh.values()) / BATCH_SPANS))
+    `batch_spans` spans (one scan of the window each)."""
+    buckets = max(1, math.ceil(sum(fresh.values()) / max(1, batch_spans)))
     for bucket in range(buckets):
         sql = (
             f"{_SELECT} FROM {table} WHERE {window.sql(shard)} AND "
@@ -238,6 +238,7 @@ def _derive_batch(
 def derive_pending(
     client: DeriveClient, table: str = "otel_traces", quiet_s: float = QUIET_SECONDS,
     shard: Shard | tuple[int, int] = Shard(), max_open_s: float = MAX_OPEN_SECONDS,
+    batch_spans: int = BATCH_SPANS,
 ) -> DeriveStats:  # fmt: skip
     """Derive every trace of `shard` that is pending and quiet; commit the watermark; return stats."""
     shard = shard if isinstance(shard, Shard) else Shard(*shard)
@@ -258,7 +259,7 @@ def derive_pending(
     stats.up_to_date = sum(1 for t, (_, last) in ready.items() if t in known and known[t][1] >= last)
     fresh = {t: count for t, (count, _) in ready.items() if t not in known}
     if fresh:
-        for batch in _fresh_batches(client, table, shard, window, fresh):
+        for batch in _fresh_batches(client, table, shard, window, fresh, batch_spans):
             _derive_batch(client, batch, known, stats)
     for batch in _whole_batches(client, table, late):
         _derive_batch(client, batch, known, stats)

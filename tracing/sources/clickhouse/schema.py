@@ -224,12 +224,17 @@ def source_ddl(table: str = "otel_traces", cluster: str | None = None) -> list[s
     """The column (and its minmax index) `init` adds to the Collector's table."""
     on_cluster = f" ON CLUSTER {cluster}" if cluster else ""
     target = f"{table}_local" if cluster else table
-    return [
+    statements = [
         f"ALTER TABLE {target}{on_cluster} ADD COLUMN IF NOT EXISTS {INSERTED_COLUMN} DateTime64(3) "
         "MATERIALIZED now64(3)",
         f"ALTER TABLE {target}{on_cluster} ADD INDEX IF NOT EXISTS idx_janux_inserted {INSERTED_COLUMN} "
         "TYPE minmax GRANULARITY 1",
     ]
+    if cluster:  # the Distributed table the deriver reads through must name the column too
+        statements.append(
+            f"ALTER TABLE {table}{on_cluster} ADD COLUMN IF NOT EXISTS {INSERTED_COLUMN} DateTime64(3)"
+        )
+    return statements
 
 
 def ddl(ttl: tuple[str, int] | None = None, table: str = "otel_traces") -> list[str]:
@@ -242,7 +247,8 @@ def cluster_ddl(cluster: str, ttl: tuple[str, int] | None = None, table: str = "
     and a `Distributed` table `<name>` over them, sharded by trace id so a trace's rows stay on one
     shard (the source and the deriver use the `Distributed` names). `table` is the exporter's
     local table (`<table>_local` behind its own `Distributed` table, as the exporter's cluster
-    setup names it)."""
+    setup names it). Every derived table is sharded by trace id, so the source's `IN` subqueries
+    join rows of one shard: run its queries with `distributed_product_mode = 'local'`."""
     statements = source_ddl(table, cluster)
     for t in TABLES:
         statements.append(create_table(t, ttl, cluster))
