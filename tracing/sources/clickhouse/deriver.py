@@ -233,6 +233,7 @@ def _derive_batch(
         stats.traces += 1
         stats.spans += len(spans)
     write(client, rows)
+    logger.debug("wrote the facts of %d trace(s) (%d so far)", len(batch), stats.traces)
 
 
 def derive_pending(
