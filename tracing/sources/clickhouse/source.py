@@ -212,18 +212,20 @@ SELECT
 class ClickHouseSource:
     """The dashboard's queries over the Collector's `otel_traces` table."""
 
-    def __init__(self, client: QueryClient, table: str = "otel_traces") -> None:
+    def __init__(self, client: QueryClient, table: str = "otel_traces", *, derived: bool = True) -> None:
         if not table.replace("_", "").replace(".", "").isalnum():
             raise ValueError(f"invalid table name {table!r}")
         self._client = client
         self._table = table
         self._foreign = ForeignTraces(self._foreign_candidates, self.get_traces)
         self._derived_reads: DerivedReads | None = None
+        self._use_derived = derived
+        """False: always derive at read time (benches compare the two paths)."""
 
     def _derived(self) -> DerivedReads | None:
         """The derived tables' queries once `janux clickhouse init` ran (checked until it has: the
         tables are never dropped by Janux), else None: facts are then derived at read time."""
-        if self._derived_reads is None and applied_version(self._client) >= 1:
+        if self._derived_reads is None and self._use_derived and applied_version(self._client) >= 1:
             self._derived_reads = DerivedReads(self._rows)
         return self._derived_reads
 
