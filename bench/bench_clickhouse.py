@@ -167,9 +167,10 @@ def store_times(work: Path, seed_spans: list[SpanRecord], copies: int) -> dict[s
     """Warm figures of the embedded store holding the same traces."""
     from janux.tracing.sources.store import open_store
 
-    with open_store(work / "store") as store:
-        for chunk in _store_copies(seed_spans, copies):
-            store.write(chunk)
+    if not (work / "store").exists():
+        with open_store(work / "store") as store:
+            for chunk in _store_copies(seed_spans, copies):
+                store.write(chunk)
     with open_store(work / "store") as reader:
         for fn in QUERIES.values():  # first calls fill the store's caches: warm figures below
             fn(reader)
@@ -190,11 +191,15 @@ class SizeResult:
     store: dict[str, float | None]
 
 
-def measure(size: int, work: Path, with_store: bool, read_time_up_to: int) -> SizeResult:
-    """Build, derive and time every query at `size` spans."""
-    seed_spans = seed()
-    copies = max(1, round((size - 10_000) / len(seed_spans)))
-    path = work / "chdb"
+def _build_and_derive(
+    path: Path, size: int, seed_spans: list[SpanRecord], copies: int
+) -> tuple[float, float]:
+    """Build and derive at `path` once; (spans/s, seconds) of the deriver, kept in `derive.json` so
+    a kept directory (`--keep`) is measured again without deriving again."""
+    kept = path.parent / "derive.json"
+    if kept.exists():
+        rate, seconds = json.loads(kept.read_text())
+        return float(rate), float(seconds)
     print(f"[{size:,}] building ({copies} copies of {len(seed_spans):,} seed spans) ...", file=sys.stderr)
     build(path, copies, seed_spans)
     client = ChdbClient(str(path))
@@ -202,6 +207,21 @@ def measure(size: int, work: Path, with_store: bool, read_time_up_to: int) -> Si
         spans = int(client.query("SELECT count() FROM otel_traces").result_rows[0][0])
         print(f"[{size:,}] deriving {spans:,} spans ...", file=sys.stderr, flush=True)
         stats = derive_pending(client, quiet_s=0)
+    finally:
+        client.close()
+    kept.write_text(json.dumps([stats.spans / stats.seconds, stats.seconds]))
+    return stats.spans / stats.seconds, stats.seconds
+
+
+def measure(size: int, work: Path, with_store: bool, read_time_up_to: int) -> SizeResult:
+    """Build, derive and time every query at `size` spans (what `work` already holds is reused)."""
+    seed_spans = seed()
+    copies = max(1, round((size - 10_000) / len(seed_spans)))
+    path = work / "chdb"
+    rate, seconds = _build_and_derive(path, size, seed_spans, copies)
+    client = ChdbClient(str(path))
+    try:
+        spans = int(client.query("SELECT count() FROM otel_traces").result_rows[0][0])
         source = ClickHouseSource(client)
         traces = source.count_traces(ALL)
         warm = {name: _median(lambda fn=fn: fn(source)) for name, fn in QUERIES.items()}
@@ -218,9 +238,7 @@ def measure(size: int, work: Path, with_store: bool, read_time_up_to: int) -> Si
     if with_store:
         print(f"[{size:,}] embedded store ...", file=sys.stderr, flush=True)
         store = dict(store_times(work, seed_spans, copies))
-    return SizeResult(
-        spans, traces, stats.spans / stats.seconds, stats.seconds, warm, cold_s, read_time, store
-    )
+    return SizeResult(spans, traces, rate, seconds, warm, cold_s, read_time, store)
 
 
 def _ms(value: float | None) -> str:
@@ -280,18 +298,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-store", action="store_true", help="skip the embedded store")
     parser.add_argument("--store-up-to", type=int, default=1_000_000, help="embedded store up to this size")
     parser.add_argument("--read-time-up-to", type=int, default=1_100_000, help="read-time path up to this")
+    parser.add_argument("--keep", default=None, help="keep the data under this directory and reuse it")
     parser.add_argument("--json", default=None, help="also write the figures to this file")
+    parser.add_argument(
+        "--prepare", default=None, help="only build and derive the sizes under this directory"
+    )
     parser.add_argument("--cold", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--query", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.cold:
         return _cold_main(args.cold, args.query)
+    if args.prepare:
+        for size in [int(s) for s in args.sizes.split(",")]:
+            work = Path(args.prepare) / str(size)
+            work.mkdir(parents=True, exist_ok=True)
+            seed_spans = seed()
+            copies = max(1, round((size - 10_000) / len(seed_spans)))
+            print(size, _build_and_derive(work / "chdb", size, seed_spans, copies))
+        return 0
     sizes = [100_000, 300_000] if args.quick else [int(s) for s in args.sizes.split(",")]
     results = []
     for size in sizes:
-        with tempfile.TemporaryDirectory() as work:
-            with_store = not args.no_store and size <= args.store_up_to
-            results.append(measure(size, Path(work), with_store, args.read_time_up_to))
+        with_store = not args.no_store and size <= args.store_up_to
+        if args.keep:
+            work = Path(args.keep) / str(size)
+            work.mkdir(parents=True, exist_ok=True)
+            results.append(measure(size, work, with_store, args.read_time_up_to))
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            results.append(measure(size, Path(tmp), with_store, args.read_time_up_to))
     ok = report(results)
     if args.json:
         Path(args.json).write_text(json.dumps([dataclasses.asdict(r) for r in results], indent=1))

@@ -5,24 +5,23 @@ Each query keeps the rows of a trace's current facts: `janux_trace_facts FINAL` 
 its newest version) filtered by `filter_sql`, and the child rows whose (trace, version) it names.
 `filter_sql` mirrors `analysis.summary.matches` over the stored summary columns (held to it by the
 parity tests of `tests/tracing/sources/test_clickhouse_derived.py`); sums of `janux_usage` follow
-`usage_aggregate.merge_groups` (NULL + x = x, all NULL stays NULL); the agent map is added up by
-`agentmap.build.aggregate` from the stored loop and delegation facts, in the memory source's
-trace order. Traces newer than the derivers' watermark are not here yet: `pending_traces` counts
-them, and the pages say so.
+`usage_aggregate.merge_groups` (NULL + x = x, all NULL stays NULL); the agent map is added up in
+SQL from the stored loop and delegation facts (`derived_map`, mirroring `agentmap.sums`). Traces
+newer than the derivers' watermark are not here yet: `pending_traces` counts them, and the pages
+say so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Literal
 
-from janux.tracing.analysis.agentmap.build import aggregate, gc_paused
 from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, MapUsage
-from janux.tracing.analysis.agentmap.loops import DelegationFacts, LoopFacts
 from janux.tracing.analysis.facts import TraceFilter, TraceSummary, UsageAggregate
 from janux.tracing.analysis.usage_rows import finish
 from janux.tracing.sources.clickhouse import schema as s
-from janux.tracing.sources.clickhouse.fact_rows import delegation_of, loop_of, summary_of, usage_group
+from janux.tracing.sources.clickhouse.derived_map import MapQueries
+from janux.tracing.sources.clickhouse.fact_rows import summary_of, usage_group
 from janux.tracing.sources.store.timeline import finish_timeline
 
 Rows = Callable[[str, dict[str, Any]], list[Any]]
@@ -60,16 +59,6 @@ def filter_sql(flt: TraceFilter, parameters: dict[str, Any]) -> str:
         parameters["trace_prefix"] = prefix
         where.append("startsWith(trace_id, {trace_prefix:String})" if set(prefix) <= _HEX else "0")
     return " AND ".join(where)
-
-
-def _children(table: str, columns: tuple[tuple[str, str], ...], current: str) -> str:
-    """The rows of `table` (trace id, then `columns`) of the current facts `current` selects, in
-    trace then written order."""
-    names = ", ".join(name for name, _ in columns)
-    return (
-        f"SELECT trace_id, {names} FROM {table} FINAL WHERE (trace_id, version) IN ({current}) "
-        "ORDER BY trace_id, seq"
-    )
 
 
 class DerivedReads:
@@ -122,27 +111,11 @@ class DerivedReads:
         return finish_timeline(self._rows(sql, parameters))
 
     def agent_map(self, flt: TraceFilter, bucket_ns: int | None) -> AgentMap:
-        """The agent map over the stored loop and delegation facts of the traces matching `flt`."""
+        """The agent map over the stored loop and delegation facts of the traces matching `flt`,
+        added up in SQL (`derived_map`)."""
         parameters: dict[str, Any] = {}
-        order = self._rows(
-            f"SELECT trace_id FROM {s.FACTS} FINAL WHERE {filter_sql(flt, parameters)} "
-            "ORDER BY start_ns DESC, trace_id",
-            parameters,
-        )
-        loops: dict[str, list[LoopFacts]] = {}
-        delegations: dict[str, list[DelegationFacts]] = {}
         current = self._current(flt, parameters)
-        for row in self._rows(_children(s.LOOPS, s.LOOP_COLUMNS, current), parameters):
-            loops.setdefault(str(row[0]), []).append(loop_of(str(row[0]), row[1:]))
-        for row in self._rows(_children(s.DELEGATIONS, s.DELEGATION_COLUMNS, current), parameters):
-            delegations.setdefault(str(row[0]), []).append(delegation_of(row[1:]))
-
-        def facts() -> Iterator[tuple[str, tuple[list[LoopFacts], list[DelegationFacts]]]]:
-            for (trace_id,) in order:
-                yield str(trace_id), (loops.get(str(trace_id), []), delegations.get(str(trace_id), []))
-
-        with gc_paused():
-            return aggregate(facts(), bucket_ns)
+        return MapQueries(self._rows, current, parameters).build(bucket_ns)
 
     def failed_handoff_ids(self, flt: TraceFilter, limit: int) -> list[tuple[str, str]]:
         """(trace id, span id) of the newest `limit` failed handoffs (the order of `newest_spans`)."""

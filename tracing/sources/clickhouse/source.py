@@ -95,9 +95,13 @@ _JANUX_SPAN = (
     + " OR ".join(f"mapContains(SpanAttributes, '{key}')" for key in JANUX_LOOP_MARKERS)
     + f")) OR ({_IS_TOOL} AND {_STATUS_ATTR} != '') OR {_HAS_BILL}"
 )
-_NO_USAGE = "(" + " AND ".join(
-    f"SpanAttributes['{key}'] = ''" for key in (c.GEN_AI_USAGE_INPUT_TOKENS, c.GEN_AI_USAGE_OUTPUT_TOKENS)
-) + ")"
+_NO_USAGE = (
+    "("
+    + " AND ".join(
+        f"SpanAttributes['{key}'] = ''" for key in (c.GEN_AI_USAGE_INPUT_TOKENS, c.GEN_AI_USAGE_OUTPUT_TOKENS)
+    )
+    + ")"
+)
 
 
 # The same per-span rule as `janux.tracing.analysis.usage_rows.span_usage`, over the exporter's string values:
@@ -683,12 +687,20 @@ def _usage_sql(dimension: str, spans: str) -> str:
 
 # One row per trace: the root's bill, or (no bill) the sums of its inference spans.
 _CONVERSATION_SQL = f"""
-    SELECT {group_select({
-        "group_key": "key", "group_count": "count()", "group_failed": "countIf(errors > 0)",
-        "input_sum": "sum(if(has_bill, bill_i, m.i))", "output_sum": "sum(if(has_bill, bill_o, m.o))",
-        "cost_sum": "sum(if(has_bill, bill_cost, m.cost))", "unpriced_sum": "sum(if(has_bill, bill_u, m.u))",
-        "unread_sum": "0",
-    })}
+    SELECT {
+    group_select(
+        {
+            "group_key": "key",
+            "group_count": "count()",
+            "group_failed": "countIf(errors > 0)",
+            "input_sum": "sum(if(has_bill, bill_i, m.i))",
+            "output_sum": "sum(if(has_bill, bill_o, m.o))",
+            "cost_sum": "sum(if(has_bill, bill_cost, m.cost))",
+            "unpriced_sum": "sum(if(has_bill, bill_u, m.u))",
+            "unread_sum": "0",
+        }
+    )
+}
     FROM (
         SELECT TraceId, {_root_attr(c.GEN_AI_CONVERSATION_ID)} AS key, countIf({_IS_ERROR}) AS errors,
             {_root(_HAS_BILL)} AS has_bill,
