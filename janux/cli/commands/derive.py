@@ -66,6 +66,18 @@ def _report(stats: DeriveStats) -> str:
     )
 
 
+def _init_when_ready(client: Any, table: str, interval: float) -> None:
+    """`janux clickhouse init`, retried until it succeeds: next to a Collector that has not created
+    `otel_traces` yet (it does at its first start), the deriver waits for it instead of exiting."""
+    while True:
+        try:
+            schema.init(client, table)
+            return
+        except Exception as exc:
+            logger.warning("janux clickhouse init not possible yet (%s); retrying in %.1f s", exc, interval)
+            time.sleep(interval)
+
+
 def _run(args: argparse.Namespace) -> int:
     try:
         shard = parse_shard(args.shard)
@@ -76,7 +88,7 @@ def _run(args: argparse.Namespace) -> int:
     client = client_from_args(args, "derive")
     table = table_from_args(args)
     if args.init:
-        schema.init(client, table)
+        _init_when_ready(client, table, args.interval)
     if schema.applied_version(client) < 1:
         raise SystemExit("janux derive: Janux's tables are missing: run `janux clickhouse init` first")
     while True:
