@@ -228,7 +228,8 @@ def test_the_deriver_runs_janux_derive_on_the_dashboards_clickhouse(services: di
     assert args.init and not args.once and args.health_file
     probe = " ".join(deriver["healthcheck"]["test"])
     assert args.health_file in probe  # healthy while runs keep touching the file
-    wanted = {k: v for k, v in environment(services["dashboard"]).items() if k.startswith("JANUX_CLICKHOUSE_")}
+    dashboard = environment(services["dashboard"])
+    wanted = {k: v for k, v in dashboard.items() if k.startswith("JANUX_CLICKHOUSE_")}
     assert wanted and {k: environment(deriver).get(k) for k in wanted} == wanted
     assert deriver["depends_on"]["clickhouse"]["condition"] == "service_healthy"
     assert "otel-collector" in deriver["depends_on"]
