@@ -137,9 +137,13 @@ def test_shards_split_the_traces(client: ChdbClient) -> None:
     spans = copies(_spans(), 3)
     traces = len({s.trace_id for s in spans})
     _insert(client, spans)
-    derived = [derive_pending(client, quiet_s=0, shard=(i, 3)).traces for i in range(3)]
+    source = ClickHouseSource(client)
+    first = derive_pending(client, quiet_s=0, shard=(0, 3)).traces
+    assert source.pending_traces() == traces - first  # the other shards' traces: not derived yet
+    derived = [first, *(derive_pending(client, quiet_s=0, shard=(i, 3)).traces for i in (1, 2))]
     assert sum(derived) == traces and all(derived)  # each trace by exactly one shard
-    assert [watermark(client, schema_shard) > 0 for schema_shard in _shards(3)] == [True] * 3
+    assert source.pending_traces() == 0
+    assert [watermark(client, shard) > 0 for shard in _shards(3)] == [True] * 3
     assert [derive_pending(client, quiet_s=0, shard=(i, 3)).traces for i in range(3)] == [0, 0, 0]
     _assert_equals_memory(ClickHouseSource(client), spans)
 

@@ -138,11 +138,22 @@ class DerivedReads:
         )
         return sorted(str(row[0]) for row in self._rows(sql, {}))
 
+    def _oldest_watermark(self, table: str) -> int:
+        """The oldest watermark of the shards deriving `table`; 0 while some shard of a sharding
+        has never committed one (its traces may all be pending)."""
+        sql = (
+            f"SELECT shards, count(), min(watermark_ms) FROM {s.STATE} FINAL "
+            "WHERE source = {source:String} GROUP BY shards"
+        )
+        groups = self._rows(sql, {"source": table})
+        if not groups or any(int(count) < int(shards) for shards, count, _ in groups):
+            return 0
+        return min(int(oldest) for _, _, oldest in groups)
+
     def pending_traces(self, table: str) -> int:
         """Traces with spans the derivers have not derived yet (inserted after the oldest shard
         watermark, and newer than the trace's facts): what the pages say is "still being derived"."""
-        rows = self._rows(f"SELECT min(watermark_ms), count() FROM {s.STATE} FINAL", {})
-        oldest = int(rows[0][0]) if rows and int(rows[0][1]) else 0
+        oldest = self._oldest_watermark(table)
         newer = f"{s.INSERTED_COLUMN} > fromUnixTimestamp64Milli(toInt64({oldest}))"
         sql = f"""
             SELECT count() FROM (

@@ -108,19 +108,19 @@ def parse_shard(text: str) -> Shard:
     return Shard(index, count)
 
 
-def watermark(client: DeriveClient, shard: Shard) -> int:
-    """The committed watermark of `shard` (0 before its first run)."""
+def watermark(client: DeriveClient, shard: Shard, table: str = "otel_traces") -> int:
+    """The committed watermark of `shard` over `table` (0 before its first run)."""
     rows = client.query(
-        f"SELECT watermark_ms FROM {s.STATE} FINAL WHERE shard = {{shard:String}}",
-        parameters={"shard": shard.key},
+        f"SELECT watermark_ms FROM {s.STATE} FINAL "
+        "WHERE source = {source:String} AND shard = {shard:String}",
+        parameters={"source": table, "shard": shard.key},
     ).result_rows
     return int(rows[0][0]) if rows else 0
 
 
-def _commit(client: DeriveClient, shard: Shard, watermark_ms: int) -> None:
-    client.insert(
-        s.STATE, [[shard.key, watermark_ms, time.time_ns()]], ["shard", "watermark_ms", "updated_ns"]
-    )
+def _commit(client: DeriveClient, table: str, shard: Shard, watermark_ms: int) -> None:
+    row = [table, shard.key, shard.count, watermark_ms, time.time_ns()]
+    client.insert(s.STATE, [row], ["source", "shard", "shards", "watermark_ms", "updated_ns"])
 
 
 @dataclass(slots=True)
@@ -245,7 +245,7 @@ def derive_pending(
     shard = shard if isinstance(shard, Shard) else Shard(*shard)
     began = time.perf_counter()
     stats = DeriveStats()
-    window = _window(client, table, shard, watermark(client, shard))
+    window = _window(client, table, shard, watermark(client, shard, table))
     cutoff = window.end_ms - int(quiet_s * 1000)
     oldest_open = window.end_ms - int(max_open_s * 1000)
     ready, held_from = {}, [cutoff]
@@ -266,6 +266,6 @@ def derive_pending(
         _derive_batch(client, batch, known, stats)
     stats.watermark_ms = max(window.start_ms, min(held_from))
     if stats.watermark_ms != window.start_ms:
-        _commit(client, shard, stats.watermark_ms)
+        _commit(client, table, shard, stats.watermark_ms)
     stats.seconds = time.perf_counter() - began
     return stats

@@ -12,8 +12,8 @@ into these tables; the ClickHouse source reads them instead of re-deriving spans
   loops, its delegations (status, failure kind and reason), its `usage_by` rows per dimension and
   its failed-handoff spans; one row per item, keyed (trace, version, position). Reads keep the rows
   whose (trace, version) is the trace's current facts row, so a replaced version never counts.
-- `janux_derive_state`: the watermark of each deriver shard (insertion time of `otel_traces` rows
-  derived so far); `janux_schema`: the schema versions applied.
+- `janux_derive_state`: the watermark of each deriver shard of each source table (insertion time
+  of the rows derived so far); `janux_schema`: the schema versions applied.
 
 `otel_traces` gets one column, `JanuxInsertedAt` (`MATERIALIZED now64(3)`: the server fills it at
 insert; the exporter's INSERT names its columns and never sees it) with a minmax index: the
@@ -178,8 +178,14 @@ TABLES: tuple[Table, ...] = (
     Table(FAILURES, (*_KEY, *FAILURE_COLUMNS), "(trace_id, version, seq)", None),
     Table(
         STATE,
-        (("shard", "String"), ("watermark_ms", "Int64"), ("updated_ns", "Int64")),
-        "shard",
+        (
+            ("source", "String"),
+            ("shard", "String"),
+            ("shards", "UInt32"),
+            ("watermark_ms", "Int64"),
+            ("updated_ns", "Int64"),
+        ),
+        "(source, shard)",
         "updated_ns",
         partition=False,
     ),
