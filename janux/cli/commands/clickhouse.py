@@ -50,5 +50,7 @@ def _init(args: argparse.Namespace) -> int:
         version = schema.init(client, table)
     except ValueError as exc:
         raise SystemExit(f"janux clickhouse init: {exc}") from exc
+    finally:
+        client.close()
     print(f"janux clickhouse init: schema version {version} ready next to {table}")
     return 0

@@ -20,6 +20,7 @@ from janux.tracing.sources.clickhouse.deriver import (
     BATCH_SPANS,
     QUIET_SECONDS,
     DeriveStats,
+    Shard,
     derive_pending,
     parse_shard,
 )
@@ -86,6 +87,14 @@ def _run(args: argparse.Namespace) -> int:
     if args.quiet_seconds < 0 or args.interval <= 0:
         raise SystemExit("janux derive: --quiet-seconds must be >= 0 and --interval > 0")
     client = client_from_args(args, "derive")
+    try:
+        return _serve(client, args, shard)
+    finally:
+        client.close()
+
+
+def _serve(client: Any, args: argparse.Namespace, shard: Shard) -> int:
+    """Derive every `--interval` seconds (once with `--once`); a failed run is logged and retried."""
     table = table_from_args(args)
     if args.init:
         _init_when_ready(client, table, args.interval)
