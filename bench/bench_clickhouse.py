@@ -68,6 +68,7 @@ QUERIES: dict[str, Callable[[Any], object]] = {
     "model timeline (by day)": lambda s: s.model_timeline(ALL, DAY_NS),
     "failures page (500 newest)": lambda s: s.failed_handoff_spans(ALL, 500),
     "one 10k-span trace": lambda s: s.get_trace(BIG_TRACE),
+    "traces still being derived (Traces page)": lambda s: getattr(s, "pending_traces", lambda: 0)(),
 }
 """Every page's query, as the pages call it."""
 
