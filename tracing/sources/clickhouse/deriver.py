@@ -42,6 +42,8 @@ BATCH_SPANS = 200_000
 """Spans read per query when a window is large."""
 IDS_PER_QUERY = 2_000
 """Trace ids per `IN` list."""
+NAMED_TRACES = 20_000
+"""Up to this many traces to derive from a larger window are named in the window's scan."""
 
 
 class DeriveClient(Protocol):
@@ -190,14 +192,19 @@ def _fresh_batches(
     client: DeriveClient, table: str, shard: Shard, window: _Window, fresh: dict[str, int], batch_spans: int
 ) -> Iterator[dict[str, tuple[list[SpanRecord], int]]]:
     """The spans of traces derived for the first time, from the window, in hash buckets of about
-    `batch_spans` spans (one scan of the window each)."""
+    `batch_spans` spans (one scan of the window each). When they are a few of the window's traces
+    (the others up to date, or still receiving spans), the scan names them, so only their rows
+    come back."""
     buckets = max(1, math.ceil(sum(fresh.values()) / max(1, batch_spans)))
+    named = len(fresh) <= NAMED_TRACES and len(fresh) < len(window.traces)
+    parameters = {"ids": sorted(fresh)} if named else {}
     for bucket in range(buckets):
         sql = (
             f"{_SELECT} FROM {table} WHERE {window.sql(shard)} AND "
-            f"intDiv(cityHash64(TraceId), {shard.count}) % {buckets} = {bucket} LIMIT 1 BY TraceId, SpanId"
+            f"intDiv(cityHash64(TraceId), {shard.count}) % {buckets} = {bucket} "
+            f"{'AND TraceId IN {ids:Array(String)} ' if named else ''}LIMIT 1 BY TraceId, SpanId"
         )
-        yield _spans(client.query(sql).result_rows, set(fresh))
+        yield _spans(client.query(sql, parameters=parameters).result_rows, set(fresh))
 
 
 def _whole_batches(
