@@ -182,7 +182,7 @@ def _once(fn: Callable[[], object]) -> float:
 def cold(path: Path) -> dict[str, float]:
     """Each query as the first call of a new process (`--cold`)."""
     found = {}
-    for name in QUERIES:
+    for name in (OPEN_ONLY, *QUERIES):
         out = subprocess.run(
             [sys.executable, "-m", "bench.bench_clickhouse", "--cold", str(path), "--query", name],
             capture_output=True, text=True, check=True,
@@ -191,10 +191,16 @@ def cold(path: Path) -> dict[str, float]:
     return found
 
 
+OPEN_ONLY = "open the chdb session, SELECT 1 (the cold baseline)"
+
+
 def _cold_main(path: str, name: str) -> int:
     began = time.perf_counter()
     client = ChdbClient(path)
-    QUERIES[name](ClickHouseSource(client))
+    if name == OPEN_ONLY:
+        client.query("SELECT 1")
+    else:
+        QUERIES[name](ClickHouseSource(client))
     print(time.perf_counter() - began)
     client.close()
     return 0
@@ -327,6 +333,8 @@ def report(results: list[SizeResult]) -> bool:
                 f"| {r.spans:,} | {name} | {_ms(r.warm[name])} / {_ms(r.cold[name])} "
                 f"| {_ms(r.read_time[name])} | {_ms(r.store[name])} |"
             )
+    for r in results:
+        print(f"| {r.spans:,} | {OPEN_ONLY} | - / {_ms(r.cold[OPEN_ONLY])} | | |")
     print()
     print(
         "| spans | traces | deriver, one process (the seed, derived for real) | catch-up run (up to date) |"
