@@ -32,8 +32,6 @@ from janux.tracing.sources.clickhouse import schema as s
 Rows = Callable[[str, dict[str, Any]], list[Any]]
 """Runs SQL with parameters and returns the result rows."""
 
-EdgeKey = tuple[str, str, str]
-
 
 def _sums(prefix: str) -> str:
     return ", ".join(f"sum({prefix}_{part})" for part in ("input", "output", "cost", "unpriced"))
@@ -54,9 +52,26 @@ def _percentiles(column: str, condition: str) -> str:
     )
 
 
-def _newest(expression: str, condition: str = "1") -> str:
-    """The `TRACE_REFS_KEPT` largest tuples (as `heapq.nlargest`)."""
-    return f"arraySlice(arrayReverseSort(groupArrayIf({expression}, {condition})), 1, {TRACE_REFS_KEPT})"
+_FLIP = "'0123456789abcdef', 'fedcba9876543210'"
+"""Hex digits mapped to their reverse order (an involution): for ids of one length, the flipped id
+sorts in the opposite order, so `groupArraySorted` (the N smallest) finds the N largest."""
+
+
+def _newest(extra: str = "", condition: str = "1") -> str:
+    """The `TRACE_REFS_KEPT` largest (start_ns, trace_id, span_id, *extra) tuples, largest first,
+    as `heapq.nlargest` finds them (trace and span ids are lowercase hex of one length)."""
+    key = f"(-start_ns, translate(trace_id, {_FLIP}), translate(span_id, {_FLIP}){extra})"
+    back = ", x.4, x.5" if extra else ""
+    return (
+        f"arrayMap(x -> (-x.1, translate(x.2, {_FLIP}), translate(x.3, {_FLIP}){back}), "
+        f"groupArraySortedIf({TRACE_REFS_KEPT})({key}, {condition}))"
+    )
+
+
+def _counts(summed: Sequence[Any]) -> dict[str, int]:
+    """A `sumMap` result (keys, counts) as a dict."""
+    keys, counts = summed
+    return {str(key): int(count) for key, count in zip(keys, counts, strict=True) if int(count)}
 
 
 def _float(value: Any) -> float | None:
@@ -119,7 +134,7 @@ class MapQueries:
             node.inclusive.add(path.inclusive)
         sql = (
             f"SELECT agent, {_percentiles('duration_ms', 'duration_ms IS NOT NULL')}, uniqExact(trace_id), "
-            f"{_newest('(start_ns, trace_id, span_id)')} FROM {self._loops} GROUP BY agent"
+            f"{_newest()} FROM {self._loops} GROUP BY agent"
         )
         for agent, p50, p95, traces, recent in self._query(sql):
             found = nodes.get(str(agent))
@@ -133,18 +148,18 @@ class MapQueries:
         return sorted(nodes.values(), key=node_order)
 
     def _edges(self) -> list[EdgeStats]:
-        fails = "(start_ns, trace_id, span_id, assumeNotNull(failure), reason)"
+        failed = "failure IS NOT NULL"
         sql = (
-            f"SELECT caller, target, kind, count(), sum(attempts), {_sums('cost')}, "
-            "countIf(failure IS NOT NULL), "
-            f"{_percentiles('duration_ms', 'duration_ms IS NOT NULL')}, uniqExact(trace_id), "
-            f"{_newest('(start_ns, trace_id, span_id)')}, {_newest(fails, 'failure IS NOT NULL')} "
+            f"SELECT caller, target, kind, count(), sum(attempts), {_sums('cost')}, countIf({failed}), "
+            f"{_percentiles('duration_ms', 'duration_ms IS NOT NULL')}, uniqExact(trace_id), {_newest()}, "
+            f"{_newest(', assumeNotNull(failure), reason', failed)}, "
+            f"sumMapIf([assumeNotNull(failure)], [toUInt64(1)], {failed}), "
+            f"sumMapIf([reason], [toUInt64(1)], {failed}) "
             f"FROM {self._delegations} GROUP BY caller, target, kind"
         )
-        edges: dict[EdgeKey, EdgeStats] = {}
+        edges = []
         for row in self._query(sql):
-            key = (str(row[0]), str(row[1]), str(row[2]))
-            edge = edges[key] = EdgeStats(*key, count=int(row[3]), attempts=int(row[4]))
+            edge = EdgeStats(str(row[0]), str(row[1]), str(row[2]), count=int(row[3]), attempts=int(row[4]))
             edge.cost, edge.failed = _usage(row[5:9]).rounded(), int(row[9])
             edge.p50_ms, edge.p95_ms, edge.traces = _float(row[10]), _float(row[11]), int(row[12])
             edge.recent = [TraceRef(str(t), int(start), str(span)) for start, t, span in row[13]]
@@ -152,14 +167,10 @@ class MapQueries:
                 FailureRef(str(t), str(span), int(start), str(kind), str(reason))
                 for start, t, span, kind, reason in row[14]
             ]
-        for column, field in (("failure", "failures"), ("reason", "reasons")):
-            sql = (
-                f"SELECT caller, target, kind, {column}, count() FROM {self._delegations} "
-                f"WHERE failure IS NOT NULL GROUP BY caller, target, kind, {column}"
-            )
-            for caller, target, kind, value, count in self._query(sql):
-                getattr(edges[(str(caller), str(target), str(kind))], field)[str(value)] = int(count)
-        return sorted(edges.values(), key=edge_order)
+            edge.failures = _counts(row[15])
+            edge.reasons = _counts(row[16])
+            edges.append(edge)
+        return sorted(edges, key=edge_order)
 
     def _timeline(self, bucket_ns: int) -> dict[tuple[int, str], MapUsage]:
         sql = (
