@@ -84,8 +84,7 @@ def test_init_prints_the_single_server_and_the_cluster_ddl() -> None:
         ) in cluster
     assert (
         "ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/janux_trace_facts', "
-        "'{replica}', version)"
-        in cluster
+        "'{replica}', version)" in cluster
     )
     assert "ALTER TABLE otel_traces_local ON CLUSTER prod ADD COLUMN IF NOT EXISTS JanuxInsertedAt" in cluster
     assert "cityHash64(trace_id)" in cluster
