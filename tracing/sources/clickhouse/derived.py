@@ -34,6 +34,18 @@ _SUMMARY = ", ".join(name for name, _ in s.SUMMARY_COLUMNS)
 _DISTINCT = {"service": "service_name", "root_agent": "root_agent", "conversation": "conversation_id"}
 
 
+FINAL_SETTINGS = "do_not_merge_across_partitions_select_final = 1"
+"""`FINAL` merges each partition alone: every version of a row key is written into one partition
+(the deriver keeps a trace's day when it derives it again; a child row's key includes the version,
+and one version is one set of spans, so one start and one day), so nothing is lost by not merging
+across partitions, and the partitions merge in parallel."""
+
+
+def with_final_settings(sql: str) -> str:
+    """`sql` with `FINAL_SETTINGS` added to its SETTINGS clause (or as one)."""
+    return f"{sql}, {FINAL_SETTINGS}" if "SETTINGS" in sql else f"{sql} SETTINGS {FINAL_SETTINGS}"
+
+
 def filter_sql(flt: TraceFilter, parameters: dict[str, Any]) -> str:
     """WHERE conditions over `janux_trace_facts` for `flt` (`analysis.summary.matches` in SQL)."""
     where = ["1"]
@@ -66,7 +78,7 @@ class DerivedReads:
     a bounded page, by the caller)."""
 
     def __init__(self, rows: Rows) -> None:
-        self._rows = rows
+        self._rows: Rows = lambda sql, parameters: rows(with_final_settings(sql), parameters)
 
     def _current(self, flt: TraceFilter, parameters: dict[str, Any]) -> str:
         """(trace_id, version) of the current facts of every trace matching `flt`."""
