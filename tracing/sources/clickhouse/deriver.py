@@ -22,7 +22,7 @@ import logging
 import math
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from janux.tracing.analysis.trace_facts import analyse
@@ -40,6 +40,8 @@ MAX_OPEN_SECONDS = 3600.0
 one endless conversation cannot hold the watermark back."""
 BATCH_SPANS = 200_000
 """Spans read per query when a window is large."""
+MAX_WINDOW_SPANS = 5_000_000
+"""Rows of `otel_traces` whose traces one pass keeps in memory (a larger backlog is read in parts)."""
 IDS_PER_QUERY = 2_000
 """Trace ids per `IN` list."""
 NAMED_TRACES = 20_000
@@ -127,24 +129,41 @@ def _commit(client: DeriveClient, table: str, shard: Shard, watermark_ms: int) -
 
 @dataclass(slots=True)
 class _Window:
-    """Traces with spans inserted in (watermark, now]: spans, first and last insertion (ms)."""
+    """Traces of one hash part of the rows inserted in (start, end]: their spans, first and last
+    insertion (ms)."""
 
     start_ms: int
     end_ms: int
-    traces: dict[str, tuple[int, int, int]]
+    part: tuple[int, int] = (0, 1)
+    """(k, K): the traces with `intDiv(cityHash64(TraceId), shards) % K = k` (memory bounded by
+    `max_window_spans` however large the backlog)."""
+    traces: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
     def sql(self, shard: Shard) -> str:
+        k, parts = self.part
+        in_part = f" AND intDiv(cityHash64(TraceId), {shard.count}) % {parts} = {k}" if parts > 1 else ""
         return (
             f"{s.INSERTED_COLUMN} > fromUnixTimestamp64Milli(toInt64({self.start_ms})) AND "
-            f"{s.INSERTED_COLUMN} <= fromUnixTimestamp64Milli(toInt64({self.end_ms})) AND {shard.sql()}"
+            f"{s.INSERTED_COLUMN} <= fromUnixTimestamp64Milli(toInt64({self.end_ms})) AND "
+            f"{shard.sql()}{in_part}"
         )
 
+    def sub_bucket(self, shard: Shard, buckets: int, bucket: int) -> str:
+        """A hash bucket of this part (independent of the part's own hash digits)."""
+        return f"intDiv(cityHash64(TraceId), {shard.count * self.part[1]}) % {buckets} = {bucket}"
 
-def _window(client: DeriveClient, table: str, shard: Shard, start_ms: int) -> _Window:
-    # The window ends a millisecond before now: a row inserted later gets a later time, so the
-    # watermark (at most the window's end) never passes a row that was not visible to this run.
+
+def _end_and_size(client: DeriveClient, table: str, shard: Shard, start_ms: int) -> tuple[int, int]:
+    """The window's end and its row count. It ends a millisecond before now: a row inserted later
+    gets a later time, so the watermark (at most the window's end) never passes a row this run
+    could not see."""
     now = client.query("SELECT toUnixTimestamp64Milli(now64(3)) - 1").result_rows
-    window = _Window(start_ms, int(now[0][0]), {})
+    window = _Window(start_ms, int(now[0][0]))
+    rows = client.query(f"SELECT count() FROM {table} WHERE {window.sql(shard)}").result_rows
+    return window.end_ms, int(rows[0][0]) if rows else 0
+
+
+def _window(client: DeriveClient, table: str, shard: Shard, window: _Window) -> _Window:
     ins = f"toUnixTimestamp64Milli({s.INSERTED_COLUMN})"
     rows = client.query(
         f"SELECT TraceId, count(), min({ins}), max({ins}) FROM {table} WHERE {window.sql(shard)} "
@@ -201,7 +220,7 @@ def _fresh_batches(
     for bucket in range(buckets):
         sql = (
             f"{_SELECT} FROM {table} WHERE {window.sql(shard)} AND "
-            f"intDiv(cityHash64(TraceId), {shard.count}) % {buckets} = {bucket} "
+            f"{window.sub_bucket(shard, buckets, bucket)} "
             f"{'AND TraceId IN {ids:Array(String)} ' if named else ''}LIMIT 1 BY TraceId, SpanId"
         )
         yield _spans(client.query(sql, parameters=parameters).result_rows, set(fresh))
@@ -243,36 +262,63 @@ def _derive_batch(
     logger.debug("wrote the facts of %d trace(s) (%d so far)", len(batch), stats.traces)
 
 
-def derive_pending(
-    client: DeriveClient, table: str = "otel_traces", quiet_s: float = QUIET_SECONDS,
-    shard: Shard | tuple[int, int] = Shard(), max_open_s: float = MAX_OPEN_SECONDS,
-    batch_spans: int = BATCH_SPANS,
-) -> DeriveStats:  # fmt: skip
-    """Derive every trace of `shard` that is pending and quiet; commit the watermark; return stats."""
-    shard = shard if isinstance(shard, Shard) else Shard(*shard)
-    began = time.perf_counter()
-    stats = DeriveStats()
-    window = _window(client, table, shard, watermark(client, shard, table))
-    cutoff = window.end_ms - int(quiet_s * 1000)
-    oldest_open = window.end_ms - int(max_open_s * 1000)
-    ready, held_from = {}, [cutoff]
+@dataclass(slots=True)
+class _Limits:
+    """When a trace is ready, and how much is read at once."""
+
+    cutoff_ms: int
+    """A trace whose last span was inserted after this is still receiving spans."""
+    oldest_open_ms: int
+    """A trace receiving spans since before this is derived anyway."""
+    batch_spans: int
+
+
+def _derive_window(
+    client: DeriveClient, table: str, shard: Shard, window: _Window, limits: _Limits, stats: DeriveStats
+) -> list[int]:
+    """Derive the ready traces of one window part; returns the first insertion (minus 1 ms) of
+    each held trace (the watermark must not pass them)."""
+    ready, held_from = {}, []
     for trace_id, (count, first, last) in window.traces.items():
-        if last <= cutoff or first < oldest_open:
+        if last <= limits.cutoff_ms or first < limits.oldest_open_ms:
             ready[trace_id] = (count, last)
         else:
             stats.held += 1
             held_from.append(first - 1)
     known = _known(client, sorted(ready))
     late = sorted(t for t, (_, last) in ready.items() if t in known and known[t][1] < last)
-    stats.up_to_date = sum(1 for t, (_, last) in ready.items() if t in known and known[t][1] >= last)
+    stats.up_to_date += sum(1 for t, (_, last) in ready.items() if t in known and known[t][1] >= last)
     fresh = {t: count for t, (count, _) in ready.items() if t not in known}
     if fresh:
-        for batch in _fresh_batches(client, table, shard, window, fresh, batch_spans):
+        for batch in _fresh_batches(client, table, shard, window, fresh, limits.batch_spans):
             _derive_batch(client, batch, known, stats)
     for batch in _whole_batches(client, table, late):
         _derive_batch(client, batch, known, stats)
-    stats.watermark_ms = max(window.start_ms, min(held_from))
-    if stats.watermark_ms != window.start_ms:
+    return held_from
+
+
+def derive_pending(
+    client: DeriveClient, table: str = "otel_traces", quiet_s: float = QUIET_SECONDS,
+    shard: Shard | tuple[int, int] = Shard(), max_open_s: float = MAX_OPEN_SECONDS,
+    batch_spans: int = BATCH_SPANS, max_window_spans: int = MAX_WINDOW_SPANS,
+) -> DeriveStats:  # fmt: skip
+    """Derive every trace of `shard` that is pending and quiet; commit the watermark; return stats.
+
+    A large backlog (a first run over a full table) is read in hash parts of about
+    `max_window_spans` rows, so memory stays bounded; the watermark moves once, after all parts."""
+    shard = shard if isinstance(shard, Shard) else Shard(*shard)
+    began = time.perf_counter()
+    stats = DeriveStats()
+    start = watermark(client, shard, table)
+    end, size = _end_and_size(client, table, shard, start)
+    limits = _Limits(end - int(quiet_s * 1000), end - int(max_open_s * 1000), batch_spans)
+    held_from = [limits.cutoff_ms]
+    parts = max(1, math.ceil(size / max(1, max_window_spans)))
+    for k in range(parts if size else 0):
+        window = _window(client, table, shard, _Window(start, end, (k, parts)))
+        held_from += _derive_window(client, table, shard, window, limits, stats)
+    stats.watermark_ms = max(start, min(held_from))
+    if stats.watermark_ms != start:
         _commit(client, table, shard, stats.watermark_ms)
     stats.seconds = time.perf_counter() - began
     return stats
