@@ -13,6 +13,7 @@ BENCHES = (
     "bench_ingest",
     "bench_agent_map",
     "bench_hostile",
+    "bench_clickhouse",
 )
 """Benchmark modules, cheapest first."""
 

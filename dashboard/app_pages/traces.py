@@ -16,12 +16,24 @@ PAGE_SIZES = (25, 50, 100)
 LIVE_EVERY_S = 5
 
 
+def _pending(source: TraceSource) -> int:
+    """Traces a source has received but not derived yet (the ClickHouse scale path); 0 elsewhere."""
+    pending = getattr(source, "pending_traces", None)
+    return int(pending()) if callable(pending) else 0
+
+
 def _table(source: TraceSource, flt: TraceFilter, page_size: int) -> None:
     total = source.count_traces(flt)
     pages = max(1, -(-total // page_size))
     page = int(st.columns(4)[0].number_input(f"Page (of {pages})", 1, pages, 1, key="traces_page"))
     summaries = source.list_traces(flt, limit=page_size, offset=(page - 1) * page_size)
     st.caption(f"{total:,} traces match; showing {len(summaries)} (page {page} of {pages}).")
+    pending = _pending(source)
+    if pending:
+        st.caption(
+            f"{pending:,} {'trace' if pending == 1 else 'traces'} still being derived: received, "
+            "not in this list and its totals yet (the ClickHouse deriver adds them once quiet)."
+        )
     # Rows whose source already says whether the bill reconciles are not rebuilt.
     views = get_views([s.trace_id for s in summaries if needs_rebuild(s)])
     frame = traces_frame(summaries, views, trace_link)

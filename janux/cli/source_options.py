@@ -1,7 +1,8 @@
 """The trace-source options shared by the commands that read traces (`janux traces`, `janux trace`).
 
 They open a source exactly as the dashboard does (`janux.tracing.sources.source_config`): `--source` and
-`--data-dir` first, then `JANUX_SOURCE`, `JANUX_DATA_DIR` and `JANUX_CLICKHOUSE_*`.
+`--data-dir` first, then `JANUX_SOURCE`, `JANUX_DATA_DIR` and `JANUX_CLICKHOUSE_*`; `--chdb DIR` reads a
+local chdb directory instead (the scale path tried on one machine).
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data-dir", default=None, help=f"store directory (default: ${DATA_DIR_ENV} or ~/.janux/data)"
     )
+    parser.add_argument(
+        "--chdb", default=None, metavar="DIR",
+        help="read a local chdb directory (ClickHouse in-process, e.g. one `janux derive --chdb` fills)",
+    )  # fmt: skip
     for name in _CLICKHOUSE:
         parser.add_argument(
             f"--clickhouse-{name}", default=None, type=int if name == "port" else str,
@@ -41,6 +46,8 @@ def open_from_args(args: argparse.Namespace, command: str) -> TraceSource:
     """The source the options name; exits with a clear message when it cannot be opened."""
     argv = [part for flag, value in (("--source", args.source), ("--data-dir", args.data_dir)) if value
             for part in (flag, value)]  # fmt: skip
+    if getattr(args, "chdb", None):
+        return _open_chdb(args.chdb, args.clickhouse_table or "otel_traces", command)
     try:
         cfg = config_from_env(argv=argv)
         overrides = {name: getattr(args, f"clickhouse_{name}") for name in _CLICKHOUSE}
@@ -48,3 +55,14 @@ def open_from_args(args: argparse.Namespace, command: str) -> TraceSource:
         return open_source(replace(cfg, clickhouse=settings))
     except SourceUnavailable as exc:
         raise SystemExit(f"janux {command}: {exc}") from exc
+
+
+def _open_chdb(path: str, table: str, command: str) -> TraceSource:
+    """A ClickHouse source over a local chdb directory (chdb is a development dependency)."""
+    try:
+        from janux.tracing.sources.clickhouse.chdb_client import ChdbClient
+        from janux.tracing.sources.clickhouse.source import ClickHouseSource
+
+        return ClickHouseSource(ChdbClient(path), table=table)
+    except Exception as exc:  # chdb missing, or the directory cannot be opened: say which
+        raise SystemExit(f"janux {command}: cannot open chdb directory {path}: {exc}") from exc

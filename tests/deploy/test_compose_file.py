@@ -22,8 +22,8 @@ from .files import (
     url_parts,
 )
 
-EXPECTED_SERVICES = {"otel-collector", "clickhouse", "dashboard", "demo", "otel-files-init"}
-LONG_RUNNING_PROBED = ("clickhouse", "dashboard")
+EXPECTED_SERVICES = {"otel-collector", "clickhouse", "dashboard", "demo", "otel-files-init", "deriver"}
+LONG_RUNNING_PROBED = ("clickhouse", "dashboard", "deriver")
 """Services Docker health-checks itself (the collector image has no shell: see its comment)."""
 
 SECRET_KEY = re.compile(r"(password|passwd|secret|token|api[_-]?key|credential)", re.IGNORECASE)
@@ -74,7 +74,7 @@ def test_every_image_is_pinned(services: dict[str, Any]) -> None:
 
 def test_built_image_tag_is_the_package_version(services: dict[str, Any]) -> None:
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-    for name in ("dashboard", "demo"):
+    for name in ("dashboard", "demo", "deriver"):
         assert services[name]["image"] == f"janux:{version}"
         assert services[name]["build"]["dockerfile"] == "Dockerfile"
         assert (ROOT / services[name]["build"]["context"] / "Dockerfile").is_file()
@@ -216,3 +216,20 @@ def test_the_dashboard_gets_its_sign_in_token_from_the_environment(services: dic
     assert raw_environment(services["dashboard"])["JANUX_UI_TOKEN"] == "${JANUX_UI_TOKEN:-}"
     example = ENV_EXAMPLE.read_text()
     assert "\nJANUX_UI_TOKEN=\n" in example
+
+
+def test_the_deriver_runs_janux_derive_on_the_dashboards_clickhouse(services: dict[str, Any]) -> None:
+    from janux.cli.main import build_parser
+
+    deriver = services["deriver"]
+    command = deriver["command"]
+    assert command[:2] == ["janux", "derive"]
+    args = build_parser().parse_args(command[1:])  # the command line the container runs parses
+    assert args.init and not args.once and args.health_file
+    probe = " ".join(deriver["healthcheck"]["test"])
+    assert args.health_file in probe  # healthy while runs keep touching the file
+    dashboard = environment(services["dashboard"])
+    wanted = {k: v for k, v in dashboard.items() if k.startswith("JANUX_CLICKHOUSE_")}
+    assert wanted and {k: environment(deriver).get(k) for k in wanted} == wanted
+    assert deriver["depends_on"]["clickhouse"]["condition"] == "service_healthy"
+    assert "otel-collector" in deriver["depends_on"]

@@ -27,7 +27,7 @@ DATA_DIR_ENV = "JANUX_DATA_DIR"
 MEMORY_FILE_PREFIX = "memory-file:"
 """`JANUX_SOURCE` prefix of a trace file loaded into memory."""
 CLICKHOUSE_ENV_PREFIX = "JANUX_CLICKHOUSE_"
-"""Prefix of the ClickHouse settings (`HOST`, `PORT`, `DATABASE`, `TABLE`, `USER`, `PASSWORD`)."""
+"""Prefix of the ClickHouse settings (`HOST`, `PORT`, `DATABASE`, `TABLE`, `USER`, `PASSWORD`, `CHDB`)."""
 
 SourceKind = Literal["store", "clickhouse", "memory-file"]
 """The configurable source kinds (uploads are chosen in the sidebar, not configured)."""
@@ -47,6 +47,9 @@ class ClickHouseSettings:
     table: str = "otel_traces"
     user: str = "default"
     password: str = ""
+    chdb: str = ""
+    """A local chdb directory to read instead of a server (`JANUX_CLICKHOUSE_CHDB`; chdb is a
+    development dependency: tests, benches, trying the scale path on one machine)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +71,8 @@ class SourceConfig:
         if self.kind == "memory-file":
             return f"{MEMORY_FILE_PREFIX}{self.path}"
         ch = self.clickhouse
+        if ch.chdb:
+            return f"clickhouse:chdb:{ch.chdb}/{ch.table}"
         return f"clickhouse:{ch.user}@{ch.host}:{ch.port}/{ch.database}.{ch.table}"
 
     def resolved_data_dir(self) -> Path:
@@ -95,6 +100,7 @@ def _clickhouse_from_env(env: Mapping[str, str]) -> ClickHouseSettings:
         table=get("TABLE", base.table),
         user=get("USER", base.user),
         password=get("PASSWORD", base.password),
+        chdb=get("CHDB", base.chdb),
     )
 
 
@@ -152,6 +158,8 @@ def _open_store(data_dir: Path) -> TraceSource:
 
 
 def _open_clickhouse(settings: ClickHouseSettings) -> TraceSource:
+    if settings.chdb:
+        return _open_chdb(settings)
     try:
         from janux.tracing.sources.clickhouse.source import ClickHouseSource
 
@@ -174,3 +182,13 @@ def _open_clickhouse(settings: ClickHouseSettings) -> TraceSource:
             f"cannot open ClickHouse table {settings.database}.{settings.table} at "
             f"{settings.host}:{settings.port}: {exc}"
         ) from exc
+
+
+def _open_chdb(settings: ClickHouseSettings) -> TraceSource:
+    try:
+        from janux.tracing.sources.clickhouse.chdb_client import ChdbClient
+        from janux.tracing.sources.clickhouse.source import ClickHouseSource
+
+        return ClickHouseSource(ChdbClient(settings.chdb), table=settings.table)
+    except Exception as exc:  # chdb not installed, or the directory cannot be opened
+        raise SourceUnavailable(f"cannot open chdb directory {settings.chdb}: {exc}") from exc

@@ -167,7 +167,7 @@ class MapSums:
             node.own, node.inclusive = node.own.rounded(), node.inclusive.rounded()
             node.traces = self.node_traces.get(name, 0)
             node.recent = [TraceRef(t, s, span) for s, t, span in _newest(self.node_refs.get(name, []))]
-        return sorted(nodes.values(), key=lambda n: (-(n.inclusive.cost or 0.0), -n.runs, n.agent))
+        return sorted(nodes.values(), key=node_order)
 
     def _edges(self) -> list[EdgeStats]:
         for key, edge in self.edges.items():
@@ -179,7 +179,7 @@ class MapSums:
                 FailureRef(t, span, s, kind, reason)
                 for s, t, span, kind, reason in _newest(self.edge_fails.get(key, []))
             ]
-        return sorted(self.edges.values(), key=lambda e: (-e.count, e.caller, e.target, e.kind))
+        return sorted(self.edges.values(), key=edge_order)
 
     def finish(self) -> AgentMap:
         """The map of everything added."""
@@ -190,7 +190,7 @@ class MapSums:
         return AgentMap(
             nodes=nodes,
             edges=self._edges(),
-            paths=sorted(paths, key=_path_order),
+            paths=sorted(paths, key=path_order),
             traces=self.traces,
             turn_costs=sorted(self.turn_costs),
             unpriced_turns=self.unpriced_turns,
@@ -198,5 +198,16 @@ class MapSums:
         )
 
 
-def _path_order(path: PathStats) -> tuple[int, float, tuple[str, ...]]:
+def path_order(path: PathStats) -> tuple[int, float, tuple[str, ...]]:
+    """How a map lists its paths: shortest, then most expensive (inclusive) first."""
     return len(path.path), -(path.inclusive.cost or 0.0), path.path
+
+
+def node_order(node: AgentStats) -> tuple[float, int, str]:
+    """How a map lists its nodes: most expensive (inclusive), then most runs first."""
+    return -(node.inclusive.cost or 0.0), -node.runs, node.agent
+
+
+def edge_order(edge: EdgeStats) -> tuple[int, str, str, str]:
+    """How a map lists its edges: most frequent first."""
+    return -edge.count, edge.caller, edge.target, edge.kind

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +57,13 @@ class ChdbClient:
     def command(self, statement: str) -> None:
         """Run a statement that returns nothing (DDL, INSERT)."""
         self._session.query(statement)
+
+    def insert(self, table: str, data: Sequence[Sequence[Any]], column_names: Sequence[str]) -> None:
+        """Insert rows (as `clickhouse_connect`'s `insert`), sent as JSONEachRow."""
+        if not data:
+            return
+        lines = "\n".join(json.dumps(dict(zip(column_names, row, strict=True)), default=str) for row in data)
+        self._session.query(f"INSERT INTO {table} FORMAT JSONEachRow\n{lines}")
 
     def close(self) -> None:
         """Close the session."""

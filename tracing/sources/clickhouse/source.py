@@ -44,8 +44,10 @@ from janux.tracing.analysis.usage_rows import (
 from janux.tracing.columns import names, picker, positions, select_list
 from janux.tracing.otlp.enums import KIND_BY_NAME, STATUS_BY_NAME
 from janux.tracing.records import EventRecord, LinkRecord, SpanRecord
+from janux.tracing.sources.clickhouse.derived import DerivedReads
 from janux.tracing.sources.clickhouse.foreign import ForeignTraces
 from janux.tracing.sources.clickhouse.links import clickhouse_links
+from janux.tracing.sources.clickhouse.schema import applied_version
 from janux.tracing.sources.protocol import (
     IngestStats,
     TraceFilter,
@@ -94,9 +96,13 @@ _JANUX_SPAN = (
     + " OR ".join(f"mapContains(SpanAttributes, '{key}')" for key in JANUX_LOOP_MARKERS)
     + f")) OR ({_IS_TOOL} AND {_STATUS_ATTR} != '') OR {_HAS_BILL}"
 )
-_NO_USAGE = "(" + " AND ".join(
-    f"SpanAttributes['{key}'] = ''" for key in (c.GEN_AI_USAGE_INPUT_TOKENS, c.GEN_AI_USAGE_OUTPUT_TOKENS)
-) + ")"
+_NO_USAGE = (
+    "("
+    + " AND ".join(
+        f"SpanAttributes['{key}'] = ''" for key in (c.GEN_AI_USAGE_INPUT_TOKENS, c.GEN_AI_USAGE_OUTPUT_TOKENS)
+    )
+    + ")"
+)
 
 
 # The same per-span rule as `janux.tracing.analysis.usage_rows.span_usage`, over the exporter's string values:
@@ -211,12 +217,28 @@ SELECT
 class ClickHouseSource:
     """The dashboard's queries over the Collector's `otel_traces` table."""
 
-    def __init__(self, client: QueryClient, table: str = "otel_traces") -> None:
+    def __init__(self, client: QueryClient, table: str = "otel_traces", *, derived: bool = True) -> None:
         if not table.replace("_", "").replace(".", "").isalnum():
             raise ValueError(f"invalid table name {table!r}")
         self._client = client
         self._table = table
         self._foreign = ForeignTraces(self._foreign_candidates, self.get_traces)
+        self._derived_reads: DerivedReads | None = None
+        self._use_derived = derived
+        """False: always derive at read time (benches compare the two paths)."""
+
+    def _derived(self) -> DerivedReads | None:
+        """The derived tables' queries once `janux clickhouse init` ran (checked until it has: the
+        tables are never dropped by Janux), else None: facts are then derived at read time."""
+        if self._derived_reads is None and self._use_derived and applied_version(self._client) >= 1:
+            self._derived_reads = DerivedReads(self._rows)
+        return self._derived_reads
+
+    def pending_traces(self) -> int:
+        """Traces in the table the derivers have not derived yet (not in lists and aggregates yet:
+        the pages say "N traces still being derived"); 0 when facts are derived at read time."""
+        derived = self._derived()
+        return derived.pending_traces(self._table) if derived is not None else 0
 
     def _rows(self, sql: str, parameters: dict[str, Any]) -> list[Any]:
         return list(self._client.query(sql, parameters=parameters).result_rows)
@@ -255,6 +277,9 @@ class ClickHouseSource:
 
     def list_traces(self, flt: TraceFilter, limit: int = 50, offset: int = 0) -> list[TraceSummary]:
         """Trace summaries matching `flt`, newest first."""
+        derived = self._derived()
+        if derived is not None:
+            return derived.list_traces(flt, limit, offset)
         first, wanted = max(0, offset), max(0, limit)
         parameters: dict[str, Any] = {"limit": first + wanted}
         sql = (
@@ -267,6 +292,9 @@ class ClickHouseSource:
 
     def count_traces(self, flt: TraceFilter) -> int:
         """How many traces match `flt`."""
+        derived = self._derived()
+        if derived is not None:
+            return derived.count_traces(flt)
         parameters: dict[str, Any] = {}
         rows = self._rows(f"SELECT count() FROM ({self._janux_summaries_sql(flt, parameters)})", parameters)
         return (int(rows[0][0]) if rows else 0) + len(self._foreign.matching(flt))
@@ -294,6 +322,9 @@ class ClickHouseSource:
         """The failed handoffs' spans, newest first: of Janux traces, failing `execute_tool` spans and
         ERROR `invoke_agent` spans under tool spans without a recorded status; of other traces, the
         tool (else last attempt) span of every failed edge of their facts."""
+        derived = self._derived()
+        if derived is not None:
+            return self._spans_named(derived.failed_handoff_ids(flt, limit), limit)
         parameters: dict[str, Any] = {"limit": max(0, limit)}
         traces = (
             f"SELECT TraceId FROM ({self._janux_summaries_sql(flt, parameters)}) WHERE failed_handoffs > 0 "
@@ -315,10 +346,27 @@ class ClickHouseSource:
             found += failed_edge_spans(structure_facts(spans), {span.span_id: span for span in spans})
         return newest_spans(found, limit)
 
+    def _spans_named(self, pairs: list[tuple[str, str]], limit: int) -> list[SpanRecord]:
+        """The spans named by (trace id, span id), newest first (one bounded read)."""
+        if not pairs:
+            return []
+        sql = (
+            f"SELECT {_SPAN_SELECT} FROM {self._table} WHERE TraceId IN {{traces:Array(String)}} "
+            "AND SpanId IN {spans:Array(String)} LIMIT 1 BY TraceId, SpanId"
+        )
+        parameters = {"traces": sorted({t for t, _ in pairs}), "spans": sorted({span for _, span in pairs})}
+        wanted = set(pairs)
+        spans = map(_span, self._rows(sql, parameters))
+        found = [span for span in spans if (span.trace_id, span.span_id) in wanted]
+        return newest_spans(found, limit)
+
     def distinct_values(self, what: Literal["service", "root_agent", "conversation"]) -> list[str]:
         """Values to offer in a filter drop-down: those of every root span (a cheap superset of the
         values the filters can match when a trace has several roots), and the root agents of the
         traces without Janux accounting (their first agent when the root span names none)."""
+        derived = self._derived()
+        if derived is not None:
+            return derived.distinct_values(what)
         if what == "root_agent":
             foreign = {s.root_agent for s in self._foreign.matching(TraceFilter()) if s.root_agent}
             return sorted(foreign.union(self._root_values(what)))[:MAX_DISTINCT_VALUES]
@@ -345,6 +393,9 @@ class ClickHouseSource:
         Janux traces are aggregated in SQL; traces of other runtimes are read whole, in chunks,
         and aggregated by the same facts as every source (`janux.tracing.analysis.usage_aggregate`)."""
         wanted = check_dimension(dimension)
+        derived = self._derived()
+        if derived is not None:
+            return derived.usage_by(wanted, flt, limit)
         parameters: dict[str, Any] = {}
         spans = (
             f"SELECT * FROM {self._table} WHERE TraceId IN ({self._janux_ids_sql(flt, parameters)}) "
@@ -356,6 +407,9 @@ class ClickHouseSource:
 
     def agent_map(self, flt: TraceFilter, bucket_ns: int | None = None) -> AgentMap:
         """Agents and the delegations between them over the traces matching `flt`."""
+        derived = self._derived()
+        if derived is not None:
+            return derived.agent_map(flt, bucket_ns)
         parameters: dict[str, Any] = {}
         traces = self._janux_ids_sql(flt, parameters)
         spans = f"SELECT * FROM {self._table} WHERE TraceId IN ({traces}) LIMIT 1 BY TraceId, SpanId"
@@ -367,6 +421,9 @@ class ClickHouseSource:
 
     def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, Usage]]:
         """Usage per (bucket of trace start, model) over the traces matching `flt`."""
+        derived = self._derived()
+        if derived is not None:
+            return derived.model_timeline(flt, bucket_ns)
         bucket = max(1, bucket_ns)
         parameters: dict[str, Any] = {"bucket": bucket}
         traces = self._janux_ids_sql(flt, parameters)
@@ -631,12 +688,20 @@ def _usage_sql(dimension: str, spans: str) -> str:
 
 # One row per trace: the root's bill, or (no bill) the sums of its inference spans.
 _CONVERSATION_SQL = f"""
-    SELECT {group_select({
-        "group_key": "key", "group_count": "count()", "group_failed": "countIf(errors > 0)",
-        "input_sum": "sum(if(has_bill, bill_i, m.i))", "output_sum": "sum(if(has_bill, bill_o, m.o))",
-        "cost_sum": "sum(if(has_bill, bill_cost, m.cost))", "unpriced_sum": "sum(if(has_bill, bill_u, m.u))",
-        "unread_sum": "0",
-    })}
+    SELECT {
+    group_select(
+        {
+            "group_key": "key",
+            "group_count": "count()",
+            "group_failed": "countIf(errors > 0)",
+            "input_sum": "sum(if(has_bill, bill_i, m.i))",
+            "output_sum": "sum(if(has_bill, bill_o, m.o))",
+            "cost_sum": "sum(if(has_bill, bill_cost, m.cost))",
+            "unpriced_sum": "sum(if(has_bill, bill_u, m.u))",
+            "unread_sum": "0",
+        }
+    )
+}
     FROM (
         SELECT TraceId, {_root_attr(c.GEN_AI_CONVERSATION_ID)} AS key, countIf({_IS_ERROR}) AS errors,
             {_root(_HAS_BILL)} AS has_bill,

@@ -1,0 +1,90 @@
+"""`janux clickhouse init`, `janux derive` and the trace commands on a derived ClickHouse (chdb
+directory, rows as the Collector's exporter writes them), run as real subprocesses: `janux traces`
+and `janux trace` answer from the derived tables what they answer from the embedded store."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from janux.tracing.sources.clickhouse import schema
+from janux.tracing.sources.clickhouse.chdb_client import ChdbClient
+from janux.tracing.sources.store import open_store
+from tests.cli.helpers import janux
+from tests.support.clickhouse_rows import EXPORTER_DDL, insert_statement
+from tests.support.foreign.load import all_spans
+
+
+@pytest.fixture(scope="module")
+def dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """(chdb directory with otel_traces filled, store directory with the same spans)."""
+    work = tmp_path_factory.mktemp("cli-clickhouse")
+    client = ChdbClient(str(work / "chdb"))
+    try:
+        client.command(EXPORTER_DDL)
+        client.command(insert_statement(all_spans()))
+    finally:
+        client.close()  # the commands below open it in their own processes
+    with open_store(work / "store") as store:
+        store.write(all_spans())
+    yield work / "chdb", work / "store"
+
+
+def _ok(*args: str) -> str:
+    done = janux(*args)
+    assert done.returncode == 0, done.stderr[-2_000:]
+    return done.stdout
+
+
+def test_init_derive_then_traces_and_trace_equal_the_store(dirs: tuple[Path, Path]) -> None:
+    chdb, store = dirs
+    missing = janux("derive", "--once", "--chdb", str(chdb))
+    assert missing.returncode != 0 and "run `janux clickhouse init` first" in missing.stderr
+    for _ in range(2):  # idempotent
+        assert "schema version 1 ready" in _ok("clickhouse", "init", "--chdb", str(chdb))
+    traces = len({s.trace_id for s in all_spans()})
+    assert f"derived {traces} trace(s)" in _ok(
+        "derive", "--once", "--quiet-seconds", "0", "--chdb", str(chdb)
+    )
+    assert "derived 0 trace(s)" in _ok("derive", "--once", "--quiet-seconds", "0", "--chdb", str(chdb))
+    derived = _ok("traces", "--json", "--limit", "100", "--chdb", str(chdb))
+    assert derived == _ok("traces", "--json", "--limit", "100", "--data-dir", str(store))
+    assert len(derived.splitlines()) == traces
+    first = json.loads(derived.splitlines()[0])["trace"]
+    assert _ok("trace", first, "--json", "--chdb", str(chdb)) == _ok(
+        "trace", first, "--json", "--data-dir", str(store)
+    )
+
+
+def test_bad_input_gets_a_clear_error(tmp_path: Path) -> None:
+    shard = janux("derive", "--once", "--shard", "2/2", "--chdb", str(tmp_path / "x"))
+    assert shard.returncode != 0 and "shard 2/2: need 0 <= i < n" in shard.stderr
+    shape = janux("derive", "--once", "--shard", "half", "--chdb", str(tmp_path / "x"))
+    assert shape.returncode != 0 and "expected i/n" in shape.stderr
+    no_table = janux("clickhouse", "init", "--chdb", str(tmp_path / "empty"))
+    assert no_table.returncode != 0 and "no table 'otel_traces'" in no_table.stderr
+
+
+def test_init_prints_the_single_server_and_the_cluster_ddl() -> None:
+    single = _ok("clickhouse", "init", "--print")
+    for table in schema.TABLES:
+        assert f"CREATE TABLE IF NOT EXISTS {table.name} (" in single
+    assert "ReplacingMergeTree(version)" in single and "PARTITION BY day" in single
+    assert "ADD COLUMN IF NOT EXISTS JanuxInsertedAt DateTime64(3) MATERIALIZED now64(3)" in single
+    assert "ON CLUSTER" not in single and "Replicated" not in single
+    cluster = _ok("clickhouse", "init", "--cluster", "prod")
+    for table in schema.TABLES:
+        assert f"CREATE TABLE IF NOT EXISTS {table.name}_local ON CLUSTER prod (" in cluster
+        assert (
+            f"CREATE TABLE IF NOT EXISTS {table.name} ON CLUSTER prod AS {table.name}_local "
+            f"ENGINE = Distributed(prod, currentDatabase(), {table.name}_local, "
+        ) in cluster
+    assert (
+        "ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/janux_trace_facts', "
+        "'{replica}', version)" in cluster
+    )
+    assert "ALTER TABLE otel_traces_local ON CLUSTER prod ADD COLUMN IF NOT EXISTS JanuxInsertedAt" in cluster
+    assert "cityHash64(trace_id)" in cluster

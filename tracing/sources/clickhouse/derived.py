@@ -1,0 +1,180 @@
+"""The ClickHouse source's queries over Janux's derived tables (`schema`), once `janux clickhouse init`
+ran: lists, counts and aggregates read facts rows in SQL, never spans.
+
+Each query keeps the rows of a trace's current facts: `janux_trace_facts FINAL` (one row per trace,
+its newest version) filtered by `filter_sql`, and the child rows whose (trace, version) it names.
+`filter_sql` mirrors `analysis.summary.matches` over the stored summary columns (held to it by the
+parity tests of `tests/tracing/sources/test_clickhouse_derived.py`); sums of `janux_usage` follow
+`usage_aggregate.merge_groups` (NULL + x = x, all NULL stays NULL); the agent map is added up in
+SQL from the stored loop and delegation facts (`derived_map`, mirroring `agentmap.sums`). Traces
+newer than the derivers' watermark are not here yet: `pending_traces` counts them, and the pages
+say so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, MapUsage
+from janux.tracing.analysis.facts import TraceFilter, TraceSummary, UsageAggregate
+from janux.tracing.analysis.usage_rows import finish
+from janux.tracing.sources.clickhouse import schema as s
+from janux.tracing.sources.clickhouse.derived_map import MapQueries
+from janux.tracing.sources.clickhouse.fact_rows import summary_of, usage_group
+from janux.tracing.sources.store.model_timeline import finish_timeline
+
+Rows = Callable[[str, dict[str, Any]], list[Any]]
+"""Runs SQL with parameters and returns the result rows."""
+
+MAX_DISTINCT_VALUES = 5_000
+"""Most values `distinct_values` returns."""
+_HEX = frozenset("0123456789abcdef")
+_SUMMARY = ", ".join(name for name, _ in s.SUMMARY_COLUMNS)
+_DISTINCT = {"service": "service_name", "root_agent": "root_agent", "conversation": "conversation_id"}
+
+
+FINAL_SETTINGS = "do_not_merge_across_partitions_select_final = 1"
+"""`FINAL` merges each partition alone: every version of a row key is written into one partition
+(the deriver keeps a trace's day when it derives it again; a child row's key includes the version,
+and one version is one set of spans, so one start and one day), so nothing is lost by not merging
+across partitions, and the partitions merge in parallel."""
+
+
+def with_final_settings(sql: str) -> str:
+    """`sql` with `FINAL_SETTINGS` added to its SETTINGS clause (or as one)."""
+    return f"{sql}, {FINAL_SETTINGS}" if "SETTINGS" in sql else f"{sql} SETTINGS {FINAL_SETTINGS}"
+
+
+def filter_sql(flt: TraceFilter, parameters: dict[str, Any]) -> str:
+    """WHERE conditions over `janux_trace_facts` for `flt` (`analysis.summary.matches` in SQL)."""
+    where = ["1"]
+    for name, value, condition in (
+        ("start_ns", flt.start_ns, "start_ns >= {start_ns:Int64}"),
+        ("end_ns", flt.end_ns, "start_ns < {end_ns:Int64}"),
+        ("service", flt.service, "service_name = {service:String}"),
+        ("root_agent", flt.root_agent, "root_agent = {root_agent:String}"),
+        ("conversation", flt.conversation_id, "conversation_id = {conversation:String}"),
+        ("min_cost", flt.min_cost, "bill_cost IS NOT NULL AND bill_cost >= {min_cost:Float64}"),
+    ):
+        if value is not None:
+            parameters[name] = value
+            where.append(condition)
+    if flt.status == "error":
+        where.append("error_spans > 0")
+    elif flt.status == "ok":
+        where.append("error_spans = 0")
+    if flt.has_failed_handoffs:
+        where.append("failed_handoffs > 0")
+    if flt.trace_id is not None:
+        prefix = flt.trace_id.strip().lower()
+        parameters["trace_prefix"] = prefix
+        where.append("startsWith(trace_id, {trace_prefix:String})" if set(prefix) <= _HEX else "0")
+    return " AND ".join(where)
+
+
+class DerivedReads:
+    """`TraceSource` queries over the derived tables (the spans are read only for failed handoffs,
+    a bounded page, by the caller)."""
+
+    def __init__(self, rows: Rows) -> None:
+        self._rows: Rows = lambda sql, parameters: rows(with_final_settings(sql), parameters)
+
+    def _current(self, flt: TraceFilter, parameters: dict[str, Any]) -> str:
+        """(trace_id, version) of the current facts of every trace matching `flt`."""
+        return f"SELECT trace_id, version FROM {s.FACTS} FINAL WHERE {filter_sql(flt, parameters)}"
+
+    def list_traces(self, flt: TraceFilter, limit: int, offset: int) -> list[TraceSummary]:
+        """Trace summaries matching `flt`, newest first."""
+        parameters: dict[str, Any] = {"limit": max(0, limit), "offset": max(0, offset)}
+        sql = (
+            f"SELECT {_SUMMARY} FROM {s.FACTS} FINAL WHERE {filter_sql(flt, parameters)} "
+            "ORDER BY start_ns DESC, trace_id LIMIT {limit:UInt64} OFFSET {offset:UInt64}"
+        )
+        return [summary_of(row) for row in self._rows(sql, parameters)]
+
+    def count_traces(self, flt: TraceFilter) -> int:
+        """How many traces match `flt`."""
+        parameters: dict[str, Any] = {}
+        rows = self._rows(
+            f"SELECT count() FROM {s.FACTS} FINAL WHERE {filter_sql(flt, parameters)}", parameters
+        )
+        return int(rows[0][0]) if rows else 0
+
+    def usage_by(self, dimension: str, flt: TraceFilter, limit: int) -> list[UsageAggregate]:
+        """`usage_by` from `janux_usage` (`dimension` checked by the caller)."""
+        parameters: dict[str, Any] = {"dimension": dimension}
+        sql = (
+            "SELECT key, sum(count), sum(failed), sum(input_sum), sum(output_sum), sum(cost_sum), "
+            f"sum(unpriced_sum), sum(unread_sum) FROM {s.USAGE} FINAL WHERE dimension = {{dimension:String}} "
+            f"AND (trace_id, version) IN ({self._current(flt, parameters)}) GROUP BY key"
+        )
+        return finish((usage_group(row) for row in self._rows(sql, parameters)), limit)
+
+    def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, MapUsage]]:
+        """Usage per (bucket of trace start, model), from the model rows of `janux_usage`."""
+        parameters: dict[str, Any] = {"bucket": max(1, bucket_ns)}
+        sql = (
+            "SELECT intDiv(trace_start_ns, {bucket:Int64}) * {bucket:Int64} AS b, key, sum(input_sum), "
+            f"sum(output_sum), sum(cost_sum), sum(unpriced_sum) FROM {s.USAGE} FINAL "
+            f"WHERE dimension = 'model' AND (trace_id, version) IN ({self._current(flt, parameters)}) "
+            "GROUP BY b, key"
+        )
+        return finish_timeline(self._rows(sql, parameters))
+
+    def agent_map(self, flt: TraceFilter, bucket_ns: int | None) -> AgentMap:
+        """The agent map over the stored loop and delegation facts of the traces matching `flt`,
+        added up in SQL (`derived_map`)."""
+        parameters: dict[str, Any] = {}
+        current = self._current(flt, parameters)
+        return MapQueries(self._rows, current, parameters).build(bucket_ns)
+
+    def failed_handoff_ids(self, flt: TraceFilter, limit: int) -> list[tuple[str, str]]:
+        """(trace id, span id) of the newest `limit` failed handoffs (the order of `newest_spans`)."""
+        parameters: dict[str, Any] = {"limit": max(0, limit)}
+        sql = (
+            f"SELECT trace_id, span_id FROM {s.FAILURES} FINAL WHERE (trace_id, version) IN "
+            f"({self._current(flt, parameters)}) ORDER BY span_start_ns DESC, trace_id, span_id "
+            "LIMIT {limit:UInt64}"
+        )
+        return [(str(t), str(span)) for t, span in self._rows(sql, parameters)]
+
+    def distinct_values(self, what: Literal["service", "root_agent", "conversation"]) -> list[str]:
+        """Sorted distinct non-empty values of one filter field over the derived traces."""
+        column = _DISTINCT.get(what)
+        if column is None:
+            return []
+        sql = (
+            f"SELECT DISTINCT {column} AS v FROM {s.FACTS} FINAL WHERE v IS NOT NULL AND v != '' "
+            f"ORDER BY v LIMIT {MAX_DISTINCT_VALUES}"
+        )
+        return sorted(str(row[0]) for row in self._rows(sql, {}))
+
+    def _oldest_watermark(self, table: str) -> int:
+        """The oldest watermark of the shards deriving `table`; 0 while some shard of a sharding
+        has never committed one (its traces may all be pending)."""
+        sql = (
+            f"SELECT shards, count(), min(watermark_ms) FROM {s.STATE} FINAL "
+            "WHERE source = {source:String} GROUP BY shards"
+        )
+        groups = self._rows(sql, {"source": table})
+        if not groups or any(int(count) < int(shards) for shards, count, _ in groups):
+            return 0
+        return min(int(oldest) for _, _, oldest in groups)
+
+    def pending_traces(self, table: str) -> int:
+        """Traces with spans the derivers have not derived yet (inserted after the oldest shard
+        watermark, and newer than the trace's facts): what the pages say is "still being derived"."""
+        oldest = self._oldest_watermark(table)
+        newer = f"{s.INSERTED_COLUMN} > fromUnixTimestamp64Milli(toInt64({oldest}))"
+        sql = f"""
+            SELECT count() FROM (
+                SELECT TraceId, max(toUnixTimestamp64Milli({s.INSERTED_COLUMN})) AS newest FROM {table}
+                WHERE {newer} GROUP BY TraceId
+            ) AS w
+            LEFT JOIN (SELECT trace_id, last_inserted_ms FROM {s.FACTS} FINAL
+                WHERE trace_id IN (SELECT TraceId FROM {table} WHERE {newer})) AS f ON f.trace_id = w.TraceId
+            WHERE f.last_inserted_ms < w.newest
+            SETTINGS join_use_nulls = 0"""
+        found = self._rows(sql, {})
+        return int(found[0][0]) if found else 0

@@ -1,0 +1,324 @@
+"""The deriver: reads `otel_traces` incrementally and writes each trace's facts into Janux's tables.
+
+`derive_pending(client)` runs once over what is pending: the spans inserted after the shard's
+watermark (`schema.INSERTED_COLUMN`). A trace is derived once it has been quiet (no span inserted)
+for `quiet_s`, with the analysis layer's `analyse()`, the same code the embedded store runs. Its
+rows are written children first, facts row last; the watermark is committed only after every row
+is written. So a deriver killed at any point resumes from the last committed watermark and writes
+the same rows again (same keys: `ReplacingMergeTree` keeps one), losing nothing and doubling nothing.
+
+Why the watermark can move past a trace's spans: it moves to the quiet cutoff, but never past the
+first span of a trace that is still receiving spans (held), so a trace without a facts row has all
+its spans after the watermark and is read from the window alone. A trace that already has facts
+and receives late spans is read whole (by trace id) and gets a new version row.
+
+Shards (`shard=(i, n)`) split traces by `cityHash64(TraceId) % n`; each keeps its own watermark.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import math
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from janux.tracing.analysis.trace_facts import analyse
+from janux.tracing.records import SpanRecord
+from janux.tracing.sources.clickhouse import schema as s
+from janux.tracing.sources.clickhouse.fact_rows import TableRows, day_of, fact_rows, failure_rows
+from janux.tracing.sources.clickhouse.source import _SPAN_SELECT, _span
+
+logger = logging.getLogger(__name__)
+
+QUIET_SECONDS = 30.0
+"""Default time without new spans after which a trace is derived."""
+MAX_OPEN_SECONDS = 3600.0
+"""A trace receiving spans for longer than this is derived anyway (and again as spans arrive), so
+one endless conversation cannot hold the watermark back."""
+BATCH_SPANS = 200_000
+"""Spans read per query when a window is large."""
+MAX_WINDOW_SPANS = 5_000_000
+"""Rows of `otel_traces` whose traces one pass keeps in memory (a larger backlog is read in parts)."""
+IDS_PER_QUERY = 2_000
+"""Trace ids per `IN` list."""
+NAMED_TRACES = 20_000
+"""Up to this many traces to derive from a larger window are named in the window's scan."""
+
+
+class DeriveClient(Protocol):
+    """The part of a ClickHouse client the deriver needs (`clickhouse_connect`, `ChdbClient`)."""
+
+    def query(self, query: str, parameters: dict[str, Any] | None = None) -> Any:
+        """Run a SELECT; the result has `result_rows`."""
+        ...
+
+    def command(self, statement: str) -> Any:
+        """Run a statement that returns nothing."""
+        ...
+
+    def insert(self, table: str, data: Sequence[Sequence[Any]], column_names: Sequence[str]) -> Any:
+        """Insert rows."""
+        ...
+
+
+@dataclass(slots=True)
+class DeriveStats:
+    """What one `derive_pending` run did."""
+
+    traces: int = 0
+    """Traces derived (written)."""
+    spans: int = 0
+    """Spans read and analysed."""
+    held: int = 0
+    """Traces left for a later run because they are still receiving spans."""
+    up_to_date: int = 0
+    """Traces in the window whose facts were already written (a re-run after a kill)."""
+    watermark_ms: int = 0
+    """The watermark committed (Unix ms of insertion time)."""
+    seconds: float = 0.0
+    """Wall clock of the run."""
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """One deriver's part of the traces: those with `cityHash64(TraceId) % count == index`."""
+
+    index: int = 0
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        if self.count < 1 or not 0 <= self.index < self.count:
+            raise ValueError(f"shard {self.index}/{self.count}: need 0 <= i < n")
+
+    @property
+    def key(self) -> str:
+        """The shard's name in `janux_derive_state`."""
+        return f"{self.index}/{self.count}"
+
+    def sql(self) -> str:
+        """Its condition on `otel_traces` rows."""
+        return f"cityHash64(TraceId) % {self.count} = {self.index}"
+
+
+def parse_shard(text: str) -> Shard:
+    """`i/n` as a `Shard`; ValueError with the expected form otherwise."""
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard {text!r}: expected i/n, e.g. 0/2") from None
+    return Shard(index, count)
+
+
+def watermark(client: DeriveClient, shard: Shard, table: str = "otel_traces") -> int:
+    """The committed watermark of `shard` over `table` (0 before its first run)."""
+    rows = client.query(
+        f"SELECT watermark_ms FROM {s.STATE} FINAL "
+        "WHERE source = {source:String} AND shard = {shard:String}",
+        parameters={"source": table, "shard": shard.key},
+    ).result_rows
+    return int(rows[0][0]) if rows else 0
+
+
+def _commit(client: DeriveClient, table: str, shard: Shard, watermark_ms: int) -> None:
+    row = [table, shard.key, shard.count, watermark_ms, time.time_ns()]
+    client.insert(s.STATE, [row], ["source", "shard", "shards", "watermark_ms", "updated_ns"])
+
+
+@dataclass(slots=True)
+class _Window:
+    """Traces of one hash part of the rows inserted in (start, end]: their spans, first and last
+    insertion (ms)."""
+
+    start_ms: int
+    end_ms: int
+    part: tuple[int, int] = (0, 1)
+    """(k, K): the traces with `intDiv(cityHash64(TraceId), shards) % K = k` (memory bounded by
+    `max_window_spans` however large the backlog)."""
+    traces: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+
+    def sql(self, shard: Shard) -> str:
+        k, parts = self.part
+        in_part = f" AND intDiv(cityHash64(TraceId), {shard.count}) % {parts} = {k}" if parts > 1 else ""
+        return (
+            f"{s.INSERTED_COLUMN} > fromUnixTimestamp64Milli(toInt64({self.start_ms})) AND "
+            f"{s.INSERTED_COLUMN} <= fromUnixTimestamp64Milli(toInt64({self.end_ms})) AND "
+            f"{shard.sql()}{in_part}"
+        )
+
+    def sub_bucket(self, shard: Shard, buckets: int, bucket: int) -> str:
+        """A hash bucket of this part (independent of the part's own hash digits)."""
+        return f"intDiv(cityHash64(TraceId), {shard.count * self.part[1]}) % {buckets} = {bucket}"
+
+
+def _end_and_size(client: DeriveClient, table: str, shard: Shard, start_ms: int) -> tuple[int, int]:
+    """The window's end and its row count. It ends a millisecond before now: a row inserted later
+    gets a later time, so the watermark (at most the window's end) never passes a row this run
+    could not see."""
+    now = client.query("SELECT toUnixTimestamp64Milli(now64(3)) - 1").result_rows
+    window = _Window(start_ms, int(now[0][0]))
+    rows = client.query(f"SELECT count() FROM {table} WHERE {window.sql(shard)}").result_rows
+    return window.end_ms, int(rows[0][0]) if rows else 0
+
+
+def _window(client: DeriveClient, table: str, shard: Shard, window: _Window) -> _Window:
+    ins = f"toUnixTimestamp64Milli({s.INSERTED_COLUMN})"
+    rows = client.query(
+        f"SELECT TraceId, count(), min({ins}), max({ins}) FROM {table} WHERE {window.sql(shard)} "
+        "GROUP BY TraceId"
+    ).result_rows
+    window.traces = {str(t): (int(n), int(lo), int(hi)) for t, n, lo, hi in rows}
+    return window
+
+
+def _known(client: DeriveClient, trace_ids: list[str]) -> dict[str, tuple[Any, int]]:
+    """(partition day, last insertion derived) of the traces that already have facts."""
+    found: dict[str, tuple[Any, int]] = {}
+    for start in range(0, len(trace_ids), IDS_PER_QUERY):
+        rows = client.query(
+            f"SELECT trace_id, day, last_inserted_ms FROM {s.FACTS} FINAL "
+            "WHERE trace_id IN {ids:Array(String)}",
+            parameters={"ids": trace_ids[start : start + IDS_PER_QUERY]},
+        ).result_rows
+        found.update({str(t): (day, int(last)) for t, day, last in rows})
+    return found
+
+
+def _as_date(value: Any) -> dt.date:
+    """A `Date` as read back (a date from clickhouse_connect, text from chdb)."""
+    return value if isinstance(value, dt.date) else dt.date.fromisoformat(str(value)[:10])
+
+
+def _spans(rows: Sequence[Sequence[Any]], wanted: set[str]) -> dict[str, tuple[list[SpanRecord], int]]:
+    """Rows (span columns, then insertion ms) grouped by trace: spans and newest insertion."""
+    by_trace: dict[str, tuple[list[SpanRecord], int]] = {}
+    for row in rows:
+        trace_id = str(row[1])
+        if trace_id not in wanted:
+            continue
+        spans, newest = by_trace.get(trace_id, ([], 0))
+        spans.append(_span(row))
+        by_trace[trace_id] = (spans, max(newest, int(row[-1])))
+    return by_trace
+
+
+_SELECT = f"SELECT {_SPAN_SELECT}, toUnixTimestamp64Milli({s.INSERTED_COLUMN})"
+
+
+def _fresh_batches(
+    client: DeriveClient, table: str, shard: Shard, window: _Window, fresh: dict[str, int], batch_spans: int
+) -> Iterator[dict[str, tuple[list[SpanRecord], int]]]:
+    """The spans of traces derived for the first time, from the window, in hash buckets of about
+    `batch_spans` spans (one scan of the window each). When they are a few of the window's traces
+    (the others up to date, or still receiving spans), the scan names them, so only their rows
+    come back."""
+    buckets = max(1, math.ceil(sum(fresh.values()) / max(1, batch_spans)))
+    named = len(fresh) <= NAMED_TRACES and len(fresh) < len(window.traces)
+    parameters = {"ids": sorted(fresh)} if named else {}
+    for bucket in range(buckets):
+        sql = (
+            f"{_SELECT} FROM {table} WHERE {window.sql(shard)} AND "
+            f"{window.sub_bucket(shard, buckets, bucket)} "
+            f"{'AND TraceId IN {ids:Array(String)} ' if named else ''}LIMIT 1 BY TraceId, SpanId"
+        )
+        yield _spans(client.query(sql, parameters=parameters).result_rows, set(fresh))
+
+
+def _whole_batches(
+    client: DeriveClient, table: str, trace_ids: list[str]
+) -> Iterator[dict[str, tuple[list[SpanRecord], int]]]:
+    """The spans of traces derived before that received late spans, read whole by trace id."""
+    for start in range(0, len(trace_ids), IDS_PER_QUERY // 4):
+        chunk = trace_ids[start : start + IDS_PER_QUERY // 4]
+        sql = f"{_SELECT} FROM {table} WHERE TraceId IN {{ids:Array(String)}} LIMIT 1 BY TraceId, SpanId"
+        yield _spans(client.query(sql, parameters={"ids": chunk}).result_rows, set(chunk))
+
+
+def write(client: DeriveClient, rows: TableRows) -> None:
+    """Insert derived rows: every child table first, the facts rows last (a reader joins children to
+    the current facts version, so it never sees a trace whose children are not written yet)."""
+    for table in (s.LOOPS, s.DELEGATIONS, s.USAGE, s.FAILURES, s.FACTS):
+        data = rows.get(table)
+        if data:
+            columns = next(t.columns for t in s.TABLES if t.name == table)
+            client.insert(table, data, s.column_names(columns))
+
+
+def _derive_batch(
+    client: DeriveClient, batch: dict[str, tuple[list[SpanRecord], int]], known: dict[str, tuple[Any, int]],
+    stats: DeriveStats,
+) -> None:  # fmt: skip
+    rows: TableRows = {}
+    for trace_id, (spans, newest) in batch.items():
+        facts = analyse(trace_id, spans)
+        day = _as_date(known[trace_id][0]) if trace_id in known else day_of(facts.summary.start_ns)
+        fact_rows(facts, day, newest, rows)
+        failure_rows(facts, day, spans, rows)
+        stats.traces += 1
+        stats.spans += len(spans)
+    write(client, rows)
+    logger.debug("wrote the facts of %d trace(s) (%d so far)", len(batch), stats.traces)
+
+
+@dataclass(slots=True)
+class _Limits:
+    """When a trace is ready, and how much is read at once."""
+
+    cutoff_ms: int
+    """A trace whose last span was inserted after this is still receiving spans."""
+    oldest_open_ms: int
+    """A trace receiving spans since before this is derived anyway."""
+    batch_spans: int
+
+
+def _derive_window(
+    client: DeriveClient, table: str, shard: Shard, window: _Window, limits: _Limits, stats: DeriveStats
+) -> list[int]:
+    """Derive the ready traces of one window part; returns the first insertion (minus 1 ms) of
+    each held trace (the watermark must not pass them)."""
+    ready, held_from = {}, []
+    for trace_id, (count, first, last) in window.traces.items():
+        if last <= limits.cutoff_ms or first < limits.oldest_open_ms:
+            ready[trace_id] = (count, last)
+        else:
+            stats.held += 1
+            held_from.append(first - 1)
+    known = _known(client, sorted(ready))
+    late = sorted(t for t, (_, last) in ready.items() if t in known and known[t][1] < last)
+    stats.up_to_date += sum(1 for t, (_, last) in ready.items() if t in known and known[t][1] >= last)
+    fresh = {t: count for t, (count, _) in ready.items() if t not in known}
+    if fresh:
+        for batch in _fresh_batches(client, table, shard, window, fresh, limits.batch_spans):
+            _derive_batch(client, batch, known, stats)
+    for batch in _whole_batches(client, table, late):
+        _derive_batch(client, batch, known, stats)
+    return held_from
+
+
+def derive_pending(
+    client: DeriveClient, table: str = "otel_traces", quiet_s: float = QUIET_SECONDS,
+    shard: Shard | tuple[int, int] = Shard(), max_open_s: float = MAX_OPEN_SECONDS,
+    batch_spans: int = BATCH_SPANS, max_window_spans: int = MAX_WINDOW_SPANS,
+) -> DeriveStats:  # fmt: skip
+    """Derive every trace of `shard` that is pending and quiet; commit the watermark; return stats.
+
+    A large backlog (a first run over a full table) is read in hash parts of about
+    `max_window_spans` rows, so memory stays bounded; the watermark moves once, after all parts."""
+    shard = shard if isinstance(shard, Shard) else Shard(*shard)
+    began = time.perf_counter()
+    stats = DeriveStats()
+    start = watermark(client, shard, table)
+    end, size = _end_and_size(client, table, shard, start)
+    limits = _Limits(end - int(quiet_s * 1000), end - int(max_open_s * 1000), batch_spans)
+    held_from = [limits.cutoff_ms]
+    parts = max(1, math.ceil(size / max(1, max_window_spans)))
+    for k in range(parts if size else 0):
+        window = _window(client, table, shard, _Window(start, end, (k, parts)))
+        held_from += _derive_window(client, table, shard, window, limits, stats)
+    stats.watermark_ms = max(start, min(held_from))
+    if stats.watermark_ms != start:
+        _commit(client, table, shard, stats.watermark_ms)
+    stats.seconds = time.perf_counter() - began
+    return stats

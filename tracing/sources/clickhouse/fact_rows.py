@@ -1,0 +1,129 @@
+"""A trace's facts (`analysis.trace_facts.TraceFacts`) as rows of Janux's ClickHouse tables, and back.
+
+The deriver writes with `fact_rows`; the source reads the same columns back into `TraceSummary`,
+`LoopFacts` and `DelegationFacts` (`summary_of`, `loop_of`, `delegation_of`), so what a page adds
+up from ClickHouse is exactly what the analysis layer computed (the parity tests hold it so).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from janux.tracing.analysis.agentmap.fleet_stats import MapUsage
+from janux.tracing.analysis.agentmap.loops import DelegationFacts, LoopFacts
+from janux.tracing.analysis.facts import TraceSummary
+from janux.tracing.analysis.trace_facts import TraceFacts
+from janux.tracing.records import SpanRecord
+from janux.tracing.sources.clickhouse import schema as s
+
+TableRows = dict[str, list[list[Any]]]
+"""Rows to insert, per table name (columns as `schema` lists them)."""
+
+
+def day_of(start_ns: int) -> dt.date:
+    """The UTC day a trace started: its partition."""
+    return dt.datetime.fromtimestamp(start_ns / 1e9, tz=dt.UTC).date()
+
+
+def _finite(value: Any) -> Any:
+    """Non-finite floats as NULL (ClickHouse's JSON input refuses them; the analysis layer never
+    produces them, this guards a writer against a future change)."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def fact_rows(facts: TraceFacts, day: dt.date, last_inserted_ms: int, rows: TableRows) -> None:
+    """Append the rows of one trace's facts to `rows` (children before the facts row: see
+    `deriver.write`)."""
+    key = [facts.trace_id, day, facts.span_count]
+    loops = rows.setdefault(s.LOOPS, [])
+    for seq, loop in enumerate(facts.loops):
+        agent, path, ref, duration, error, top, *usage = loop
+        loops.append([*key, seq, agent, list(path), ref[0], ref[2], _finite(duration), error, top,
+                      *map(_finite, usage)])  # fmt: skip
+    delegations = rows.setdefault(s.DELEGATIONS, [])
+    for seq, d in enumerate(facts.delegations):
+        cost = d.cost
+        delegations.append([
+            *key, seq, d.caller, d.target, d.kind, d.tool, d.status, d.attempts, _finite(d.duration_ms),
+            d.failure, d.reason, d.span_id, d.start_ns, cost.input_tokens, cost.output_tokens,
+            _finite(cost.cost), cost.unpriced_tokens,
+        ])  # fmt: skip
+    usage_rows = rows.setdefault(s.USAGE, [])
+    for seq, (dimension, group) in enumerate(facts.usage):
+        usage_rows.append([*key, seq, facts.summary.start_ns, dimension, *map(_finite, group)])
+    summary = facts.summary
+    rows.setdefault(s.FACTS, []).append(
+        [_finite(getattr(summary, name)) for name, _ in s.SUMMARY_COLUMNS]
+        + [day, facts.span_count, facts.janux, last_inserted_ms]
+    )
+
+
+def failure_rows(facts: TraceFacts, day: dt.date, spans: Sequence[SpanRecord], rows: TableRows) -> None:
+    """Append the failed-handoff rows of one trace (the span to open and its start)."""
+    starts = {span.span_id: span.start_ns for span in spans}
+    failures = rows.setdefault(s.FAILURES, [])
+    for seq, span_id in enumerate(facts.failed_span_ids):
+        failures.append([facts.trace_id, day, facts.span_count, seq, span_id, starts.get(span_id, 0)])
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+_SUMMARY_KINDS = {name: kind for name, kind in s.SUMMARY_COLUMNS}
+
+
+def _summary_value(name: str, value: Any) -> Any:
+    kind = _SUMMARY_KINDS[name]
+    if value is None:
+        return None
+    if "Float" in kind:
+        return float(value)
+    if "Int" in kind:
+        return int(value)
+    if "Bool" in kind:
+        return bool(value) if not isinstance(value, str) else value == "true"
+    return str(value)
+
+
+def summary_of(row: Sequence[Any]) -> TraceSummary:
+    """A `SUMMARY_COLUMNS` row as the trace list's row."""
+    return TraceSummary(**{name: _summary_value(name, v) for (name, _), v in zip(s.SUMMARY_COLUMNS, row,
+                                                                              strict=True)})  # fmt: skip
+
+
+def loop_of(trace_id: str, row: Sequence[Any]) -> LoopFacts:
+    """A `LOOP_COLUMNS` row as the facts of one loop."""
+    agent, path, start, span_id, duration, error, top, oi, oo, oc, ou, ii, io, ic, iu = row
+    return LoopFacts(
+        str(agent), tuple(str(p) for p in path), (int(start), trace_id, str(span_id)), _float(duration),
+        bool(error), bool(top), int(oi), int(oo), _float(oc), int(ou), int(ii), int(io), _float(ic), int(iu),
+    )  # fmt: skip
+
+
+def delegation_of(row: Sequence[Any]) -> DelegationFacts:
+    """A `DELEGATION_COLUMNS` row as the facts of one delegation."""
+    (caller, target, kind, tool, status, attempts, duration, failure, reason, span_id, start, ci, co, cc,
+     cu) = row  # fmt: skip
+    return DelegationFacts(
+        caller=str(caller), target=str(target), kind=str(kind), tool=str(tool), status=str(status),
+        attempts=int(attempts), duration_ms=_float(duration),
+        failure=None if failure is None else str(failure),
+        reason=str(reason), span_id=str(span_id), start_ns=int(start),
+        cost=MapUsage(int(ci), int(co), _float(cc), int(cu)),
+    )  # fmt: skip
+
+
+def usage_group(row: Sequence[Any]) -> tuple[Any, ...]:
+    """A summed `janux_usage` row (key, count, failed, input, output, cost, unpriced, unread) as
+    a `usage_rows.GROUP_COLUMNS` row."""
+    key, count, failed, tokens_in, tokens_out, cost, unpriced, unread = row
+    usage = (_int(tokens_in), _int(tokens_out), _float(cost), _int(unpriced))
+    return (str(key), int(count), int(failed), *usage, int(unread or 0))

@@ -1,0 +1,330 @@
+"""Janux's own tables next to the Collector's `otel_traces`: versioned, idempotent DDL.
+
+The deriver (`deriver.derive_pending`) writes each trace's facts (`analysis.trace_facts.TraceFacts`)
+into these tables; the ClickHouse source reads them instead of re-deriving spans at query time.
+
+- `janux_trace_facts`: one row per trace (the trace list's `TraceSummary` fields, its span count as
+  the version, the insertion time of its newest span). `ReplacingMergeTree(version)` ordered by
+  trace id: a trace derived again (late spans) gets a new row that replaces the old one; reads use
+  `FINAL`. Partitioned by the day the trace started (kept when a trace is derived again, so both
+  versions share a partition and replace each other).
+- `janux_loops`, `janux_delegations`, `janux_usage`, `janux_failures`: the trace's agent-map
+  loops, its delegations (status, failure kind and reason), its `usage_by` rows per dimension and
+  its failed-handoff spans; one row per item, keyed (trace, version, position). Reads keep the rows
+  whose (trace, version) is the trace's current facts row, so a replaced version never counts.
+- `janux_derive_state`: the watermark of each deriver shard of each source table (insertion time
+  of the rows derived so far); `janux_schema`: the schema versions applied.
+
+`otel_traces` gets one column, `JanuxInsertedAt` (`MATERIALIZED now64(3)`: the server fills it at
+insert; the exporter's INSERT names its columns and never sees it) with a minmax index: the
+watermark the deriver reads from. Rows already in the table get the time `init` ran.
+
+Every statement is `IF NOT EXISTS`, so `init` runs any number of times; `cluster_ddl` gives the same
+tables for a cluster (`ON CLUSTER`, `Replicated*` engines, `Distributed` tables to read from).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+SCHEMA_VERSION = 1
+"""Version of the DDL below; `init` records it in `janux_schema`."""
+
+INSERTED_COLUMN = "JanuxInsertedAt"
+"""The insertion-time column `init` adds to `otel_traces` (the deriver's watermark)."""
+
+FACTS = "janux_trace_facts"
+"""One row per trace (and version)."""
+LOOPS = "janux_loops"
+"""Agent-map loops of every trace."""
+DELEGATIONS = "janux_delegations"
+"""Delegations and transfers of every trace."""
+USAGE = "janux_usage"
+"""`usage_by` rows of every trace, per dimension."""
+FAILURES = "janux_failures"
+"""The span of every failed handoff."""
+STATE = "janux_derive_state"
+"""Watermark per deriver shard."""
+SCHEMA = "janux_schema"
+"""Applied schema versions."""
+
+
+class CommandClient(Protocol):
+    """The part of a ClickHouse client DDL needs (`clickhouse_connect` and `ChdbClient` have it)."""
+
+    def command(self, statement: str) -> Any:
+        """Run a statement that returns nothing."""
+        ...
+
+    def query(self, query: str, parameters: dict[str, Any] | None = None) -> Any:
+        """Run a SELECT; the result has `result_rows`."""
+        ...
+
+
+SUMMARY_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("trace_id", "String"),
+    ("start_ns", "Int64"),
+    ("duration_ns", "Int64"),
+    ("service_name", "String"),
+    ("root_name", "String"),
+    ("root_agent", "Nullable(String)"),
+    ("conversation_id", "Nullable(String)"),
+    ("span_count", "UInt64"),
+    ("delegations", "UInt32"),
+    ("attempts", "UInt32"),
+    ("failed_handoffs", "UInt32"),
+    ("error_spans", "UInt32"),
+    ("bill_cost", "Nullable(Float64)"),
+    ("bill_input_tokens", "Nullable(Int64)"),
+    ("bill_output_tokens", "Nullable(Int64)"),
+    ("bill_unpriced_tokens", "Nullable(Int64)"),
+    ("transfers", "UInt32"),
+    ("inference_spans", "UInt32"),
+    ("usage_read_spans", "UInt32"),
+    ("unrecognised_spans", "UInt32"),
+    ("bill_cost_estimate", "Nullable(Float64)"),
+    ("bill_reconciled", "Nullable(Bool)"),
+)
+"""`TraceSummary`'s fields, in order, with their ClickHouse types (a test holds the two equal)."""
+
+FACTS_EXTRA: tuple[tuple[str, str], ...] = (
+    ("day", "Date"),
+    ("version", "UInt64"),
+    ("janux", "Bool"),
+    ("last_inserted_ms", "Int64"),
+)
+"""Columns of `janux_trace_facts` besides the summary: partition day, version (the span count the
+facts were computed from), Janux accounting, insertion time (Unix ms) of the newest span read."""
+
+_KEY = (("trace_id", "String"), ("day", "Date"), ("version", "UInt64"), ("seq", "UInt32"))
+
+LOOP_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("agent", "String"),
+    ("path", "Array(String)"),
+    ("start_ns", "Int64"),
+    ("span_id", "String"),
+    ("duration_ms", "Nullable(Float64)"),
+    ("error", "Bool"),
+    ("top", "Bool"),
+    ("own_input", "Int64"),
+    ("own_output", "Int64"),
+    ("own_cost", "Nullable(Float64)"),
+    ("own_unpriced", "Int64"),
+    ("inclusive_input", "Int64"),
+    ("inclusive_output", "Int64"),
+    ("inclusive_cost", "Nullable(Float64)"),
+    ("inclusive_unpriced", "Int64"),
+)
+"""`LoopFacts` flattened (its `ref` is `start_ns`, the trace id and `span_id`)."""
+
+DELEGATION_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("caller", "String"),
+    ("target", "String"),
+    ("kind", "LowCardinality(String)"),
+    ("tool", "String"),
+    ("status", "LowCardinality(String)"),
+    ("attempts", "UInt32"),
+    ("duration_ms", "Nullable(Float64)"),
+    ("failure", "Nullable(String)"),
+    ("reason", "String"),
+    ("span_id", "String"),
+    ("start_ns", "Int64"),
+    ("cost_input", "Int64"),
+    ("cost_output", "Int64"),
+    ("cost_cost", "Nullable(Float64)"),
+    ("cost_unpriced", "Int64"),
+)
+"""`DelegationFacts` flattened (its `cost` as four columns)."""
+
+USAGE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("trace_start_ns", "Int64"),
+    ("dimension", "LowCardinality(String)"),
+    ("key", "String"),
+    ("count", "UInt64"),
+    ("failed", "UInt64"),
+    ("input_sum", "Nullable(Int64)"),
+    ("output_sum", "Nullable(Int64)"),
+    ("cost_sum", "Nullable(Float64)"),
+    ("unpriced_sum", "Nullable(Int64)"),
+    ("unread_sum", "UInt64"),
+)
+"""One `usage_rows.GROUP_COLUMNS` row of one dimension, with the trace's start (for time buckets)."""
+
+FAILURE_COLUMNS: tuple[tuple[str, str], ...] = (("span_id", "String"), ("span_start_ns", "Int64"))
+"""The span to open for one failed handoff, and its start (how failed handoffs are ordered)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """One derived table: its name, columns and engine clauses."""
+
+    name: str
+    columns: tuple[tuple[str, str], ...]
+    order_by: str
+    version: str | None
+    """Version column of `ReplacingMergeTree` (None: the rows of one key are identical, the last
+    written is kept)."""
+    partition: bool = True
+
+
+TABLES: tuple[Table, ...] = (
+    Table(FACTS, (*SUMMARY_COLUMNS, *FACTS_EXTRA), "trace_id", "version"),
+    Table(LOOPS, (*_KEY, *LOOP_COLUMNS), "(trace_id, version, seq)", None),
+    Table(DELEGATIONS, (*_KEY, *DELEGATION_COLUMNS), "(trace_id, version, seq)", None),
+    Table(USAGE, (*_KEY, *USAGE_COLUMNS), "(trace_id, version, seq)", None),
+    Table(FAILURES, (*_KEY, *FAILURE_COLUMNS), "(trace_id, version, seq)", None),
+    Table(
+        STATE,
+        (
+            ("source", "String"),
+            ("shard", "String"),
+            ("shards", "UInt32"),
+            ("watermark_ms", "Int64"),
+            ("updated_ns", "Int64"),
+        ),
+        "(source, shard)",
+        "updated_ns",
+        partition=False,
+    ),
+    Table(SCHEMA, (("version", "UInt32"), ("applied", "DateTime64(3)")), "version", None, partition=False),
+)
+"""Every table `init` creates."""
+
+_TTL_RE = re.compile(r"\bTTL\b.*?toInterval(Second|Minute|Hour|Day|Week|Month|Year)\((\d+)\)", re.S)
+
+
+def ttl_of(create_query: str) -> tuple[str, int] | None:
+    """(unit, amount) of the TTL in `otel_traces`' CREATE statement, None when it has none."""
+    found = _TTL_RE.search(create_query)
+    return (found.group(1), int(found.group(2))) if found else None
+
+
+def _engine(table: Table, cluster: str | None) -> str:
+    # Every table replaces: a row written twice (a deriver re-run after a kill) is kept once.
+    base = "ReplacingMergeTree"
+    args = [table.version] if table.version else []
+    if cluster:
+        args = ["'/clickhouse/tables/{shard}/{database}/" + table.name + "'", "'{replica}'", *args]
+        base = "Replicated" + base
+    return f"{base}({', '.join(args)})"
+
+
+def create_table(table: Table, ttl: tuple[str, int] | None, cluster: str | None = None) -> str:
+    """The CREATE TABLE statement of one derived table (on a cluster: replicated, local name)."""
+    name = f"{table.name}_local" if cluster else table.name
+    on_cluster = f" ON CLUSTER {cluster}" if cluster else ""
+    columns = ",\n    ".join(f"{column} {kind}" for column, kind in table.columns)
+    clauses = [f"ENGINE = {_engine(table, cluster)}"]
+    if table.partition:
+        clauses.append("PARTITION BY day")
+    clauses.append(f"ORDER BY {table.order_by}")
+    if table.partition and ttl is not None:
+        clauses.append(f"TTL day + toInterval{ttl[0]}({ttl[1]})")
+    return f"CREATE TABLE IF NOT EXISTS {name}{on_cluster} (\n    {columns}\n) " + "\n".join(clauses)
+
+
+def source_ddl(table: str = "otel_traces", cluster: str | None = None) -> list[str]:
+    """The column (and its minmax index) `init` adds to the Collector's table."""
+    on_cluster = f" ON CLUSTER {cluster}" if cluster else ""
+    target = f"{table}_local" if cluster else table
+    statements = [
+        f"ALTER TABLE {target}{on_cluster} ADD COLUMN IF NOT EXISTS {INSERTED_COLUMN} DateTime64(3) "
+        "MATERIALIZED now64(3)",
+        f"ALTER TABLE {target}{on_cluster} ADD INDEX IF NOT EXISTS idx_janux_inserted {INSERTED_COLUMN} "
+        "TYPE minmax GRANULARITY 1",
+    ]
+    if cluster:  # the Distributed table the deriver reads through must name the column too
+        statements.append(
+            f"ALTER TABLE {table}{on_cluster} ADD COLUMN IF NOT EXISTS {INSERTED_COLUMN} DateTime64(3)"
+        )
+    return statements
+
+
+def ddl(ttl: tuple[str, int] | None = None, table: str = "otel_traces") -> list[str]:
+    """Every statement `init` runs on a single server, in order."""
+    return [*source_ddl(table), *(create_table(t, ttl) for t in TABLES)]
+
+
+def cluster_ddl(cluster: str, ttl: tuple[str, int] | None = None, table: str = "otel_traces") -> list[str]:
+    """The same schema on a cluster: `Replicated*` tables `<name>_local` on every node (ON CLUSTER)
+    and a `Distributed` table `<name>` over them, sharded by trace id so a trace's rows stay on one
+    shard (the source and the deriver use the `Distributed` names). `table` is the exporter's
+    local table (`<table>_local` behind its own `Distributed` table, as the exporter's cluster
+    setup names it). Every derived table is sharded by trace id, so the source's `IN` subqueries
+    join rows of one shard: run its queries with `distributed_product_mode = 'local'`."""
+    statements = source_ddl(table, cluster)
+    for t in TABLES:
+        statements.append(create_table(t, ttl, cluster))
+        sharding = "cityHash64(trace_id)" if any(c == "trace_id" for c, _ in t.columns) else "rand()"
+        statements.append(
+            f"CREATE TABLE IF NOT EXISTS {t.name} ON CLUSTER {cluster} AS {t.name}_local "
+            f"ENGINE = Distributed({cluster}, currentDatabase(), {t.name}_local, {sharding})"
+        )
+    return statements
+
+
+class QueryOnly(Protocol):
+    """A client that can run SELECTs (the source's `QueryClient`)."""
+
+    def query(self, query: str, parameters: dict[str, Any] | None = None) -> Any:
+        """Run a SELECT; the result has `result_rows`."""
+        ...
+
+
+def applied_version(client: QueryOnly) -> int:
+    """The newest schema version `init` applied (0: never ran, or the tables are missing)."""
+    exists = client.query(
+        "SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = {n:String}",
+        parameters={"n": SCHEMA},
+    ).result_rows
+    if not exists or not int(exists[0][0]):
+        return 0
+    rows = client.query(f"SELECT max(version) FROM {SCHEMA}").result_rows
+    return int(rows[0][0] or 0) if rows else 0
+
+
+def otel_ttl(client: CommandClient, table: str) -> tuple[str, int] | None:
+    """The TTL of the Collector's table, read from its CREATE statement."""
+    rows = client.query(
+        "SELECT create_table_query FROM system.tables "
+        "WHERE database = currentDatabase() AND name = {n:String}",
+        parameters={"n": table},
+    ).result_rows
+    if not rows:
+        raise ValueError(f"no table {table!r} in the current database: start the Collector's exporter first")
+    return ttl_of(str(rows[0][0]))
+
+
+def init(client: CommandClient, table: str = "otel_traces") -> int:
+    """Create (or keep) every derived table and the watermark column; returns the schema version.
+
+    Idempotent: every statement is `IF NOT EXISTS`, and the rows already in `table` get an
+    insertion time only when the column is new (so they are derived once)."""
+    ttl = otel_ttl(client, table)
+    had_column = _has_column(client, table)
+    for statement in ddl(ttl, table):
+        client.command(statement)
+    if not had_column:  # rows stored before `init` get one insertion time now, written once
+        client.command(
+            f"ALTER TABLE {table} MATERIALIZE COLUMN {INSERTED_COLUMN} SETTINGS mutations_sync = 2"
+        )
+    if applied_version(client) < SCHEMA_VERSION:
+        client.command(f"INSERT INTO {SCHEMA} (version, applied) VALUES ({SCHEMA_VERSION}, now64(3))")
+    return SCHEMA_VERSION
+
+
+def _has_column(client: CommandClient, table: str) -> bool:
+    rows = client.query(
+        "SELECT count() FROM system.columns WHERE database = currentDatabase() AND table = {t:String} "
+        "AND name = {c:String}",
+        parameters={"t": table, "c": INSERTED_COLUMN},
+    ).result_rows
+    return bool(rows and int(rows[0][0]))
+
+
+def column_names(columns: Sequence[tuple[str, str]]) -> list[str]:
+    """The names of `columns`."""
+    return [name for name, _ in columns]
