@@ -16,13 +16,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, MapUsage
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
 from janux.tracing.analysis.facts import TraceFilter, TraceSummary, UsageAggregate
 from janux.tracing.analysis.usage_rows import finish
 from janux.tracing.sources.clickhouse import schema as s
 from janux.tracing.sources.clickhouse.derived_map import MapQueries
 from janux.tracing.sources.clickhouse.fact_rows import summary_of, usage_group
 from janux.tracing.sources.store.model_timeline import finish_timeline
+from janux.usage import Usage
 
 Rows = Callable[[str, dict[str, Any]], list[Any]]
 """Runs SQL with parameters and returns the result rows."""
@@ -111,7 +112,7 @@ class DerivedReads:
         )
         return finish((usage_group(row) for row in self._rows(sql, parameters)), limit)
 
-    def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, MapUsage]]:
+    def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, Usage]]:
         """Usage per (bucket of trace start, model), from the model rows of `janux_usage`."""
         parameters: dict[str, Any] = {"bucket": max(1, bucket_ns)}
         sql = (

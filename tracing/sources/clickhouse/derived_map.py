@@ -22,12 +22,12 @@ from janux.tracing.analysis.agentmap.fleet_stats import (
     AgentStats,
     EdgeStats,
     FailureRef,
-    MapUsage,
     PathStats,
     TraceRef,
 )
 from janux.tracing.analysis.agentmap.sums import edge_order, node_order, path_order
 from janux.tracing.sources.clickhouse import schema as s
+from janux.usage import Usage
 
 Rows = Callable[[str, dict[str, Any]], list[Any]]
 """Runs SQL with parameters and returns the result rows."""
@@ -37,9 +37,9 @@ def _sums(prefix: str) -> str:
     return ", ".join(f"sum({prefix}_{part})" for part in ("input", "output", "cost", "unpriced"))
 
 
-def _usage(values: Sequence[Any]) -> MapUsage:
+def _usage(values: Sequence[Any]) -> Usage:
     tokens_in, tokens_out, cost, unpriced = values
-    return MapUsage(int(tokens_in or 0), int(tokens_out or 0), None if cost is None else float(cost),
+    return Usage(int(tokens_in or 0), int(tokens_out or 0), None if cost is None else float(cost),
                     int(unpriced or 0))  # fmt: skip
 
 
@@ -172,7 +172,7 @@ class MapQueries:
             edges.append(edge)
         return sorted(edges, key=edge_order)
 
-    def _timeline(self, bucket_ns: int) -> dict[tuple[int, str], MapUsage]:
+    def _timeline(self, bucket_ns: int) -> dict[tuple[int, str], Usage]:
         sql = (
             f"SELECT intDiv(start_ns, {int(bucket_ns)}) * {int(bucket_ns)} AS b, agent, {_sums('own')} "
             f"FROM {self._loops} GROUP BY b, agent ORDER BY b, agent"

@@ -12,12 +12,12 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from janux.tracing.analysis.agentmap.fleet_stats import MapUsage
 from janux.tracing.analysis.agentmap.loops import DelegationFacts, LoopFacts
 from janux.tracing.analysis.facts import TraceSummary
 from janux.tracing.analysis.trace_facts import TraceFacts
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.clickhouse import schema as s
+from janux.usage import Usage
 
 TableRows = dict[str, list[list[Any]]]
 """Rows to insert, per table name (columns as `schema` lists them)."""
@@ -117,7 +117,7 @@ def delegation_of(row: Sequence[Any]) -> DelegationFacts:
         attempts=int(attempts), duration_ms=_float(duration),
         failure=None if failure is None else str(failure),
         reason=str(reason), span_id=str(span_id), start_ns=int(start),
-        cost=MapUsage(int(ci), int(co), _float(cc), int(cu)),
+        cost=Usage(int(ci), int(co), _float(cc), int(cu)),
     )  # fmt: skip
 
 
