@@ -7,10 +7,11 @@ from dataclasses import replace
 
 import streamlit as st
 
-from janux.dashboard.ui.edge_filter import EXPLAIN_LINK, edge_only, explain_links
-from janux.dashboard.ui.filters import scan_inputs, trace_link
+from janux.dashboard.ui import nav
+from janux.dashboard.ui.edge_filter import edge_only
+from janux.dashboard.ui.filters import scan_inputs
 from janux.dashboard.ui.state import get_views
-from janux.dashboard.ui.table import OPEN_LINK, show_table
+from janux.dashboard.ui.table import show_table
 from janux.dashboard.views.tables import failures_frame
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis.trace_parts import Failure
@@ -26,6 +27,16 @@ KIND_HELP = {
     "open": "Handoffs with a HANDOFF_START and no HANDOFF_END yet.",
     "error": "Failed agent loops of other runtimes.",
 }
+
+
+FULL_TEXT_HELP = "Double-click a cell for its whole text."
+ERROR_COLUMNS = {
+    "error": st.column_config.TextColumn(
+        "error", width="large", help="Double-click a cell for its full text."
+    ),
+    "task": st.column_config.TextColumn("task", width="medium"),
+}
+"""The error column is wide; a double click on a cell shows its whole text (nothing is cut off)."""
 
 
 def _trace_ids(source: TraceSource, flt: TraceFilter, limit: int) -> list[str]:
@@ -83,11 +94,18 @@ def main() -> None:
     st.subheader("By reason")
     show_table(grouped.sort_values("handoffs", ascending=False), key="failures_groups")
     st.subheader("Every failed handoff")
-    frame.insert(0, "open", [trace_link(t) for t in frame["trace"]])
-    frame.insert(0, "explain", explain_links(frame))
-    frame = frame.sort_values(["kind", "reason"])
-    config = {"open": OPEN_LINK, "explain": EXPLAIN_LINK}
-    show_table(frame, key="failures_table", visible_rows=25, column_config=config)
+    st.caption("Click a row to see why it failed (a failed loop opens its trace at that span).")
+    order = sorted(range(len(failures)), key=lambda i: (failures[i].kind, failures[i].reason))
+    frame = frame.iloc[order].reset_index(drop=True)
+    nav.remember_list(nav.FAILURES, list(dict.fromkeys(frame["trace"])))
+    picked = show_table(
+        frame, key="failures_table", visible_rows=25, column_config=ERROR_COLUMNS, selectable=True
+    )
+    if picked is not None:
+        chosen = failures[order[picked]]
+        if chosen.delegation is None:
+            nav.open_trace(chosen.trace_id, chosen.span_id)
+        nav.open_handoff(chosen.trace_id, chosen.span_id)
 
 
 main()

@@ -2,52 +2,41 @@
 
 from __future__ import annotations
 
-from itertools import islice
-
 import pandas as pd
 import streamlit as st
 
-from janux.dashboard.ui.links import handoff_link
+from janux.dashboard.ui import nav
 from janux.dashboard.ui.table import show_table
 from janux.dashboard.views import tables
 from janux.dashboard.views.graph import DEFAULT_MAX_NODES, handoff_dot
-from janux.dashboard.views.span_price import round_price_text
-from janux.dashboard.views.timeline import DEFAULT_MAX_ROWS, waterfall, waterfall_chart
-from janux.tracing import conventions as c
 from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis import outcomes, trace_outline
+from janux.tracing.analysis.trace_list import CHECKS_HELP, badge
 from janux.tracing.analysis.trace_view import TraceView
-from janux.tracing.records import SpanRecord
-
-CONTENT_KEYS = (
-    c.GEN_AI_INPUT_MESSAGES,
-    c.GEN_AI_OUTPUT_MESSAGES,
-    c.GEN_AI_SYSTEM_INSTRUCTIONS,
-    c.GEN_AI_TOOL_CALL_ARGUMENTS,
-    c.GEN_AI_TOOL_CALL_RESULT,
-    c.JANUX_HANDOFF_OUTPUT,
-)
-"""Attributes that hold captured content (present only when content capture was on)."""
-MAX_INSPECTOR_CHOICES = 500
 
 
 def headline(view: TraceView) -> None:
-    """Metrics across the top: total cost, tokens, loops, delegations, attempts, failures, checks."""
+    """The header: root agent, conversation, start, duration, status; cost, tokens, checks; counts;
+    the trace id with a copy button."""
     total = view.total
-    top = st.columns([2, 2, 1])
+    for col, (label, value) in zip(st.columns(5), trace_outline.headline(view), strict=True):
+        col.metric(label, value, help=value)
+    top = st.columns(5)
     label = "Total cost (estimated)" if total.is_estimated else "Total cost"
-    top[0].metric(label, fmt.usage_cost(total))
+    top[0].metric(label, fmt.usage_cost(total), help=fmt.usage_cost_full(total))
     tokens = fmt.UNKNOWN if total.is_unknown else f"{total.input_tokens:,} / {total.output_tokens:,}"
-    top[1].metric("Tokens in / out", tokens)
-    top[2].metric("Unpriced tokens", f"{total.unpriced_tokens:,}")
-    counts = st.columns(5)
+    top[1].metric("Tokens in / out", tokens, help=f"{total.unpriced_tokens:,} unpriced tokens")
+    top[2].metric("Checks", badge(view), help=CHECKS_HELP)
+    failed = sum(1 for d in view.delegations if outcomes.is_failed_handoff(d))
+    top[3].metric("Failed handoffs", f"{failed:,}", help=outcomes.is_failed_handoff.__doc__)
+    top[4].metric("Timed-out attempts", f"{sum(f.timeouts for f in view.failures):,}")
+    counts = st.columns([1, 1, 1, 2])
     counts[0].metric("Agent loops", f"{len(view.nodes):,}")
     counts[1].metric("Delegations", f"{len(view.delegations):,}")
     counts[2].metric("Attempts", f"{sum(len(d.attempts) for d in view.delegations):,}")
-    # A handoff whose attempt timed out but which then completed did not fail: counted apart; a
-    # failed turn (no delegation) is not a handoff at all.
-    failed = sum(1 for f in view.failures if f.delegation is not None and f.status != c.STATUS_COMPLETED)
-    counts[3].metric("Failed handoffs", f"{failed:,}")
-    counts[4].metric("Timed-out attempts", f"{sum(f.timeouts for f in view.failures):,}")
+    with counts[3]:
+        st.caption("Trace id")
+        st.code(view.trace_id, language=None)
     unread = total.unread_rounds
     if unread:
         st.warning(
@@ -112,23 +101,6 @@ def tree(view: TraceView) -> None:
     )
 
 
-def timeline(view: TraceView) -> None:
-    """Waterfall of spans (handoff level by default)."""
-    left, right = st.columns(2)
-    mode = left.radio("Spans", ["handoffs", "all"], horizontal=True, key="trace_tl_mode")
-    rows = int(right.number_input("Rows", 10, 5000, DEFAULT_MAX_ROWS, step=100, key="trace_tl_rows"))
-    fall = waterfall(view, mode="all" if mode == "all" else "handoffs", max_rows=rows)
-    if fall.rows.empty:
-        st.info("No spans to draw.")
-        return
-    chart = waterfall_chart(fall)
-    st.altair_chart(chart, width="stretch")
-    note = "Red outline: the span ended with an error; faded: no end yet."
-    if fall.hidden:
-        note += f" {fall.hidden:,} span(s) not drawn (switch to all spans or raise the row limit)."
-    st.caption(note)
-
-
 def _table_or_note(frame: pd.DataFrame, key: str, note: str) -> bool:
     """Draw the table, or the note when it has no rows; True when a table was drawn."""
     if frame.empty:
@@ -158,8 +130,9 @@ def delegations(view: TraceView) -> None:
     )
     picked = view.delegations[int(chosen)]
     failed = next((f for f in view.failures if f.delegation == picked.index), None)
-    if failed is not None:  # the failed-handoff screen (issue 14)
-        st.link_button("Explain this failed handoff ›", handoff_link(view.trace_id, failed.span_id))
+    # The failed-handoff screen (issue 14), in this tab.
+    if failed is not None and st.button("Explain this failed handoff ›", key="trace_explain"):
+        nav.open_handoff(view.trace_id, failed.span_id)
     if picked.attempts:
         show_table(tables.attempts_frame(view, int(chosen)), key="trace_attempts")
     else:
@@ -188,62 +161,3 @@ def checks(view: TraceView) -> None:
     """The reconciliation checks, failures first."""
     note = "Nothing to reconcile: this trace carries no janux accounting."
     _table_or_note(tables.checks_frame(view), "trace_checks", note)
-
-
-def _inspector_choices(view: TraceView) -> list[str]:
-    spans = view.index.spans
-    loops = {n.span_id for n in view.nodes}
-    tools = {d.tool_span_id for d in view.delegations}
-    first = [s.span_id for s in spans if s.span_id in loops or s.span_id in tools or s.status_code == "Error"]
-    if len(first) >= MAX_INSPECTOR_CHOICES:
-        return first[:MAX_INSPECTOR_CHOICES]
-    chosen = set(first)  # built once: a set per span made this quadratic (0.5 s at 10k spans)
-    rest = (s.span_id for s in spans if s.span_id not in chosen)
-    return first + list(islice(rest, MAX_INSPECTOR_CHOICES - len(first)))
-
-
-def inspector(view: TraceView) -> None:
-    """Attributes and events of one span; captured content only when present."""
-    choices = _inspector_choices(view)
-    typed = st.text_input("Span id (any span of the trace)", key="trace_span_id").strip().lower()
-    names = {s.span_id: s.name for s in view.index.spans}
-    picked = st.selectbox(
-        "Or pick a span",
-        choices,
-        format_func=lambda i: f"{names.get(i, '')}  [{i[:8]}]",
-        key="trace_span_pick",
-    )
-    span_id = typed or picked
-    span = view.span(span_id) if span_id else None
-    if span is None:
-        if typed:
-            st.warning("No span with that id in this trace.")
-        return
-    _show_span(span)
-    price = round_price_text(view, span)
-    if price is not None:
-        st.caption(fmt.markdown_text(price))
-
-
-def _show_span(span: SpanRecord) -> None:
-    duration = fmt.ms(None if span.duration_ns < 0 else span.duration_ns / 1e6)
-    st.text(
-        f"{span.name}\nspan {span.span_id}  parent {span.parent_span_id or '(root)'}\n"
-        f"kind {span.kind}  status {span.status_code} {span.status_message}\n"
-        f"duration {duration}  service {span.service_name}"
-    )
-    plain = {k: v for k, v in span.attributes.items() if k not in CONTENT_KEYS}
-    st.json(plain, expanded=True)
-    if span.events:
-        st.text("Events")
-        st.json(
-            [{"name": e.name, "time_ns": e.timestamp_ns, "attributes": e.attributes} for e in span.events]
-        )
-    content = {k: v for k, v in span.attributes.items() if k in CONTENT_KEYS}
-    if content:
-        st.text("Captured content")
-        for key, value in content.items():
-            st.text(key)
-            st.code(str(value), language=None)
-    else:
-        st.caption("Content not captured for this span.")
