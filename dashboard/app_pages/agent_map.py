@@ -118,6 +118,7 @@ def _tables(agent_map: AgentMap, report: Report | None) -> None:
 
 def main() -> None:
     """Draw the page."""
+    nav.restore_list(nav.AGENT_MAP)
     st.title("Agent map")
     active = active_source()
     if active is None:

@@ -136,6 +136,7 @@ def _rebuilt(source: TraceSource, flt: TraceFilter, in_range: int) -> None:
 
 def main() -> None:
     """Draw the page."""
+    nav.restore_list(nav.COSTS)
     st.title("Costs")
     active = active_source()
     if active is None:

@@ -77,6 +77,7 @@ def _counts(failures: list[Failure]) -> None:
 
 def main() -> None:
     """Draw the page."""
+    nav.restore_list(nav.FAILURES)
     st.title("Failures")
     inputs = scan_inputs("failures", "Newest traces to scan", 10_000, DEFAULT_MAX_TRACES)
     if inputs is None:

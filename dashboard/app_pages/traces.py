@@ -55,6 +55,7 @@ def _table(source: TraceSource, flt: TraceFilter, page_size: int) -> None:
 
 def main() -> None:
     """Draw the page."""
+    nav.restore_list(nav.TRACES)
     st.title("Traces")
     active = active_source()
     if active is None:

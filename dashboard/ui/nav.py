@@ -37,6 +37,8 @@ _TITLES = {
 }
 _RETURN = "janux_return_to"
 _ORDER = "janux_trace_order"
+_ITEM_PARAMS = ("trace_id", "span", "span_id")
+"""Query parameters of the pages that show one item, never of a list."""
 
 
 def go(page: str, **params: str | None) -> NoReturn:
@@ -56,16 +58,19 @@ def open_handoff(trace_id: str, span_id: str) -> NoReturn:
 
 
 def picked_row(event: Any) -> int | None:
-    """Position of the row a click selected in a selectable `st.dataframe` (a row or one of its
-    cells), None when nothing is selected."""
+    """Position of the row a click selected in a selectable `st.dataframe`, None when nothing is
+    selected. A clicked cell wins over a selected row: a table whose row selection the page sets
+    (the Trace page's tree) reports the new click as a cell beside the old row."""
     selection = getattr(event, "selection", None)
+    if selection is None and isinstance(event, dict):
+        selection = event.get("selection")
     if selection is None:
         return None
-    rows = list(selection.get("rows", []))
-    if rows:
-        return int(rows[0])
     cells = list(selection.get("cells", []))
-    return int(cells[0][0]) if cells else None
+    if cells:
+        return int(cells[0][0])
+    rows = list(selection.get("rows", []))
+    return int(rows[0]) if rows else None
 
 
 def remember_list(page: str, trace_ids: list[str]) -> None:
@@ -73,6 +78,16 @@ def remember_list(page: str, trace_ids: list[str]) -> None:
     link back to it and previous/next among those traces."""
     st.session_state[_RETURN] = (page, st.query_params.to_dict())
     st.session_state[_ORDER] = list(trace_ids)
+
+
+def restore_list(page: str) -> None:
+    """Browser Back into a list page arrives with the query of the page it left (`?trace_id=`):
+    put back the list's own query, as remembered, before its widgets read it."""
+    if not any(param in st.query_params for param in _ITEM_PARAMS):
+        return
+    remembered = st.session_state.get(_RETURN)
+    params = remembered[1] if remembered is not None and remembered[0] == page else {}
+    st.query_params.from_dict({**params, **source_params()})
 
 
 def back_link(default: str = TRACES) -> None:

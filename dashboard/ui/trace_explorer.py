@@ -123,7 +123,7 @@ def _detail(view: TraceView, rows: list[OutlineRow], current: str | None) -> Non
     if detail.error:
         st.error(fmt.markdown_text(detail.error))
     facts = pd.DataFrame(detail.facts + detail.usage, columns=["", "value"])
-    show_table(facts, key="trace_span_facts")
+    show_table(facts, key="trace_span_facts", visible_rows=len(facts))
     price = round_price_text(view, span)
     if price is not None:
         st.caption(fmt.markdown_text(price))

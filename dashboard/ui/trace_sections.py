@@ -19,8 +19,10 @@ def headline(view: TraceView) -> None:
     """The header: root agent, conversation, start, duration, status; cost, tokens, checks; counts;
     the trace id with a copy button."""
     total = view.total
-    for col, (label, value) in zip(st.columns(5), trace_outline.headline(view), strict=True):
-        col.metric(label, value, help=value)
+    # Names and times are written out (wrapped when long), never cut like a metric's value.
+    for col, (label, value) in zip(st.columns([1, 2, 2, 1, 1]), trace_outline.headline(view), strict=True):
+        col.caption(label)
+        col.markdown(f"**{fmt.markdown_text(value)}**")
     top = st.columns(5)
     label = "Total cost (estimated)" if total.is_estimated else "Total cost"
     top[0].metric(label, fmt.usage_cost(total), help=fmt.usage_cost_full(total))
