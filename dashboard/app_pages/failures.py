@@ -35,8 +35,7 @@ ERROR_COLUMNS = {
         "error", width="large", help="Double-click a cell for its full text."
     ),
     "task": st.column_config.TextColumn("task", width="medium"),
-}
-"""The error column is wide; a double click on a cell shows its whole text (nothing is cut off)."""
+}  # the error column is wide; a double click on a cell shows its whole text (nothing is cut off)
 
 
 def _trace_ids(source: TraceSource, flt: TraceFilter, limit: int) -> list[str]:

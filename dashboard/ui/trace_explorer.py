@@ -88,7 +88,9 @@ def _tree(view: TraceView, rows: list[OutlineRow], current: str | None) -> None:
     shown = [r for r in rows if r.kind in kinds and outline.matches(view, r, needle)]
     if needle:
         st.caption(f"{len(shown):,} of {len(rows):,} spans match.")
-    shown = shown[:TREE_ROWS]
+    if len(shown) > TREE_ROWS:
+        st.caption(f"Showing the first {TREE_ROWS:,} of {len(shown):,} spans: search to find the others.")
+        shown = shown[:TREE_ROWS]
     ids = [r.span_id for r in shown]
     st.session_state[_TREE_IDS] = ids
     at = ids.index(current) if current in ids else None

@@ -22,21 +22,22 @@ def headline(view: TraceView) -> None:
     # Names and times are written out (wrapped when long), never cut like a metric's value.
     for col, (label, value) in zip(st.columns([1, 2, 2, 1, 1]), trace_outline.headline(view), strict=True):
         col.caption(label)
-        col.markdown(f"**{fmt.markdown_text(value)}**")
+        col.text(value)
     top = st.columns(5)
     label = "Total cost (estimated)" if total.is_estimated else "Total cost"
     top[0].metric(label, fmt.usage_cost(total), help=fmt.usage_cost_full(total))
     tokens = fmt.UNKNOWN if total.is_unknown else f"{total.input_tokens:,} / {total.output_tokens:,}"
-    top[1].metric("Tokens in / out", tokens, help=f"{total.unpriced_tokens:,} unpriced tokens")
+    top[1].metric("Tokens in / out", tokens)
     top[2].metric("Checks", badge(view), help=CHECKS_HELP)
     failed = sum(1 for d in view.delegations if outcomes.is_failed_handoff(d))
     top[3].metric("Failed handoffs", f"{failed:,}", help=outcomes.is_failed_handoff.__doc__)
     top[4].metric("Timed-out attempts", f"{sum(f.timeouts for f in view.failures):,}")
-    counts = st.columns([1, 1, 1, 2])
+    counts = st.columns([1, 1, 1, 1, 2])
     counts[0].metric("Agent loops", f"{len(view.nodes):,}")
     counts[1].metric("Delegations", f"{len(view.delegations):,}")
     counts[2].metric("Attempts", f"{sum(len(d.attempts) for d in view.delegations):,}")
-    with counts[3]:
+    counts[3].metric("Unpriced tokens", f"{total.unpriced_tokens:,}")
+    with counts[4]:
         st.caption("Trace id")
         st.code(view.trace_id, language=None)
     unread = total.unread_rounds

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl
 
 import pandas as pd
 from streamlit.testing.v1 import AppTest
@@ -30,7 +29,7 @@ def _metrics(at: AppTest) -> dict[str, str]:
 
 # Each table is found by columns only it has (a plain st.dataframe carries no key in AppTest).
 TABLES = {
-    "traces_table": {"trace", "checks", "open"},
+    "traces_table": {"trace", "checks", "conversation"},
     "trace_attempts": {"attempt", "error.type"},
     "trace_delegations": {"caller", "tool", "attempt errors"},
     "trace_nodes": {"loop", "own cost", "inclusive cost"},
@@ -42,7 +41,7 @@ TABLES = {
     "costs_model": {"model", "rounds"},
     "costs_conversation": {"conversation", "traces"},
     "costs_top": {"delegation tool", "total USD"},
-    "failures_table": {"kind", "reason", "task", "open"},
+    "failures_table": {"kind", "reason", "task", "error"},
     "failures_groups": {"kind", "reason", "handoffs"},
     "compare_costs": {"measure", "B − A"},
     "compare_tree": {"loop", "change"},
@@ -78,7 +77,6 @@ def test_traces_page_lists_traces_with_cost_and_badge(
     assert text.loc[CONTRACT_ID, "estimated USD"] == cells.MISSING
     assert frame.loc[CONTRACT_ID, "checks"] == "✓ ok"
     assert frame.loc[CONTRACT_ID, "attempts"] == 4
-    assert frame.loc[CONTRACT_ID, "open"] == f"trace?trace_id={CONTRACT_ID}"
     # The other runtime's trace has an estimate and 400 tokens on a model without a price.
     assert text.loc[PLAIN_ID, "estimated USD"].startswith("≈ $")
     assert text.loc[PLAIN_ID, "cost USD"] == fmt.UNPRICED
@@ -203,7 +201,7 @@ def test_failures_page(open_page: OpenPage, two_traces: MemoryTraceSource) -> No
     denied = table[table["kind"] == "denied"]
     assert list(denied["reason"]) == [DENY_RULE]
     assert list(denied["target"]) == ["coder"]
-    assert list(denied["open"]) == [f"trace?trace_id={CONTRACT_ID}"]
+    assert list(denied["trace"]) == [CONTRACT_ID]
     cut = table[table["kind"] == "cut"]
     assert list(cut["reason"]) == [c.STOP_MAX_TURNS]
     timeouts = table[table["kind"] == "timeout"]
@@ -270,10 +268,12 @@ def test_uploaded_files_source(open_page: OpenPage) -> None:
     at.run()
     assert not at.exception
     assert list(_frame(at, "traces_table")["trace"]) == [CONTRACT_ID]
-    link = _frame(at, "traces_table")["open"].iloc[0]
-    assert link.startswith(f"trace?trace_id={CONTRACT_ID}&upload=")
-    # The link opens a new tab, i.e. a new session: it must find the uploaded traces, not the store.
-    query = dict(parse_qsl(link.split("?", 1)[1]))
+    # A click on the row opens the trace in this session; its address names the upload.
+    at.session_state["traces_table"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at.run()
+    query = at.query_params
+    assert query["trace_id"] == CONTRACT_ID and query["upload"]
+    # That address, opened in a new tab (a new session), finds the uploaded traces, not the store.
     tab = AppTest.from_file(str(APP), default_timeout=60)
     for key, value in query.items():
         tab.query_params[key] = value
@@ -283,9 +283,15 @@ def test_uploaded_files_source(open_page: OpenPage) -> None:
     assert tab.sidebar.radio(key="janux_source_choice").value == "Uploaded files"
     assert _metrics(tab)["Total cost"] == fmt.usd(TOTAL_COST)
     assert any("a.jsonl" in rendered(cap.value) for cap in tab.sidebar.caption)
-    # Removing the files in the first session empties that session's source.
-    at.file_uploader(key="janux_files").set_value([]).run()
-    assert any("No trace source is open" in i.value for i in at.info)
+    # Removing the files empties that session's source.
+    again = open_page(None)
+    again.sidebar.radio(key="janux_source_choice").set_value("Uploaded files").run()
+    again.file_uploader(key="janux_files").set_value(
+        [("a.jsonl", json_lines(contract_trace()), "application/json")]
+    )
+    again.run()
+    again.file_uploader(key="janux_files").set_value([]).run()
+    assert any("No trace source is open" in i.value for i in again.info)
 
 
 def test_bad_source_setting_is_shown_not_raised(open_page: OpenPage, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -302,20 +308,17 @@ def test_live_tail_toggle_runs(open_page: OpenPage, two_traces: MemoryTraceSourc
     assert len(_frame(at, "traces_table")) == 2
 
 
-def test_inspector_shows_content_only_when_captured(
+def test_span_detail_shows_content_only_when_captured(
     open_page: OpenPage, two_traces: MemoryTraceSource
 ) -> None:
     tool = next(s for s in contract_trace() if s.attributes.get(c.GEN_AI_TOOL_NAME) == "delegate.researcher")
-    at = open_page(two_traces, "trace.py", trace_id=CONTRACT_ID)
-    # The delegations tab shows the captured task once; the inspector adds it for the tool span.
-    at.text_input(key="trace_span_id").set_value(tool.span_id).run()
+    # The delegations tab shows the captured task once; the selected tool span's detail adds it.
+    at = open_page(two_traces, "trace.py", trace_id=CONTRACT_ID, span=tool.span_id)
     assert sum(code.value == TASK_TEXT for code in at.code) == 2
     chat = next(s for s in contract_trace() if s.name.startswith(c.OP_CHAT))
-    at.text_input(key="trace_span_id").set_value(chat.span_id).run()
+    at = open_page(two_traces, "trace.py", trace_id=CONTRACT_ID, span=chat.span_id)
     assert sum(code.value == TASK_TEXT for code in at.code) == 1
     assert "Content not captured for this span." in [cap.value for cap in at.caption]
-    at.text_input(key="trace_span_id").set_value("0" * 16).run()
-    assert "No span with that id in this trace." in [w.value for w in at.warning]
 
 
 def test_page_scripts_have_no_stray_top_level_expressions() -> None:

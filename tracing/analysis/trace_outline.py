@@ -107,13 +107,13 @@ def outline(view: TraceView) -> list[OutlineRow]:
 
 
 def matches(view: TraceView, row: OutlineRow, text: str) -> bool:
-    """True when `text` (any case) is in the row's span name, label, agent or any attribute value
-    (or key): the search inside a trace."""
+    """True when `text` (any case) is in the row's span name, label, agent, span id or any
+    attribute (key=value): the search inside a trace."""
     needle = text.strip().lower()
     if not needle:
         return True
     span = view.span(row.span_id)
-    haystack = [row.label, row.agent, row.outcome]
+    haystack = [row.label, row.agent, row.outcome, row.span_id]
     if span is not None:
         haystack.append(span.name)
         haystack.extend(f"{k}={v}" for k, v in span.attributes.items())
