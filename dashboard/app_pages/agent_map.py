@@ -49,7 +49,8 @@ def _node(node: AgentStats) -> None:
 def _edge(edge: EdgeStats) -> None:
     cols = st.columns(5)
     cols[0].metric("Delegations", f"{edge.count:,}")
-    cols[1].metric("Attempts / delegation", f"{edge.attempts_per_delegation:.2f}")
+    # Counted, not divided: denied handoffs run no attempt, so a ratio would read "0.25 attempts".
+    cols[1].metric("Attempts", f"{edge.attempts:,}", help="Attempts run over all delegations of the edge.")
     cols[2].metric("Failure rate", f"{edge.failure_rate:.1%}")
     cols[3].metric("Cost carried", views.usd(edge.cost))
     cols[4].metric("p50 / p95", f"{views.ms(edge.p50_ms)} / {views.ms(edge.p95_ms)}")

@@ -18,12 +18,14 @@ from janux.tracing.analysis.trace_parts import Failure
 from janux.tracing.sources.protocol import TraceFilter, TraceSource
 
 DEFAULT_MAX_TRACES = 200
-KINDS = ("denied", "failed", "fallback", "cut", "timeout", "open", "error")
+KINDS = ("denied", "failed", "fallback", "cut", "timeout", "retried", "open", "error")
 # Help text of the kind metrics that need one. (A bare string here would be drawn on the page:
 # Streamlit's "magic" writes every top-level expression of a page script.)
 KIND_HELP = {
     "timeout": "Handoffs with at least one timed-out attempt, whatever their final status "
     "(a timeout followed by a fallback also counts under fallback).",
+    "retried": "Handoffs that completed after a failed attempt: the attempt's error is listed, the "
+    "handoff did not fail.",
     "open": "Handoffs with a HANDOFF_START and no HANDOFF_END yet.",
     "error": "Failed agent loops of other runtimes.",
 }

@@ -100,7 +100,7 @@ def tree(view: TraceView) -> None:
     st.graphviz_chart(handoff_dot(view, max_nodes=limit))
     st.caption(
         "Edges: delegations (solid), transfers (bold), failed attempts (dashed); labels: tool, "
-        "status, attempt, duration. Notes: handoffs that never ran."
+        "attempt and how it ended, the attempt's own duration. Notes: handoffs that never ran."
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from janux.tracing import conventions as c
+from janux.tracing.analysis import outcomes
 from janux.tracing.analysis.handoff_tree import HandoffTree
 from janux.tracing.analysis.span_index import NO_PARENT, SpanIndex
 from janux.tracing.analysis.trace_parts import BudgetBurn, Delegation, Failure, FailureKind
@@ -13,14 +14,18 @@ MISSING_END = "missing HANDOFF_END"
 
 
 def _reason(delegation: Delegation, kind: FailureKind) -> str:
-    """What the Failures view groups by: the rule, the budget line, or the error."""
+    """What the Failures view groups by: the rule, the budget line, or the error (one name per
+    reason: `outcomes.reason_name`)."""
     if kind == "open":
         return MISSING_END
     if kind == "timeout":
         return c.ERROR_TIMEOUT
+    if kind == outcomes.RETRIED:
+        failed = next(a for a in delegation.attempts if a.status == "error")
+        return outcomes.reason_name(failed.error_type or "error")
     for value in (delegation.deny_reason, delegation.stop_reason, delegation.error_type, delegation.error):
         if value:
-            return value
+            return outcomes.reason_name(value)
     return kind
 
 
@@ -32,7 +37,18 @@ def _kind(delegation: Delegation, timeouts: int) -> FailureKind | None:
         return "open"
     if timeouts:
         return "timeout"
+    if any(a.status == "error" for a in delegation.attempts):
+        return "retried"
     return None
+
+
+def _error(delegation: Delegation, kind: FailureKind) -> str | None:
+    """The error text of the row: the handoff's, else (retried) every failed attempt's, whole."""
+    if kind != outcomes.RETRIED and delegation.error:
+        return delegation.error
+    failed = [a for a in delegation.attempts if a.status == "error"]
+    texts = [f"attempt {a.number}: {a.error_type or 'error'}: {a.error or ''}".rstrip(": ") for a in failed]
+    return "; ".join(texts) or delegation.error
 
 
 def delegation_failures(trace_id: str, tree: HandoffTree) -> list[Failure]:
@@ -56,7 +72,7 @@ def delegation_failures(trace_id: str, tree: HandoffTree) -> list[Failure]:
                 attempts=delegation.attempt_count,
                 timeouts=timeouts,
                 status=delegation.status,
-                error=delegation.error,
+                error=_error(delegation, kind),
                 duration_ms=delegation.duration_ms,
                 task=delegation.task,
                 start_ns=delegation.start_ns,
@@ -75,7 +91,7 @@ def loop_failures(trace_id: str, tree: HandoffTree) -> list[Failure]:
         failures.append(
             Failure(
                 kind="error",
-                reason=node.error_type or "error",
+                reason=outcomes.reason_name(node.error_type or "error"),
                 trace_id=trace_id,
                 span_id=node.span_id,
                 caller=tree.nodes[node.parent].agent if node.parent is not None else None,

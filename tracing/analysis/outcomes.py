@@ -84,3 +84,16 @@ def trace_status(failures: list[Failure], open_spans: int) -> str:
     if is_failed_trace(failures):
         return "failed"
     return STILL_OPEN if open_spans else "ok"
+
+
+def failure_text(failures: list[Failure]) -> str:
+    """What failed in a trace, in one cell: `failed: rate_limited` (kind: reason) of its first failed
+    handoff or loop, `+ 2 more` when there are others; else `retried: model_error` or
+    `timeout: timeout` for a trace that recovered; "" when nothing went wrong."""
+    failing = [f for f in failures if f.kind in c.FAILING_STATUSES or f.kind == "error"]
+    shown = failing or [f for f in failures if f.kind != "open"]
+    if not shown:
+        return ""
+    first = shown[0]
+    more = f" + {len(shown) - 1} more" if len(shown) > 1 else ""
+    return f"{first.kind}: {first.reason}{more}"

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from janux.tracing import conventions as c
+from janux.tracing.analysis import outcomes
 from janux.tracing.analysis.agentmap.classify import LinkRow
 from janux.tracing.analysis.agentmap.fleet_stats import MapUsage
 
@@ -236,7 +237,7 @@ def _reason(kind: str | None, tool: LinkRow | None, error_type: str | None) -> s
     if kind == c.ERROR_TIMEOUT:
         return c.ERROR_TIMEOUT
     values = (tool.deny_reason, tool.stop_reason, error_type, tool.error) if tool else (error_type,)
-    return next((v for v in values if v), kind)
+    return outcomes.reason_name(next((v for v in values if v), kind))  # one name per reason
 
 
 def _caller(delegation: MapDelegation, kind: str, target: str) -> str:
