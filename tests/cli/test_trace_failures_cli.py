@@ -82,7 +82,7 @@ def test_trace_accepts_a_unique_prefix_and_refuses_an_ambiguous_one(
 def test_traces_has_conversation_status_and_failure_columns(
     capsys: pytest.CaptureFixture[str], demo_store: tuple[Path, dict[str, str], list[Any]]
 ) -> None:
-    data_dir, ids, spans = demo_store
+    data_dir, ids, _ = demo_store
     code, out = _run(capsys, "traces", "--json", "--data-dir", str(data_dir))
     rows = {row["trace"]: row for row in map(json.loads, out.splitlines())}
     assert code == 0 and set(rows) == set(ids.values())
