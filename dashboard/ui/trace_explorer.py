@@ -72,11 +72,10 @@ def _tree_frame(rows: list[OutlineRow]) -> pd.DataFrame:
                 "outcome": r.outcome,
                 "duration": fmt.ms(r.duration_ms),
                 "cost": r.cost,
-                "agent": r.agent,
             }
             for r in rows
         ],
-        columns=["span", "kind", "outcome", "duration", "cost", "agent"],
+        columns=["span", "kind", "outcome", "duration", "cost"],
     )
 
 
@@ -96,7 +95,11 @@ def _tree(view: TraceView, rows: list[OutlineRow], current: str | None) -> None:
     at = ids.index(current) if current in ids else None
     selection = {"rows": [] if at is None else [at], "columns": [], "cells": []}
     st.session_state[TREE_KEY] = {"selection": selection}
-    show_table(_tree_frame(shown), key=TREE_KEY, visible_rows=20, selectable=True, max_rows=TREE_ROWS)
+    show_table(
+        _tree_frame(shown), key=TREE_KEY, visible_rows=20, selectable=True, max_rows=TREE_ROWS,
+        column_config={"span": st.column_config.TextColumn("span", width="medium"),
+                       "outcome": st.column_config.TextColumn("outcome", width="medium")},
+    )  # fmt: skip
 
 
 def _waterfall(view: TraceView) -> None:
@@ -114,6 +117,12 @@ def _waterfall(view: TraceView) -> None:
     st.caption(note)
 
 
+def _plain_table(frame: pd.DataFrame) -> None:
+    """A small text table drawn as plain HTML (no grid to start: a span's detail shows at once);
+    every cell is already text, wrapped when long, never cut."""
+    st.table(frame.set_index(frame.columns[0]), border="horizontal")
+
+
 def _detail(view: TraceView, rows: list[OutlineRow], current: str | None) -> None:
     span = view.span(current) if current else None
     if span is None:
@@ -125,18 +134,18 @@ def _detail(view: TraceView, rows: list[OutlineRow], current: str | None) -> Non
     if detail.error:
         st.error(fmt.markdown_text(detail.error))
     facts = pd.DataFrame(detail.facts + detail.usage, columns=["", "value"])
-    show_table(facts, key="trace_span_facts", visible_rows=len(facts))
+    _plain_table(facts)
     price = round_price_text(view, span)
     if price is not None:
         st.caption(fmt.markdown_text(price))
     if detail.budget is not None:
         st.caption("Budget")
-        show_table(detail.budget, key="trace_span_budget")
+        _plain_table(detail.budget)
     st.caption("Attributes")
-    show_table(detail.attributes, key="trace_span_attributes")
+    _plain_table(detail.attributes)
     if not detail.events.empty:
         st.caption("Events")
-        show_table(detail.events, key="trace_span_events")
+        _plain_table(detail.events)
     if detail.content:
         st.caption("Captured content")
         for key, value in detail.content.items():
@@ -146,18 +155,25 @@ def _detail(view: TraceView, rows: list[OutlineRow], current: str | None) -> Non
         st.caption("Content not captured for this span.")
 
 
+@st.fragment
 def explorer(view: TraceView) -> None:
-    """The split view: tree or waterfall on the left, the selected span's detail on the right."""
+    """The split view: tree or waterfall on the left, the selected span's detail on the right.
+
+    A fragment: a click in the tree or the waterfall redraws only this view, not the whole page.
+    """
     _clicked_in_tree()
     _clicked_in_waterfall()
     rows = outline.outline(view)
     current = selected_span(view)
     left, right = st.columns([3, 2], gap="medium")
     with left:
-        tree_tab, fall_tab = st.tabs(["Tree", "Waterfall"])
-        with tree_tab:
-            _tree(view, rows, current)
-        with fall_tab:
-            _waterfall(view)
+        # Only the chosen tab is drawn: the waterfall (a tall chart) costs nothing until asked for.
+        tree_tab, fall_tab = st.tabs(["Tree", "Waterfall"], key="trace_view_tab", on_change="rerun")
+        if tree_tab.open is not False:
+            with tree_tab:
+                _tree(view, rows, current)
+        if fall_tab.open:
+            with fall_tab:
+                _waterfall(view)
     with right:
         _detail(view, rows, current)

@@ -42,7 +42,11 @@ def test_big_trace_page_is_collapsed_by_default(
     assert hidden == len(view.nodes) - DEFAULT_MAX_NODES
     limit = at.number_input(key="trace_tree_limit")
     assert limit.value == DEFAULT_MAX_NODES and f"of {len(view.nodes):,}" in limit.label
-    # Waterfall: every span (not only handoffs), at most DEFAULT_MAX_ROWS rows, the rest counted.
+    # The waterfall is drawn only once its tab is chosen; then every span (not only handoffs), at
+    # most DEFAULT_MAX_ROWS rows, the rest counted.
+    assert not at.get("vega_lite_chart")
+    at.session_state["trace_view_tab"] = "Waterfall"
+    at.run()
     assert at.toggle(key="trace_tl_handoffs").value is False
     (chart,) = at.get("vega_lite_chart")
     rows = [dataframe_util.convert_arrow_bytes_to_pandas_df(d.data.data) for d in chart.proto.datasets]
@@ -50,6 +54,8 @@ def test_big_trace_page_is_collapsed_by_default(
     notes = [c.value for c in at.caption if "not drawn" in c.value]
     assert len(notes) == 1 and re.search(r"[\d,]+ span\(s\) not drawn", notes[0])
     # The tree: the first TREE_ROWS spans, in tree order, the rest found by the search.
+    at.session_state["trace_view_tab"] = "Tree"
+    at.run()
     (tree,) = [d for d in at.dataframe if {"span", "kind", "outcome"} <= set(d.value.columns)]
     assert len(tree.value) == TREE_ROWS
     assert any(f"first {TREE_ROWS:,} of {len(view.index.spans):,} spans" in c.value for c in at.caption)

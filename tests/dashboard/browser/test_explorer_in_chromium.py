@@ -30,6 +30,8 @@ def _views(served: Served) -> dict[str, TraceView]:
         return {t.trace_id: reconstruct(store.get_trace(t.trace_id)) for t in served.traces}
 
 
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+"""The app once its script (or fragment) has finished running."""
 _HEADERS_JS = (
     "els => els.map(el => { const tr = el.querySelector('table tr');"
     " return tr ? [...tr.children].map(c => c.innerText) : []; })"
@@ -87,9 +89,16 @@ def _heading(page: Page, name: str) -> None:
 def _detail_value(page: Page, label: str) -> str:
     """A value of the selected span's detail panel (the facts table beside the tree), once drawn."""
 
+    script = (
+        "els => els.flatMap(el => [...el.querySelectorAll('tr')]"
+        ".map(tr => [...tr.children].map(c => c.innerText.trim())))"
+    )
+
     def value() -> str | None:
-        rows = _rows(_table(page, "", "value", exact=True))
-        return next((row[1] for row in rows[1:] if row[0] == label), None)
+        if page.locator(IDLE).count() == 0:
+            return None  # still drawing: a value now may be the previous span's
+        rows: Any = page.locator("[data-testid='stTable']").evaluate_all(script)
+        return next((str(row[1]) for row in rows if len(row) > 1 and row[0] == label), None)
 
     return wait_until(value, timeout_s=UI_WAIT_MS / 1000, interval_s=0.1, what=f"{label} in the span detail")
 
