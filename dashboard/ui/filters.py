@@ -10,6 +10,7 @@ import streamlit as st
 
 from janux.dashboard.ui import url_state as url
 from janux.dashboard.ui.state import active_source, link_params
+from janux.tracing.analysis.trace_find import TraceQuery
 from janux.tracing.sources.protocol import TraceFilter, TraceSource
 
 TIME_RANGES: dict[str, float | None] = {
@@ -106,3 +107,28 @@ def trace_filter(prefix: str, source: TraceSource, *, full: bool = True) -> Trac
     flt.has_failed_handoffs = more[3].checkbox("Has failed handoffs", key=f"{prefix}_failed")
     url.publish("failed", flt.has_failed_handoffs, False)
     return flt
+
+
+FIND_FIELDS = (
+    ("reason", "Failure reason", "rate_limited, max_turns, model_error"),
+    ("agent", "Agent anywhere", "an agent that ran at any depth"),
+    ("error", "Error text", "words of an error message"),
+    ("attribute", "Span attribute", "key=value, or key"),
+)
+"""(field of `TraceQuery` and URL parameter, label, placeholder) of the find-inside inputs."""
+
+
+def find_inside() -> TraceQuery:
+    """ "Find inside traces": failure reason, agent anywhere, error text, span attribute; kept in
+    the URL (`?reason=&agent_any=&error=&attribute=`)."""
+    params = {"reason": "reason", "agent": "agent_any", "error": "error", "attribute": "attribute"}
+    query = TraceQuery()
+    with st.expander("Find inside traces", expanded=any(p in st.query_params for p in params.values())):
+        cols = st.columns(len(FIND_FIELDS))
+        for col, (name, label, hint) in zip(cols, FIND_FIELDS, strict=True):
+            key = f"traces_find_{name}"
+            url.seed(key, params[name], str)
+            value = col.text_input(label, key=key, placeholder=hint).strip()
+            url.publish(params[name], value, "")
+            setattr(query, name, value)
+    return query
