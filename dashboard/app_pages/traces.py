@@ -18,8 +18,7 @@ from janux.tracing.analysis.trace_find import TraceQuery, matches
 from janux.tracing.analysis.trace_list import CHECKS_HELP, needs_rebuild, traces_frame
 from janux.tracing.sources.protocol import TraceFilter, TraceSource, TraceSummary
 
-FIND_SCAN = 1_000
-"""Newest traces read (and rebuilt) to find what happened inside them."""
+FIND_SCAN = 1_000  # newest traces read (and rebuilt) to find what happened inside them
 PAGE_SIZES = (25, 50, 100)
 LIVE_EVERY_S = 5
 
