@@ -23,6 +23,8 @@ FAILURES = "app_pages/failures.py"
 """The Failures page (`?caller=&target=` narrows it to one edge)."""
 HANDOFF = "app_pages/handoff.py"
 """The failed-handoff screen (`?trace_id=&span_id=`)."""
+CONVERSATIONS = "app_pages/conversations.py"
+"""The Conversations page (`?conversation=` names the one whose turns are listed)."""
 COSTS = "app_pages/costs.py"
 """The Costs page."""
 AGENT_MAP = "app_pages/agent_map.py"
@@ -34,6 +36,7 @@ _TITLES = {
     AGENT_MAP: "Agent map",
     HANDOFF: "Failed handoff",
     COSTS: "Costs",
+    CONVERSATIONS: "Conversations",
 }
 _RETURN = "janux_return_to"
 _ORDER = "janux_trace_order"
