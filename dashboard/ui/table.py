@@ -42,12 +42,14 @@ def show_table(
     max_rows: int = MAX_ROWS,
     visible_rows: int | None = None,
     selectable: bool = False,
+    by_cell: bool = False,
 ) -> int | None:
     """Draw a table (index hidden) with the shared cell conventions.
 
     `visible_rows` makes a long list taller than Streamlit's default of about ten rows. A
     `selectable` table reruns the page on a click on any of its cells and returns the position of
-    the clicked row (None before a click, and always for other tables).
+    the clicked row (None before a click, and always for other tables); `by_cell` selects cells
+    only (no row checkboxes: the arrow keys then move the selection from row to row).
     """
     configured = dict(column_config or {})
     if len(frame) > max_rows:
@@ -65,6 +67,6 @@ def show_table(
         return None
     event = st.dataframe(
         data, hide_index=True, key=key, column_config=config, placeholder=cells.MISSING, height=height,
-        on_select="rerun", selection_mode=["single-row", "single-cell"],
+        on_select="rerun", selection_mode="single-cell" if by_cell else ["single-row", "single-cell"],
     )  # fmt: skip
     return picked_row(event)

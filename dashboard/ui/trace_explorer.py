@@ -93,10 +93,14 @@ def _tree(view: TraceView, rows: list[OutlineRow], current: str | None) -> None:
     ids = [r.span_id for r in shown]
     st.session_state[_TREE_IDS] = ids
     at = ids.index(current) if current in ids else None
-    selection = {"rows": [] if at is None else [at], "columns": [], "cells": []}
-    st.session_state[TREE_KEY] = {"selection": selection}
+    state: Any = st.session_state.get(TREE_KEY)
+    if at is None or picked_row(state) != at:
+        # Show the URL's span as selected; a cell the person just clicked (or moved to with the
+        # arrow keys) is left as it is, so the grid keeps its focus.
+        cells = [] if at is None else [[at, "span"]]
+        st.session_state[TREE_KEY] = {"selection": {"rows": [], "columns": [], "cells": cells}}
     show_table(
-        _tree_frame(shown), key=TREE_KEY, visible_rows=20, selectable=True, max_rows=TREE_ROWS,
+        _tree_frame(shown), key=TREE_KEY, visible_rows=20, selectable=True, by_cell=True, max_rows=TREE_ROWS,
         column_config={"span": st.column_config.TextColumn("span", width="medium"),
                        "outcome": st.column_config.TextColumn("outcome", width="medium")},
     )  # fmt: skip

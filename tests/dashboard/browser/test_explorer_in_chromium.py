@@ -13,6 +13,7 @@ from playwright.sync_api import Locator, Page, expect
 
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import outcomes
+from janux.tracing.analysis.trace_outline import outline
 from janux.tracing.analysis.trace_view import TraceView, reconstruct
 from janux.tracing.sources.store import open_store
 from tests.dashboard.browser.test_dashboard_in_chromium import (
@@ -23,6 +24,12 @@ from tests.dashboard.browser.test_dashboard_in_chromium import (
     _shot,
 )
 from tests.support.wait import wait_until
+
+
+def outline_after(view: TraceView, span_id: str) -> str:
+    """The span of the tree row below `span_id`'s."""
+    ids = [r.span_id for r in outline(view)]
+    return ids[ids.index(span_id) + 1]
 
 
 def _views(served: Served) -> dict[str, TraceView]:
@@ -135,6 +142,12 @@ def test_inspect_a_trace_from_the_list_and_come_back(served: Served, page: Page)
     assert _detail_value(page, "duration") == fmt.ms(first.duration_ms)  # the attempt's own, not 22 ms
     expect(page.get_by_text("upstream returned 503", exact=False).first).to_be_visible()
     _shot(page, "trace")
+    # The arrow keys move the selection: down from the failed attempt is its model round.
+    page.keyboard.press("ArrowDown")
+    below = next(r for r in outline(retried) if r.span_id == outline_after(retried, first.span_id))
+    expect(page.get_by_role("heading", name=f"{below.label} ({below.kind})")).to_be_visible(
+        timeout=UI_WAIT_MS
+    )
     # Back to the list as it was left: the in-page link, then the browser's Back button.
     page.get_by_role("link", name="← Traces").click()
     _heading(page, "Traces")
