@@ -9,20 +9,11 @@ import pandas as pd
 from janux.tracing import conventions as c
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import outcomes
-from janux.tracing.analysis.trace_parts import AgentNode, Delegation, Failure
+from janux.tracing.analysis.trace_parts import Delegation, Failure
 from janux.tracing.analysis.trace_view import TraceView
 
 FAILING_OR_OPEN = c.FAILING_STATUSES | {"open"}
 """Statuses whose error type explains the delegation's outcome."""
-
-
-def _loop_status(node: AgentNode) -> str:
-    """`ok`, `open`, `cut: max_turns` or `error: timeout`."""
-    if node.stop_reason:
-        return f"cut: {node.stop_reason}"
-    if node.status == "error" and node.error_type:
-        return f"error: {node.error_type}"
-    return node.status
 
 
 def nodes_frame(view: TraceView) -> pd.DataFrame:
@@ -33,7 +24,7 @@ def nodes_frame(view: TraceView) -> pd.DataFrame:
             {
                 "loop": "    " * node.depth + node.agent + (f" #{node.attempt}" if node.attempt else ""),
                 "depth": node.depth,
-                "status": _loop_status(node),
+                "status": outcomes.loop_outcome(node),
                 "own cost": fmt.usage_cost(node.own),
                 "inclusive cost": fmt.usage_cost(node.inclusive),
                 "own tokens": fmt.tokens(node.own),

@@ -110,3 +110,20 @@ def test_outline_lists_every_span_and_the_search_finds_by_attribute(demo: Demo) 
     conversation = next(n.conversation_id for n in view.nodes if n.conversation_id)
     assert all(matches(view, r, conversation) for r in rows if r.kind == "loop")
     assert [r for r in rows if matches(view, r, "")] == rows
+
+
+def test_compare_tells_two_loops_that_failed_differently_apart(demo: Demo) -> None:
+    from janux.dashboard.views.compare import failure_diff, tree_diff
+
+    retried = _view(demo, "retry_then_success")
+    failed = _view(demo, "failed_delegation")
+    diff = tree_diff(retried, failed).set_index("loop")
+    both = [path for path in diff.index if diff.loc[path, "status A"] and diff.loc[path, "status B"]]
+    attempt = next(p for p in both if "researcher" in p and p.endswith("#1"))
+    assert (diff.loc[attempt, "status A"], diff.loc[attempt, "status B"]) == (
+        "error: model_error",
+        "error: rate_limited",
+    )
+    assert diff.loc[attempt, "change"] == "changed"
+    failures = failure_diff(retried, failed).set_index("failure")
+    assert failures.loc["retried: model_error", "A"] == 1 and failures.loc["failed: rate_limited", "B"] == 1

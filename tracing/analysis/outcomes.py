@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Final
 
 from janux.tracing import conventions as c
-from janux.tracing.analysis.trace_parts import Attempt, Delegation, Failure
+from janux.tracing.analysis.trace_parts import AgentNode, Attempt, Delegation, Failure
 
 NOT_RUN: Final = "not run"
 """A handoff that never started an attempt (denied, cut before it ran): no duration, no cost."""
@@ -97,3 +97,13 @@ def failure_text(failures: list[Failure]) -> str:
     first = shown[0]
     more = f" + {len(shown) - 1} more" if len(shown) > 1 else ""
     return f"{first.kind}: {first.reason}{more}"
+
+
+def loop_outcome(node: AgentNode) -> str:
+    """How an agent loop ended: `ok`, `open`, `cut: max_turns` or `error: timeout` (two loops that
+    failed differently never read the same)."""
+    if node.stop_reason:
+        return f"cut: {node.stop_reason}"
+    if node.status == "error":
+        return f"error: {reason_name(node.error_type or 'error')}"
+    return node.status

@@ -234,7 +234,7 @@ def test_compare_page_diffs_two_traces(served: Served, page: Page) -> None:
     expect(page.locator("svg").get_by_text("researcher", exact=False).first).to_be_visible(timeout=UI_WAIT_MS)
     # The pickers show which traces the URL chose: start time, root agent, cost, short id.
     assert plain.bill_cost is not None
-    label_a = f" · triage · {money_text(plain.bill_cost)} · {plain.trace_id[:8]}"
+    label_a = f" · triage · {plain.conversation_id} · {money_text(plain.bill_cost)} · {plain.trace_id[:8]}"
     expect(page.get_by_role("combobox", name="Trace A")).to_have_value(re.compile(re.escape(label_a) + "$"))
     expect(page.get_by_role("combobox", name="Trace B")).to_have_value(re.compile(retried.trace_id[:8] + "$"))
     _shot(page, "compare")
