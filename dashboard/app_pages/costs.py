@@ -89,6 +89,7 @@ def _headline(usage: RangeUsage) -> None:
 
 
 def _exact(usage: RangeUsage) -> None:
+    st.header("Exact totals of the range")
     st.caption("Exact over every trace in the range (the store's aggregates).")
     _headline(usage)
     _table("By agent (own)", usage.tables["agent"], "agent", NOTES["agent"])
