@@ -66,11 +66,12 @@ def main() -> None:
     sections.headline(view)
     sections.issues(view)
     explorer(view)
-    tabs = st.tabs(["Handoff graph", "Delegations & attempts", "Cost per loop", "Budgets", "Checks"])
-    drawers = (sections.tree, sections.delegations, sections.costs, sections.budgets, sections.checks)
-    for tab, draw in zip(tabs, drawers, strict=True):
-        with tab:
-            draw(view)
+    # Only the chosen tab is drawn (and named in the URL, `?section=`): the page opens with one.
+    tabs = st.tabs(list(sections.SECTIONS), key="trace_section", on_change="rerun", bind="query-params")
+    for tab, draw in zip(tabs, sections.SECTIONS.values(), strict=True):
+        if tab.open is not False:
+            with tab:
+                draw(view)
 
 
 main()

@@ -34,6 +34,7 @@ def _found(source: TraceSource, flt: TraceFilter, query: TraceQuery) -> list[Tra
 
 
 def _table(source: TraceSource, flt: TraceFilter, page_size: int, query: TraceQuery) -> None:
+    nav.follow_click("traces_table")
     found = _found(source, flt, query) if query.active else None
     total = source.count_traces(flt) if found is None else len(found)
     pages = max(1, -(-total // page_size))
@@ -56,6 +57,7 @@ def _table(source: TraceSource, flt: TraceFilter, page_size: int, query: TraceQu
         return
     trace_ids = list(frame["trace"])
     nav.remember_list(nav.TRACES, trace_ids)
+    nav.shown_rows("traces_table", trace_ids)
     picked = show_table(
         cells.without_empty_estimates(frame.drop(columns="open")),
         key="traces_table",

@@ -40,6 +40,7 @@ _TITLES = {
 }
 _RETURN = "janux_return_to"
 _ORDER = "janux_trace_order"
+_IDS = "__trace_ids"
 _ITEM_PARAMS = ("trace_id", "span", "span_id")
 """Query parameters of the pages that show one item, never of a list."""
 
@@ -74,6 +75,20 @@ def picked_row(event: Any) -> int | None:
         return int(cells[0][0])
     rows = list(selection.get("rows", []))
     return int(rows[0]) if rows else None
+
+
+def follow_click(key: str) -> None:
+    """Open the trace of the row just clicked in table `key` before the page reads anything: the
+    click's rerun goes straight to the Trace page (the rows' traces are those of the last run)."""
+    ids: list[str] = st.session_state.get(f"{key}{_IDS}", [])
+    pos = picked_row(st.session_state.get(key))
+    if pos is not None and pos < len(ids):
+        open_trace(ids[pos])
+
+
+def shown_rows(key: str, trace_ids: list[str]) -> None:
+    """Note the trace of each row of table `key`, as drawn, for `follow_click`."""
+    st.session_state[f"{key}{_IDS}"] = list(trace_ids)
 
 
 def remember_list(page: str, trace_ids: list[str]) -> None:

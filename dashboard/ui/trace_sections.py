@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 import streamlit as st
 
@@ -164,3 +166,13 @@ def checks(view: TraceView) -> None:
     """The reconciliation checks, failures first."""
     note = "Nothing to reconcile: this trace carries no janux accounting."
     _table_or_note(tables.checks_frame(view), "trace_checks", note)
+
+
+SECTIONS: dict[str, Callable[[TraceView], None]] = {
+    "Handoff graph": tree,
+    "Delegations & attempts": delegations,
+    "Cost per loop": costs,
+    "Budgets": budgets,
+    "Checks": checks,
+}
+"""The tabs below the Trace page's explorer, by title, each drawn by its function."""

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter
-from tests.dashboard.app_helpers import OpenPage
+from tests.dashboard.app_helpers import OpenPage, show_section
 from tests.dashboard.shown import rendered
 
 Demo = tuple[list[Any], dict[str, str]]
@@ -180,6 +180,7 @@ def test_trace_page_links_a_failed_edge_to_the_handoff_screen(open_page: OpenPag
     source = MemoryTraceSource(demo[0])
     trace_id = demo[1]["failed_delegation"]
     at = open_page(source, "trace.py", trace_id=trace_id)
+    show_section(at, "Delegations & attempts")
     at.button(key="trace_explain").click().run()
     assert not at.exception, at.exception
     assert at.title[0].value == "Failed handoff" and at.query_params["trace_id"] == trace_id

@@ -14,7 +14,7 @@ from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import money_cells as cells
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import IngestStats
-from tests.dashboard.app_helpers import APP, OpenPage
+from tests.dashboard.app_helpers import APP, OpenPage, show_section
 from tests.dashboard.shown import rendered, shown
 from tests.support.contract_traces import DENY_RULE, TASK_TEXT, TOTAL_COST, contract_trace, plain_trace
 from tests.support.paths import REPO_ROOT
@@ -48,7 +48,19 @@ TABLES = {
 }
 
 
+SECTION_OF = {
+    "trace_attempts": "Delegations & attempts",
+    "trace_delegations": "Delegations & attempts",
+    "trace_nodes": "Cost per loop",
+    "trace_checks": "Checks",
+    "trace_budgets": "Budgets",
+}
+"""The Trace page's tab each of its tables is drawn in (only the chosen tab is drawn)."""
+
+
 def _element(at: AppTest, key: str) -> Any:
+    if key in SECTION_OF and at.session_state["trace_section"] != SECTION_OF[key]:
+        show_section(at, SECTION_OF[key])
     wanted = TABLES[key]
     found = [e for e in at.dataframe if wanted <= set(e.value.columns)]
     assert len(found) == 1, f"{key}: {len(found)} tables with columns {wanted}"
@@ -121,7 +133,7 @@ def test_trace_page_numbers(open_page: OpenPage, two_traces: MemoryTraceSource) 
     budgets = _frame(at, "trace_budgets").set_index("loop")
     assert budgets.loc["writer #1", "turns"] == "2 / 2 (100%)"
     assert budgets.loc["writer #1", "cut by"] == c.STOP_MAX_TURNS
-    dot = at.get("graphviz_chart")[0].proto.spec
+    dot = show_section(at, "Handoff graph").get("graphviz_chart")[0].proto.spec
     assert "delegate.researcher" in dot and "not run: coder" in dot
 
 
@@ -313,10 +325,14 @@ def test_span_detail_shows_content_only_when_captured(
 ) -> None:
     tool = next(s for s in contract_trace() if s.attributes.get(c.GEN_AI_TOOL_NAME) == "delegate.researcher")
     # The delegations tab shows the captured task once; the selected tool span's detail adds it.
-    at = open_page(two_traces, "trace.py", trace_id=CONTRACT_ID, span=tool.span_id)
+    at = show_section(
+        open_page(two_traces, "trace.py", trace_id=CONTRACT_ID, span=tool.span_id), "Delegations & attempts"
+    )
     assert sum(code.value == TASK_TEXT for code in at.code) == 2
     chat = next(s for s in contract_trace() if s.name.startswith(c.OP_CHAT))
-    at = open_page(two_traces, "trace.py", trace_id=CONTRACT_ID, span=chat.span_id)
+    at = show_section(
+        open_page(two_traces, "trace.py", trace_id=CONTRACT_ID, span=chat.span_id), "Delegations & attempts"
+    )
     assert sum(code.value == TASK_TEXT for code in at.code) == 1
     assert "Content not captured for this span." in [cap.value for cap in at.caption]
 
