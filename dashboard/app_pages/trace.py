@@ -66,7 +66,8 @@ def main() -> None:
     sections.headline(view)
     sections.issues(view)
     explorer(view)
-    # Only the chosen tab is drawn (and named in the URL, `?section=`): the page opens with one.
+    # Only the chosen tab is drawn (and named in the URL, `?trace_section=`): the page opens with
+    # the delegations table; the graph (slow to lay out in the browser) waits until asked for.
     tabs = st.tabs(list(sections.SECTIONS), key="trace_section", on_change="rerun", bind="query-params")
     for tab, draw in zip(tabs, sections.SECTIONS.values(), strict=True):
         if tab.open is not False:

@@ -169,8 +169,8 @@ def checks(view: TraceView) -> None:
 
 
 SECTIONS: dict[str, Callable[[TraceView], None]] = {
-    "Handoff graph": tree,
     "Delegations & attempts": delegations,
+    "Handoff graph": tree,
     "Cost per loop": costs,
     "Budgets": budgets,
     "Checks": checks,

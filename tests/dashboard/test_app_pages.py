@@ -153,7 +153,7 @@ def test_trace_page_marks_incomplete_traces(open_page: OpenPage) -> None:
     source = MemoryTraceSource([s for s in spans if s is not tool])
     at = open_page(source, "trace.py", trace_id=CONTRACT_ID)
     assert [w.value for w in at.warning] == ["Incomplete trace: 2 span(s) with a missing parent"]
-    dot = at.get("graphviz_chart")[0].proto.spec
+    dot = show_section(at, "Handoff graph").get("graphviz_chart")[0].proto.spec
     assert "incomplete trace" in dot
 
 
@@ -169,7 +169,7 @@ def test_trace_page_escapes_hostile_names(open_page: OpenPage) -> None:
         if span.attributes.get(c.GEN_AI_AGENT_NAME) == "researcher":
             span.attributes[c.GEN_AI_AGENT_NAME] = hostile
     at = open_page(MemoryTraceSource(spans), "trace.py", trace_id=CONTRACT_ID)
-    dot = at.get("graphviz_chart")[0].proto.spec
+    dot = show_section(at, "Handoff graph").get("graphviz_chart")[0].proto.spec
     assert 'evil\\"];' in dot and 'evil"]' not in dot
     allowed = ("digraph", "}", "  graph ", "  node ", "  edge ", "  n", "  g", "  c", "  incomplete")
     assert all(line.startswith(allowed) for line in dot.splitlines()), dot

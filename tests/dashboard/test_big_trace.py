@@ -18,7 +18,7 @@ from janux.tracing.analysis import TraceView, reconstruct
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.testing import synthetic_trace
-from tests.dashboard.app_helpers import OpenPage
+from tests.dashboard.app_helpers import OpenPage, show_section
 
 SPANS = 10_000
 
@@ -35,8 +35,10 @@ def test_big_trace_page_is_collapsed_by_default(
     spans, view = big
     assert len(view.index.spans) >= SPANS and len(view.nodes) > DEFAULT_MAX_NODES
     at = open_page(MemoryTraceSource(spans), "trace.py", trace_id=spans[0].trace_id)
-    # Handoff tree: DEFAULT_MAX_NODES loops drawn, every other loop counted in a "+N more" node.
-    dot = at.get("graphviz_chart")[0].proto.spec
+    # Handoff graph (drawn once its tab is chosen): DEFAULT_MAX_NODES loops drawn, every other loop
+    # counted in a "+N more" node.
+    assert not at.get("graphviz_chart")
+    dot = show_section(at, "Handoff graph").get("graphviz_chart")[0].proto.spec
     assert len(re.findall(r"^  n\d+ \[", dot, flags=re.M)) == DEFAULT_MAX_NODES
     hidden = sum(int(n) for n in re.findall(r'"\+(\d+) more loops"', dot))
     assert hidden == len(view.nodes) - DEFAULT_MAX_NODES

@@ -162,7 +162,7 @@ def test_traces_page_lists_every_demo_trace(served: Served, page: Page) -> None:
 
 def test_trace_page_shows_a_delegation_with_two_attempts(served: Served, page: Page) -> None:
     retried = _trace_with(served.traces, attempts=2, failed=0, delegations=1)
-    _open(page, f"{served.url}/trace?trace_id={retried.trace_id}", "Trace")
+    _open(page, f"{served.url}/trace?trace_id={retried.trace_id}&trace_section=Handoff+graph", "Trace")
     graph = page.locator("svg")
     expect(graph.get_by_text("attempt 1/2", exact=False).first).to_be_visible(timeout=UI_WAIT_MS)
     expect(graph.get_by_text("attempt 2/2", exact=False).first).to_be_visible()
@@ -174,7 +174,8 @@ def test_trace_page_shows_a_delegation_with_two_attempts(served: Served, page: P
 
 def test_trace_page_names_the_rule_that_denied_a_handoff(served: Served, page: Page) -> None:
     assert set(served.denied_by) >= {"allowed_tools", "denied_tools", "max_depth", "guardrail"}
-    _open(page, f"{served.url}/trace?trace_id={served.denied_by['max_depth']}", "Trace")
+    denied = served.denied_by["max_depth"]
+    _open(page, f"{served.url}/trace?trace_id={denied}&trace_section=Handoff+graph", "Trace")
     graph = page.locator("svg")
     expect(graph.get_by_text("max_depth", exact=True).first).to_be_visible(timeout=UI_WAIT_MS)
     expect(graph.get_by_text("denied · not run", exact=False).first).to_be_visible()
