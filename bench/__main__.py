@@ -13,6 +13,7 @@ BENCHES = (
     "bench_ingest",
     "bench_agent_map",
     "bench_hostile",
+    "bench_explorer",
 )
 """Benchmark modules, cheapest first."""
 
