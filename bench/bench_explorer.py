@@ -156,7 +156,10 @@ def main(argv: list[str] | None = None) -> int:
     """Print the table; exit 1 when a median misses its target."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5, help="runs of each step (default: %(default)s)")
+    parser.add_argument("--quick", action="store_true", help="3 runs of each step")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.runs = 3
     # The 10k-span trace an hour older than the small ones: the last row of the list, never clicked.
     big = [replace(s, start_ns=s.start_ns - HOUR_NS) for s in synthetic_trace(10_000, seed=10_000)]
     small = [
