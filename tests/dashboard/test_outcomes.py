@@ -127,3 +127,16 @@ def test_compare_tells_two_loops_that_failed_differently_apart(demo: Demo) -> No
     assert diff.loc[attempt, "change"] == "changed"
     failures = failure_diff(retried, failed).set_index("failure")
     assert failures.loc["retried: model_error", "A"] == 1 and failures.loc["failed: rate_limited", "B"] == 1
+
+
+def test_budget_lines_read_the_same_on_the_trace_page_and_the_handoff_screen(demo: Demo) -> None:
+    from janux.dashboard.views.handoff_story import burn_frame
+    from janux.dashboard.views.tables import budgets_frame
+
+    view = _view(demo, "cut_max_turns")
+    on_trace = budgets_frame(view)
+    on_handoff = burn_frame(view.budgets)
+    assert list(on_trace["turns"]) == list(on_handoff["turns"])
+    assert list(on_trace["ms"]) == list(on_handoff["ms"])
+    cells = set(on_trace["turns"]) | set(on_trace["tokens"]) | set(on_trace["ms"])
+    assert not any(cell.endswith("/ open") or cell.endswith("/ —") for cell in cells)
