@@ -31,13 +31,13 @@ KIND_HELP = {
 }
 
 
-FULL_TEXT_HELP = "Double-click a cell for its whole text."
+FULL_TEXT_HELP = "The whole message; a click on the row shows it in full on the failed-handoff screen."
 ERROR_COLUMNS = {
     "error": st.column_config.TextColumn(
         "error", width="large", help="Double-click a cell for its full text."
     ),
     "task": st.column_config.TextColumn("task", width="medium"),
-}  # the error column is wide; a double click on a cell shows its whole text (nothing is cut off)
+}  # the error column is wide; the failed-handoff screen shows the whole text
 
 
 def _trace_ids(source: TraceSource, flt: TraceFilter, limit: int) -> list[str]:
