@@ -25,7 +25,7 @@ def headline(view: TraceView) -> None:
     for col, (label, value) in zip(st.columns([1, 2, 2, 1, 1]), trace_outline.headline(view), strict=True):
         col.caption(label)
         col.text(value)
-    top = st.columns(5)
+    top = st.columns([3, 2, 1.3, 1.3, 1.3])  # the cost may read "≈ $0.001234 (est.) + unknown": room for it
     label = "Total cost (estimated)" if total.is_estimated else "Total cost"
     top[0].metric(label, fmt.usage_cost(total), help=fmt.usage_cost_full(total))
     tokens = fmt.UNKNOWN if total.is_unknown else f"{total.input_tokens:,} / {total.output_tokens:,}"
