@@ -1,7 +1,8 @@
 """The Trace page's explorer: the tree (or the waterfall) on the left, the selected span on the right.
 
 The selected span lives in the URL (`?span=`), so a link opens the trace on that span. A click on a
-tree row or a waterfall bar selects it; in the tree, the arrow keys move the selection.
+tree row, a waterfall bar or a loop of the graph selects it; in the tree, the arrow keys move the
+selection.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import streamlit as st
 
 from janux.dashboard.ui.nav import picked_row
 from janux.dashboard.ui.table import show_table
+from janux.dashboard.views.loop_chart import MAX_LOOPS, loop_chart, loop_frames
 from janux.dashboard.views.span_detail import span_detail
 from janux.dashboard.views.span_price import round_price_text
 from janux.dashboard.views.timeline import DEFAULT_MAX_ROWS, waterfall, waterfall_chart
@@ -26,7 +28,8 @@ TREE_KEY = "trace_tree"
 """Widget key of the tree table (its selection state is set from the URL's `span`)."""
 _TREE_IDS = "trace_tree_ids"
 _WATERFALL_KEY = "trace_waterfall"
-_WATERFALL_SEEN = "trace_waterfall_seen"
+_GRAPH_KEY = "trace_loop_graph"
+_SEEN = "__seen"
 TREE_ROWS = 2_000
 """Tree rows drawn at once (a search narrows a bigger trace)."""
 
@@ -53,14 +56,29 @@ def _clicked_in_tree() -> None:
         _select(ids[pos])
 
 
-def _clicked_in_waterfall() -> None:
-    """Apply a click on a waterfall bar (once: the chart keeps its selection between runs)."""
-    state: Any = st.session_state.get(_WATERFALL_KEY)
+def _clicked_in_chart(key: str) -> None:
+    """Apply a click on a bar of the waterfall or a point of the graph (once: a chart keeps its
+    selection between runs)."""
+    state: Any = st.session_state.get(key)
     points = list((state or {}).get("selection", {}).get("pick", []) or [])
     picked = str(points[0].get("span_id", "")) if points else ""
-    if picked and picked != st.session_state.get(_WATERFALL_SEEN):
+    if picked and picked != st.session_state.get(f"{key}{_SEEN}"):
         _select(picked)
-    st.session_state[_WATERFALL_SEEN] = picked
+    st.session_state[f"{key}{_SEEN}"] = picked
+
+
+def _graph(view: TraceView) -> None:
+    points, lines = loop_frames(view)
+    if points.empty:
+        st.info("No agent loops in this trace.")
+        return
+    pick = alt.selection_point(name="pick", fields=["span_id"], on="click")
+    chart = loop_chart(points, lines, pick)
+    st.altair_chart(chart, width="stretch", on_select="rerun", key=_GRAPH_KEY, selection_mode="pick")
+    note = "Click a loop to see its span. Green: completed; red: failed, cut or timed out; purple: open."
+    if len(view.nodes) > MAX_LOOPS:
+        note += f" The first {MAX_LOOPS:,} of {len(view.nodes):,} loops are drawn."
+    st.caption(note)
 
 
 def _tree_frame(rows: list[OutlineRow]) -> pd.DataFrame:
@@ -166,18 +184,20 @@ def explorer(view: TraceView) -> None:
     A fragment: a click in the tree or the waterfall redraws only this view, not the whole page.
     """
     _clicked_in_tree()
-    _clicked_in_waterfall()
+    _clicked_in_chart(_WATERFALL_KEY)
+    _clicked_in_chart(_GRAPH_KEY)
     rows = outline.outline(view)
     current = selected_span(view)
     left, right = st.columns([3, 2], gap="medium")
     with left:
         # Only the chosen tab is drawn: the waterfall (a tall chart) costs nothing until asked for.
-        tree_tab, fall_tab = st.tabs(["Tree", "Waterfall"], key="trace_view_tab", on_change="rerun")
-        if tree_tab.open is not False:
-            with tree_tab:
+        tabs = st.tabs(["Tree", "Waterfall", "Loops"], key="trace_view_tab", on_change="rerun")
+        if tabs[0].open is not False:
+            with tabs[0]:
                 _tree(view, rows, current)
-        if fall_tab.open:
-            with fall_tab:
-                _waterfall(view)
+        for tab, draw in zip(tabs[1:], (_waterfall, _graph), strict=True):
+            if tab.open:
+                with tab:
+                    draw(view)
     with right:
         _detail(view, rows, current)

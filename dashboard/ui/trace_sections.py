@@ -134,7 +134,8 @@ def delegations(view: TraceView) -> None:
         key="trace_attempts_of",
     )
     picked = view.delegations[int(chosen)]
-    failed = next((f for f in view.failures if f.delegation == picked.index), None)
+    # A retried handoff completed: there is no failed handoff to explain (its attempts are listed).
+    failed = next((f for f in view.failures if f.delegation == picked.index and f.kind != "retried"), None)
     # The failed-handoff screen (issue 14), in this tab.
     if failed is not None and st.button("Explain this failed handoff ›", key="trace_explain"):
         nav.open_handoff(view.trace_id, failed.span_id)

@@ -140,3 +140,18 @@ def test_budget_lines_read_the_same_on_the_trace_page_and_the_handoff_screen(dem
     assert list(on_trace["ms"]) == list(on_handoff["ms"])
     cells = set(on_trace["turns"]) | set(on_trace["tokens"]) | set(on_trace["ms"])
     assert not any(cell.endswith("/ open") or cell.endswith("/ —") for cell in cells)
+
+
+def test_the_loop_graph_colours_each_attempt_by_how_it_ended(demo: Demo) -> None:
+    from janux.dashboard.views.loop_chart import loop_frames
+
+    view = _view(demo, "retry_then_success")
+    points, lines = loop_frames(view)
+    by_label = points.set_index("label")
+    assert by_label.loc["researcher #1", "outcome"] == "failed: model_error"
+    assert (by_label.loc["researcher #1", "state"], by_label.loc["researcher #2", "state"]) == (
+        "failed",
+        "ok",
+    )
+    assert sorted(lines["state"]) == ["failed", "ok"]
+    assert list(points["span_id"]) == [n.span_id for n in view.nodes]

@@ -148,6 +148,19 @@ def test_inspect_a_trace_from_the_list_and_come_back(served: Served, page: Page)
     expect(page.get_by_role("heading", name=f"{below.label} ({below.kind})")).to_be_visible(
         timeout=UI_WAIT_MS
     )
+    # A click on a loop of the graph, then on a bar of the waterfall, selects that span too.
+    second = d.attempts[1]
+    page.get_by_role("tab", name="Loops", exact=True).click()
+    chart = page.locator("[data-testid='stVegaLiteChart']").first
+    chart.locator(f"[aria-label*='span_id: {second.span_id}']").first.click()
+    expect(page.get_by_role("heading", name=f"attempt 2/2 · {d.target} (attempt)")).to_be_visible(
+        timeout=UI_WAIT_MS
+    )
+    expect(page).to_have_url(re.compile(f"span={second.span_id}"))
+    page.get_by_role("tab", name="Waterfall", exact=True).click()
+    chart = page.locator("[data-testid='stVegaLiteChart']").first
+    chart.locator(f"[aria-label*='span_id: {first.span_id}']").first.click()
+    expect(page.get_by_role("heading", name=f"{label} (attempt)")).to_be_visible(timeout=UI_WAIT_MS)
     # Back to the list as it was left: the in-page link, then the browser's Back button.
     page.get_by_role("link", name="← Traces").click()
     _heading(page, "Traces")
