@@ -14,6 +14,7 @@ BENCHES = (
     "bench_agent_map",
     "bench_hostile",
     "bench_clickhouse",
+    "bench_explorer",
 )
 """Benchmark modules, cheapest first."""
 

@@ -25,6 +25,7 @@ navigation = st.navigation(
         st.Page(_PAGES / "trace.py", title="Trace", url_path="trace"),
         st.Page(_PAGES / "costs.py", title="Costs", url_path="costs"),
         st.Page(_PAGES / "failures.py", title="Failures", url_path="failures"),
+        st.Page(_PAGES / "conversations.py", title="Conversations", url_path="conversations"),
         st.Page(_PAGES / "compare.py", title="Compare", url_path="compare"),
         # Fleet views (issue 14): the agent map and the failed-handoff screen.
         st.Page(_PAGES / "agent_map.py", title="Agent map", url_path="agent-map"),

@@ -149,6 +149,9 @@ class Finding:
     """(caller, target, kind) for edge checks."""
     note: str = ""
     """What the value counts."""
+    skipped: bool = False
+    """True when the rule did not apply to the subject (below its `min_count`, or no edge
+    matched): listed so a quiet rule is never mistaken for a passing one."""
 
 
 @dataclass(slots=True)
@@ -175,13 +178,23 @@ def _edge_findings(rule: Rule, agent_map: AgentMap) -> list[Finding]:
     name = "edge_failure_rate" if rule.edge_failure_rate is not None else "budget_cut_rate"
     kind = rule.edge_failure_rate.kind if rule.edge_failure_rate is not None else "delegate"
     for edge in agent_map.edges:
-        if not _matches(edge, check.caller, check.target, kind) or edge.count < check.min_count:
+        if not _matches(edge, check.caller, check.target, kind):
+            continue
+        subject = f"{edge.caller or '?'} → {edge.target} ({edge.kind})"
+        if edge.count < check.min_count:
+            note = f"skipped: below min_count {check.min_count} ({edge.count} delegations)"
+            out.append(
+                Finding(rule.name, name, subject, None, check.max, False, edge.key, note, skipped=True)
+            )
             continue
         failed = edge.failed if name == "edge_failure_rate" else edge.failures.get("cut", 0)
         rate = failed / edge.count
-        subject = f"{edge.caller or '?'} → {edge.target} ({edge.kind})"
         note = f"{failed} of {edge.count} delegations " + ("failed" if name == "edge_failure_rate" else "cut")
         out.append(Finding(rule.name, name, subject, rate, check.max, rate > check.max, edge.key, note))
+    if not out:
+        wanted = f"{check.caller} → {check.target} ({kind})"
+        note = "skipped: no edge in the range matches"
+        out.append(Finding(rule.name, name, wanted, None, check.max, False, None, note, skipped=True))
     return out
 
 

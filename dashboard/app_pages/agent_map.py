@@ -11,27 +11,28 @@ import time
 import pandas as pd
 import streamlit as st
 
-from janux.dashboard.ui.filters import trace_filter, trace_link
-from janux.dashboard.ui.links import failures_link, handoff_link
+from janux.dashboard.ui import nav
+from janux.dashboard.ui.filters import trace_filter
 from janux.dashboard.ui.map_data import bucket_for, cached_map, rules_report
 from janux.dashboard.ui.state import active_source
-from janux.dashboard.ui.table import OPEN_LINK, show_table
+from janux.dashboard.ui.table import show_table
 from janux.dashboard.views import map_tables as views
 from janux.tracing.alerts import Report, badges
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import money_cells as cells
 from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, AgentStats, EdgeStats
 
-EXPLAIN_LINK = st.column_config.LinkColumn("explain", display_text="explain ›", width="small")
-FAILURES_LINK = st.column_config.LinkColumn("failures", display_text="failures ›", width="small")
 
-
-def _refs_frame(refs: list[tuple[str, int, str]]) -> pd.DataFrame:
+def _refs_table(refs: list[tuple[str, int, str]], key: str) -> None:
+    """Traces (newest first) of a node or an edge; a click opens the trace at that span."""
     frame = pd.DataFrame(
-        [{"open": trace_link(t), "started (UTC)": fmt.utc(s), "trace": t, "span": sp} for t, s, sp in refs],
-        columns=["open", "started (UTC)", "trace", "span"],
+        [{"started (UTC)": fmt.utc(s), "trace": t, "span": sp} for t, s, sp in refs],
+        columns=["started (UTC)", "trace", "span"],
     )
-    return frame
+    picked = show_table(frame, key=key, selectable=True)
+    if picked is not None:
+        nav.remember_list(nav.AGENT_MAP, [t for t, _, _ in refs])
+        nav.open_trace(refs[picked][0], refs[picked][2])
 
 
 def _node(node: AgentStats) -> None:
@@ -42,37 +43,36 @@ def _node(node: AgentStats) -> None:
     cols[3].metric("Inclusive cost", views.usd(node.inclusive))
     cols[4].metric("p50 / p95", f"{views.ms(node.p50_ms)} / {views.ms(node.p95_ms)}")
     st.subheader(fmt.markdown_text(f"Newest traces of {node.agent} ({node.traces:,} in the range)"))
-    refs = [(r.trace_id, r.start_ns, r.span_id) for r in node.recent]
-    show_table(_refs_frame(refs), key="map_node_traces", column_config={"open": OPEN_LINK})
+    _refs_table([(r.trace_id, r.start_ns, r.span_id) for r in node.recent], "map_node_traces")
 
 
 def _edge(edge: EdgeStats) -> None:
     cols = st.columns(5)
     cols[0].metric("Delegations", f"{edge.count:,}")
-    cols[1].metric("Attempts / delegation", f"{edge.attempts_per_delegation:.2f}")
+    # Counted, not divided: denied handoffs run no attempt, so a ratio would read "0.25 attempts".
+    cols[1].metric("Attempts", f"{edge.attempts:,}", help="Attempts run over all delegations of the edge.")
     cols[2].metric("Failure rate", f"{edge.failure_rate:.1%}")
     cols[3].metric("Cost carried", views.usd(edge.cost))
     cols[4].metric("p50 / p95", f"{views.ms(edge.p50_ms)} / {views.ms(edge.p95_ms)}")
     kinds = " · ".join(f"{k} {edge.failures[k]}" for k in views.FAILURE_KINDS if edge.failures.get(k))
     st.caption(fmt.markdown_text(f"Failures by kind: {kinds or 'none'}"))
     if edge.failed:
-        st.link_button("All failures of this edge ›", failures_link(edge.caller, edge.target))
+        if st.button("All failures of this edge ›", key="map_edge_all_failures"):
+            nav.go(nav.FAILURES, caller=edge.caller, target=edge.target)
         show_table(views.reasons_frame(edge), key="map_edge_reasons")
+        recent = edge.recent_failures
         failures = pd.DataFrame(
-            [
-                {"explain": handoff_link(f.trace_id, f.span_id), "open": trace_link(f.trace_id),
-                 "started (UTC)": fmt.utc(f.start_ns), "kind": f.kind, "reason": f.reason,
-                 "trace": f.trace_id}
-                for f in edge.recent_failures
-            ]
+            [{"started (UTC)": fmt.utc(f.start_ns), "kind": f.kind, "reason": f.reason, "trace": f.trace_id}
+             for f in recent],
+            columns=["started (UTC)", "kind", "reason", "trace"],
         )  # fmt: skip
         st.subheader("Newest failures")
-        show_table(
-            failures, key="map_edge_failures", column_config={"explain": EXPLAIN_LINK, "open": OPEN_LINK}
-        )
+        st.caption("Click a row to see why it failed.")
+        picked = show_table(failures, key="map_edge_failures", selectable=True)
+        if picked is not None:
+            nav.open_handoff(recent[picked].trace_id, recent[picked].span_id)
     st.subheader(fmt.markdown_text(f"Newest delegations ({edge.traces:,} traces in the range)"))
-    refs = [(r.trace_id, r.start_ns, r.span_id) for r in edge.recent]
-    show_table(_refs_frame(refs), key="map_edge_traces", column_config={"open": OPEN_LINK})
+    _refs_table([(r.trace_id, r.start_ns, r.span_id) for r in edge.recent], "map_edge_traces")
 
 
 def _inspect(agent_map: AgentMap) -> None:
@@ -119,6 +119,7 @@ def _tables(agent_map: AgentMap, report: Report | None) -> None:
 
 def main() -> None:
     """Draw the page."""
+    nav.restore_list(nav.AGENT_MAP)
     st.title("Agent map")
     active = active_source()
     if active is None:

@@ -1,6 +1,7 @@
 """Compare: two traces side by side (tree diff and cost diff), e.g. before and after a prompt change.
 
-Each side is picked from the newest traces (labelled with start time, root agent and cost) or
+Each side is picked from the newest traces (labelled with start time, root agent, conversation and
+cost) or
 typed as a trace id; both stay in step with `?a=<id>&b=<id>`, so a comparison can be linked.
 """
 
@@ -10,7 +11,7 @@ import streamlit as st
 
 from janux.dashboard.ui.state import active_source, get_views
 from janux.dashboard.ui.table import show_table
-from janux.dashboard.views.compare import cost_diff, trace_label, tree_diff
+from janux.dashboard.views.compare import cost_diff, failure_diff, trace_label, tree_diff
 from janux.dashboard.views.graph import handoff_dot
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.sources.protocol import TraceFilter, TraceSource
@@ -110,6 +111,10 @@ def main() -> None:
             return
     st.subheader("Cost and shape")
     show_table(cost_diff(a, b), key="compare_costs")
+    failures = failure_diff(a, b)
+    if not failures.empty:
+        st.subheader("Failures that differ")
+        show_table(failures, key="compare_failures")
     st.subheader("Agent loops")
     show_table(tree_diff(a, b), key="compare_tree")
     st.caption(

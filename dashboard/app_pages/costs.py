@@ -10,10 +10,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from janux.dashboard.ui import cost_pictures
-from janux.dashboard.ui.filters import trace_filter, trace_link
+from janux.dashboard.ui import cost_pictures, nav
+from janux.dashboard.ui.filters import trace_filter
 from janux.dashboard.ui.state import active_source, get_views
-from janux.dashboard.ui.table import OPEN_LINK, show_table
+from janux.dashboard.ui.table import show_table
 from janux.dashboard.views.audit import audit
 from janux.dashboard.views.usage_tables import RangeUsage, range_usage
 from janux.tracing.analysis import formatting as fmt
@@ -89,6 +89,7 @@ def _headline(usage: RangeUsage) -> None:
 
 
 def _exact(usage: RangeUsage) -> None:
+    st.header("Exact totals of the range")
     st.caption("Exact over every trace in the range (the store's aggregates).")
     _headline(usage)
     _table("By agent (own)", usage.tables["agent"], "agent", NOTES["agent"])
@@ -126,14 +127,17 @@ def _rebuilt(source: TraceSource, flt: TraceFilter, in_range: int) -> None:
     if top.empty:
         st.info("No priced delegation in these traces.")
         return
-    shown = top.copy()
-    shown.insert(0, "open", [trace_link(t) for t in top["trace"]])
-    show_table(cells.without_empty_estimates(shown), key="costs_top", column_config={"open": OPEN_LINK})
+    st.caption("Click a row to open its trace at that delegation.")
+    picked = show_table(cells.without_empty_estimates(top), key="costs_top", selectable=True)
+    if picked is not None:
+        nav.remember_list(nav.COSTS, list(dict.fromkeys(top["trace"])))
+        nav.open_trace(str(top["trace"].iloc[picked]), str(top["span"].iloc[picked]) or None)
     _csv_button("Most expensive delegations", top, "top")
 
 
 def main() -> None:
     """Draw the page."""
+    nav.restore_list(nav.COSTS)
     st.title("Costs")
     active = active_source()
     if active is None:

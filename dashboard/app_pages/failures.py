@@ -7,25 +7,37 @@ from dataclasses import replace
 
 import streamlit as st
 
-from janux.dashboard.ui.edge_filter import EXPLAIN_LINK, edge_only, explain_links
-from janux.dashboard.ui.filters import scan_inputs, trace_link
+from janux.dashboard.ui import nav
+from janux.dashboard.ui.edge_filter import edge_only
+from janux.dashboard.ui.filters import scan_inputs
 from janux.dashboard.ui.state import get_views
-from janux.dashboard.ui.table import OPEN_LINK, show_table
+from janux.dashboard.ui.table import show_table
 from janux.dashboard.views.tables import failures_frame
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis.trace_parts import Failure
 from janux.tracing.sources.protocol import TraceFilter, TraceSource
 
 DEFAULT_MAX_TRACES = 200
-KINDS = ("denied", "failed", "fallback", "cut", "timeout", "open", "error")
+KINDS = ("denied", "failed", "fallback", "cut", "timeout", "retried", "open", "error")
 # Help text of the kind metrics that need one. (A bare string here would be drawn on the page:
 # Streamlit's "magic" writes every top-level expression of a page script.)
 KIND_HELP = {
     "timeout": "Handoffs with at least one timed-out attempt, whatever their final status "
     "(a timeout followed by a fallback also counts under fallback).",
+    "retried": "Handoffs that completed after a failed attempt: the attempt's error is listed, the "
+    "handoff did not fail.",
     "open": "Handoffs with a HANDOFF_START and no HANDOFF_END yet.",
     "error": "Failed agent loops of other runtimes.",
 }
+
+
+FULL_TEXT_HELP = "The whole message; a click on the row shows it in full on the failed-handoff screen."
+ERROR_COLUMNS = {
+    "error": st.column_config.TextColumn(
+        "error", width="large", help="Double-click a cell for its full text."
+    ),
+    "task": st.column_config.TextColumn("task", width="medium"),
+}  # the error column is wide; the failed-handoff screen shows the whole text
 
 
 def _trace_ids(source: TraceSource, flt: TraceFilter, limit: int) -> list[str]:
@@ -66,6 +78,7 @@ def _counts(failures: list[Failure]) -> None:
 
 def main() -> None:
     """Draw the page."""
+    nav.restore_list(nav.FAILURES)
     st.title("Failures")
     inputs = scan_inputs("failures", "Newest traces to scan", 10_000, DEFAULT_MAX_TRACES)
     if inputs is None:
@@ -83,11 +96,18 @@ def main() -> None:
     st.subheader("By reason")
     show_table(grouped.sort_values("handoffs", ascending=False), key="failures_groups")
     st.subheader("Every failed handoff")
-    frame.insert(0, "open", [trace_link(t) for t in frame["trace"]])
-    frame.insert(0, "explain", explain_links(frame))
-    frame = frame.sort_values(["kind", "reason"])
-    config = {"open": OPEN_LINK, "explain": EXPLAIN_LINK}
-    show_table(frame, key="failures_table", visible_rows=25, column_config=config)
+    st.caption("Click a row to see why it failed (a failed loop opens its trace at that span).")
+    order = sorted(range(len(failures)), key=lambda i: (failures[i].kind, failures[i].reason))
+    frame = frame.iloc[order].reset_index(drop=True)
+    nav.remember_list(nav.FAILURES, list(dict.fromkeys(frame["trace"])))
+    picked = show_table(
+        frame, key="failures_table", visible_rows=25, column_config=ERROR_COLUMNS, selectable=True
+    )
+    if picked is not None:
+        chosen = failures[order[picked]]
+        if chosen.delegation is None:
+            nav.open_trace(chosen.trace_id, chosen.span_id)
+        nav.open_handoff(chosen.trace_id, chosen.span_id)
 
 
 main()

@@ -7,17 +7,14 @@ import time
 import pandas as pd
 import streamlit as st
 
-from janux.dashboard.ui.filters import trace_link
-from janux.dashboard.ui.links import failures_link, handoff_link
+from janux.dashboard.ui import nav
 from janux.dashboard.ui.map_data import bucket_for, cached_map
 from janux.dashboard.ui.state import active_source, get_views
-from janux.dashboard.ui.table import OPEN_LINK, show_table
+from janux.dashboard.ui.table import show_table
 from janux.dashboard.views.handoff_story import RULE_DOC_REF, HandoffStory, burn_frame, handoff_story
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.sources.protocol import TraceFilter
-
-EXPLAIN_LINK = st.column_config.LinkColumn("explain", display_text="explain ›", width="small")
 
 
 def _record(story: HandoffStory) -> None:
@@ -98,15 +95,16 @@ def _same_way(story: HandoffStory, view: TraceView) -> None:
     st.metric(
         fmt.markdown_text(f"{failure.kind}: {failure.reason}"), f"{total:,} of {edge.count if edge else 0:,}"
     )
-    st.link_button("All failures of this edge ›", failures_link(d.caller or "", d.target))
-    rows = [
-        {"explain": handoff_link(f.trace_id, f.span_id), "open": trace_link(f.trace_id),
-         "started (UTC)": fmt.utc(f.start_ns), "trace": f.trace_id}
-        for f in same
-        if f.trace_id != view.trace_id
-    ]  # fmt: skip
-    show_table(pd.DataFrame(rows, columns=["explain", "open", "started (UTC)", "trace"]), key="handoff_same",
-               column_config={"explain": EXPLAIN_LINK, "open": OPEN_LINK})  # fmt: skip
+    if st.button("All failures of this edge ›", key="handoff_edge_failures"):
+        nav.go(nav.FAILURES, caller=d.caller or "", target=d.target)
+    others = [f for f in same if f.trace_id != view.trace_id]
+    rows = [{"started (UTC)": fmt.utc(f.start_ns), "trace": f.trace_id} for f in others]
+    st.caption("Click a row to explain that failure.")
+    picked = show_table(
+        pd.DataFrame(rows, columns=["started (UTC)", "trace"]), key="handoff_same", selectable=True
+    )
+    if picked is not None:
+        nav.open_handoff(others[picked].trace_id, others[picked].span_id)
 
 
 def main() -> None:
@@ -124,7 +122,11 @@ def main() -> None:
     if story is None:
         st.warning("No delegation with this span in this trace.")
         return
-    st.link_button("Open the whole trace ›", trace_link(trace_id))
+    back, whole, _ = st.columns([1, 1, 3])
+    with back:
+        nav.back_link(nav.FAILURES)
+    if whole.button("Open the whole trace ›", key="handoff_open_trace"):
+        nav.open_trace(trace_id, span_id)
     _record(story)
     _work(story)
     _exceptions_and_budget(story)

@@ -1,59 +1,78 @@
-"""Trace: handoff tree, waterfall, attempts, own vs inclusive cost, budgets, checks, span inspector."""
+"""Trace: header, the tree beside the selected span, then graph, attempts, costs, budgets, checks.
+
+Opened by a click on a list row (same tab), or by a link `trace?trace_id=<id or unique prefix>&span=`.
+"""
 
 from __future__ import annotations
 
 import streamlit as st
 
+from janux.dashboard.ui import nav
 from janux.dashboard.ui import trace_sections as sections
 from janux.dashboard.ui.state import active_source, get_views
+from janux.dashboard.ui.trace_explorer import explorer
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.sources.protocol import TraceFilter, TraceSource
 
 
-def _trace_id() -> str:
-    current = str(st.query_params.get("trace_id", ""))
-    typed = st.text_input("Trace id", value=current, key="trace_id_input").strip().lower()
-    if typed and typed != current:
-        st.query_params["trace_id"] = typed
-    return typed
+def _resolve(source: TraceSource, wanted: str) -> str | None:
+    """The full id of `wanted` (a whole id or a unique prefix); None (with a message) otherwise."""
+    found = source.list_traces(TraceFilter(trace_id=wanted), limit=2)
+    if len(found) == 1:
+        return found[0].trace_id
+    if not found:
+        st.warning(fmt.markdown_text(f"No trace id starts with {wanted}."))
+    else:
+        st.warning(fmt.markdown_text(f"More than one trace id starts with {wanted}: type more of it."))
+    return None
+
+
+def _bar(trace_id: str) -> None:
+    """← back to the list, previous / next trace of that list."""
+    back, before, after, _ = st.columns([2, 1, 1, 4])
+    with back:
+        nav.back_link()
+    previous, following = nav.neighbours(trace_id)
+    if before.button("‹ Previous", disabled=previous is None, key="trace_prev") and previous:
+        nav.open_trace(previous)
+    if after.button("Next ›", disabled=following is None, key="trace_next") and following:
+        nav.open_trace(following)
 
 
 def main() -> None:
     """Draw the page."""
     st.title("Trace")
-    if active_source() is None:
+    active = active_source()
+    if active is None:
         return
-    trace_id = _trace_id()
-    if not trace_id:
-        st.info("Open a trace from the Traces page, or paste its id above.")
+    wanted = str(st.query_params.get("trace_id", "")).strip().lower()
+    if not wanted:
+        nav.back_link()
+        st.info("Open a trace from the Traces, Failures or Agent map page (one click on its row).")
+        typed = st.text_input("…or go to a trace id (or a unique prefix of it)", key="trace_goto").strip()
+        if typed:
+            nav.open_trace(typed.lower())
         return
+    trace_id = _resolve(active[1], wanted) if len(wanted) < 32 else wanted
+    if trace_id is None:
+        return
+    if trace_id != wanted:
+        st.query_params["trace_id"] = trace_id
+    _bar(trace_id)
     view = get_views([trace_id])[trace_id]
     if not view.index.spans:
         st.warning("No spans stored for this trace id.")
         return
     sections.headline(view)
     sections.issues(view)
-    tabs = st.tabs(
-        [
-            "Handoff tree",
-            "Timeline",
-            "Delegations & attempts",
-            "Cost per loop",
-            "Budgets",
-            "Checks",
-            "Span inspector",
-        ]
-    )
-    drawers = (
-        sections.tree,
-        sections.timeline,
-        sections.delegations,
-        sections.costs,
-        sections.budgets,
-        sections.checks,
-        sections.inspector,
-    )
-    for tab, draw in zip(tabs, drawers, strict=True):
-        with tab:
-            draw(view)
+    explorer(view)
+    # Only the chosen tab is drawn (and named in the URL, `?trace_section=`): the page opens with
+    # the delegations table; the graph (slow to lay out in the browser) waits until asked for.
+    tabs = st.tabs(list(sections.SECTIONS), key="trace_section", on_change="rerun", bind="query-params")
+    for tab, draw in zip(tabs, sections.SECTIONS.values(), strict=True):
+        if tab.open is not False:
+            with tab:
+                draw(view)
 
 
 main()

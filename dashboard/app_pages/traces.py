@@ -1,17 +1,24 @@
-"""Traces: a filterable, paged list with summary columns and a reconciliation badge per trace."""
+"""Traces: a filterable, paged list with summary columns and a reconciliation badge per trace.
+
+A click on a row opens its trace in this tab; filters and page live in the URL, so Back returns here
+as it was left.
+"""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from janux.dashboard.ui import trace_histograms
-from janux.dashboard.ui.filters import trace_filter, trace_link
+from janux.dashboard.ui import nav, trace_histograms
+from janux.dashboard.ui import url_state as url
+from janux.dashboard.ui.filters import find_inside, trace_filter, trace_link
 from janux.dashboard.ui.state import active_source, get_views
-from janux.dashboard.ui.table import OPEN_LINK, show_table
+from janux.dashboard.ui.table import show_table
 from janux.tracing.analysis import money_cells as cells
+from janux.tracing.analysis.trace_find import TraceQuery, matches
 from janux.tracing.analysis.trace_list import CHECKS_HELP, needs_rebuild, traces_frame
-from janux.tracing.sources.protocol import TraceFilter, TraceSource
+from janux.tracing.sources.protocol import TraceFilter, TraceSource, TraceSummary
 
+FIND_SCAN = 1_000  # newest traces read (and rebuilt) to find what happened inside them
 PAGE_SIZES = (25, 50, 100)
 LIVE_EVERY_S = 5
 
@@ -22,11 +29,31 @@ def _pending(source: TraceSource) -> int:
     return int(pending()) if callable(pending) else 0
 
 
-def _table(source: TraceSource, flt: TraceFilter, page_size: int) -> None:
-    total = source.count_traces(flt)
+def _found(source: TraceSource, flt: TraceFilter, query: TraceQuery) -> list[TraceSummary]:
+    """The newest traces of the filter (at most `FIND_SCAN`) with what `query` asks for inside."""
+    scanned = source.list_traces(flt, limit=FIND_SCAN)
+    views = get_views([s.trace_id for s in scanned])
+    found = [s for s in scanned if s.trace_id in views and matches(views[s.trace_id], query)]
+    more = " (the newest of them)" if len(scanned) >= FIND_SCAN else ""
+    st.caption(f"Found inside {len(found):,} of {len(scanned):,} traces read{more}.")
+    return found
+
+
+def _table(source: TraceSource, flt: TraceFilter, page_size: int, query: TraceQuery) -> None:
+    nav.follow_click("traces_table")
+    found = _found(source, flt, query) if query.active else None
+    total = source.count_traces(flt) if found is None else len(found)
     pages = max(1, -(-total // page_size))
-    page = int(st.columns(4)[0].number_input(f"Page (of {pages})", 1, pages, 1, key="traces_page"))
-    summaries = source.list_traces(flt, limit=page_size, offset=(page - 1) * page_size)
+    url.seed("traces_page", "page", lambda raw: min(max(int(raw), 1), pages))
+    if int(st.session_state.get("traces_page", 1)) > pages:  # fewer traces match than before
+        st.session_state["traces_page"] = pages
+    page = int(st.columns(4)[0].number_input(f"Page (of {pages})", 1, pages, key="traces_page"))
+    url.publish("page", page, 1)
+    offset = (page - 1) * page_size
+    if found is None:
+        summaries = source.list_traces(flt, limit=page_size, offset=offset)
+    else:
+        summaries = found[offset : offset + page_size]
     st.caption(f"{total:,} traces match; showing {len(summaries)} (page {page} of {pages}).")
     pending = _pending(source)
     if pending:
@@ -40,20 +67,26 @@ def _table(source: TraceSource, flt: TraceFilter, page_size: int) -> None:
     if frame.empty:
         st.info("No traces match these filters.")
         return
-    show_table(
-        cells.without_empty_estimates(frame),
+    trace_ids = list(frame["trace"])
+    nav.remember_list(nav.TRACES, trace_ids)
+    nav.shown_rows("traces_table", trace_ids)
+    picked = show_table(
+        cells.without_empty_estimates(frame.drop(columns="open")),
         key="traces_table",
         visible_rows=25,
         column_config={
-            "open": OPEN_LINK,
             "checks": st.column_config.TextColumn("checks", width="medium", help=CHECKS_HELP),
             "trace": st.column_config.TextColumn("trace", width="large"),
         },
+        selectable=True,
     )
+    if picked is not None:
+        nav.open_trace(trace_ids[picked])
 
 
 def main() -> None:
     """Draw the page."""
+    nav.restore_list(nav.TRACES)
     st.title("Traces")
     active = active_source()
     if active is None:
@@ -62,12 +95,17 @@ def main() -> None:
     flt = trace_filter("traces", source)
     histograms = trace_histograms.render(source, flt)
     left, right = st.columns([1, 3])
-    page_size = left.selectbox("Rows per page", PAGE_SIZES, index=1, key="traces_size")
+    url.seed("traces_size", "size", lambda raw: PAGE_SIZES[PAGE_SIZES.index(int(raw))])
+    st.session_state.setdefault("traces_size", PAGE_SIZES[1])
+    page_size = left.selectbox("Rows per page", PAGE_SIZES, key="traces_size")
+    url.publish("size", page_size, PAGE_SIZES[1])
     live = right.toggle(f"Live tail (refresh every {LIVE_EVERY_S} s)", key="traces_live")
+
+    query = find_inside()
 
     @st.fragment(run_every=LIVE_EVERY_S if live else None)
     def table() -> None:
-        _table(source, flt, int(page_size))
+        _table(source, flt, int(page_size), query)
 
     table()
     trace_histograms.data(histograms)

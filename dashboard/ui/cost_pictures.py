@@ -31,10 +31,22 @@ def chart_with_table(title: str, chart: alt.Chart, frame: pd.DataFrame, key: str
     )  # fmt: skip
 
 
+def _oldest_ns(source: TraceSource, flt: TraceFilter) -> int | None:
+    """Start of the oldest trace in an open range (None for a bounded range, or no trace)."""
+    if flt.start_ns is not None:
+        return None
+    total = source.count_traces(flt)
+    oldest = source.list_traces(flt, limit=1, offset=max(total - 1, 0)) if total else []
+    return oldest[0].start_ns if oldest else None
+
+
 def render(key: str, source: TraceSource, flt: TraceFilter) -> None:
     """Draw the cost pictures of the range (exact: the source's agent map)."""
     st.header("Cost over time and by delegation path")
-    agent_map = cached_map(key, source, flt, bucket_for(flt, time.time_ns()))
+    # Buckets from the range's real extent (minutes to days): hour buckets over a few minutes of
+    # traces would draw the whole range as one thin bar.
+    bucket = bucket_for(flt, time.time_ns(), _oldest_ns(source, flt))
+    agent_map = cached_map(key, source, flt, bucket)
     if not agent_map.nodes:
         st.info("No agent loops in this range.")
         return
@@ -44,7 +56,6 @@ def render(key: str, source: TraceSource, flt: TraceFilter) -> None:
     )
     by = st.radio("Stack by", ["agent", "model"], horizontal=True, key="costs_stack_by")
     if by == "model":
-        bucket = bucket_for(flt, time.time_ns())
         timeline = views.model_timeline_frame(source.model_timeline(flt, bucket))
         st.caption("By model: every model round, placed at its trace's start.")
     else:

@@ -24,11 +24,13 @@ _CACHE = "janux_map_cache"
 _KEPT = 4
 
 
-def bucket_for(flt: TraceFilter, now_ns: int) -> int:
-    """Timeline bucket: about 48 buckets over the range (an hour at least for open ranges)."""
-    if flt.start_ns is None:
+def bucket_for(flt: TraceFilter, now_ns: int, oldest_ns: int | None = None) -> int:
+    """Timeline bucket: about 48 buckets over the range, a minute at least; an open range ("All
+    time") spans from `oldest_ns` (its oldest trace) when given, else it gets hour buckets."""
+    start = flt.start_ns if flt.start_ns is not None else oldest_ns
+    if start is None:
         return 3_600 * 1_000_000_000
-    span = max(now_ns - flt.start_ns, 1)
+    span = max(now_ns - start, 1)
     return max(ROUND_NS, span // 48 // ROUND_NS * ROUND_NS)
 
 

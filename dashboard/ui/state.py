@@ -183,7 +183,13 @@ def render_sidebar() -> None:
 def link_params() -> dict[str, str]:
     """Query parameters a link to another page must carry to show the same source in a new tab
     (and, with sign-in, to be signed in there)."""
-    return {**st.session_state.get(_LINK_PARAMS, {}), **ticket_params()}
+    return {**source_params(), **ticket_params()}
+
+
+def source_params() -> dict[str, str]:
+    """Query parameters that name this session's source in a URL (the upload token, if any): kept
+    by every page switch, so the address stays a link to the same data."""
+    return dict(st.session_state.get(_LINK_PARAMS, {}))
 
 
 def active_source() -> tuple[str, TraceSource] | None:

@@ -13,10 +13,9 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from janux.dashboard.ui.nav import picked_row
 from janux.tracing.analysis import money_cells as cells
 
-OPEN_LINK = st.column_config.LinkColumn("open", display_text="open ›", width="small")
-"""Config of the `open` column: a link to the Trace page of the row's trace."""
 MAX_ROWS = 2_000
 """Rows drawn in one table; longer tables are cut (with a note) and stay whole in their CSV."""
 ROW_PX, HEADER_PX = 35, 38
@@ -42,10 +41,15 @@ def show_table(
     column_config: Mapping[str, Any] | None = None,
     max_rows: int = MAX_ROWS,
     visible_rows: int | None = None,
-) -> None:
+    selectable: bool = False,
+    by_cell: bool = False,
+) -> int | None:
     """Draw a table (index hidden) with the shared cell conventions.
 
-    `visible_rows` makes a long list taller than Streamlit's default of about ten rows.
+    `visible_rows` makes a long list taller than Streamlit's default of about ten rows. A
+    `selectable` table reruns the page on a click on any of its cells and returns the position of
+    the clicked row (None before a click, and always for other tables); `by_cell` selects cells
+    only (no row checkboxes: the arrow keys then move the selection from row to row).
     """
     configured = dict(column_config or {})
     if len(frame) > max_rows:
@@ -57,6 +61,13 @@ def show_table(
     height: Any = "auto"
     if visible_rows is not None and len(frame) > 10:
         height = HEADER_PX + ROW_PX * min(len(frame), visible_rows) + 2
-    st.dataframe(
-        data, hide_index=True, key=key, column_config=config, placeholder=cells.MISSING, height=height
-    )
+    if not selectable:
+        st.dataframe(
+            data, hide_index=True, key=key, column_config=config, placeholder=cells.MISSING, height=height
+        )
+        return None
+    event = st.dataframe(
+        data, hide_index=True, key=key, column_config=config, placeholder=cells.MISSING, height=height,
+        on_select="rerun", selection_mode="single-cell" if by_cell else ["single-row", "single-cell"],
+    )  # fmt: skip
+    return picked_row(event)

@@ -2,57 +2,46 @@
 
 from __future__ import annotations
 
-from itertools import islice
+from collections.abc import Callable
 
 import pandas as pd
 import streamlit as st
 
-from janux.dashboard.ui.links import handoff_link
+from janux.dashboard.ui import nav
 from janux.dashboard.ui.table import show_table
 from janux.dashboard.views import tables
 from janux.dashboard.views.graph import DEFAULT_MAX_NODES, handoff_dot
-from janux.dashboard.views.span_price import round_price_text
-from janux.dashboard.views.timeline import DEFAULT_MAX_ROWS, waterfall, waterfall_chart
-from janux.tracing import conventions as c
 from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis import outcomes, trace_outline
+from janux.tracing.analysis.trace_list import CHECKS_HELP, badge
 from janux.tracing.analysis.trace_view import TraceView
-from janux.tracing.records import SpanRecord
-
-CONTENT_KEYS = (
-    c.GEN_AI_INPUT_MESSAGES,
-    c.GEN_AI_OUTPUT_MESSAGES,
-    c.GEN_AI_SYSTEM_INSTRUCTIONS,
-    c.GEN_AI_TOOL_CALL_ARGUMENTS,
-    c.GEN_AI_TOOL_CALL_RESULT,
-    c.JANUX_HANDOFF_OUTPUT,
-)
-"""Attributes that hold captured content (present only when content capture was on)."""
-MAX_INSPECTOR_CHOICES = 500
-SHOWN_VALUE_CHARS = 2_000
-"""Characters of one attribute value shown in the span inspector (the full value is a download)."""
-SHOWN_CONTENT_CHARS = 20_000
-"""Characters of one captured message or task shown (the full text is a download)."""
-SHOWN_ITEMS = 100
-"""Items of one array attribute shown."""
 
 
 def headline(view: TraceView) -> None:
-    """Metrics across the top: total cost, tokens, loops, delegations, attempts, failures, checks."""
+    """The header: root agent, conversation, start, duration, status; cost, tokens, checks; counts;
+    the trace id with a copy button."""
     total = view.total
-    top = st.columns([2, 2, 1])
+    # Names and times are written out (wrapped when long), never cut like a metric's value.
+    for col, (label, value) in zip(st.columns([1, 2, 2, 1, 1]), trace_outline.headline(view), strict=True):
+        col.caption(label)
+        col.text(value)
+    top = st.columns([3, 2, 1.3, 1.3, 1.3])  # the cost may read "≈ $0.001234 (est.) + unknown": room for it
     label = "Total cost (estimated)" if total.is_estimated else "Total cost"
-    top[0].metric(label, fmt.usage_cost(total))
-    top[1].metric("Tokens in / out", fmt.token_pair(total))
-    top[2].metric("Unpriced tokens", f"{total.unpriced_tokens:,}")
-    counts = st.columns(5)
+    top[0].metric(label, fmt.usage_cost(total), help=fmt.usage_cost_full(total))
+    tokens = fmt.UNKNOWN if total.is_unknown else f"{total.input_tokens:,} / {total.output_tokens:,}"
+    top[1].metric("Tokens in / out", tokens)
+    top[2].metric("Checks", badge(view), help=CHECKS_HELP)
+    failed = sum(1 for d in view.delegations if outcomes.is_failed_handoff(d))
+    top[3].metric("Failed handoffs", f"{failed:,}", help=outcomes.is_failed_handoff.__doc__)
+    top[4].metric("Timed-out attempts", f"{sum(f.timeouts for f in view.failures):,}")
+    counts = st.columns([1, 1, 1, 1, 2])
     counts[0].metric("Agent loops", f"{len(view.nodes):,}")
     counts[1].metric("Delegations", f"{len(view.delegations):,}")
     counts[2].metric("Attempts", f"{sum(len(d.attempts) for d in view.delegations):,}")
-    # A handoff whose attempt timed out but which then completed did not fail: counted apart; a
-    # failed turn (no delegation) is not a handoff at all.
-    failed = sum(1 for f in view.failures if f.delegation is not None and f.status != c.STATUS_COMPLETED)
-    counts[3].metric("Failed handoffs", f"{failed:,}")
-    counts[4].metric("Timed-out attempts", f"{sum(f.timeouts for f in view.failures):,}")
+    counts[3].metric("Unpriced tokens", f"{total.unpriced_tokens:,}")
+    with counts[4]:
+        st.caption("Trace id")
+        st.code(view.trace_id, language=None)
     unread = total.unread_rounds
     if unread:
         st.warning(
@@ -113,25 +102,8 @@ def tree(view: TraceView) -> None:
     st.graphviz_chart(handoff_dot(view, max_nodes=limit))
     st.caption(
         "Edges: delegations (solid), transfers (bold), failed attempts (dashed); labels: tool, "
-        "status, attempt, duration. Notes: handoffs that never ran."
+        "attempt and how it ended, the attempt's own duration. Notes: handoffs that never ran."
     )
-
-
-def timeline(view: TraceView) -> None:
-    """Waterfall of spans (handoff level by default)."""
-    left, right = st.columns(2)
-    mode = left.radio("Spans", ["handoffs", "all"], horizontal=True, key="trace_tl_mode")
-    rows = int(right.number_input("Rows", 10, 5000, DEFAULT_MAX_ROWS, step=100, key="trace_tl_rows"))
-    fall = waterfall(view, mode="all" if mode == "all" else "handoffs", max_rows=rows)
-    if fall.rows.empty:
-        st.info("No spans to draw.")
-        return
-    chart = waterfall_chart(fall)
-    st.altair_chart(chart, width="stretch")
-    note = "Red outline: the span ended with an error; faded: no end yet."
-    if fall.hidden:
-        note += f" {fall.hidden:,} span(s) not drawn (switch to all spans or raise the row limit)."
-    st.caption(note)
 
 
 def _table_or_note(frame: pd.DataFrame, key: str, note: str) -> bool:
@@ -162,9 +134,11 @@ def delegations(view: TraceView) -> None:
         key="trace_attempts_of",
     )
     picked = view.delegations[int(chosen)]
-    failed = next((f for f in view.failures if f.delegation == picked.index), None)
-    if failed is not None:  # the failed-handoff screen (issue 14)
-        st.link_button("Explain this failed handoff ›", handoff_link(view.trace_id, failed.span_id))
+    # A retried handoff completed: there is no failed handoff to explain (its attempts are listed).
+    failed = next((f for f in view.failures if f.delegation == picked.index and f.kind != "retried"), None)
+    # The failed-handoff screen (issue 14), in this tab.
+    if failed is not None and st.button("Explain this failed handoff ›", key="trace_explain"):
+        nav.open_handoff(view.trace_id, failed.span_id)
     if picked.attempts:
         show_table(tables.attempts_frame(view, int(chosen)), key="trace_attempts")
     else:
@@ -172,7 +146,7 @@ def delegations(view: TraceView) -> None:
     task = picked.task
     if task is not None:
         st.text("Task (captured):")
-        st.code(fmt.clipped(task, SHOWN_CONTENT_CHARS)[0], language=None)
+        st.code(task, language=None)
 
 
 def costs(view: TraceView) -> None:
@@ -195,118 +169,11 @@ def checks(view: TraceView) -> None:
     _table_or_note(tables.checks_frame(view), "trace_checks", note)
 
 
-def _inspector_choices(view: TraceView) -> list[str]:
-    spans = view.index.spans
-    loops = {n.span_id for n in view.nodes}
-    tools = {d.tool_span_id for d in view.delegations}
-    first = [s.span_id for s in spans if s.span_id in loops or s.span_id in tools or s.status_code == "Error"]
-    if len(first) >= MAX_INSPECTOR_CHOICES:
-        return first[:MAX_INSPECTOR_CHOICES]
-    chosen = set(first)  # built once: a set per span made this quadratic (0.5 s at 10k spans)
-    rest = (s.span_id for s in spans if s.span_id not in chosen)
-    return first + list(islice(rest, MAX_INSPECTOR_CHOICES - len(first)))
-
-
-def inspector(view: TraceView) -> None:
-    """Attributes and events of one span; captured content only when present."""
-    choices = _inspector_choices(view)
-    typed = st.text_input("Span id (any span of the trace)", key="trace_span_id").strip().lower()
-    names = {s.span_id: s.name for s in view.index.spans}
-    picked = st.selectbox(
-        "Or pick a span",
-        choices,
-        format_func=lambda i: f"{names.get(i, '')}  [{i[:8]}]",
-        key="trace_span_pick",
-    )
-    span_id = typed or picked
-    span = view.span(span_id) if span_id else None
-    if span is None:
-        if typed:
-            st.warning("No span with that id in this trace.")
-        return
-    _show_span(span)
-    price = round_price_text(view, span)
-    if price is not None:
-        st.caption(fmt.markdown_text(price))
-
-
-def _shown_value(value: object) -> tuple[object, bool]:
-    """An attribute value as shown (long strings and arrays cut), and whether it was cut."""
-    if isinstance(value, str):
-        text, left_out = fmt.clipped(value, SHOWN_VALUE_CHARS)
-        return text, bool(left_out)
-    if isinstance(value, (list, tuple)):
-        items = [_shown_value(v) for v in value[:SHOWN_ITEMS]]
-        shown = [v for v, _ in items]
-        if len(value) > SHOWN_ITEMS:
-            shown.append(f"… [{len(value) - SHOWN_ITEMS:,} more items]")
-        return shown, len(value) > SHOWN_ITEMS or any(cut for _, cut in items)
-    if isinstance(value, bytes):
-        return _shown_value(value.decode("utf-8", "replace"))
-    return value, False
-
-
-def _full_text(value: object) -> str:
-    if isinstance(value, (list, tuple)):
-        return "\n".join(str(v) for v in value)
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-
-
-def _full_value_button(span: SpanRecord, key: str, where: str) -> None:
-    """A download of one full value, made only when clicked (the page never holds a second copy)."""
-    value = span.attributes.get(key)
-    st.download_button(
-        f"Full value of {key}",
-        data=lambda: _full_text(value).encode(),
-        file_name=f"span-{span.span_id}-{key}.txt",
-        mime="text/plain",
-        key=f"trace_full_{where}_{span.span_id}_{key}",
-        on_click="ignore",
-    )
-
-
-def _show_span(span: SpanRecord) -> None:
-    duration = fmt.ms(None if span.duration_ns < 0 else span.duration_ns / 1e6)
-    message = fmt.clipped(span.status_message, SHOWN_VALUE_CHARS)[0]
-    st.text(
-        f"{fmt.clipped(span.name, SHOWN_VALUE_CHARS)[0]}\n"
-        f"span {span.span_id}  parent {span.parent_span_id or '(root)'}\n"
-        f"kind {span.kind}  status {span.status_code} {message}\n"
-        f"duration {duration}  service {span.service_name}"
-    )
-    plain: dict[str, object] = {}
-    cut: list[str] = []
-    for key, value in span.attributes.items():
-        if key in CONTENT_KEYS:
-            continue
-        plain[key], was_cut = _shown_value(value)
-        if was_cut:
-            cut.append(key)
-    st.json(plain, expanded=True)
-    for key in cut:
-        _full_value_button(span, key, "attr")
-    if span.events:
-        st.text("Events")
-        shown_events = [
-            {"name": e.name, "time_ns": e.timestamp_ns,
-             "attributes": {k: _shown_value(v)[0] for k, v in e.attributes.items()}}
-            for e in span.events[:SHOWN_ITEMS]
-        ]  # fmt: skip
-        st.json(shown_events)
-        if len(span.events) > SHOWN_ITEMS:
-            st.caption(f"{len(span.events) - SHOWN_ITEMS:,} more event(s) not shown.")
-    _show_content(span)
-
-
-def _show_content(span: SpanRecord) -> None:
-    content = {k: v for k, v in span.attributes.items() if k in CONTENT_KEYS}
-    if not content:
-        st.caption("Content not captured for this span.")
-        return
-    st.text("Captured content")
-    for key, value in content.items():
-        st.text(key)
-        text, left_out = fmt.clipped(_full_text(value), SHOWN_CONTENT_CHARS)
-        st.code(text, language=None)
-        if left_out:
-            _full_value_button(span, key, "content")
+SECTIONS: dict[str, Callable[[TraceView], None]] = {
+    "Delegations & attempts": delegations,
+    "Handoff graph": tree,
+    "Cost per loop": costs,
+    "Budgets": budgets,
+    "Checks": checks,
+}
+"""The tabs below the Trace page's explorer, by title, each drawn by its function."""

@@ -88,6 +88,7 @@ def _top_delegations(views: list[TraceView], top: int) -> pd.DataFrame:
                     "attempts": d.attempt_count,
                     "total USD": d.cost.total_cost,
                     **usage_columns(d.cost),
+                    "span": d.tool_span_id or (d.attempts[0].span_id if d.attempts else ""),
                 }
             )
     # Only priced delegations can be ranked; the unpriced ones show in "By delegation tool".

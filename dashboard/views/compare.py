@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pandas as pd
 
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import money_cells as cells
+from janux.tracing.analysis import outcomes
 from janux.tracing.analysis.trace_parts import AgentNode
 from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.sources.protocol import TraceSummary
@@ -49,12 +51,12 @@ def tree_diff(a: TraceView, b: TraceView) -> pd.DataFrame:
         na, nb = left.get(path), right.get(path)
         if na is None or nb is None:
             change = "only in B" if na is None else "only in A"
-        elif (na.status, na.own.total_cost, na.own.total_tokens) != (
-            nb.status,
+        elif (outcomes.loop_outcome(na), na.own.total_cost, na.own.total_tokens) != (
+            outcomes.loop_outcome(nb),
             nb.own.total_cost,
             nb.own.total_tokens,
         ):
-            change = "changed"
+            change = "changed"  # a loop that failed another way (model_error vs timeout) changed
         else:
             change = "same"
         ca = cells.total_cell(na.inclusive) if na else None
@@ -63,8 +65,8 @@ def tree_diff(a: TraceView, b: TraceView) -> pd.DataFrame:
             {
                 "loop": path,
                 "change": change,
-                "status A": na.status if na else None,
-                "status B": nb.status if nb else None,
+                "status A": outcomes.loop_outcome(na) if na else None,
+                "status B": outcomes.loop_outcome(nb) if nb else None,
                 "own A": fmt.usage_cost(na.own) if na else None,
                 "own B": fmt.usage_cost(nb.own) if nb else None,
                 "inclusive A": fmt.usage_cost(na.inclusive) if na else None,
@@ -96,12 +98,28 @@ def cost_diff(a: TraceView, b: TraceView) -> pd.DataFrame:
         ("agent loops", len(a.nodes), len(b.nodes)),
         ("delegations", len(a.delegations), len(b.delegations)),
         ("attempts", _attempts(a), _attempts(b)),
-        ("failed handoffs", len(a.failures), len(b.failures)),
+        ("failed handoffs", _failed(a), _failed(b)),
     ):
         rows.append(
             {"measure": label, "A": f"{va:,}", "B": f"{vb:,}", "B − A": f"{vb - va:+,}" if vb != va else "0"}
         )
     return pd.DataFrame(rows)
+
+
+def _failed(view: TraceView) -> int:
+    return sum(1 for d in view.delegations if outcomes.is_failed_handoff(d))
+
+
+def failure_diff(a: TraceView, b: TraceView) -> pd.DataFrame:
+    """Failure reasons of both traces (`kind: reason` with counts), where they differ."""
+    count_a = Counter(f"{f.kind}: {f.reason}" for f in a.failures)
+    count_b = Counter(f"{f.kind}: {f.reason}" for f in b.failures)
+    rows = [
+        {"failure": key, "A": count_a.get(key, 0), "B": count_b.get(key, 0)}
+        for key in sorted(set(count_a) | set(count_b))
+        if count_a.get(key, 0) != count_b.get(key, 0)
+    ]
+    return pd.DataFrame(rows, columns=["failure", "A", "B"])
 
 
 def _attempts(view: TraceView) -> int:
@@ -122,8 +140,11 @@ def summary_cost(summary: TraceSummary) -> str:
 
 
 def trace_label(summary: TraceSummary) -> str:
-    """How a trace is offered in a picker: `2025-01-31 09:15:02 · triage · $0.001234 · 4547684b`."""
+    """How a trace is offered in a picker, told apart from its neighbours by its conversation:
+    `2025-01-31 09:15:02 · triage · conv-42 · $0.001234 · 4547684b`."""
     agent = summary.root_agent or summary.root_name or "(no root yet)"
+    conversation = summary.conversation_id or "no conversation"
+    cost = summary_cost(summary)
     return (
-        f"{fmt.utc(summary.start_ns)} · {agent} · {summary_cost(summary)} · {fmt.short_id(summary.trace_id)}"
+        f"{fmt.utc(summary.start_ns)} · {agent} · {conversation} · {cost} · {fmt.short_id(summary.trace_id)}"
     )

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections import deque
 
 from janux.tracing.analysis import formatting as fmt
-from janux.tracing.analysis.trace_parts import AgentNode, Delegation
+from janux.tracing.analysis import outcomes
+from janux.tracing.analysis.trace_parts import AgentNode, Attempt, Delegation
 from janux.tracing.analysis.trace_view import TraceView
 
 DEFAULT_MAX_NODES = 150
@@ -73,17 +74,20 @@ def _node_line(node: AgentNode) -> str:
     return f'  n{node.index} [label={_label(title, costs, status)}, style="{style}", fillcolor="{color}"];'
 
 
-def _edge_label(delegation: Delegation, attempt_no: int | None, error: str | None) -> str:
-    total = delegation.attempt_count
-    parts = [delegation.tool, delegation.status]
-    if attempt_no is not None:
-        parts.append(f"attempt {attempt_no}/{total}" + (f" ({error})" if error else ""))
+def _edge_label(delegation: Delegation, attempt: Attempt | None) -> str:
+    """An attempt's edge says how that attempt ended and how long it ran (a failed attempt never
+    reads "completed"); an edge without attempts says the handoff's final status."""
+    if attempt is not None:
+        total = delegation.attempt_count
+        parts = [
+            f"attempt {attempt.number}/{total}: {outcomes.attempt_outcome(attempt)}",
+            fmt.ms(attempt.duration_ms),
+        ]
     elif delegation.kind == "transfer":
-        parts.append("transfer")  # runs on in the same loop: it has no attempts to count
+        parts = [delegation.status, "transfer"]  # runs on in the same loop: no attempt to count
     else:
-        parts.append(fmt.count(total, "attempt"))
-    parts.append(fmt.ms(delegation.duration_ms))
-    return _label(parts[0], " · ".join(parts[1:]))
+        parts = [delegation.status, outcomes.NOT_RUN]
+    return _label(delegation.tool, " · ".join(parts))
 
 
 def _delegation_edges(view: TraceView, delegation: Delegation, shown: set[int]) -> list[str]:
@@ -102,13 +106,13 @@ def _delegation_edges(view: TraceView, delegation: Delegation, shown: set[int]) 
             kind = "continues in this loop as"
         reason = delegation.deny_reason or delegation.stop_reason or delegation.error or ""
         lines.append(f"  {ghost} [label={_label(f'{kind} {delegation.target}', reason)}, shape=note];")
-        label = _edge_label(delegation, None, None)
+        label = _edge_label(delegation, None)
         lines.append(f'  {source} -> {ghost} [label={label}, {attrs}, style="{style}"];')
         return lines
     for attempt in delegation.attempts:
         if attempt.node not in shown:
             continue
-        label = _edge_label(delegation, attempt.number, attempt.error_type)
+        label = _edge_label(delegation, attempt)
         line_style = "dashed" if attempt.status != "ok" else style
         lines.append(f'  {source} -> n{attempt.node} [label={label}, {attrs}, style="{line_style}"];')
     return lines

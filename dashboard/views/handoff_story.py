@@ -14,6 +14,7 @@ from opentelemetry.semconv.attributes import exception_attributes as exc
 
 from janux.tracing import conventions as c
 from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis import outcomes
 from janux.tracing.analysis.trace_parts import BudgetBurn, Delegation
 from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.records import SpanRecord, attr_int, attr_str
@@ -209,12 +210,13 @@ def handoff_story(view: TraceView, span_id: str) -> HandoffStory | None:
 
 
 def burn_frame(budgets: list[BudgetBurn]) -> pd.DataFrame:
-    """Budget burn per attempt: used / limit for turns, tokens and ms."""
+    """Budget burn per attempt: used / limit for turns, tokens and ms, as every budget cell reads
+    (`outcomes.budget_cell`: `3 / 5 (60%)`, `3 (no limit)`, `open / 5`)."""
     rows = []
     for b in budgets:
         rows.append(
-            {"agent": b.agent, "attempt": b.attempt, "turns": f"{b.turns_used} / {b.max_turns or '—'}",
-             "tokens": f"{b.tokens_used:,} / {b.max_tokens or '—'}",
-             "ms": f"{fmt.ms(b.ms_used)} / {fmt.ms(b.max_ms)}", "cut by": b.stop_reason}
+            {"agent": b.agent, "attempt": b.attempt, "turns": outcomes.budget_cell(b.turns_used, b.max_turns),
+             "tokens": outcomes.budget_cell(b.tokens_used, b.max_tokens),
+             "ms": outcomes.budget_cell(b.ms_used, b.max_ms), "cut by": b.stop_reason}
         )  # fmt: skip
     return pd.DataFrame(rows, columns=["agent", "attempt", "turns", "tokens", "ms", "cut by"])

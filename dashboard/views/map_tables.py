@@ -91,7 +91,7 @@ def _edge_line(ids: dict[str, int], edge: EdgeStats, width: float, badges: list[
     color = failure_color(edge.failure_rate)
     parts = [
         f"{edge.count:,}× · {edge.failure_rate:.0%} failed",
-        f"{edge.attempts_per_delegation:.2f} attempts · {usd(edge.cost)}",
+        f"{edge.attempts:,} attempts · {usd(edge.cost)}",
         *(f"⚠ {name}" for name in badges),
     ]
     label = "\\n".join(escape(p) for p in parts)
@@ -166,7 +166,7 @@ def edges_frame(agent_map: AgentMap) -> pd.DataFrame:
     for e in agent_map.edges:
         row = {
             "caller": caller_name(e), "target": e.target, "kind": e.kind, "delegations": e.count,
-            "attempts / delegation": round(e.attempts_per_delegation, 3), "failed delegations": e.failed,
+            "attempts": e.attempts, "failed delegations": e.failed,
             "failure rate": round(e.failure_rate, 4),
         }  # fmt: skip
         row.update({kind: e.failures.get(kind, 0) for kind in FAILURE_KINDS})

@@ -8,20 +8,12 @@ import pandas as pd
 
 from janux.tracing import conventions as c
 from janux.tracing.analysis import formatting as fmt
-from janux.tracing.analysis.trace_parts import AgentNode, Delegation, Failure
+from janux.tracing.analysis import outcomes
+from janux.tracing.analysis.trace_parts import Delegation, Failure
 from janux.tracing.analysis.trace_view import TraceView
 
 FAILING_OR_OPEN = c.FAILING_STATUSES | {"open"}
 """Statuses whose error type explains the delegation's outcome."""
-
-
-def _loop_status(node: AgentNode) -> str:
-    """`ok`, `open`, `cut: max_turns` or `error: timeout`."""
-    if node.stop_reason:
-        return f"cut: {node.stop_reason}"
-    if node.status == "error" and node.error_type:
-        return f"error: {node.error_type}"
-    return node.status
 
 
 def nodes_frame(view: TraceView) -> pd.DataFrame:
@@ -32,7 +24,7 @@ def nodes_frame(view: TraceView) -> pd.DataFrame:
             {
                 "loop": fmt.indent(node.depth) + node.agent + (f" #{node.attempt}" if node.attempt else ""),
                 "depth": node.depth,
-                "status": _loop_status(node),
+                "status": outcomes.loop_outcome(node),
                 "own cost": fmt.usage_cost(node.own),
                 "inclusive cost": fmt.usage_cost(node.inclusive),
                 "own tokens": fmt.tokens(node.own),
@@ -75,23 +67,34 @@ def delegations_frame(view: TraceView) -> pd.DataFrame:
 
 
 def attempts_frame(view: TraceView, delegation: int) -> pd.DataFrame:
-    """Attempts of one delegation: number, duration, status, error type, cost."""
+    """Attempts of one delegation: number, its own duration, outcome, error type and whole message, cost."""
     d = view.delegations[delegation]
     rows = [
         {
             "attempt": a.number,
             "duration": fmt.ms(a.duration_ms),
             "status": a.status,
+            "outcome": outcomes.attempt_outcome(a),
             "error.type": a.error_type or "",
+            "error": a.error or "",
             "stop reason": a.stop_reason or "",
             "cost": fmt.usage_cost(view.nodes[a.node].inclusive),
             "span": a.span_id,
         }
         for a in d.attempts
     ]
-    return pd.DataFrame(
-        rows, columns=["attempt", "duration", "status", "error.type", "stop reason", "cost", "span"]
-    )
+    columns = [
+        "attempt",
+        "duration",
+        "status",
+        "outcome",
+        "error.type",
+        "error",
+        "stop reason",
+        "cost",
+        "span",
+    ]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def no_attempts_note(delegation: Delegation) -> str:
@@ -126,19 +129,12 @@ def checks_frame(view: TraceView) -> pd.DataFrame:
 def budgets_frame(view: TraceView) -> pd.DataFrame:
     """Budget burn per delegated loop: used / limit for turns, tokens and wall clock."""
 
-    def cell(used: float | None, limit: float | None) -> str:
-        if limit is None:
-            return "" if used is None else f"{used:,.0f} (no limit)"
-        used_text = "open" if used is None else f"{used:,.0f}"
-        share = "" if used is None or not limit else f" ({used / limit:.0%})"
-        return f"{used_text} / {limit:,.0f}{share}"
-
     rows = [
         {
             "loop": b.agent + (f" #{b.attempt}" if b.attempt else ""),
-            "turns": cell(b.turns_used, b.max_turns),
-            "tokens": cell(b.tokens_used, b.max_tokens),
-            "ms": cell(b.ms_used, b.max_ms),
+            "turns": outcomes.budget_cell(b.turns_used, b.max_turns),
+            "tokens": outcomes.budget_cell(b.tokens_used, b.max_tokens),
+            "ms": outcomes.budget_cell(b.ms_used, b.max_ms),
             "cut by": b.stop_reason or "",
         }
         for b in view.budgets

@@ -104,7 +104,13 @@ def waterfall_chart(fall: Waterfall) -> alt.Chart:
             color=alt.Color("kind:N", scale=kinds, legend=alt.Legend(title="span")),
             stroke=alt.condition("datum.status == 'error'", alt.value(ERROR_OUTLINE), alt.value(None)),
             opacity=alt.condition("datum.open", alt.value(0.45), alt.value(1.0)),
-            tooltip=["name:N", "duration_ms:Q", "status:N", "kind:N", "span_id:N"],
+            tooltip=[
+                "name:N",
+                alt.Tooltip("duration_ms:Q", format=",.1f", title="ms"),
+                "status:N",
+                "kind:N",
+                "span_id:N",
+            ],
         )
         .properties(height=alt.Step(ROW_STEP_PX))
     )

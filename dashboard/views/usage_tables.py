@@ -50,7 +50,7 @@ TOOL: Final = TableSpec("tool", "delegation tool", "delegations", "failing")
 """Each delegation tool, with the own usage of its direct attempts."""
 MODEL: Final = TableSpec("model", "model", "rounds", "failed rounds")
 """Each requested model, from the inference spans."""
-CONVERSATION: Final = TableSpec("conversation", "conversation", "traces", "failed traces")
+CONVERSATION: Final = TableSpec("conversation", "conversation", "traces", "traces with error spans")
 """Each conversation: the bill of each of its traces."""
 
 

@@ -477,6 +477,23 @@ _SCENARIOS: dict[str, Scenario] = {
 SCENARIO_NAMES: tuple[str, ...] = tuple(_SCENARIOS)
 """Every built-in scenario, in run order."""
 
+ENDS_BY_DESIGN: dict[str, str] = {
+    "retry_then_success": "a failed attempt, retried to success",
+    "timeout_then_fallback": "a timed-out attempt, then a fallback",
+    "failed_delegation": "a failed handoff (rate limited)",
+    "denied_allowed_tools": "a denied handoff (allowed_tools)",
+    "denied_denied_tools": "a denied handoff (denied_tools)",
+    "denied_max_depth": "a denied handoff (max_depth)",
+    "denied_tool_forbidden": "a denied handoff (tool_forbidden)",
+    "denied_rate_limited": "a denied handoff (rate_limited)",
+    "denied_guardrail": "a denied handoff (guardrail)",
+    "cut_max_turns": "a handoff cut by its budget (max_turns)",
+    "cut_max_tokens": "a handoff cut by its budget (max_tokens)",
+    "cut_max_time": "a handoff cut by its budget (max_ms)",
+    "unpriced_subagent": "tokens without a price",
+}
+"""What a scenario shows on purpose (the dashboard lists it under Failures); the others end plainly."""
+
 
 async def run_scenarios(
     names: Sequence[str] | None = None,

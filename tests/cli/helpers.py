@@ -46,6 +46,8 @@ class Row:
     name: str
     trace_id: str
     outcome: str
+    design: str = ""
+    """What the scenario shows by design (`-` for a plain ending)."""
 
 
 def report_rows(stdout: str) -> list[Row]:
@@ -54,8 +56,9 @@ def report_rows(stdout: str) -> list[Row]:
     assert lines[0].split()[:3] == ["scenario", "trace", "id"], stdout
     rows = []
     for line in lines[1:-1]:
-        name, trace_id, outcome = line.split(None, 2)
-        rows.append(Row(name, trace_id, outcome))
+        name, trace_id, rest = line.split(None, 2)
+        outcome, _, design = rest.partition("  ")  # the outcome, then what it shows by design
+        rows.append(Row(name, trace_id, outcome.strip(), design.strip()))
     return rows
 
 

@@ -106,3 +106,24 @@ def test_the_installed_command_exits_1_on_a_crossed_rule(tmp_path: Path, store_d
     done = janux("check", "--rules", _rules(tmp_path, CROSSING), "--data-dir", str(store_dir))
     assert done.returncode == EXIT_CROSSED, done.stderr
     assert "CROSSED" in done.stdout
+
+
+def test_a_rule_below_its_min_count_is_listed_as_skipped(tmp_path: Path, store_dir: Path) -> None:
+    with open_store(store_dir) as store:
+        edge = store.agent_map(TraceFilter()).edge("triage", "researcher")
+    assert edge is not None
+    quiet = f"""
+rules:
+  - name: needs more data
+    edge_failure_rate: {{caller: triage, target: researcher, max: 0.1, min_count: {edge.count + 1}}}
+  - name: nobody calls this
+    edge_failure_rate: {{caller: triage, target: nobody, max: 0.1}}
+"""
+    status, out, _ = _run("--rules", _rules(tmp_path, quiet), "--data-dir", str(store_dir))
+    assert status == EXIT_OK, out
+    below = next(line for line in out.splitlines() if "needs more data" in line)
+    assert below.startswith("skipped")
+    assert f"skipped: below min_count {edge.count + 1} ({edge.count} delegations)" in below
+    none = next(line for line in out.splitlines() if "nobody calls this" in line)
+    assert none.startswith("skipped") and "no edge in the range matches" in none
+    assert "0 of 2 checks crossed (2 skipped: nothing to judge)." in out

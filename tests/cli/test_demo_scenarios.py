@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from janux.demo.scenarios import ENDS_BY_DESIGN
 from janux.tracing import conventions as c
 from janux.tracing.otlp.json_decode import decode_json_bytes
 from janux.tracing.records import SpanRecord, attr_int, attr_str
@@ -78,6 +79,10 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Seen]:
     assert "SERVER-ATTEMPTS:0" in done.stderr, done.stderr
     rows = report_rows(done.stdout)
     assert all(row.outcome == "ok" for row in rows), done.stdout
+    # The summary says which scenarios end in a failure on purpose (issue 19).
+    design = {row.name: row.design for row in rows}
+    assert design == {name: ENDS_BY_DESIGN.get(name, "-") for name in design}
+    assert design["failed_delegation"] == "a failed handoff (rate limited)" and design["delegation"] == "-"
     by_trace: dict[str, list[SpanRecord]] = defaultdict(list)
     for number, line in enumerate(out.read_text(encoding="utf-8").splitlines(), start=1):
         result = decode_json_bytes(line)

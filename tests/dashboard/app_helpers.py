@@ -33,3 +33,11 @@ def run_page(source: Any, page: str = "traces.py", **query: str) -> AppTest:
         at.run()
     assert not at.exception, at.exception
     return at
+
+
+def show_section(at: AppTest, label: str) -> AppTest:
+    """Choose a tab below the Trace page's explorer (only the chosen one is drawn) and rerun."""
+    at.session_state["trace_section"] = label
+    at.run()
+    assert not at.exception, at.exception
+    return at

@@ -4,7 +4,6 @@ source settings read-only unless allowed, uploads capped once decompressed."""
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import parse_qsl
 
 import pytest
 import zstandard
@@ -64,9 +63,9 @@ def test_with_a_token_nothing_renders_before_sign_in(
     at.text_input(key="janux_token_input").set_value(TOKEN)
     at.button[0].click().run()
     assert not at.exception and at.sidebar.radio(key="janux_source_choice").value == "Embedded store"
-    link = at.dataframe[0].value["open"].iloc[0]
-    ticket = dict(parse_qsl(link.split("?", 1)[1]))["auth"]
-    assert TOKEN not in link
+    # The session's ticket, as a link to another tab carries it (`link_params`).
+    ticket = str(at.session_state["janux_ticket"])
+    assert ticket and TOKEN not in ticket
     # A link opens a new tab, a new session: its ticket signs it in; a made-up one does not.
     for given, signed_in in ((ticket, True), ("made-up", False)):
         tab = _app()
@@ -178,8 +177,7 @@ def test_a_ticket_is_single_use_and_revocable(store_dir: Path, monkeypatch: pyte
     at = _app()
     at.run()
     _sign_in(at, TOKEN)
-    link = at.dataframe[0].value["open"].iloc[0]
-    ticket = dict(parse_qsl(link.split("?", 1)[1]))["auth"]
+    ticket = str(at.session_state["janux_ticket"])  # as a link to another tab carries it
     opened = []
     for _ in range(2):  # a second tab on the same ticket (a copied link) must sign in itself
         tab = _app()
@@ -188,7 +186,7 @@ def test_a_ticket_is_single_use_and_revocable(store_dir: Path, monkeypatch: pyte
         opened.append(bool(tab.dataframe))
     assert opened == [True, False]
     at.run()  # each page run hands out a fresh ticket
-    fresh = dict(parse_qsl(at.dataframe[0].value["open"].iloc[0].split("?", 1)[1]))["auth"]
+    fresh = str(at.session_state["janux_ticket"])
     assert fresh != ticket
     at.sidebar.button(key="janux_sign_out_all").click().run()  # every session and ticket revoked
     tab = _app()

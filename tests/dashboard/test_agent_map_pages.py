@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
 
 import pandas as pd
 import pytest
@@ -13,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter
-from tests.dashboard.app_helpers import OpenPage
+from tests.dashboard.app_helpers import OpenPage, show_section
 from tests.dashboard.shown import rendered
 
 Demo = tuple[list[Any], dict[str, str]]
@@ -25,8 +24,12 @@ def _table(at: AppTest, *columns: str) -> pd.DataFrame:
     return found[0]
 
 
-def _query(link: str) -> dict[str, str]:
-    return {k: v[0] for k, v in parse_qs(urlparse(link).query).items()}
+def _click(at: AppTest, key: str, row: int) -> dict[str, str]:
+    """One click on row `row` of the table `key`; the query of the page it opened."""
+    at.session_state[key] = {"selection": {"rows": [], "columns": [], "cells": [[row, "trace"]]}}
+    at.run()
+    assert not at.exception, at.exception
+    return {k: at.query_params[k] for k in at.query_params}
 
 
 def test_map_draws_every_agent_and_edge(open_page: OpenPage, demo: Demo) -> None:
@@ -49,14 +52,17 @@ def test_clicking_a_node_lists_its_traces_newest_first(open_page: OpenPage, demo
     at = open_page(source, "agent_map.py")
     at.selectbox(key="map_inspect").set_value("agent: fact_checker").run()
     assert not at.exception
-    frame = _table(at, "open", "started (UTC)", "trace", "span")
+    frame = _table(at, "started (UTC)", "trace", "span")
     node = source.agent_map(TraceFilter()).node("fact_checker")
     assert node is not None and list(frame["trace"]) == [r.trace_id for r in node.recent]
-    assert all(_query(link)["trace_id"] == t for link, t in zip(frame["open"], frame["trace"], strict=True))
     assert (
         "fact_checker"
         in at.get("graphviz_chart")[0].proto.spec.split("penwidth=3")[0].rsplit("[label=", 1)[1]
     )
+    # One click on a row opens that trace at the agent's span, in this session.
+    opened = _click(at, "map_node_traces", 0)
+    assert opened == {"trace_id": node.recent[0].trace_id, "span": node.recent[0].span_id}
+    assert at.title[0].value == "Trace"
 
 
 def test_clicking_an_edge_lists_failures_linking_to_failures_and_the_handoff_screen(
@@ -70,23 +76,25 @@ def test_clicking_an_edge_lists_failures_linking_to_failures_and_the_handoff_scr
     assert edge is not None and edge.failed > 0
     reasons = _table(at, "reason", "delegations")
     assert dict(zip(reasons["reason"], reasons["delegations"], strict=True)) == edge.reasons
-    failures = _table(at, "explain", "kind", "reason")
+    failures = _table(at, "started (UTC)", "kind", "reason")
     assert len(failures) == len(edge.recent_failures)
-    first = _query(failures["explain"].iloc[0])
-    assert first["trace_id"] == edge.recent_failures[0].trace_id
-    assert first["span_id"] == edge.recent_failures[0].span_id
-    buttons = [b.proto.url for b in at.get("link_button")]
-    assert any(_query(url) == {"caller": "triage", "target": "researcher"} for url in buttons)
+    first = edge.recent_failures[0]
+    assert _click(at, "map_edge_failures", 0) == {"trace_id": first.trace_id, "span_id": first.span_id}
+    assert at.title[0].value == "Failed handoff"
+    at = open_page(source, "agent_map.py")
+    at.selectbox(key="map_inspect").set_value("edge: triage → researcher (delegate)").run()
+    at.button(key="map_edge_all_failures").click().run()
+    assert {k: at.query_params[k] for k in at.query_params} == {"caller": "triage", "target": "researcher"}
+    assert at.title[0].value == "Failures"
 
 
 def test_failures_page_filtered_to_an_edge(open_page: OpenPage, demo: Demo) -> None:
     source = MemoryTraceSource(demo[0])
     at = open_page(source, "failures.py", caller="triage", target="writer")
-    frame = _table(at, "kind", "reason", "task", "open")
+    frame = _table(at, "kind", "reason", "task", "error")
     assert len(frame) > 0 and set(frame["target"]) == {"writer"} and set(frame["caller"]) == {"triage"}
-    assert all(
-        _query(link)["span_id"] == span for link, span in zip(frame["explain"], frame["span"], strict=True)
-    )
+    opened = _click(at, "failures_table", 0)
+    assert opened == {"trace_id": frame["trace"].iloc[0], "span_id": frame["span"].iloc[0]}
 
 
 def test_failed_handoff_screen_explains_a_budget_cut(open_page: OpenPage, demo: Demo) -> None:
@@ -102,7 +110,7 @@ def test_failed_handoff_screen_explains_a_budget_cut(open_page: OpenPage, demo: 
     assert len(attempts) >= 1
     burn = _table(at, "agent", "turns", "tokens", "cut by")
     assert "max_turns" in set(burn["cut by"])
-    same = _table(at, "explain", "open", "started (UTC)", "trace")
+    same = _table(at, "started (UTC)", "trace")
     metric = next(m for m in at.metric if "max_turns" in rendered(m.label))
     assert metric.value.startswith(f"{edge.reasons['max_turns']:,} of")
     assert trace_id not in set(same["trace"])
@@ -172,9 +180,10 @@ def test_trace_page_links_a_failed_edge_to_the_handoff_screen(open_page: OpenPag
     source = MemoryTraceSource(demo[0])
     trace_id = demo[1]["failed_delegation"]
     at = open_page(source, "trace.py", trace_id=trace_id)
-    links = [_query(b.proto.url) for b in at.get("link_button") if "Explain" in b.proto.label]
-    assert len(links) == 1 and links[0]["trace_id"] == trace_id
-    at = open_page(source, "handoff.py", **links[0])
+    show_section(at, "Delegations & attempts")
+    at.button(key="trace_explain").click().run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Failed handoff" and at.query_params["trace_id"] == trace_id
     assert any("failed" in rendered(h.value) for h in at.subheader)
 
 

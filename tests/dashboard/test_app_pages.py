@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl
 
 import pandas as pd
 from streamlit.testing.v1 import AppTest
@@ -15,7 +14,7 @@ from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import money_cells as cells
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import IngestStats
-from tests.dashboard.app_helpers import APP, OpenPage
+from tests.dashboard.app_helpers import APP, OpenPage, show_section
 from tests.dashboard.shown import rendered, shown
 from tests.support.contract_traces import DENY_RULE, TASK_TEXT, TOTAL_COST, contract_trace, plain_trace
 from tests.support.paths import REPO_ROOT
@@ -30,7 +29,7 @@ def _metrics(at: AppTest) -> dict[str, str]:
 
 # Each table is found by columns only it has (a plain st.dataframe carries no key in AppTest).
 TABLES = {
-    "traces_table": {"trace", "checks", "open"},
+    "traces_table": {"trace", "checks", "conversation"},
     "trace_attempts": {"attempt", "error.type"},
     "trace_delegations": {"caller", "tool", "attempt errors"},
     "trace_nodes": {"loop", "own cost", "inclusive cost"},
@@ -42,14 +41,26 @@ TABLES = {
     "costs_model": {"model", "rounds"},
     "costs_conversation": {"conversation", "traces"},
     "costs_top": {"delegation tool", "total USD"},
-    "failures_table": {"kind", "reason", "task", "open"},
+    "failures_table": {"kind", "reason", "task", "error"},
     "failures_groups": {"kind", "reason", "handoffs"},
     "compare_costs": {"measure", "B − A"},
     "compare_tree": {"loop", "change"},
 }
 
 
+SECTION_OF = {
+    "trace_attempts": "Delegations & attempts",
+    "trace_delegations": "Delegations & attempts",
+    "trace_nodes": "Cost per loop",
+    "trace_checks": "Checks",
+    "trace_budgets": "Budgets",
+}
+"""The Trace page's tab each of its tables is drawn in (only the chosen tab is drawn)."""
+
+
 def _element(at: AppTest, key: str) -> Any:
+    if key in SECTION_OF and at.session_state["trace_section"] != SECTION_OF[key]:
+        show_section(at, SECTION_OF[key])
     wanted = TABLES[key]
     found = [e for e in at.dataframe if wanted <= set(e.value.columns)]
     assert len(found) == 1, f"{key}: {len(found)} tables with columns {wanted}"
@@ -78,7 +89,6 @@ def test_traces_page_lists_traces_with_cost_and_badge(
     assert text.loc[CONTRACT_ID, "estimated USD"] == cells.MISSING
     assert frame.loc[CONTRACT_ID, "checks"] == "✓ ok"
     assert frame.loc[CONTRACT_ID, "attempts"] == 4
-    assert frame.loc[CONTRACT_ID, "open"] == f"trace?trace_id={CONTRACT_ID}"
     # The other runtime's trace has an estimate and 400 tokens on a model without a price.
     assert text.loc[PLAIN_ID, "estimated USD"].startswith("≈ $")
     assert text.loc[PLAIN_ID, "cost USD"] == fmt.UNPRICED
@@ -123,7 +133,7 @@ def test_trace_page_numbers(open_page: OpenPage, two_traces: MemoryTraceSource) 
     budgets = _frame(at, "trace_budgets").set_index("loop")
     assert budgets.loc["writer #1", "turns"] == "2 / 2 (100%)"
     assert budgets.loc["writer #1", "cut by"] == c.STOP_MAX_TURNS
-    dot = at.get("graphviz_chart")[0].proto.spec
+    dot = show_section(at, "Handoff graph").get("graphviz_chart")[0].proto.spec
     assert "delegate.researcher" in dot and "not run: coder" in dot
 
 
@@ -143,7 +153,7 @@ def test_trace_page_marks_incomplete_traces(open_page: OpenPage) -> None:
     source = MemoryTraceSource([s for s in spans if s is not tool])
     at = open_page(source, "trace.py", trace_id=CONTRACT_ID)
     assert [w.value for w in at.warning] == ["Incomplete trace: 2 span(s) with a missing parent"]
-    dot = at.get("graphviz_chart")[0].proto.spec
+    dot = show_section(at, "Handoff graph").get("graphviz_chart")[0].proto.spec
     assert "incomplete trace" in dot
 
 
@@ -159,7 +169,7 @@ def test_trace_page_escapes_hostile_names(open_page: OpenPage) -> None:
         if span.attributes.get(c.GEN_AI_AGENT_NAME) == "researcher":
             span.attributes[c.GEN_AI_AGENT_NAME] = hostile
     at = open_page(MemoryTraceSource(spans), "trace.py", trace_id=CONTRACT_ID)
-    dot = at.get("graphviz_chart")[0].proto.spec
+    dot = show_section(at, "Handoff graph").get("graphviz_chart")[0].proto.spec
     assert 'evil\\"];' in dot and 'evil"]' not in dot
     allowed = ("digraph", "}", "  graph ", "  node ", "  edge ", "  n", "  g", "  c", "  incomplete")
     assert all(line.startswith(allowed) for line in dot.splitlines()), dot
@@ -203,7 +213,7 @@ def test_failures_page(open_page: OpenPage, two_traces: MemoryTraceSource) -> No
     denied = table[table["kind"] == "denied"]
     assert list(denied["reason"]) == [DENY_RULE]
     assert list(denied["target"]) == ["coder"]
-    assert list(denied["open"]) == [f"trace?trace_id={CONTRACT_ID}"]
+    assert list(denied["trace"]) == [CONTRACT_ID]
     cut = table[table["kind"] == "cut"]
     assert list(cut["reason"]) == [c.STOP_MAX_TURNS]
     timeouts = table[table["kind"] == "timeout"]
@@ -270,10 +280,12 @@ def test_uploaded_files_source(open_page: OpenPage) -> None:
     at.run()
     assert not at.exception
     assert list(_frame(at, "traces_table")["trace"]) == [CONTRACT_ID]
-    link = _frame(at, "traces_table")["open"].iloc[0]
-    assert link.startswith(f"trace?trace_id={CONTRACT_ID}&upload=")
-    # The link opens a new tab, i.e. a new session: it must find the uploaded traces, not the store.
-    query = dict(parse_qsl(link.split("?", 1)[1]))
+    # A click on the row opens the trace in this session; its address names the upload.
+    at.session_state["traces_table"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at.run()
+    query = at.query_params
+    assert query["trace_id"] == CONTRACT_ID and query["upload"]
+    # That address, opened in a new tab (a new session), finds the uploaded traces, not the store.
     tab = AppTest.from_file(str(APP), default_timeout=60)
     for key, value in query.items():
         tab.query_params[key] = value
@@ -283,9 +295,15 @@ def test_uploaded_files_source(open_page: OpenPage) -> None:
     assert tab.sidebar.radio(key="janux_source_choice").value == "Uploaded files"
     assert _metrics(tab)["Total cost"] == fmt.usd(TOTAL_COST)
     assert any("a.jsonl" in rendered(cap.value) for cap in tab.sidebar.caption)
-    # Removing the files in the first session empties that session's source.
-    at.file_uploader(key="janux_files").set_value([]).run()
-    assert any("No trace source is open" in i.value for i in at.info)
+    # Removing the files empties that session's source.
+    again = open_page(None)
+    again.sidebar.radio(key="janux_source_choice").set_value("Uploaded files").run()
+    again.file_uploader(key="janux_files").set_value(
+        [("a.jsonl", json_lines(contract_trace()), "application/json")]
+    )
+    again.run()
+    again.file_uploader(key="janux_files").set_value([]).run()
+    assert any("No trace source is open" in i.value for i in again.info)
 
 
 def test_bad_source_setting_is_shown_not_raised(open_page: OpenPage, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -302,20 +320,21 @@ def test_live_tail_toggle_runs(open_page: OpenPage, two_traces: MemoryTraceSourc
     assert len(_frame(at, "traces_table")) == 2
 
 
-def test_inspector_shows_content_only_when_captured(
+def test_span_detail_shows_content_only_when_captured(
     open_page: OpenPage, two_traces: MemoryTraceSource
 ) -> None:
     tool = next(s for s in contract_trace() if s.attributes.get(c.GEN_AI_TOOL_NAME) == "delegate.researcher")
-    at = open_page(two_traces, "trace.py", trace_id=CONTRACT_ID)
-    # The delegations tab shows the captured task once; the inspector adds it for the tool span.
-    at.text_input(key="trace_span_id").set_value(tool.span_id).run()
+    # The delegations tab shows the captured task once; the selected tool span's detail adds it.
+    at = show_section(
+        open_page(two_traces, "trace.py", trace_id=CONTRACT_ID, span=tool.span_id), "Delegations & attempts"
+    )
     assert sum(code.value == TASK_TEXT for code in at.code) == 2
     chat = next(s for s in contract_trace() if s.name.startswith(c.OP_CHAT))
-    at.text_input(key="trace_span_id").set_value(chat.span_id).run()
+    at = show_section(
+        open_page(two_traces, "trace.py", trace_id=CONTRACT_ID, span=chat.span_id), "Delegations & attempts"
+    )
     assert sum(code.value == TASK_TEXT for code in at.code) == 1
     assert "Content not captured for this span." in [cap.value for cap in at.caption]
-    at.text_input(key="trace_span_id").set_value("0" * 16).run()
-    assert "No span with that id in this trace." in [w.value for w in at.warning]
 
 
 def test_page_scripts_have_no_stray_top_level_expressions() -> None:

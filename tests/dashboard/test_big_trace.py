@@ -1,7 +1,7 @@
-"""A 10,000-span trace on the Trace page: everything is drawn collapsed by default.
+"""A 10,000-span trace on the Trace page: everything is drawn bounded by default.
 
-Speed is measured in bench/bench_reconstruct.py (server side and in Chromium); here only what
-"collapsed" means: a bounded graph, waterfall, span picker and tables, with the rest counted.
+Speed is measured in bench/bench_reconstruct.py and bench/bench_explorer.py (in Chromium); here
+only what "bounded" means: a bounded graph, waterfall and tree, with the rest counted.
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ import re
 import pytest
 from streamlit import dataframe_util
 
-from janux.dashboard.ui.trace_sections import MAX_INSPECTOR_CHOICES
+from janux.dashboard.ui.trace_explorer import TREE_ROWS
 from janux.dashboard.views.graph import DEFAULT_MAX_NODES
 from janux.dashboard.views.timeline import DEFAULT_MAX_ROWS
 from janux.tracing.analysis import TraceView, reconstruct
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.testing import synthetic_trace
-from tests.dashboard.app_helpers import OpenPage
+from tests.dashboard.app_helpers import OpenPage, show_section
 
 SPANS = 10_000
 
@@ -35,20 +35,33 @@ def test_big_trace_page_is_collapsed_by_default(
     spans, view = big
     assert len(view.index.spans) >= SPANS and len(view.nodes) > DEFAULT_MAX_NODES
     at = open_page(MemoryTraceSource(spans), "trace.py", trace_id=spans[0].trace_id)
-    # Handoff tree: DEFAULT_MAX_NODES loops drawn, every other loop counted in a "+N more" node.
-    dot = at.get("graphviz_chart")[0].proto.spec
+    # Handoff graph (drawn once its tab is chosen): DEFAULT_MAX_NODES loops drawn, every other loop
+    # counted in a "+N more" node.
+    assert not at.get("graphviz_chart")
+    dot = show_section(at, "Handoff graph").get("graphviz_chart")[0].proto.spec
     assert len(re.findall(r"^  n\d+ \[", dot, flags=re.M)) == DEFAULT_MAX_NODES
     hidden = sum(int(n) for n in re.findall(r'"\+(\d+) more loops"', dot))
     assert hidden == len(view.nodes) - DEFAULT_MAX_NODES
     limit = at.number_input(key="trace_tree_limit")
     assert limit.value == DEFAULT_MAX_NODES and f"of {len(view.nodes):,}" in limit.label
-    # Waterfall: handoff level, at most DEFAULT_MAX_ROWS rows, the rest counted in the caption.
-    assert at.radio(key="trace_tl_mode").value == "handoffs"
+    # The waterfall is drawn only once its tab is chosen; then every span (not only handoffs), at
+    # most DEFAULT_MAX_ROWS rows, the rest counted.
+    assert not at.get("vega_lite_chart")
+    at.session_state["trace_view_tab"] = "Waterfall"
+    at.run()
+    assert at.toggle(key="trace_tl_handoffs").value is False
     (chart,) = at.get("vega_lite_chart")
     rows = [dataframe_util.convert_arrow_bytes_to_pandas_df(d.data.data) for d in chart.proto.datasets]
     assert sum(len(r) for r in rows) == DEFAULT_MAX_ROWS
     notes = [c.value for c in at.caption if "not drawn" in c.value]
     assert len(notes) == 1 and re.search(r"[\d,]+ span\(s\) not drawn", notes[0])
-    # Span picker: bounded, loops and delegation tools first.
-    assert len(at.selectbox(key="trace_span_pick").options) == MAX_INSPECTOR_CHOICES
+    # The tree: the first TREE_ROWS spans, in tree order, the rest found by the search.
+    at.session_state["trace_view_tab"] = "Tree"
+    at.run()
+    (tree,) = [d for d in at.dataframe if {"span", "kind", "outcome"} <= set(d.value.columns)]
+    assert len(tree.value) == TREE_ROWS
+    assert any(f"first {TREE_ROWS:,} of {len(view.index.spans):,} spans" in c.value for c in at.caption)
+    at.text_input(key="trace_search").set_value(view.index.spans[-1].span_id).run()
+    (tree,) = [d for d in at.dataframe if {"span", "kind", "outcome"} <= set(d.value.columns)]
+    assert len(tree.value) == 1
     assert not at.exception

@@ -26,12 +26,13 @@ def _compared(at: Any) -> bool:
     return any("B − A" in e.value.columns for e in at.dataframe)
 
 
-def test_labels_name_start_root_agent_and_cost() -> None:
+def test_labels_name_start_root_agent_conversation_and_cost() -> None:
     summaries = {s.trace_id: s for s in _source().list_traces(TraceFilter())}
     a = summaries[A_ID]
-    assert trace_label(a) == f"{fmt.utc(a.start_ns)} · planner · {cells.money_text(TOTAL_COST)} · {A_ID[:8]}"
+    money = cells.money_text(TOTAL_COST)
+    assert trace_label(a) == f"{fmt.utc(a.start_ns)} · planner · conv-1 · {money} · {A_ID[:8]}"
     # Another runtime records no cost: unpriced, never $0.
-    assert f" · planner · {fmt.UNPRICED} · " in trace_label(summaries[PLAIN_ID])
+    assert f" · planner · conv-1 · {fmt.UNPRICED} · " in trace_label(summaries[PLAIN_ID])
 
 
 def test_query_params_preselect_both_pickers(open_page: OpenPage) -> None:

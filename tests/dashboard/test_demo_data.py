@@ -15,7 +15,7 @@ from janux.tracing import conventions as c
 from janux.tracing.analysis import TraceView, reconstruct
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.memory import MemoryTraceSource
-from tests.dashboard.app_helpers import OpenPage
+from tests.dashboard.app_helpers import OpenPage, show_section
 from tests.dashboard.shown import rendered
 
 Demo = tuple[list[SpanRecord], dict[str, str]]
@@ -114,6 +114,7 @@ def test_pages_on_demo_data_in_the_embedded_store(
     assert set(table["checks"]) == {"✓ ok"}
 
     at = open_page(None, "trace.py", trace_id=ids["retry_then_success"])
+    show_section(at, "Delegations & attempts")
     attempts = next(e.value for e in at.dataframe if "error.type" in e.value.columns)
     assert list(attempts["attempt"]) == [1, 2] and attempts["error.type"].tolist()[0] == c.ERROR_MODEL
     metrics = {m.label: m.value for m in at.metric}
@@ -190,11 +191,13 @@ def test_budget_burn_counts_the_rounds_the_loop_recorded(views: dict[str, TraceV
 def test_trace_page_names_who_transferred_and_why_no_attempt(open_page: OpenPage, demo: Demo) -> None:
     spans, ids = demo
     at = open_page(MemoryTraceSource(spans), "trace.py", trace_id=ids["transfer_to_specialist"])
+    show_section(at, "Delegations & attempts")
     delegations = next(e.value for e in at.dataframe if "attempt errors" in e.value.columns)
     # The loop's span carries the target's name after the transfer; the caller is the one handing off.
     assert list(delegations["caller"]) == ["triage"] and list(delegations["target"]) == ["billing"]
     assert not [e for e in at.dataframe if "error.type" in e.value.columns]  # no empty attempts table
     assert any("transfer hands the conversation to billing" in rendered(i.value) for i in at.info)
+    show_section(at, "Handoff graph")
     dot = at.get("graphviz_chart")[0].proto.spec
     assert "completed · transfer" in dot and "1 attempt" not in dot
     (failure,) = [f for f in _views_of(spans)[ids["denied_max_depth"]].failures if f.kind == "denied"]

@@ -11,11 +11,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from janux.dashboard.ui.trace_sections import SECTIONS
 from janux.tracing import conventions as c
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.testing import DelegationSpec, LoopSpec, RoundSpec, build_trace
-from tests.dashboard.app_helpers import OpenPage
+from tests.dashboard.app_helpers import OpenPage, show_section
 from tests.dashboard.shown import rendered
 from tests.support.paths import REPO_ROOT
 
@@ -60,10 +61,11 @@ def _markdown_sources(at: Any) -> list[str]:
     return found
 
 
-def _assert_literal(at: Any, hostile: str = HOSTILE) -> None:
-    """The hostile text is on the page, and every markdown source carrying it is escaped whole."""
+def _assert_literal(at: Any, hostile: str = HOSTILE, *, shown: bool = True) -> None:
+    """The hostile text is on the page (unless `shown` is False), and every markdown source
+    carrying it is escaped whole."""
     carrying = [source for source in _markdown_sources(at) if hostile in rendered(source)]
-    assert carrying, "the hostile value is not shown at all"
+    assert carrying or not shown, "the hostile value is not shown at all"
     for source in carrying:
         assert source == fmt.markdown_text(rendered(source)), source
 
@@ -72,6 +74,9 @@ def test_trace_values_reach_markdown_only_escaped(open_page: OpenPage) -> None:
     spans = _hostile_trace()
     source = MemoryTraceSource(spans)
     at = open_page(source, "trace.py", trace_id=spans[0].trace_id)
+    for section in SECTIONS:  # only the chosen tab is drawn: look at each
+        _assert_literal(show_section(at, section), shown=False)
+    show_section(at, "Delegations & attempts")
     at.selectbox(key="trace_attempts_of").set_value(0).run()  # the transfer: a note, no attempts
     _assert_literal(at)
     _assert_literal(open_page(source, "failures.py"))  # timed-out attempt's final status

@@ -39,7 +39,7 @@ def _bad_cells(at: Any) -> list[tuple[list[str], str, str]]:
 
 
 FREE_TEXT = {"error", "reason", "stop reason", "error.type", "cut by", "attempt errors", "message",
-             "expected", "actual", "conversation", "caller", "span"}  # fmt: skip
+             "expected", "actual", "conversation", "caller", "span", "failure"}  # fmt: skip
 """Columns where empty text is a fine answer (no error message, no stop reason, ...)."""
 
 

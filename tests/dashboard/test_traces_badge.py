@@ -88,11 +88,17 @@ def test_badge_from_the_flag_means_what_the_rebuild_says(open_page: OpenPage, fl
     assert [chk.name for chk in rebuilt_bad.failed_checks] == ["bill_vs_turns"]
 
 
-def test_only_traces_without_a_flag_are_rebuilt(open_page: OpenPage) -> None:
+def _failing(source: MemoryTraceSource) -> set[str]:
+    """Traces whose summary shows a failed handoff or an ERROR span."""
+    return {s.trace_id for s in source.list_traces(TraceFilter()) if s.failed_handoffs or s.error_spans}
+
+
+def test_only_traces_without_a_flag_or_with_failures_are_rebuilt(open_page: OpenPage) -> None:
     source = _Counting(GOOD + BAD + PLAIN + contract_trace(seed=11))
     at = open_page(source)
     assert len(_badges(at)) == 4
-    assert source.read == [PLAIN[0].trace_id]  # the other runtime's trace: its badge and estimate
+    # The other runtime's trace for its badge and estimate; failing traces for status and failure.
+    assert set(source.read) == {PLAIN[0].trace_id} | _failing(source)
     table = next(e.value for e in at.dataframe if "checks" in e.value.columns).set_index("trace")
     assert table.loc[PLAIN[0].trace_id, "estimated USD"] > 0
 
@@ -101,6 +107,6 @@ def test_a_trace_without_its_root_is_rebuilt_for_its_badge(open_page: OpenPage) 
     rootless = [s for s in contract_trace(seed=13) if s.parent_span_id]
     source = _Counting(GOOD + rootless)
     badges = _badges(open_page(source))
-    assert source.read == [rootless[0].trace_id]
+    assert set(source.read) == {rootless[0].trace_id} | _failing(source)
     assert badges[rootless[0].trace_id] == badge(reconstruct(rootless))
     assert badges[rootless[0].trace_id].endswith(", incomplete")

@@ -3,37 +3,59 @@
 from __future__ import annotations
 
 from janux.tracing import conventions as c
+from janux.tracing.analysis import outcomes
 from janux.tracing.analysis.handoff_tree import HandoffTree
 from janux.tracing.analysis.span_index import NO_PARENT, SpanIndex
-from janux.tracing.analysis.trace_parts import BudgetBurn, Failure, FailureKind
+from janux.tracing.analysis.trace_parts import BudgetBurn, Delegation, Failure, FailureKind
 from janux.tracing.records import attr_float, attr_int
 
 MISSING_END = "missing HANDOFF_END"
 """Reason shown for a handoff whose HANDOFF_START has no HANDOFF_END."""
 
 
-def failure_kind(status: str, timeouts: int) -> FailureKind | None:
-    """The one rule of what makes a delegation or transfer a failed handoff: its final status when
-    failing (`denied`, `failed`, `fallback`, `cut`), `open` when HANDOFF_END never came, `timeout`
-    when an attempt timed out although it ended otherwise; None when it did not fail."""
+def failure_kind(status: str, timeouts: int, retried: bool = False) -> FailureKind | None:
+    """The one rule of what puts a delegation or transfer on the Failures page: its final status
+    when failing (`denied`, `failed`, `fallback`, `cut`), `open` when HANDOFF_END never came,
+    `timeout` when an attempt timed out although it ended otherwise, `retried` when an attempt
+    failed and a later one succeeded (`retried`: the caller saw such an attempt); None otherwise."""
     if status in c.FAILING_STATUSES:
         return status  # type: ignore[return-value]
     if status == "open":
         return "open"
     if timeouts:
         return "timeout"
+    if retried:
+        return outcomes.RETRIED
     return None
 
 
 def failure_reason(kind: str, *candidates: str | None) -> str:
     """What the Failures page, the agent map and `janux trace` group a failed handoff by: the
     missing end, the timeout, else the first of `candidates` given (deny rule, budget line, error
-    type, error text, in that order), else the kind itself."""
+    type, error text, in that order), else the kind itself; one name per reason
+    (`outcomes.reason_name`)."""
     if kind == "open":
         return MISSING_END
     if kind == "timeout":
         return c.ERROR_TIMEOUT
-    return next((value for value in candidates if value), kind)
+    return outcomes.reason_name(next((value for value in candidates if value), kind))
+
+
+def _reason(delegation: Delegation, kind: FailureKind) -> str:
+    if kind == outcomes.RETRIED:
+        failed = next(a for a in delegation.attempts if a.status == "error")
+        return failure_reason(kind, failed.error_type or "error")
+    d = delegation
+    return failure_reason(kind, d.deny_reason, d.stop_reason, d.error_type, d.error)
+
+
+def _error(delegation: Delegation, kind: FailureKind) -> str | None:
+    """The error text of the row: the handoff's, else (retried) every failed attempt's, whole."""
+    if kind != outcomes.RETRIED and delegation.error:
+        return delegation.error
+    failed = [a for a in delegation.attempts if a.status == "error"]
+    texts = [f"attempt {a.number}: {a.error_type or 'error'}: {a.error or ''}".rstrip(": ") for a in failed]
+    return "; ".join(texts) or delegation.error
 
 
 def delegation_failures(trace_id: str, tree: HandoffTree) -> list[Failure]:
@@ -41,15 +63,15 @@ def delegation_failures(trace_id: str, tree: HandoffTree) -> list[Failure]:
     failures = []
     for delegation in tree.delegations:
         timeouts = sum(1 for a in delegation.attempts if a.error_type == c.ERROR_TIMEOUT)
-        kind = failure_kind(delegation.status, timeouts)
-        d = delegation
+        retried = any(a.status == "error" for a in delegation.attempts)
+        kind = failure_kind(delegation.status, timeouts, retried)
         if kind is None:
             continue
         span_id = delegation.tool_span_id or (delegation.attempts[0].span_id if delegation.attempts else "")
         failures.append(
             Failure(
                 kind=kind,
-                reason=failure_reason(kind, d.deny_reason, d.stop_reason, d.error_type, d.error),
+                reason=_reason(delegation, kind),
                 trace_id=trace_id,
                 span_id=span_id,
                 caller=delegation.caller,
@@ -58,7 +80,7 @@ def delegation_failures(trace_id: str, tree: HandoffTree) -> list[Failure]:
                 attempts=delegation.attempt_count,
                 timeouts=timeouts,
                 status=delegation.status,
-                error=delegation.error,
+                error=_error(delegation, kind),
                 duration_ms=delegation.duration_ms,
                 task=delegation.task,
                 start_ns=delegation.start_ns,
@@ -77,7 +99,7 @@ def loop_failures(trace_id: str, tree: HandoffTree) -> list[Failure]:
         failures.append(
             Failure(
                 kind="error",
-                reason=node.error_type or "error",
+                reason=outcomes.reason_name(node.error_type or "error"),
                 trace_id=trace_id,
                 span_id=node.span_id,
                 caller=tree.nodes[node.parent].agent if node.parent is not None else None,

@@ -151,3 +151,17 @@ def markdown_text(text: str) -> str:
     image, a heading or coloured text."""
     flat = " ".join(str(text).splitlines())
     return "".join("\\" + ch if ch in _MARKDOWN_SPECIAL else ch for ch in flat)
+
+
+MONEY_SUFFIXES = (".cost", ".cost_estimate", "_cost", "_usd")
+"""Attribute names (endings) that hold US dollars."""
+
+
+def attribute_text(key: str, value: object) -> str:
+    """An attribute's value as a person reads it: money as `usd` (`$0.003864`, never the float's
+    binary noise `0.0038639499999999997`), other floats to 12 significant digits, the rest as is."""
+    if isinstance(value, bool) or not isinstance(value, float):
+        return str(value)
+    if key.endswith(MONEY_SUFFIXES):
+        return usd(value)
+    return f"{value:.12g}"

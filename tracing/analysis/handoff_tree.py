@@ -106,7 +106,7 @@ def describe_tree(index: SpanIndex, tree: HandoffTree) -> None:
         if pos != NO_PARENT:
             _describe_node(node, index, pos)
     for delegation, pos in zip(tree.delegations, tree.delegation_span, strict=True):
-        _number_attempts(delegation, tree)
+        _number_attempts(delegation, tree, index)
         if pos != NO_PARENT:
             _describe_tool(delegation, index, pos)
         _finish_delegation(delegation, tree)
@@ -125,8 +125,9 @@ def _describe_node(node: AgentNode, index: SpanIndex, pos: int) -> None:
     node.janux = sr.is_janux_loop(span)
 
 
-def _number_attempts(delegation: Delegation, tree: HandoffTree) -> None:
-    """Attempt numbers from `janux.handoff.attempt`, else sibling order; status from each span."""
+def _number_attempts(delegation: Delegation, tree: HandoffTree, index: SpanIndex) -> None:
+    """Attempt numbers from `janux.handoff.attempt`, else sibling order; status and error from each
+    span."""
     for order, attempt in enumerate(delegation.attempts, start=1):
         node = tree.nodes[attempt.node]
         attempt.number = node.attempt if node.attempt is not None else order
@@ -134,6 +135,9 @@ def _number_attempts(delegation: Delegation, tree: HandoffTree) -> None:
         attempt.error_type = node.error_type
         attempt.stop_reason = node.stop_reason
         attempt.duration_ms = None if node.duration_ns < 0 else node.duration_ns / 1e6
+        pos = tree.node_span[attempt.node]
+        if attempt.status == "error" and pos >= 0:
+            attempt.error = error_text(index.spans[pos])[0]
     delegation.attempts.sort(key=lambda a: (a.number, tree.nodes[a.node].start_ns))
 
 

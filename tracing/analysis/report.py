@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-from janux.tracing import conventions as c
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import money_cells as cells
+from janux.tracing.analysis import outcomes
 from janux.tracing.analysis import spanread as sr
 from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.analysis.trace_view import TraceView
@@ -86,6 +86,23 @@ def _tree(view: TraceView) -> dict[str, list[dict[str, Any]]]:
     return {"nodes": nodes, "edges": edges}
 
 
+def _failures(view: TraceView) -> list[dict[str, Any]]:
+    """Every failed, denied, cut, timed-out, retried or open handoff and failed loop: kind, reason
+    and the whole error message, as the Failures page lists them."""
+    return [
+        {"kind": f.kind, "reason": f.reason, "status": f.status, "caller": f.caller, "target": f.target,
+         "tool": f.tool, "attempts": f.attempts, "error": f.error, "span_id": f.span_id}
+        for f in view.failures
+    ]  # fmt: skip
+
+
+def _failure_line(failure: dict[str, Any]) -> str:
+    via = f" via {failure['tool']}" if failure["tool"] else ""
+    line = f"{failure['kind']}: {failure['caller'] or '(caller missing)'} -> {failure['target']}{via}"
+    line += f", reason {failure['reason']}, final status {failure['status']}"
+    return line + (f": {failure['error']}" if failure["error"] else "")
+
+
 def _usage_read(view: TraceView) -> str:
     """`read/calls` over the model calls of the trace (failed calls that returned none left out)."""
     read = calls = 0
@@ -100,7 +117,6 @@ def _usage_read(view: TraceView) -> str:
 def trace_report(view: TraceView) -> dict[str, Any]:
     """Everything `janux trace --json` prints: the Trace page's numbers and its tree."""
     total = view.total
-    failed = [f for f in view.failures if f.delegation is not None and f.status != c.STATUS_COMPLETED]
     usage = usage_json(total)
     return {
         "trace_id": view.trace_id,
@@ -117,7 +133,9 @@ def trace_report(view: TraceView) -> dict[str, Any]:
         "delegations": sum(1 for d in view.delegations if d.kind == "delegate"),
         "transfers": sum(1 for d in view.delegations if d.kind == "transfer"),
         "attempts": sum(len(d.attempts) for d in view.delegations if d.kind == "delegate"),
-        "failed_handoffs": len(failed),
+        "failed_handoffs": sum(1 for d in view.delegations if outcomes.is_failed_handoff(d)),
+        "status": outcomes.trace_status(view.failures, len(view.issues.open_spans)),
+        "failures": _failures(view),
         "errors": sum(1 for span in view.index.spans if span.status_code == "Error"),
         "usage_read": _usage_read(view),
         "janux": view.is_janux,
@@ -165,12 +183,13 @@ def render_tree(report: dict[str, Any]) -> str:
         f"trace {report['trace_id']}: {_usage_text(report)}; usage read {report['usage_read']}",
         f"delegations {report['delegations']}, transfers {report['transfers']}, "
         f"attempts {report['attempts']}, failed handoffs {report['failed_handoffs']}, "
-        f"error spans {report['errors']}",
+        f"error spans {report['errors']}; status {report['status']}",
         *_tree_lines(report["tree"]["nodes"], edges),
     ]
     for edge in edges:
         if not edge["to"]:
             lines.append(f"    {edge['kind']} via {edge['tool']} -> {edge['target']} ({edge['status']})")
+    lines.extend(_failure_line(failure) for failure in report["failures"])
     if report["price_sources"]:
         lines.append("estimated costs (≈) from: " + "; ".join(report["price_sources"]))
     checks = sorted(report["checks"].items())

@@ -13,6 +13,7 @@ import pandas as pd
 
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import money_cells as cells
+from janux.tracing.analysis import outcomes
 from janux.tracing.analysis.facts import TraceSummary
 from janux.tracing.analysis.readers.structure import UNNAMED_AGENT
 from janux.tracing.analysis.trace_view import TraceView
@@ -35,8 +36,19 @@ def needs_rebuild(summary: TraceSummary) -> bool:
     """True when the list row needs the rebuilt trace: the source has no reconciliation flag for
     it (no bill: another runtime, or the root not received yet), or its bill leaves rounds to an
     integration's estimate; the badge, the cost estimate and the unpriced tokens then come from
-    the rebuild, as on the Trace page."""
+    the rebuild, as on the Trace page. A trace with failed handoffs or ERROR spans is rebuilt for
+    its status and what failed."""
+    if summary.failed_handoffs or summary.error_spans:
+        return True  # its status and what failed come from the rebuild, as on the Trace page
     return summary.bill_reconciled is None or summary.bill_cost_estimate is not None
+
+
+def summary_status(summary: TraceSummary, view: TraceView | None) -> str:
+    """The list's status cell, `outcomes.trace_status` of the rebuilt trace (the Trace page's
+    header says the same); a trace without failed handoffs or ERROR spans is `ok` unrebuilt."""
+    if view is not None and view.index.spans:
+        return outcomes.trace_status(view.failures, len(view.issues.open_spans))
+    return "failed" if summary.failed_handoffs else "ok"
 
 
 def summary_badge(summary: TraceSummary, view: TraceView | None) -> str:
@@ -124,6 +136,8 @@ def traces_frame(
                 "started (UTC)": fmt.utc(s.start_ns),
                 "root agent": s.root_agent or "",
                 "conversation": s.conversation_id or "",
+                "status": summary_status(s, view),
+                "failure": outcomes.failure_text(view.failures) if view is not None else "",
                 "cost USD": cost,
                 "estimated USD": estimated,
                 "checks": summary_badge(s, view),

@@ -56,6 +56,8 @@ class Attempt:
     """`error.type` of a failed attempt (`timeout`, `model_error`, ...)."""
     stop_reason: str | None = None
     """`janux.stop_reason` when a budget line cut the loop."""
+    error: str | None = None
+    """The failed attempt's error message (its span's status message), whole."""
 
 
 @dataclass(slots=True)
@@ -199,9 +201,10 @@ class Check:
     """The value found (for example `janux.turn.*`)."""
 
 
-FailureKind = Literal["denied", "failed", "fallback", "cut", "timeout", "open", "error"]
-"""Why a handoff shows in the Failures view: its final status, a timed-out attempt, a missing
-HANDOFF_END, or an ERROR agent span of another runtime."""
+FailureKind = Literal["denied", "failed", "fallback", "cut", "timeout", "retried", "open", "error"]
+"""Why a handoff shows in the Failures view: its final status, a timed-out attempt, a failed attempt
+retried to success (`retried`: the handoff itself did not fail), a missing HANDOFF_END, or an ERROR
+agent span of another runtime."""
 
 
 @dataclass(slots=True)

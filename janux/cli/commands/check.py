@@ -114,7 +114,15 @@ def format_table(report: Report) -> str:
     """The findings as a plain-text table (crossed rows marked)."""
     header = ("", "rule", "check", "subject", "value", "limit", "counts")
     rows = [
-        ("CROSSED" if f.crossed else "ok", f.rule, f.check, f.subject, _value(f), _limit(f), f.note)
+        (
+            "CROSSED" if f.crossed else ("skipped" if f.skipped else "ok"),
+            f.rule,
+            f.check,
+            f.subject,
+            _value(f),
+            _limit(f),
+            f.note,
+        )
         for f in report.findings
     ]
     widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
@@ -151,7 +159,9 @@ def check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_OK
     print(format_table(report), file=out)
     crossed = report.crossed
-    print(f"\n{len(crossed)} of {len(report.findings)} checks crossed.", file=out)
+    skipped = sum(1 for f in report.findings if f.skipped)
+    tail = f" ({skipped} skipped: nothing to judge)" if skipped else ""
+    print(f"\n{len(crossed)} of {len(report.findings)} checks crossed{tail}.", file=out)
     return EXIT_CROSSED if crossed else EXIT_OK
 
 

@@ -155,7 +155,7 @@ def _telemetry(args: argparse.Namespace) -> Telemetry:
 
 
 def _run_and_report(args: argparse.Namespace, telemetry: Telemetry, out: TextIO) -> int:
-    from janux.demo.scenarios import run_scenarios
+    from janux.demo.scenarios import ENDS_BY_DESIGN, run_scenarios
 
     names = tuple(args.scenarios) if args.scenarios else None
     try:
@@ -170,10 +170,11 @@ def _run_and_report(args: argparse.Namespace, telemetry: Telemetry, out: TextIO)
     finally:
         clean = telemetry.shutdown()
     width = max((len(outcome.name) for outcome in outcomes), default=8)
-    print(f"{'scenario':<{width}}  {'trace id':<32}  outcome", file=out)
+    print(f"{'scenario':<{width}}  {'trace id':<32}  {'outcome':<7}  shows by design", file=out)
     for outcome in outcomes:
         verdict = f"error: {outcome.error}" if outcome.error is not None else "ok"
-        print(f"{outcome.name:<{width}}  {outcome.trace_id or '-':<32}  {verdict}", file=out)
+        design = ENDS_BY_DESIGN.get(outcome.name, "-")
+        print(f"{outcome.name:<{width}}  {outcome.trace_id or '-':<32}  {verdict:<7}  {design}", file=out)
     destination = str(args.out) if args.out is not None else args.endpoint
     print(f"{telemetry.exported_spans} spans of {len(outcomes)} scenarios -> {destination}", file=out)
     failed = [outcome.name for outcome in outcomes if outcome.error is not None]

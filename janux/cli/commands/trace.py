@@ -11,6 +11,12 @@ import json
 from typing import Any
 
 from janux.cli.source_options import add_source_arguments, open_from_args
+from janux.tracing.sources.protocol import TraceFilter, TraceSource
+
+TRACE_ID_HEX = 32
+"""Hex characters of a whole trace id."""
+MAX_LISTED = 5
+"""Ids named when a prefix matches several."""
 
 
 def register(subparsers: Any) -> None:
@@ -25,10 +31,29 @@ def register(subparsers: Any) -> None:
             "the handoff tree. Exit status 1 when the trace has no spans."
         ),
     )
-    parser.add_argument("trace_id", help="the trace id (32 hex characters)")
+    parser.add_argument(
+        "trace_id", help="the trace id (32 hex characters), or a prefix of it only one id has"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a tree")
     add_source_arguments(parser)
     parser.set_defaults(func=_run)
+
+
+def _full_id(source: TraceSource, wanted: str) -> str | None:
+    """The id of the one trace whose id starts with `wanted` (a whole id is taken as given); None,
+    with a message, when no id or more than one id starts with it."""
+    if len(wanted) >= TRACE_ID_HEX:
+        return wanted
+    found = source.list_traces(TraceFilter(trace_id=wanted), limit=MAX_LISTED + 1)
+    if len(found) == 1:
+        return found[0].trace_id
+    if not found:
+        print(f"janux trace: no trace id starts with {wanted}")
+    else:
+        listed = ", ".join(s.trace_id for s in found[:MAX_LISTED])
+        more = " and more" if len(found) > MAX_LISTED else ""
+        print(f"janux trace: more than one trace id starts with {wanted} ({listed}{more}): type more of it")
+    return None
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -37,8 +62,11 @@ def _run(args: argparse.Namespace) -> int:
     from janux.tracing.analysis.report import render_tree, trace_report
     from janux.tracing.analysis.trace_view import reconstruct
 
-    trace_id = str(args.trace_id).strip().lower()
+    wanted = str(args.trace_id).strip().lower()
     source = open_from_args(args, "trace")
+    trace_id = _full_id(source, wanted)
+    if trace_id is None:
+        return 1
     spans = source.get_trace(trace_id)
     if not spans:
         print(f"janux trace: no spans stored for trace {trace_id}")

@@ -15,8 +15,9 @@ from janux.cli.source_options import add_source_arguments, open_from_args
 from janux.tracing.sources.protocol import TraceFilter
 
 _SHOWN = (
-    "trace", "started (UTC)", "root agent", "cost USD", "estimated USD", "checks", "delegations", "transfers",
-    "attempts", "failed handoffs", "input tokens", "output tokens", "usage read",
+    "trace", "started (UTC)", "root agent", "conversation", "status", "failure", "cost USD", "estimated USD",
+    "checks", "delegations", "transfers", "attempts", "failed handoffs", "input tokens", "output tokens",
+    "usage read",
 )  # fmt: skip
 
 

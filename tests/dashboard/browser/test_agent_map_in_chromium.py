@@ -34,13 +34,13 @@ def test_agent_map_node_and_edge_click_through(served: Served, page: Page) -> No
     expect(page.get_by_role("heading", name="Newest failures")).to_be_visible(timeout=UI_WAIT_MS)
     page.get_by_role("heading", name="Newest failures").evaluate("e => e.scrollIntoView({block: 'center'})")
     _shot(page, "agent-map-edge")
-    with page.context.expect_page() as opened:
-        page.get_by_role("link", name="All failures of this edge ›").first.click()
-    failures = opened.value
-    expect(failures.get_by_role("heading", name="Failures", exact=True)).to_be_visible(timeout=UI_WAIT_MS)
-    expect(failures.get_by_text("Only the edge triage → researcher.", exact=True)).to_be_visible(
+    # Same tab, same session: the Failures page narrowed to the edge.
+    page.get_by_role("button", name="All failures of this edge ›").first.click()
+    expect(page.get_by_role("heading", name="Failures", exact=True)).to_be_visible(timeout=UI_WAIT_MS)
+    expect(page.get_by_text("Only the edge triage → researcher.", exact=True)).to_be_visible(
         timeout=UI_WAIT_MS
     )
+    assert len(page.context.pages) == 1
 
 
 def test_costs_over_time_and_the_path_icicle(served: Served, page: Page) -> None:

@@ -162,21 +162,23 @@ def test_traces_page_lists_every_demo_trace(served: Served, page: Page) -> None:
 
 def test_trace_page_shows_a_delegation_with_two_attempts(served: Served, page: Page) -> None:
     retried = _trace_with(served.traces, attempts=2, failed=0, delegations=1)
-    _open(page, f"{served.url}/trace?trace_id={retried.trace_id}", "Trace")
+    _open(page, f"{served.url}/trace?trace_id={retried.trace_id}&trace_section=Handoff+graph", "Trace")
     graph = page.locator("svg")
     expect(graph.get_by_text("attempt 1/2", exact=False).first).to_be_visible(timeout=UI_WAIT_MS)
     expect(graph.get_by_text("attempt 2/2", exact=False).first).to_be_visible()
     assert retried.bill_cost is not None
     expect(page.get_by_text(usd(retried.bill_cost), exact=True).first).to_be_visible()
-    _shot(page, "trace")
+    graph.first.scroll_into_view_if_needed()
+    _shot(page, "trace-graph")
 
 
 def test_trace_page_names_the_rule_that_denied_a_handoff(served: Served, page: Page) -> None:
     assert set(served.denied_by) >= {"allowed_tools", "denied_tools", "max_depth", "guardrail"}
-    _open(page, f"{served.url}/trace?trace_id={served.denied_by['max_depth']}", "Trace")
+    denied = served.denied_by["max_depth"]
+    _open(page, f"{served.url}/trace?trace_id={denied}&trace_section=Handoff+graph", "Trace")
     graph = page.locator("svg")
     expect(graph.get_by_text("max_depth", exact=True).first).to_be_visible(timeout=UI_WAIT_MS)
-    expect(graph.get_by_text("denied · 0 attempts", exact=False).first).to_be_visible()
+    expect(graph.get_by_text("denied · not run", exact=False).first).to_be_visible()
 
 
 def test_failures_page_counts_each_kind(served: Served, page: Page) -> None:
@@ -219,7 +221,7 @@ def test_failures_page_finds_the_timeout_that_fell_back(served: Served, page: Pa
 def test_timeline_outlines_the_attempt_that_timed_out(served: Served, page: Page) -> None:
     fallback = _trace_with(served.traces, attempts=1, failed=1, delegations=1, errors=2)
     _open(page, f"{served.url}/trace?trace_id={fallback.trace_id}", "Trace")
-    page.get_by_role("tab", name="Timeline").click()
+    page.get_by_role("tab", name="Waterfall").click()
     chart = page.locator("[data-testid='stVegaLiteChart']").first
     expect(chart).to_be_visible(timeout=UI_WAIT_MS)
     expect(page.get_by_text("Red outline: the span ended with an error", exact=False)).to_be_visible()
@@ -233,7 +235,7 @@ def test_compare_page_diffs_two_traces(served: Served, page: Page) -> None:
     expect(page.locator("svg").get_by_text("researcher", exact=False).first).to_be_visible(timeout=UI_WAIT_MS)
     # The pickers show which traces the URL chose: start time, root agent, cost, short id.
     assert plain.bill_cost is not None
-    label_a = f" · triage · {money_text(plain.bill_cost)} · {plain.trace_id[:8]}"
+    label_a = f" · triage · {plain.conversation_id} · {money_text(plain.bill_cost)} · {plain.trace_id[:8]}"
     expect(page.get_by_role("combobox", name="Trace A")).to_have_value(re.compile(re.escape(label_a) + "$"))
     expect(page.get_by_role("combobox", name="Trace B")).to_have_value(re.compile(retried.trace_id[:8] + "$"))
     _shot(page, "compare")
@@ -253,8 +255,11 @@ def test_compare_page_picks_two_traces_from_the_list(served: Served, page: Page)
     expect(page).to_have_url(re.compile(f"a={plain.trace_id}.*b={retried.trace_id}"))
 
 
-def test_uploaded_traces_open_in_a_new_tab(served: Served, page: Page, tmp_path: Path) -> None:
-    """ "open ›" opens a new tab (a new session): it must show the uploaded trace, not the store."""
+def test_uploaded_traces_open_in_the_same_tab_with_a_shareable_address(
+    served: Served, page: Page, tmp_path: Path
+) -> None:
+    """A click on a row opens the uploaded trace in this tab; its address, opened in a new tab (a new
+    session), shows the uploaded trace too, not the store."""
     trace_file = tmp_path / "one.jsonl"
     demo = [
         sys.executable,
@@ -274,14 +279,16 @@ def test_uploaded_traces_open_in_a_new_tab(served: Served, page: Page, tmp_path:
     table = page.locator("[data-testid='stDataFrame']").first
     box = table.bounding_box()
     assert box is not None
-    # The link is drawn on the table's canvas: first column of the first row.
-    x, y = box["x"] + 30, box["y"] + TABLE_HEADER_PX + TABLE_ROW_PX / 2
-    with page.context.expect_page() as opened:
-        page.mouse.move(x, y)
-        page.mouse.click(x, y)
-    tab = opened.value
+    # The table is drawn on a canvas: a cell of the first row.
+    x, y = box["x"] + 150, box["y"] + TABLE_HEADER_PX + TABLE_ROW_PX / 2
+    page.mouse.click(x, y)
+    expect(page.get_by_role("heading", name="Trace", exact=True)).to_be_visible(timeout=UI_WAIT_MS)
+    assert len(page.context.pages) == 1 and "upload=" in page.url
+    tab = page.context.new_page()
+    tab.goto(page.url)
     expect(tab.get_by_role("heading", name="Trace", exact=True)).to_be_visible(timeout=UI_WAIT_MS)
-    attempts = tab.locator("[data-testid='stMetric']").filter(has_text="Attempts")
+    label = tab.get_by_text("Attempts", exact=True)
+    attempts = tab.locator("[data-testid='stMetric']").filter(has=label)
     expect(attempts.first).to_contain_text("2", timeout=UI_WAIT_MS)
     expect(tab.get_by_text("No spans stored", exact=False)).to_have_count(0)
     assert "upload=" in tab.url

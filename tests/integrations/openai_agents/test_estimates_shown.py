@@ -27,7 +27,7 @@ from janux.tracing.records import SpanRecord
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter
 from janux.tracing.sources.store import open_store
-from tests.dashboard.app_helpers import run_page
+from tests.dashboard.app_helpers import run_page, show_section
 from tests.integrations.openai_agents.scripts import COSTS, MODEL_NAME, calls, model, price, reply, run
 from tests.integrations.openai_agents.verify import checked, spans_named
 from tests.support.contract_checker import Traced
@@ -99,6 +99,7 @@ async def test_trace_page_shows_the_recorded_estimate_as_an_estimate_with_its_so
         f"tokens without a recorded price (list prices from {SOURCE}), never counted as recorded cost."
     )
     assert fmt.markdown_text(note) in captions
+    captions = [cap.value for cap in show_section(at, "Cost per loop").caption]  # drawn when chosen
     sources = f"Estimated costs (≈) come from {SOURCE}; models no table knows stay unpriced."
     assert fmt.markdown_text(sources) in captions
     (loops,) = [e.value for e in at.dataframe if "own unpriced tokens" in e.value.columns]
@@ -107,16 +108,17 @@ async def test_trace_page_shows_the_recorded_estimate_as_an_estimate_with_its_so
     assert researcher["own cost"] == fmt.usd(ESTIMATE, estimated=True)
     assert researcher["own unpriced tokens"] == 0
     assert rows["billing"]["own unpriced tokens"] == BILLING_TOKENS  # the run, named after its holder
+    show_section(at, "Delegations & attempts")
     (delegations,) = [e.value for e in at.dataframe if "attempt errors" in e.value.columns]
     by_tool = {str(row["tool"]): row for row in delegations.to_dict("records")}
     assert by_tool["researcher"]["cost"] == fmt.usd(ESTIMATE, estimated=True)
     assert by_tool["researcher"]["unpriced tokens"] == 0
-    assert not any(cap.startswith("Price:") for cap in captions)  # no span picked yet
+    assert not any(cap.startswith("Price:") for cap in captions)  # the root loop is selected: no round
 
 
 async def test_span_inspector_gives_each_rounds_price_and_its_source(traced: Traced) -> None:
     records = await _traced_desk(traced)
-    at = run_page(MemoryTraceSource(records), "trace.py", trace_id=records[0].trace_id)
+    source = MemoryTraceSource(records)
     sub = spans_named(records, "invoke_agent researcher")[0]
     chats = spans_named(records, "chat")
     (estimated,) = [s for s in chats if s.parent_span_id == sub.span_id]
@@ -129,8 +131,7 @@ async def test_span_inspector_gives_each_rounds_price_and_its_source(traced: Tra
         priced.span_id: f"Price: {fmt.usd(price('triage', 400, 30))}, recorded (janux.round.cost).",
     }
     for span_id, line in expected.items():
-        at.text_input(key="trace_span_id").set_value(span_id).run()
-        assert not at.exception
+        at = run_page(source, "trace.py", trace_id=records[0].trace_id, span=span_id)
         assert fmt.markdown_text(line) in [cap.value for cap in at.caption]
 
 

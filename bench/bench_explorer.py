@@ -1,0 +1,189 @@
+"""The dashboard as an explorer, timed in a real Chromium (issue 19), next to the Traces page.
+
+Run: `.venv/bin/python -m bench.bench_explorer [--runs N]`. Serves an embedded store (a 10,000-span
+trace and 30 small ones) with `janux ui`, drives Debian's /usr/bin/chromium through Playwright in
+one tab and one session, and prints a markdown table of medians:
+
+- the Traces page loaded (the same-run baseline every row is compared with);
+- one click on a Traces row until the Trace page is drawn (same session, warm server);
+- one click on a span in the Trace page's tree until its detail is drawn;
+- the 10,000-span trace's Trace page, first visit and revisits.
+
+"Drawn" means the script has finished (`data-test-script-state=notRunning`) and the element the
+person looks for is visible. Targets (the issue's): a click to the Trace page < 1 s, a span's
+detail < 300 ms, the 10k-span first visit < 1.5 s. Exit status 1 when a target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from janux.cli.commands.demo import wait_until_up
+from janux.tracing.records import SpanRecord
+from janux.tracing.testing import synthetic_trace
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run",
+]  # fmt: skip
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+"""The app once its script has finished."""
+HEADER_PX, ROW_PX = 38, 35
+"""Streamlit's table header and row heights (rows are drawn on a canvas)."""
+WAIT_MS = 120_000
+TARGETS_S = {"click": 1.0, "span": 0.3, "big": 1.5}
+"""The issue's targets: a Traces row to the Trace page, a span's detail, the 10k-span first visit."""
+SMALL_TRACES = 30
+HOUR_NS, SECOND_NS = 3_600 * 10**9, 10**9
+
+
+@dataclass
+class Times:
+    """Seconds of each measured step, in run order."""
+
+    listing: list[float] = field(default_factory=list)
+    click: list[float] = field(default_factory=list)
+    span: list[float] = field(default_factory=list)
+    big: list[float] = field(default_factory=list)
+
+
+def _settled(page: Any, visible: str) -> None:
+    page.wait_for_selector(IDLE, timeout=WAIT_MS)
+    page.wait_for_selector(visible, state="visible", timeout=WAIT_MS)
+
+
+def _timed(action: Callable[[], object], done: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    action()
+    done()
+    return time.perf_counter() - start
+
+
+def _table_box(page: Any, header: str) -> dict[str, float]:
+    """Bounding box of the data table whose header row holds `header`."""
+    table = page.locator("[data-testid='stDataFrame']").filter(has_text=header).first
+    table.scroll_into_view_if_needed()
+    box = table.bounding_box()
+    assert box is not None, f"no table with {header}"
+    return dict(box)
+
+
+def _click_row(page: Any, header: str, row: int) -> None:
+    box = _table_box(page, header)
+    page.mouse.click(box["x"] + 120, box["y"] + HEADER_PX + ROW_PX * row + ROW_PX / 2)
+
+
+def _open_list(page: Any, url: str) -> float:
+    return _timed(lambda: page.goto(url), lambda: _settled(page, "[data-testid='stDataFrame']"))
+
+
+def _row_to_trace(page: Any, row: int) -> float:
+    def drawn() -> None:
+        page.wait_for_url("**/trace?**", timeout=WAIT_MS)
+        _settled(page, "text=Search this trace")
+
+    return _timed(lambda: _click_row(page, "checks", row), drawn)
+
+
+def _span_detail(page: Any, row: int) -> float:
+    """Click tree row `row` (not the selected one) and wait for its detail's heading."""
+    tree = page.locator("[data-testid='stDataFrame']").filter(has_text="outcome").first
+    label = str(tree.evaluate(f"el => el.querySelectorAll('table tr')[{row + 1}].children[0].innerText"))
+
+    def drawn() -> None:
+        page.get_by_role("heading", name=f"{label.strip()} (").first.wait_for(timeout=WAIT_MS)
+        page.wait_for_selector(IDLE, timeout=WAIT_MS)
+
+    return _timed(lambda: _click_row(page, "outcome", row), drawn)
+
+
+def _measure(url: str, big_id: str, runs: int) -> Times:
+    from playwright.sync_api import sync_playwright
+
+    times = Times()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        page = browser.new_page(viewport={"width": 1440, "height": 1000})
+        # Warm-up on a page that rebuilds nothing (imports, JS bundle), then the 10k-span trace first.
+        _timed(lambda: page.goto(f"{url}/trace"), lambda: _settled(page, "text=Open a trace from"))
+        big = f"{url}/trace?trace_id={big_id}"
+        for _ in range(runs):
+            times.big.append(_timed(lambda: page.goto(big), lambda: _settled(page, "text=Search this trace")))
+        for run in range(runs):
+            times.listing.append(_open_list(page, url))
+            times.click.append(_row_to_trace(page, run % 5))
+            times.span.append(_span_detail(page, 1 + run % 3))
+        browser.close()
+    return times
+
+
+def _serve(spans: list[SpanRecord], runs: int, big_id: str) -> Times:
+    from janux.cli.commands.ui import free_port, launch_ui
+    from janux.tracing.sources.store import open_store
+
+    with tempfile.TemporaryDirectory() as data_dir:
+        with open_store(data_dir) as store:
+            store.write(spans)
+        port = free_port()
+        server = launch_ui(data_dir, port=port, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            if not wait_until_up(f"{url}/_stcore/health", 60, interval_s=0.3):
+                raise RuntimeError("the dashboard never answered its health check")
+            return _measure(url, big_id, runs)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+
+
+def _line(what: str, samples: list[float], baseline: float, target: float | None) -> str:
+    median = statistics.median(samples)
+    goal = f"< {target:g} s" if target is not None else ""
+    ok = "" if target is None else (" ✓" if median < target else " ✗")
+    shown = ", ".join(f"{s:.2f}" for s in samples)
+    return f"| {what} | {median:.3f} | {median / baseline:.2f}x | {goal}{ok} | {shown} |"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the table; exit 1 when a median misses its target."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=5, help="runs of each step (default: %(default)s)")
+    parser.add_argument("--quick", action="store_true", help="3 runs of each step")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.runs = 3
+    # The 10k-span trace an hour older than the small ones: the last row of the list, never clicked.
+    big = [replace(s, start_ns=s.start_ns - HOUR_NS) for s in synthetic_trace(10_000, seed=10_000)]
+    small = [
+        replace(s, start_ns=s.start_ns + i * SECOND_NS)
+        for i in range(SMALL_TRACES)
+        for s in synthetic_trace(40, seed=100 + i)
+    ]
+    times = _serve(big + small, max(1, args.runs), big[0].trace_id)
+    base = statistics.median(times.listing)
+    print("| step (Chromium, one tab and session) | median s | vs Traces page | target | runs (s) |")
+    print("|---|---:|---:|---|---|")
+    print(_line("Traces page loaded (baseline)", times.listing, base, None))
+    print(_line("click a Traces row -> Trace page drawn", times.click, base, TARGETS_S["click"]))
+    print(_line("click a span in the tree -> its detail", times.span, base, TARGETS_S["span"]))
+    print(_line("10k-span trace, first visit", times.big[:1], base, TARGETS_S["big"]))
+    if len(times.big) > 1:
+        print(_line("10k-span trace, revisits", times.big[1:], base, None))
+    met = [
+        statistics.median(times.click) < TARGETS_S["click"],
+        statistics.median(times.span) < TARGETS_S["span"],
+        times.big[0] < TARGETS_S["big"],
+    ]
+    return 0 if all(met) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

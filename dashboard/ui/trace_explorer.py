@@ -1,0 +1,203 @@
+"""The Trace page's explorer: the tree (or the waterfall) on the left, the selected span on the right.
+
+The selected span lives in the URL (`?span=`), so a link opens the trace on that span. A click on a
+tree row, a waterfall bar or a loop of the graph selects it; in the tree, the arrow keys move the
+selection.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from janux.dashboard.ui.nav import picked_row
+from janux.dashboard.ui.table import show_table
+from janux.dashboard.views.loop_chart import MAX_LOOPS, loop_chart, loop_frames
+from janux.dashboard.views.span_detail import span_detail
+from janux.dashboard.views.span_price import round_price_text
+from janux.dashboard.views.timeline import DEFAULT_MAX_ROWS, waterfall, waterfall_chart
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis import trace_outline as outline
+from janux.tracing.analysis.trace_outline import KINDS, OutlineRow
+from janux.tracing.analysis.trace_view import TraceView
+
+TREE_KEY = "trace_tree"
+"""Widget key of the tree table (its selection state is set from the URL's `span`)."""
+_TREE_IDS = "trace_tree_ids"
+_WATERFALL_KEY = "trace_waterfall"
+_GRAPH_KEY = "trace_loop_graph"
+_SEEN = "__seen"
+TREE_ROWS = 2_000
+"""Tree rows drawn at once (a search narrows a bigger trace)."""
+
+
+def selected_span(view: TraceView) -> str | None:
+    """The span the URL selects, else the trace's first span."""
+    wanted = str(st.query_params.get("span", ""))
+    if wanted and view.span(wanted) is not None:
+        return wanted
+    return view.index.spans[view.index.order[0]].span_id if view.index.spans else None
+
+
+def _select(span_id: str) -> None:
+    if st.query_params.get("span") != span_id:
+        st.query_params["span"] = span_id
+
+
+def _clicked_in_tree() -> None:
+    """Apply a click (or arrow key) in the tree drawn by the previous run."""
+    ids: list[str] = st.session_state.get(_TREE_IDS, [])
+    state: Any = st.session_state.get(TREE_KEY)
+    pos = picked_row(state) if state is not None else None
+    if pos is not None and pos < len(ids):
+        _select(ids[pos])
+
+
+def _clicked_in_chart(key: str) -> None:
+    """Apply a click on a bar of the waterfall or a point of the graph (once: a chart keeps its
+    selection between runs)."""
+    state: Any = st.session_state.get(key)
+    points = list((state or {}).get("selection", {}).get("pick", []) or [])
+    picked = str(points[0].get("span_id", "")) if points else ""
+    if picked and picked != st.session_state.get(f"{key}{_SEEN}"):
+        _select(picked)
+    st.session_state[f"{key}{_SEEN}"] = picked
+
+
+def _graph(view: TraceView) -> None:
+    points, lines = loop_frames(view)
+    if points.empty:
+        st.info("No agent loops in this trace.")
+        return
+    pick = alt.selection_point(name="pick", fields=["span_id"], on="click")
+    chart = loop_chart(points, lines, pick)
+    st.altair_chart(chart, width="stretch", on_select="rerun", key=_GRAPH_KEY, selection_mode="pick")
+    note = "Click a loop to see its span. Green: completed; red: failed, cut or timed out; purple: open."
+    if len(view.nodes) > MAX_LOOPS:
+        note += f" The first {MAX_LOOPS:,} of {len(view.nodes):,} loops are drawn."
+    st.caption(note)
+
+
+def _tree_frame(rows: list[OutlineRow]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {
+                "span": "  " * r.depth + r.label,
+                "kind": r.kind,
+                "outcome": r.outcome,
+                "duration": fmt.ms(r.duration_ms),
+                "cost": r.cost,
+            }
+            for r in rows
+        ],
+        columns=["span", "kind", "outcome", "duration", "cost"],
+    )
+
+
+def _tree(view: TraceView, rows: list[OutlineRow], current: str | None) -> None:
+    left, right = st.columns([3, 2])
+    hint = "span name, agent, attribute value"
+    needle = left.text_input("Search this trace", key="trace_search", placeholder=hint)
+    kinds = right.multiselect("Show", KINDS, default=list(KINDS), key="trace_tree_kinds")
+    shown = [r for r in rows if r.kind in kinds and outline.matches(view, r, needle)]
+    if needle:
+        st.caption(f"{len(shown):,} of {len(rows):,} spans match.")
+    if len(shown) > TREE_ROWS:
+        st.caption(f"Showing the first {TREE_ROWS:,} of {len(shown):,} spans: search to find the others.")
+        shown = shown[:TREE_ROWS]
+    ids = [r.span_id for r in shown]
+    st.session_state[_TREE_IDS] = ids
+    at = ids.index(current) if current in ids else None
+    state: Any = st.session_state.get(TREE_KEY)
+    if at is None or picked_row(state) != at:
+        # Show the URL's span as selected; a cell the person just clicked (or moved to with the
+        # arrow keys) is left as it is, so the grid keeps its focus.
+        cells = [] if at is None else [[at, "span"]]
+        st.session_state[TREE_KEY] = {"selection": {"rows": [], "columns": [], "cells": cells}}
+    show_table(
+        _tree_frame(shown), key=TREE_KEY, visible_rows=20, selectable=True, by_cell=True, max_rows=TREE_ROWS,
+        column_config={"span": st.column_config.TextColumn("span", width="medium"),
+                       "outcome": st.column_config.TextColumn("outcome", width="medium")},
+    )  # fmt: skip
+
+
+def _waterfall(view: TraceView) -> None:
+    handoffs = st.toggle("Handoffs only", key="trace_tl_handoffs")
+    fall = waterfall(view, mode="handoffs" if handoffs else "all", max_rows=DEFAULT_MAX_ROWS)
+    if fall.rows.empty:
+        st.info("No spans to draw.")
+        return
+    pick = alt.selection_point(name="pick", fields=["span_id"], on="click")
+    chart = waterfall_chart(fall).add_params(pick)
+    st.altair_chart(chart, width="stretch", on_select="rerun", key=_WATERFALL_KEY, selection_mode="pick")
+    note = "Click a bar to see its span. Red outline: the span ended with an error; faded: no end yet."
+    if fall.hidden:
+        note += f" {fall.hidden:,} span(s) not drawn (the first {DEFAULT_MAX_ROWS:,} are)."
+    st.caption(note)
+
+
+def _plain_table(frame: pd.DataFrame) -> None:
+    """A small text table drawn as plain HTML (no grid to start: a span's detail shows at once);
+    every cell is already text, wrapped when long, never cut."""
+    st.table(frame.set_index(frame.columns[0]), border="horizontal")
+
+
+def _detail(view: TraceView, rows: list[OutlineRow], current: str | None) -> None:
+    span = view.span(current) if current else None
+    if span is None:
+        st.info("Pick a span in the tree or the waterfall.")
+        return
+    row = next((r for r in rows if r.span_id == span.span_id), None)
+    detail = span_detail(view, span, row)
+    st.subheader(fmt.markdown_text(detail.title))
+    if detail.error:
+        st.error(fmt.markdown_text(detail.error))
+    facts = pd.DataFrame(detail.facts + detail.usage, columns=["", "value"])
+    _plain_table(facts)
+    price = round_price_text(view, span)
+    if price is not None:
+        st.caption(fmt.markdown_text(price))
+    if detail.budget is not None:
+        st.caption("Budget")
+        _plain_table(detail.budget)
+    st.caption("Attributes")
+    _plain_table(detail.attributes)
+    if not detail.events.empty:
+        st.caption("Events")
+        _plain_table(detail.events)
+    if detail.content:
+        st.caption("Captured content")
+        for key, value in detail.content.items():
+            st.text(key)
+            st.code(value, language=None)
+    else:
+        st.caption("Content not captured for this span.")
+
+
+@st.fragment
+def explorer(view: TraceView) -> None:
+    """The split view: tree or waterfall on the left, the selected span's detail on the right.
+
+    A fragment: a click in the tree or the waterfall redraws only this view, not the whole page.
+    """
+    _clicked_in_tree()
+    _clicked_in_chart(_WATERFALL_KEY)
+    _clicked_in_chart(_GRAPH_KEY)
+    rows = outline.outline(view)
+    current = selected_span(view)
+    left, right = st.columns([3, 2], gap="medium")
+    with left:
+        # Only the chosen tab is drawn: the waterfall (a tall chart) costs nothing until asked for.
+        tabs = st.tabs(["Tree", "Waterfall", "Loops"], key="trace_view_tab", on_change="rerun")
+        if tabs[0].open is not False:
+            with tabs[0]:
+                _tree(view, rows, current)
+        for tab, draw in zip(tabs[1:], (_waterfall, _graph), strict=True):
+            if tab.open:
+                with tab:
+                    draw(view)
+    with right:
+        _detail(view, rows, current)

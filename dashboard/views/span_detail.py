@@ -1,0 +1,128 @@
+"""What the Trace page shows beside the tree for the selected span: what it is, how it ended, its
+usage and cost, its budget lines, attributes and events (HANDOFF_START/END included)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from janux.tracing import conventions as c
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis import outcomes
+from janux.tracing.analysis.trace_outline import OutlineRow
+from janux.tracing.analysis.trace_view import TraceView
+from janux.tracing.records import SpanRecord
+
+CONTENT_KEYS = (
+    c.GEN_AI_INPUT_MESSAGES,
+    c.GEN_AI_OUTPUT_MESSAGES,
+    c.GEN_AI_SYSTEM_INSTRUCTIONS,
+    c.GEN_AI_TOOL_CALL_ARGUMENTS,
+    c.GEN_AI_TOOL_CALL_RESULT,
+    c.JANUX_HANDOFF_OUTPUT,
+)
+"""Attributes that hold captured content (present only when content capture was on)."""
+
+
+@dataclass(slots=True)
+class SpanDetail:
+    """The detail panel of one span, as plain text and tables."""
+
+    title: str
+    """`attempt 2/2 · researcher (attempt)`."""
+    facts: list[tuple[str, str]]
+    """(label, value): outcome, duration, start, span and parent ids, service."""
+    error: str | None
+    """`model_error: upstream returned 503`: error type and full message, None when it did not fail."""
+    usage: list[tuple[str, str]] = field(default_factory=list)
+    """(label, value): own and inclusive cost and tokens of a loop, a delegation's carried cost."""
+    budget: pd.DataFrame | None = None
+    """Budget lines of the loop (used / limit), None without a budget."""
+    attributes: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """key, value (money as dollars), captured content left out."""
+    events: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """event, time (ms since the span start), attributes."""
+    content: dict[str, str] = field(default_factory=dict)
+    """Captured content, only when capture was on."""
+
+
+def _error(span: SpanRecord) -> str | None:
+    etype = str(span.attributes.get(c.ERROR_TYPE, "") or "")
+    message = str(span.attributes.get(c.JANUX_HANDOFF_ERROR, "") or "") or span.status_message
+    if not etype and not message and span.status_code != "Error":
+        return None
+    etype = outcomes.reason_name(etype) if etype else "error"
+    return f"{etype}: {message}" if message else etype
+
+
+def _usage(view: TraceView, span: SpanRecord) -> list[tuple[str, str]]:
+    node = next((n for n in view.nodes if n.span_id == span.span_id), None)
+    if node is not None:
+        return [
+            ("own cost", fmt.usage_cost(node.own)),
+            ("inclusive cost", fmt.usage_cost(node.inclusive)),
+            ("own tokens", fmt.tokens(node.own)),
+            ("inclusive tokens", fmt.tokens(node.inclusive)),
+            ("model rounds", f"{node.own.rounds:,}"),
+        ]
+    d = next((d for d in view.delegations if d.tool_span_id == span.span_id), None)
+    if d is not None:
+        return [
+            ("cost carried", fmt.usage_cost(d.cost)),
+            ("tokens carried", fmt.tokens(d.cost)),
+            ("attempts", f"{d.attempt_count:,}"),
+            ("handoff duration", fmt.ms(d.duration_ms)),
+        ]
+    return []
+
+
+def _budget(view: TraceView, span: SpanRecord) -> pd.DataFrame | None:
+    node = next((n.index for n in view.nodes if n.span_id == span.span_id), None)
+    burn = next((b for b in view.budgets if b.node == node), None)
+    if burn is None:
+        return None
+    lines = [("turns", burn.turns_used, burn.max_turns), ("tokens", burn.tokens_used, burn.max_tokens),
+             ("ms", burn.ms_used, burn.max_ms)]  # fmt: skip
+    rows = [{"line": name, "used / limit": outcomes.budget_cell(used, limit)} for name, used, limit in lines]
+    rows.append({"line": "cut by", "used / limit": burn.stop_reason or outcomes.NONE_SHOWN})
+    return pd.DataFrame(rows)
+
+
+def _events(span: SpanRecord) -> pd.DataFrame:
+    rows = [
+        {
+            "event": e.name,
+            "at": fmt.ms((e.timestamp_ns - span.start_ns) / 1e6),
+            "attributes": ", ".join(f"{k}={fmt.attribute_text(k, v)}" for k, v in e.attributes.items()),
+        }
+        for e in span.events
+    ]
+    return pd.DataFrame(rows, columns=["event", "at", "attributes"])
+
+
+def span_detail(view: TraceView, span: SpanRecord, row: OutlineRow | None) -> SpanDetail:
+    """The detail panel of `span` (with its tree row, when the tree has one)."""
+    kind = row.kind if row is not None else "span"
+    title = f"{row.label if row is not None else span.name} ({kind})"
+    outcome = row.outcome if row is not None else span.status_code
+    facts = [
+        ("outcome", outcome),
+        ("duration", fmt.ms(None if span.duration_ns < 0 else span.duration_ns / 1e6)),
+        ("started (UTC)", fmt.utc(span.start_ns)),
+        ("span name", span.name),
+        ("span id", span.span_id),
+        ("parent", span.parent_span_id or "(root)"),
+        ("service", span.service_name or outcomes.NONE_SHOWN),
+    ]
+    plain = [(k, fmt.attribute_text(k, v)) for k, v in span.attributes.items() if k not in CONTENT_KEYS]
+    return SpanDetail(
+        title=title,
+        facts=facts,
+        error=_error(span),
+        usage=_usage(view, span),
+        budget=_budget(view, span),
+        attributes=pd.DataFrame(plain, columns=["attribute", "value"]),
+        events=_events(span),
+        content={k: str(v) for k, v in span.attributes.items() if k in CONTENT_KEYS},
+    )

@@ -1,0 +1,138 @@
+"""The Trace page's tree: every span of a trace as one row, in tree order, named for what it is in
+the handoff tree (agent loop, delegation, attempt, model round, tool), with its outcome and cost.
+
+The rows carry the meanings of `outcomes` (an attempt's own duration and outcome), so the tree,
+the graph and the tables cannot disagree; `matches` is the search inside a trace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from janux.tracing import conventions as c
+from janux.tracing.analysis import formatting as fmt
+from janux.tracing.analysis import outcomes
+from janux.tracing.analysis import spanread as sr
+from janux.tracing.analysis.trace_view import TraceView
+from janux.tracing.records import SpanRecord
+
+RowKind = Literal["loop", "attempt", "delegation", "transfer", "round", "tool", "other"]
+"""What a span is in the handoff tree."""
+KINDS: tuple[RowKind, ...] = ("loop", "attempt", "delegation", "transfer", "round", "tool", "other")
+"""Every row kind, outermost first."""
+
+
+@dataclass(slots=True)
+class OutlineRow:
+    """One span as a row of the tree."""
+
+    span_id: str
+    """The span."""
+    depth: int
+    """Depth below the trace's top span(s)."""
+    kind: RowKind
+    """What the span is in the handoff tree."""
+    label: str
+    """`researcher`, `attempt 2/2 · researcher`, `delegate.researcher → researcher`, `chat gpt-4o`."""
+    outcome: str
+    """`completed`, `failed: model_error`, `timeout`, `denied: max_depth`, `ok`, `error`, `open`."""
+    duration_ms: float | None
+    """The span's own wall clock (an attempt's, not its delegation's); None while open."""
+    cost: str
+    """Inclusive cost of a loop or delegation, the round's cost for a model round, else "—"."""
+    agent: str
+    """Agent loop the span belongs to ("" when none)."""
+
+
+def _span_kinds(view: TraceView) -> dict[str, tuple[RowKind, str, str, str]]:
+    """(kind, label, outcome, cost) of the spans the handoff tree names: loops, attempts and
+    delegations."""
+    named: dict[str, tuple[RowKind, str, str, str]] = {}
+    for node in view.nodes:
+        if node.span_id:
+            outcome: str = c.STATUS_COMPLETED if node.status == "ok" else node.status
+            named[node.span_id] = ("loop", node.agent, outcome, fmt.usage_cost(node.inclusive))
+    for d in view.delegations:
+        total = d.attempt_count
+        for attempt in d.attempts:
+            cost = fmt.usage_cost(view.nodes[attempt.node].inclusive)
+            label = f"attempt {attempt.number}/{total} · {d.target}"
+            named[attempt.span_id] = ("attempt", label, outcomes.attempt_outcome(attempt), cost)
+        if d.tool_span_id:
+            reason = d.deny_reason or d.stop_reason
+            outcome = d.status + (f": {outcomes.reason_name(reason)}" if reason else "")  # final status
+            kind: RowKind = "transfer" if d.kind == "transfer" else "delegation"
+            named[d.tool_span_id] = (kind, f"{d.tool} → {d.target}", outcome, fmt.usage_cost(d.cost))
+    return named
+
+
+def _plain_kind(span: SpanRecord) -> tuple[RowKind, str, str]:
+    """(kind, label, cost) of a span the handoff tree does not name."""
+    op = sr.operation(span)
+    if sr.is_inference(op):
+        cost = sr.round_cost(span)
+        model = sr.round_model(span)
+        return "round", f"{op} {model}".strip(), fmt.usd(cost) if cost is not None else outcomes.NONE_SHOWN
+    if op == c.OP_EXECUTE_TOOL:
+        return "tool", sr.tool_name(span), outcomes.NONE_SHOWN
+    return "other", span.name, outcomes.NONE_SHOWN
+
+
+def outline(view: TraceView) -> list[OutlineRow]:
+    """Every span of the trace as a tree row, parents before children, siblings by start time."""
+    index = view.index
+    named = _span_kinds(view)
+    loop_of = view.tree.node_of_span
+    depth = [0] * len(index.spans)
+    rows: list[OutlineRow] = []
+    for pos in index.order:
+        parent = index.parent[pos]
+        depth[pos] = depth[parent] + 1 if parent >= 0 else 0
+        span = index.spans[pos]
+        if span.span_id in named:
+            kind, label, outcome, cost = named[span.span_id]
+        else:
+            kind, label, cost = _plain_kind(span)
+            outcome = sr.span_status(span)
+        node = loop_of[pos] if pos < len(loop_of) else -1
+        rows.append(
+            OutlineRow(
+                span_id=span.span_id, depth=depth[pos], kind=kind, label=label, outcome=outcome,
+                duration_ms=sr.duration_ms(span), cost=cost,
+                agent=view.nodes[node].agent if node >= 0 else "",
+            )
+        )  # fmt: skip
+    return rows
+
+
+def matches(view: TraceView, row: OutlineRow, text: str) -> bool:
+    """True when `text` (any case) is in the row's span name, label, agent, span id or any
+    attribute (key=value): the search inside a trace."""
+    needle = text.strip().lower()
+    if not needle:
+        return True
+    span = view.span(row.span_id)
+    haystack = [row.label, row.agent, row.outcome, row.span_id]
+    if span is not None:
+        haystack.append(span.name)
+        haystack.extend(f"{k}={v}" for k, v in span.attributes.items())
+    return any(needle in str(item).lower() for item in haystack)
+
+
+def headline(view: TraceView) -> list[tuple[str, str]]:
+    """(label, value) of the Trace page's header: root agent, conversation, start, duration, status."""
+    spans = view.index.spans
+    start = min(s.start_ns for s in spans)
+    ends = [s.end_ns for s in spans if s.duration_ns >= 0]
+    duration = (max(ends) - start) / 1e6 if ends else None
+    conversation = next((n.conversation_id for n in view.nodes if n.conversation_id), None)
+    roots = view.roots or view.nodes
+    status = outcomes.trace_status(view.failures, len(view.issues.open_spans))
+    return [
+        ("Root agent", roots[0].agent if roots else outcomes.NONE_SHOWN),
+        ("Conversation", conversation or outcomes.NONE_SHOWN),
+        ("Started (UTC)", fmt.utc(start)),
+        ("Duration", fmt.ms(duration)),
+        ("Status", status),
+    ]
