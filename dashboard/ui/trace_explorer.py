@@ -7,6 +7,7 @@ selection.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import altair as alt
@@ -16,7 +17,7 @@ import streamlit as st
 from janux.dashboard.ui.nav import picked_row
 from janux.dashboard.ui.table import show_table
 from janux.dashboard.views.loop_chart import MAX_LOOPS, loop_chart, loop_frames
-from janux.dashboard.views.span_detail import span_detail
+from janux.dashboard.views.span_detail import full_value, span_detail
 from janux.dashboard.views.span_price import round_price_text
 from janux.dashboard.views.timeline import DEFAULT_MAX_ROWS, waterfall, waterfall_chart
 from janux.tracing.analysis import formatting as fmt
@@ -175,6 +176,15 @@ def _detail(view: TraceView, rows: list[OutlineRow], current: str | None) -> Non
             st.code(value, language=None)
     else:
         st.caption("Content not captured for this span.")
+    for key in detail.cut:  # the whole of a value shown cut, built only when asked for
+        st.download_button(
+            f"Whole value of {key}",
+            data=functools.partial(full_value, span, key),
+            file_name=f"span-{span.span_id}-{key}.txt",
+            mime="text/plain",
+            key=f"trace_full_{span.span_id}_{key}",
+            on_click="ignore",
+        )
 
 
 @st.fragment

@@ -23,6 +23,12 @@ CONTENT_KEYS = (
     c.JANUX_HANDOFF_OUTPUT,
 )
 """Attributes that hold captured content (present only when content capture was on)."""
+SHOWN_VALUE_CHARS = 2_000
+"""Characters of one attribute value, span name or error shown (the whole value is a download)."""
+SHOWN_CONTENT_CHARS = 20_000
+"""Characters of one captured message or task shown (the whole text is a download)."""
+SHOWN_EVENTS = 100
+"""Events of one span shown (a span may carry thousands)."""
 
 
 @dataclass(slots=True)
@@ -44,7 +50,17 @@ class SpanDetail:
     events: pd.DataFrame = field(default_factory=pd.DataFrame)
     """event, time (ms since the span start), attributes."""
     content: dict[str, str] = field(default_factory=dict)
-    """Captured content, only when capture was on."""
+    """Captured content, only when capture was on (each text cut to `SHOWN_CONTENT_CHARS`)."""
+    cut: list[str] = field(default_factory=list)
+    """Attributes shown cut (a hostile or huge value): the page offers each whole, on demand."""
+
+
+def full_value(span: SpanRecord, key: str) -> bytes:
+    """The whole value of one attribute, as the download of a cut one (built only when asked)."""
+    value = span.attributes.get(key)
+    if isinstance(value, (list, tuple)):
+        return "\n".join(str(v) for v in value).encode()
+    return value if isinstance(value, bytes) else str(value).encode()
 
 
 def _error(span: SpanRecord) -> str | None:
@@ -53,6 +69,7 @@ def _error(span: SpanRecord) -> str | None:
     if not etype and not message and span.status_code != "Error":
         return None
     etype = outcomes.reason_name(etype) if etype else "error"
+    message = fmt.clipped(message, SHOWN_CONTENT_CHARS)[0]
     return f"{etype}: {message}" if message else etype
 
 
@@ -89,15 +106,22 @@ def _budget(view: TraceView, span: SpanRecord) -> pd.DataFrame | None:
     return pd.DataFrame(rows)
 
 
+def _event_text(attributes: dict[str, object]) -> str:
+    return ", ".join(f"{k}={fmt.attribute_text(k, v)}" for k, v in attributes.items())
+
+
 def _events(span: SpanRecord) -> pd.DataFrame:
     rows = [
         {
             "event": e.name,
             "at": fmt.ms((e.timestamp_ns - span.start_ns) / 1e6),
-            "attributes": ", ".join(f"{k}={fmt.attribute_text(k, v)}" for k, v in e.attributes.items()),
+            "attributes": fmt.clipped(_event_text(e.attributes), SHOWN_VALUE_CHARS)[0],
         }
-        for e in span.events
+        for e in span.events[:SHOWN_EVENTS]
     ]
+    if len(span.events) > SHOWN_EVENTS:
+        rows.append({"event": f"{len(span.events) - SHOWN_EVENTS:,} more events not shown", "at": "",
+                     "attributes": ""})  # fmt: skip
     return pd.DataFrame(rows, columns=["event", "at", "attributes"])
 
 
@@ -110,12 +134,22 @@ def span_detail(view: TraceView, span: SpanRecord, row: OutlineRow | None) -> Sp
         ("outcome", outcome),
         ("duration", fmt.ms(None if span.duration_ns < 0 else span.duration_ns / 1e6)),
         ("started (UTC)", fmt.utc(span.start_ns)),
-        ("span name", span.name),
+        ("span name", fmt.clipped(span.name, SHOWN_VALUE_CHARS)[0]),
         ("span id", span.span_id),
         ("parent", span.parent_span_id or "(root)"),
         ("service", span.service_name or outcomes.NONE_SHOWN),
     ]
-    plain = [(k, fmt.attribute_text(k, v)) for k, v in span.attributes.items() if k not in CONTENT_KEYS]
+    plain: list[tuple[str, str]] = []
+    cut: list[str] = []
+    for key, value in span.attributes.items():
+        limit = SHOWN_CONTENT_CHARS if key in CONTENT_KEYS else SHOWN_VALUE_CHARS
+        text, left_out = fmt.clipped(str(value), limit)
+        if left_out:
+            cut.append(key)
+        if key not in CONTENT_KEYS:
+            plain.append((key, text if left_out else fmt.attribute_text(key, value)))
+    captured = ((k, v) for k, v in span.attributes.items() if k in CONTENT_KEYS)
+    content = {k: fmt.clipped(str(v), SHOWN_CONTENT_CHARS)[0] for k, v in captured}
     return SpanDetail(
         title=title,
         facts=facts,
@@ -124,5 +158,6 @@ def span_detail(view: TraceView, span: SpanRecord, row: OutlineRow | None) -> Sp
         budget=_budget(view, span),
         attributes=pd.DataFrame(plain, columns=["attribute", "value"]),
         events=_events(span),
-        content={k: str(v) for k, v in span.attributes.items() if k in CONTENT_KEYS},
+        content=content,
+        cut=cut,
     )

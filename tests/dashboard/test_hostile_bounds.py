@@ -69,3 +69,25 @@ def test_uploads_are_capped_per_session_and_in_all() -> None:
     assert room.take("c", 20 * MIB) == "the dashboard's uploads would exceed 200 MiB; retry later"
     room.give_back("b", 40 * MIB)
     assert room.take("c", 20 * MIB) is None
+
+
+def test_the_span_detail_shows_huge_values_cut_and_offers_them_whole() -> None:
+    from janux.dashboard.views.span_detail import (
+        SHOWN_CONTENT_CHARS,
+        SHOWN_VALUE_CHARS,
+        full_value,
+        span_detail,
+    )
+
+    spans = huge_values(4 * MIB)
+    view = reconstruct(spans)
+    agent = next(s for s in spans if s.span_id == "1" * 16)
+    chat = next(s for s in spans if s.span_id == "2" * 16)
+    detail = span_detail(view, agent, None)
+    note = detail.attributes.set_index("attribute").loc["big.note", "value"]
+    assert SHOWN_VALUE_CHARS < len(note) < SHOWN_VALUE_CHARS + 100 and note.endswith("more characters]")
+    assert detail.cut == ["big.note"]
+    assert full_value(agent, "big.note").decode() == agent.attributes["big.note"]
+    captured = span_detail(view, chat, None)
+    assert all(len(text) < SHOWN_CONTENT_CHARS + 100 for text in captured.content.values())
+    assert captured.cut == ["gen_ai.output.messages"]
