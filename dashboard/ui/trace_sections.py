@@ -28,7 +28,7 @@ def headline(view: TraceView) -> None:
     top = st.columns([3, 2, 1.3, 1.3, 1.3])  # the cost may read "≈ $0.001234 (est.) + unknown": room for it
     label = "Total cost (estimated)" if total.is_estimated else "Total cost"
     top[0].metric(label, fmt.usage_cost(total), help=fmt.usage_cost_full(total))
-    tokens = fmt.UNKNOWN if total.is_unknown else f"{total.input_tokens:,} / {total.output_tokens:,}"
+    tokens = fmt.token_pair(total)
     top[1].metric("Tokens in / out", tokens)
     top[2].metric("Checks", badge(view), help=CHECKS_HELP)
     failed = sum(1 for d in view.delegations if outcomes.is_failed_handoff(d))
