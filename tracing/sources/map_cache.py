@@ -10,6 +10,7 @@ ever to see a trace reads it.
 from __future__ import annotations
 
 import gc
+import hashlib
 import threading
 from collections.abc import Callable, Iterable
 from typing import Protocol
@@ -27,6 +28,14 @@ LoadSome = Callable[[list[str]], list[TraceLinks]]
 """Reads the links of the named traces."""
 
 
+def map_digest(bucket_ns: int | None, versions: dict[str, int]) -> str:
+    """The key of a whole map: its timeline bucket and every trace in it at its span count."""
+    digest = hashlib.sha256(repr(bucket_ns).encode())
+    for trace_id, count in sorted(versions.items()):
+        digest.update(f"{trace_id}:{count};".encode())
+    return digest.hexdigest()
+
+
 class KeptFacts(Protocol):
     """Facts kept outside the process, by trace id and span count."""
 
@@ -36,6 +45,14 @@ class KeptFacts(Protocol):
 
     def save(self, facts: dict[str, tuple[int, MapFacts]]) -> None:
         """Keep these facts (trace id -> (span count, facts))."""
+        ...
+
+    def load_map(self, digest: str) -> AgentMap | None:
+        """A whole map kept under `digest`, None when none is."""
+        ...
+
+    def save_map(self, digest: str, agent_map: AgentMap) -> None:
+        """Keep a whole map under `digest`."""
         ...
 
 
@@ -86,6 +103,12 @@ class MapCache:
         with self._lock:
             if self._last is not None and self._last[0] == key:
                 return self._last[1]
+        digest = map_digest(bucket_ns, versions) if self._kept is not None else ""
+        kept = self._kept.load_map(digest) if self._kept is not None else None
+        if kept is not None:  # another process built this very map: the same traces, the same counts
+            with self._lock:
+                self._last = (key, kept)
+            return kept
         with gc_paused():
             # One reader at a time: a second caller (another session, the warm-up) waits for the
             # first one's facts instead of reading the same traces again.
@@ -106,4 +129,6 @@ class MapCache:
             built = aggregate(((t, known.get(t, empty)) for t in versions), bucket_ns)
         with self._lock:
             self._last = (key, built)  # the same traces at the same span counts: the same map
+        if self._kept is not None:
+            self._kept.save_map(digest, built)
         return built

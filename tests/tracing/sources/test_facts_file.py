@@ -94,3 +94,47 @@ def test_encoded_facts_decode_to_the_same_facts() -> None:
     for trace_id, spans in _by_trace(_spans()).items():
         facts = map_facts(links_of_spans(trace_id, spans))
         assert facts_file.decode(facts_file.encode(facts)) == facts, trace_id
+
+
+def test_a_new_process_asked_the_same_map_reads_it_whole(tmp_path: Path) -> None:
+    spans = _spans()
+    with open_store(tmp_path) as store:
+        store.write(spans)
+    first, _ = _first_map_of_a_new_process(tmp_path)
+    with open_store(tmp_path) as store:
+        again = store.agent_map(TraceFilter())
+        assert store._map_cache.computed == 0
+        assert again == first
+        # A map rebuilt from the file is made of the map's own classes, not plain tuples.
+        assert type(again.edges[0].cost).__name__ == "Usage" and again.nodes[0].recent
+    with open_store(tmp_path) as store:  # another range: not kept yet, built from the kept facts
+        bucketed = store.agent_map(TraceFilter(), 60 * 10**9)
+        assert store._map_cache.computed == 0 and bucketed.timeline
+
+
+def test_a_kept_map_is_not_read_once_a_trace_grew(tmp_path: Path) -> None:
+    spans = list(demo_traces().spans)
+    traces = _by_trace(spans)
+    grown = next(iter(traces))
+    held_back = traces[grown][-1]
+    with open_store(tmp_path) as store:
+        store.write([s for s in spans if s is not held_back])
+    before, _ = _first_map_of_a_new_process(tmp_path)
+    with open_store(tmp_path) as store:
+        store.write([held_back])
+    after, computed = _first_map_of_a_new_process(tmp_path)
+    assert computed == 1 and after != before
+    with open_store(tmp_path / "fresh") as fresh:
+        fresh.write(spans)
+        assert fresh.agent_map(TraceFilter()) == after
+
+
+def test_only_the_newest_maps_are_kept(tmp_path: Path) -> None:
+    import sqlite3
+
+    with open_store(tmp_path) as store:
+        store.write(list(demo_traces().spans))
+        for minutes in range(1, facts_file.MAPS_KEPT + 4):
+            store.agent_map(TraceFilter(), minutes * 60 * 10**9)
+    with sqlite3.connect(tmp_path / facts_file.FILE_NAME) as conn:
+        assert conn.execute("SELECT count(*) FROM map_results").fetchone()[0] == facts_file.MAPS_KEPT

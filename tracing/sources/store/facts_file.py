@@ -19,12 +19,21 @@ import logging
 import marshal
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from janux.tracing import analysis
+from janux.tracing.analysis.agentmap.fleet_stats import (
+    AgentMap,
+    AgentStats,
+    EdgeStats,
+    FailureRef,
+    PathStats,
+    TraceRef,
+)
 from janux.tracing.analysis.agentmap.loops import DelegationFacts, LoopFacts, MapFacts
 from janux.tracing.analysis.trace_parts import Usage
 
@@ -37,7 +46,15 @@ CREATE TABLE IF NOT EXISTS map_facts (
     TraceId TEXT PRIMARY KEY, SpanCount INTEGER NOT NULL, Facts BLOB NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS facts_meta (Key TEXT PRIMARY KEY, Value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS map_results (Digest TEXT PRIMARY KEY, Map BLOB NOT NULL, SavedNs INTEGER NOT NULL);
 """
+MAPS_KEPT = 8
+"""Whole maps kept (the newest): a fresh process asked the same range over the same traces answers at once."""
+
+# The classes a kept map is made of: only these are rebuilt from a file (never an arbitrary class).
+_MAP_CLASSES: dict[str, type[Any]] = {
+    cls.__name__: cls for cls in (AgentMap, AgentStats, EdgeStats, PathStats, TraceRef, FailureRef, Usage)
+}
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +100,28 @@ def _delegation(fields: tuple[Any, ...]) -> DelegationFacts:
     )
 
 
+def _plain(value: Any) -> Any:
+    """A map's value as plain data `marshal` can write: each of its dataclasses as a tagged tuple."""
+    name = type(value).__name__
+    if name in _MAP_CLASSES and type(value) is _MAP_CLASSES[name]:
+        return ("__map__", name, tuple(_plain(getattr(value, f)) for f in value.__slots__))
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _rebuilt(value: Any) -> Any:
+    if isinstance(value, tuple) and len(value) == 3 and value[0] == "__map__":
+        return _MAP_CLASSES[value[1]](*(_rebuilt(v) for v in value[2]))
+    if isinstance(value, list):
+        return [_rebuilt(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _rebuilt(v) for k, v in value.items()}
+    return value
+
+
 class FactsFile:
     """The map facts of one data directory's traces, shared by every reading process."""
 
@@ -107,6 +146,7 @@ class FactsFile:
             if row is None or row[0] != rules_fingerprint():
                 conn.execute("BEGIN IMMEDIATE")
                 conn.execute("DELETE FROM map_facts")
+                conn.execute("DELETE FROM map_results")
                 conn.execute("INSERT OR REPLACE INTO facts_meta VALUES ('rules', ?)", (rules_fingerprint(),))
                 conn.execute("COMMIT")
         except sqlite3.Error:
@@ -162,6 +202,41 @@ class FactsFile:
         except sqlite3.Error:
             logger.info("agent map facts not kept in %s (another reader writes, or it is read-only)",
                         self.path, exc_info=True)  # fmt: skip
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+
+    def load_map(self, digest: str) -> AgentMap | None:
+        """The whole map kept under `digest` (`map_cache.map_digest`), None when none is (or on any
+        failure)."""
+        conn = self._conn()
+        if conn is None:
+            return None
+        try:
+            row = conn.execute("SELECT Map FROM map_results WHERE Digest = ?", (digest,)).fetchone()
+            found = _rebuilt(marshal.loads(row[0])) if row is not None else None
+        except (sqlite3.Error, ValueError, EOFError, TypeError, KeyError):
+            logger.warning("agent map facts file %s unreadable; computing the map", self.path, exc_info=True)
+            return None
+        return found if isinstance(found, AgentMap) else None
+
+    def save_map(self, digest: str, agent_map: AgentMap) -> None:
+        """Keep a whole map under `digest`, and only the newest `MAPS_KEPT`."""
+        conn = self._conn()
+        if conn is None:
+            return
+        blob = marshal.dumps(_plain(agent_map))
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            row = (digest, blob, time.time_ns())
+            conn.execute("INSERT OR REPLACE INTO map_results VALUES (?, ?, ?)", row)
+            conn.execute(
+                "DELETE FROM map_results WHERE Digest NOT IN "
+                "(SELECT Digest FROM map_results ORDER BY SavedNs DESC LIMIT ?)",
+                (MAPS_KEPT,),
+            )
+            conn.execute("COMMIT")
+        except sqlite3.Error:
+            logger.info("agent map not kept in %s", self.path, exc_info=True)
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
 
