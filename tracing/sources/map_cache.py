@@ -94,20 +94,30 @@ class MapCache:
         gc.freeze()
         return fresh
 
+    def kept_map(self, versions: dict[str, int], bucket_ns: int | None, digest: str = "") -> AgentMap | None:
+        """The map of exactly these traces at these span counts when this process or another (through
+        `KeptFacts`) built it before; None otherwise."""
+        key = (bucket_ns, frozenset(versions.items()))
+        with self._lock:
+            if self._last is not None and self._last[0] == key:
+                return self._last[1]
+        if self._kept is None:
+            return None
+        kept = self._kept.load_map(digest or map_digest(bucket_ns, versions))
+        if kept is not None:  # another process built this very map: the same traces, the same counts
+            with self._lock:
+                self._last = (key, kept)
+        return kept
+
     def agent_map(
         self, versions: dict[str, int], load_all: LoadAll, load_some: LoadSome, bucket_ns: int | None
     ) -> AgentMap:
         """The map of the traces in `versions` (trace id -> span count), reading only what changed:
         everything through `load_all` when most traces are unknown, else the changed ones."""
         key = (bucket_ns, frozenset(versions.items()))
-        with self._lock:
-            if self._last is not None and self._last[0] == key:
-                return self._last[1]
         digest = map_digest(bucket_ns, versions) if self._kept is not None else ""
-        kept = self._kept.load_map(digest) if self._kept is not None else None
-        if kept is not None:  # another process built this very map: the same traces, the same counts
-            with self._lock:
-                self._last = (key, kept)
+        kept = self.kept_map(versions, bucket_ns, digest)  # this process's last map, or a kept one
+        if kept is not None:
             return kept
         with gc_paused():
             # One reader at a time: a second caller (another session, the warm-up) waits for the

@@ -197,6 +197,12 @@ class TraceStore:
         """Agents and the delegations between them over the traces matching `flt` (read by the
         helper process when the store was opened with `map_process=True` and has many to read)."""
         helper = self._map_process
+        if helper is not None:
+            # A map another process already built over these very traces is read here at once:
+            # starting the helper would cost more than the read.
+            kept = self._map_cache.kept_map(self._map_versions(flt), bucket_ns)
+            if kept is not None:
+                return kept
         if helper is not None and self._hand_maps_over():
             try:
                 return helper.agent_map(flt, bucket_ns)
@@ -224,14 +230,18 @@ class TraceStore:
                 self._map_cache = MapCache(kept=self._facts_file)  # the helper keeps the facts from now on
         return self._map_process_used
 
+    def _map_versions(self, flt: TraceFilter) -> dict[str, int]:
+        """Trace id -> span count of the traces matching `flt` (what a map over them depends on)."""
+        where, params = queries.filter_sql(flt)
+        with gc_paused():  # 50,000 rows of tuples: no reason to scan the cached facts meanwhile
+            rows = self._conn().execute(f"SELECT TraceId, SpanCount FROM trace_summary{where}", params)
+            return dict(rows.fetchall())
+
     def _agent_map_here(self, flt: TraceFilter, bucket_ns: int | None) -> AgentMap:
         conn = self._conn()
         where, params = queries.filter_sql(flt)
-        with gc_paused():  # 50,000 rows of tuples: no reason to scan the cached facts meanwhile
-            rows = conn.execute(f"SELECT TraceId, SpanCount FROM trace_summary{where}", params).fetchall()
-            versions = dict(rows)
         return self._map_cache.agent_map(
-            versions,
+            self._map_versions(flt),
             lambda: read_links(conn, where, params),
             lambda ids: read_links_of(conn, ids),
             bucket_ns,
