@@ -158,9 +158,7 @@ def inner(out: Path) -> None:
         from crewai.events.event_bus import crewai_event_bus
 
         crewai_event_bus.flush()  # the listener makes its spans from events handled off-thread
-    spans = list(exporter.get_finished_spans())
-    truth.errors = sum(1 for s in spans if not s.status.is_ok)
-    writer.add(spans, truth)
+    writer.take(exporter, truth)
     writer.write(out)
 
 

@@ -131,10 +131,7 @@ def inner(out: Path) -> None:
             asyncio.run(run(truth))
         except Exception:
             truth.raised = True
-        spans = list(exporter.get_finished_spans())
-        truth.errors = sum(1 for s in spans if not s.status.is_ok)
-        writer.add(spans, truth)
-        exporter.clear()
+        writer.take(exporter, truth)
     writer.write(out)
 
 

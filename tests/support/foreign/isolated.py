@@ -85,6 +85,14 @@ class Writer:
         self.lines.append(otlp_line(spans))
         self.truths[ids.pop()] = asdict(truth)
 
+    def take(self, exporter: Any, truth: Truth) -> None:
+        """One scenario from what `exporter` (an `InMemorySpanExporter`) holds: its spans, the count of
+        those that ended in error into `truth.errors`; the exporter is cleared for the next one."""
+        spans = list(exporter.get_finished_spans())
+        truth.errors = sum(1 for s in spans if not s.status.is_ok)
+        self.add(spans, truth)
+        exporter.clear()
+
     def write(self, directory: Path) -> None:
         """Write both files under `directory`."""
         directory.mkdir(parents=True, exist_ok=True)
