@@ -4,6 +4,10 @@ The runtime's scenarios (scripted models, real agent loop, delegation, retries, 
 cuts, transfers) run once against an in-memory exporter (the reference), then with telemetry going
 to a refused port, a raising exporter and a 10 s hanging exporter. The results must be identical,
 the run must not wait for the exporter, and every span must be counted as dropped.
+
+The spans a run ends are counted beside the broken exporter (an in-memory processor on the same
+provider), not taken from the reference run: at latency scale 0 the timed-out attempt is cut at 5 ms,
+and on a loaded machine the cut can land before its `chat` span starts, so the count may differ.
 """
 
 from __future__ import annotations
@@ -70,14 +74,15 @@ def _summary(outcomes: list[ScenarioOutcome]) -> list[tuple[Any, ...]]:
 
 
 @pytest.fixture(scope="module")
-def reference() -> tuple[list[tuple[Any, ...]], int]:
-    """The scenarios' results and span count with a healthy in-memory exporter."""
+def reference() -> list[tuple[Any, ...]]:
+    """The scenarios' results with a healthy in-memory exporter."""
     memory = InMemorySpanExporter()
     provider = TracerProvider(shutdown_on_exit=False)
     provider.add_span_processor(SimpleSpanProcessor(memory))
     outcomes = asyncio.run(run_scenarios(tracer_provider=provider, latency_scale=0))
     assert [outcome.name for outcome in outcomes] == list(SCENARIO_NAMES)
-    return _summary(outcomes), len(memory.get_finished_spans())
+    assert memory.get_finished_spans()
+    return _summary(outcomes)
 
 
 @pytest.fixture
@@ -98,10 +103,11 @@ def _broken(kind: str, hanging: _Hanging) -> Telemetry:
 
 @pytest.mark.parametrize("kind", ["refused", "raising", "hanging"])
 def test_agent_runs_are_unchanged_by_a_broken_exporter(
-    kind: str, reference: tuple[list[tuple[Any, ...]], int], hanging: _Hanging
+    kind: str, reference: list[tuple[Any, ...]], hanging: _Hanging
 ) -> None:
-    expected, span_count = reference
     telemetry = _broken(kind, hanging)
+    ended = InMemorySpanExporter()  # what this run ended, whatever the broken exporter did with it
+    telemetry.tracer_provider.add_span_processor(SimpleSpanProcessor(ended))
     started = time.monotonic()
     outcomes = asyncio.run(
         run_scenarios(
@@ -114,10 +120,12 @@ def test_agent_runs_are_unchanged_by_a_broken_exporter(
     shutdown_started = time.monotonic()
     clean = telemetry.shutdown()
     shutdown_s = time.monotonic() - shutdown_started
-    assert _summary(outcomes) == expected
+    assert _summary(outcomes) == reference
     assert all(outcome.trace_id for outcome in outcomes)
     assert run_s < RUN_BOUND_S
     assert shutdown_s < SHUTDOWN_NO_HANG_S  # bounded by the settings, not by the exporter's hang
     assert not clean
     assert telemetry.exported_spans == 0
+    span_count = len(ended.get_finished_spans())
+    assert span_count > len(outcomes)
     assert telemetry.dropped_spans == span_count
