@@ -10,7 +10,11 @@ process's file descriptors. `GuardedH11Protocol` adds:
   sending a request, so a flood of silent connections cannot lock real clients out;
 - when every connection is busy, up to `max_connections` more are accepted and answered 503 by
   uvicorn's `limit_concurrency`; beyond that, connections are closed as soon as accepted, so
-  descriptors stay bounded.
+  descriptors stay bounded;
+- the raw bytes of each request's `Authorization` lines, in the ASGI scope under
+  `RAW_AUTHORIZATION`: h11 strips a value's surrounding whitespace (RFC 9110 treats it as not part
+  of the value), so only the raw head shows `Bearer TOKEN ` and a repeated or folded header, which
+  the token check refuses (issue 21: parse strictly).
 When descriptors run out anyway (a burst accepted in one go), asyncio logs a traceback per failed
 accept (thousands a second); `AcceptErrorFilter` lets one through per minute, with a count.
 """
@@ -19,10 +23,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import threading
 import time
 from typing import Any
 
+import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -34,6 +40,39 @@ ACCEPT_LOG_EVERY_S = 60.0
 """At most one accept-failure log line per this many seconds (the others are counted)."""
 
 
+RAW_AUTHORIZATION = "janux.raw_authorization"
+"""ASGI scope key: the raw value bytes of every `Authorization` line of the request head, as sent
+(absent when the head could not be seen raw)."""
+
+_HEAD_END = re.compile(rb"\r?\n\r?\n")
+
+
+def raw_authorization_values(buffered: bytes) -> list[bytes] | None:
+    """The raw values (everything after the colon, whitespace kept) of the `Authorization` lines of
+    the request head at the start of `buffered`; None while the head is incomplete.
+
+    A folded continuation line (obsolete line folding) is appended to the value, so it fails an
+    exact comparison instead of being merged silently.
+    """
+    end = _HEAD_END.search(buffered)
+    if end is None:
+        return None
+    lines = buffered[: end.start()].split(b"\n")[1:]  # the first line is the request line
+    values: list[bytes] = []
+    folding = False
+    for line in lines:
+        line = line.removesuffix(b"\r")
+        if line[:1] in (b" ", b"\t"):
+            if folding:
+                values[-1] += b"\n" + line
+            continue
+        name, colon, value = line.partition(b":")
+        folding = bool(colon) and name.lower() == b"authorization"
+        if folding:
+            values.append(value)
+    return values
+
+
 class GuardedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol plus a request-head timeout and a hard cap on open connections."""
 
@@ -43,6 +82,8 @@ class GuardedH11Protocol(H11Protocol):
     """Set per server by `protocol_class`."""
     idle: dict[GuardedH11Protocol, None]
     """This server's connections waiting for a request head, oldest first (set by `protocol_class`)."""
+    _raw_authorization: list[bytes] | None = None
+    _untagged = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:  # type: ignore[override]
         """Accept; at `max_connections`, push out the longest-idle connection; past twice that, refuse."""
@@ -56,6 +97,7 @@ class GuardedH11Protocol(H11Protocol):
             transport.close()
             return
         super().connection_made(transport)  # type: ignore[arg-type]
+        self._watch_request_heads()
         self._await_head()
 
     def data_received(self, data: bytes) -> None:
@@ -65,6 +107,38 @@ class GuardedH11Protocol(H11Protocol):
             self._stop_waiting()
         elif self._head_timer is None and not self.transport.is_closing():
             self._await_head()  # bytes of a next request on a kept-alive connection
+
+    def handle_events(self) -> None:
+        """uvicorn's event loop over h11, then the raw `Authorization` values of a request just parsed
+        into its scope (its ASGI task has not run yet)."""
+        super().handle_events()
+        self._tag_scope()
+
+    def _watch_request_heads(self) -> None:
+        """Wrap this connection's `next_event`: while h11 waits for a request head, the head's raw
+        bytes are still in its buffer (`trailing_data`); they are read just before h11 parses them.
+        uvicorn builds the scope right after a `Request` event, before asking for the next event, so
+        each request's values are put in its own scope (pipelined requests included)."""
+        conn = self.conn
+        parse = conn.next_event
+
+        def next_event_seeing_raw_head() -> Any:
+            self._tag_scope()
+            raw = None
+            if conn.their_state is h11.IDLE:
+                raw = raw_authorization_values(conn.trailing_data[0])
+            event = parse()
+            if isinstance(event, h11.Request):
+                self._raw_authorization = raw
+                self._untagged = True
+            return event
+
+        conn.next_event = next_event_seeing_raw_head  # type: ignore[method-assign]
+
+    def _tag_scope(self) -> None:
+        if self._untagged and self._raw_authorization is not None:
+            self.scope[RAW_AUTHORIZATION] = self._raw_authorization  # type: ignore[literal-required]
+        self._untagged = False
 
     def connection_lost(self, exc: Exception | None) -> None:
         """Forget the timer."""

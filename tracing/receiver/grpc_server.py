@@ -146,11 +146,15 @@ class _TraceService:
         return response_message(outcome)
 
     def _authorized(self, context: grpc.ServicerContext) -> bool:
-        for key, value in context.invocation_metadata():
-            if key.lower() == "authorization":
-                given = value.encode() if isinstance(value, str) else bytes(value)
-                return self._expected is not None and hmac.compare_digest(given, self._expected)
-        return False
+        """Exactly one `authorization` entry, equal to `Bearer TOKEN` byte for byte."""
+        given = [
+            value.encode() if isinstance(value, str) else bytes(value)
+            for key, value in context.invocation_metadata()
+            if key.lower() == "authorization"
+        ]
+        return (
+            self._expected is not None and len(given) == 1 and hmac.compare_digest(given[0], self._expected)
+        )
 
     def _count_refused(self, message: str) -> None:
         try:

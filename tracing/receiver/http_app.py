@@ -40,6 +40,7 @@ from janux.tracing.otlp.errors import DecodeError
 from janux.tracing.otlp.json_decode import decode_json_bytes
 from janux.tracing.otlp.proto_decode import decode_proto_request
 from janux.tracing.receiver.budget import BudgetBusy, BudgetExceeded, ProcessBudget, Reservation
+from janux.tracing.receiver.connections import RAW_AUTHORIZATION
 from janux.tracing.receiver.export import Outcome, response_message, submit
 from janux.tracing.receiver.gzip_body import GzipError, GzipTooLarge, gunzip
 from janux.tracing.receiver.limits import ReceiverLimits
@@ -165,10 +166,18 @@ def _content_type(request: Request) -> str:
 
 
 def _check_token(request: Request, token: str | None) -> None:
+    """Exactly one `Authorization: Bearer TOKEN`, compared in constant time. Raw values (see
+    `connections.RAW_AUTHORIZATION`) are checked as sent after the whitespace that follows the
+    colon, so `Bearer TOKEN ` (trailing space), a folded or a repeated header fail."""
     if token is None:
         return
-    given = request.headers.get("authorization", "")
-    if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+    raw = request.scope.get(RAW_AUTHORIZATION)
+    if raw is not None:
+        given = [value.lstrip(b" \t") for value in raw]
+    else:  # the head was not seen raw (an ASGI test client): the parsed values
+        given = [value.encode() for value in request.headers.getlist("authorization")]
+    expected = f"Bearer {token}".encode()
+    if len(given) != 1 or not hmac.compare_digest(given[0], expected):
         raise _Reject(401, _GRPC_UNAUTHENTICATED, "missing or wrong bearer token")
 
 

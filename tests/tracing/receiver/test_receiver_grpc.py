@@ -76,7 +76,12 @@ def test_unauthenticated_without_the_token(token_receiver: RunningReceiver, stor
         stub = channel.unary_unary(
             METHOD, request_serializer=None, response_deserializer=ExportTraceServiceResponse.FromString
         )
-        for metadata in ((), (("authorization", "Bearer wrong"),)):
+        for metadata in (
+            (),
+            (("authorization", "Bearer wrong"),),
+            (("authorization", "Bearer s3cret "),),
+            (("authorization", "Bearer s3cret"), ("authorization", "Bearer s3cret")),
+        ):
             with pytest.raises(grpc.RpcError) as caught:
                 stub(body, metadata=metadata, timeout=30)
             assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED

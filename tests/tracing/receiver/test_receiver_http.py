@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import socket
 
 import httpx
 import pytest
@@ -11,6 +12,7 @@ from google.rpc.status_pb2 import Status
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from janux.tracing.receiver import RunningReceiver
+from janux.tracing.receiver.connections import raw_authorization_values
 from janux.tracing.sources.protocol import TraceFilter
 from janux.tracing.sources.store import TraceStore, open_store
 from tests.support.otlp_build import numbered_spans, pb_request, pb_span
@@ -235,3 +237,63 @@ def test_extra_worker_processes_share_the_port_and_stop(store: TraceStore) -> No
     assert store.ingest_stats().spans == 300 and store.count_traces(TraceFilter()) == 30
     with pytest.raises(httpx.ConnectError):
         httpx.post(url(running), content=b"", headers=PROTO)
+
+
+def _raw_exchange(receiver: RunningReceiver, heads_and_bodies: list[tuple[list[bytes], bytes]]) -> list[int]:
+    """Send requests as raw bytes on one connection (all at once: pipelined), return the status codes."""
+    wire = b""
+    for header_lines, body in heads_and_bodies:
+        head = [b"POST /v1/traces HTTP/1.1", b"Host: x", b"Content-Type: application/x-protobuf"]
+        head += [*header_lines, b"Content-Length: %d" % len(body)]
+        wire += b"\r\n".join(head) + b"\r\n\r\n" + body
+    with socket.create_connection(("127.0.0.1", receiver.http_port), timeout=30) as conn:
+        conn.sendall(wire)
+        reader = conn.makefile("rb")
+        codes = []
+        for _ in heads_and_bodies:
+            status_line = reader.readline()
+            codes.append(int(status_line.split()[1]))
+            length = 0
+            while (line := reader.readline()) not in (b"\r\n", b""):
+                name, _, value = line.partition(b":")
+                if name.lower() == b"content-length":
+                    length = int(value)
+            reader.read(length)
+        return codes
+
+
+def test_bearer_token_is_parsed_strictly_from_the_raw_head(
+    token_receiver: RunningReceiver, store: TraceStore
+) -> None:
+    """h11 strips a header value's surrounding whitespace; the check reads the head as sent."""
+    bodies = iter(pb_request(numbered_spans(1, trace_no=n)).SerializeToString() for n in range(1, 100))
+    body = next(bodies)
+    refused = [
+        [b"Authorization: Bearer s3cret "],  # trailing space
+        [b"Authorization: Bearer s3cret\t"],
+        [b"Authorization: Bearer  s3cret"],
+        [b"Authorization: bearer s3cret"],
+        [b"Authorization: Bearer s3cret", b"Authorization: Bearer s3cret"],  # repeated
+        [b"Authorization: Bearer s3cret", b"authorization: Bearer nope"],
+    ]
+    for lines in refused:
+        assert _raw_exchange(token_receiver, [(lines, body)]) == [401], lines
+    assert store.ingest_stats().spans == 0
+    accepted = [[b"Authorization: Bearer s3cret"], [b"authorization:Bearer s3cret"]]
+    for lines in accepted:
+        assert _raw_exchange(token_receiver, [(lines, next(bodies))]) == [200], lines
+    # Pipelined on one connection: each request is judged by its own head.
+    pipelined = [
+        ([b"Authorization: Bearer s3cret"], next(bodies)),
+        ([b"Authorization: Bearer s3cret "], next(bodies)),
+        ([b"Authorization: Bearer s3cret"], next(bodies)),
+    ]
+    assert _raw_exchange(token_receiver, pipelined) == [200, 401, 200]
+    assert store.ingest_stats().spans == 4
+
+
+def test_raw_authorization_values_keep_what_was_sent() -> None:
+    head = b"POST / HTTP/1.1\r\nAuthorization: Bearer a \r\nX: y\r\nauthorization:b\r\n c\r\n\r\nbody"
+    assert raw_authorization_values(head) == [b" Bearer a ", b"b\n c"]
+    assert raw_authorization_values(b"POST / HTTP/1.1\r\nAuthorization: x\r\n") is None
+    assert raw_authorization_values(b"POST / HTTP/1.1\nX: y\n\n") == []
