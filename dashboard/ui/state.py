@@ -9,6 +9,7 @@ with `--allow-source-edit` (then only an existing store may be opened from the p
 
 from __future__ import annotations
 
+import gc
 import importlib
 import logging
 import pkgutil
@@ -139,20 +140,33 @@ def _show_stats(source: TraceSource) -> None:
 
 def warm_up() -> None:
     """At server start, before any visitor: open the configured source (the same cached resource the
-    pages open) and start reading its agent map facts, then import what the pages import (Altair and
-    pandas alone take seconds on a loaded machine), so a freshly started dashboard's first page finds
-    both done or under way. A failure here only leaves the work to the first page."""
+    pages open) and start reading its agent map facts in the background, so a freshly started
+    dashboard's first map finds them read or under way. A failure only leaves the work to the page."""
     try:
         cfg = _configured()
         map_data.warm(cfg.key(), _opened(cfg.key(), cfg))
     except Exception:  # never fatal: the first page opens the source as before
         logger.warning("dashboard warm-up failed; the first page reads the source", exc_info=True)
+
+
+def load_page_modules() -> None:
+    """Import what the pages import, then take every object that exists now out of the garbage
+    collector's scans (`gc.freeze`).
+
+    Run before the server takes visitors: imported on the first page's script thread instead,
+    pandas and Altair cost that page a second or more (several on a loaded machine). And Streamlit
+    runs a full collection after every script run (`runner.postScriptGC`), which otherwise walks
+    these modules' hundred thousand objects each time: 50-250 ms of every page and every click.
+    The modules live as long as the process, so nothing frozen was ever going to be freed.
+    """
     for package in (dashboard_views, dashboard_ui):
         for module in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
             try:
                 importlib.import_module(module.name)
             except Exception:  # an import that fails here fails the page that needs it, visibly
                 logger.debug("warm-up import of %s failed", module.name, exc_info=True)
+    gc.collect()
+    gc.freeze()
 
 
 def render_sidebar() -> None:
