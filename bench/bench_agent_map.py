@@ -63,7 +63,8 @@ def _browser(data_dir: Path, runs: int) -> tuple[list[float], list[float]]:
     port = free_port()
     server = launch_ui(data_dir, port=port, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
-    maps, lists = [], []
+    maps: list[float] = []
+    lists: list[float] = []
     try:
         _wait_healthy(url)
         with sync_playwright() as playwright:
@@ -131,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.no_browser:
             return 0
         maps, lists = _browser(data_dir, runs)
-        deep, deep_seen = _deep_link(data_dir)
+        deep, deep_seen = _deep_link(data_dir, runs)
     shown, baseline = max(maps), statistics.median(lists)
     print(
         f"| Agent map page in Chromium after the Traces page (the dashboard's first page starts reading "
@@ -139,12 +140,14 @@ def main(argv: list[str] | None = None) -> int:
         f"worst (target {TARGET_S:.0f} s) | Traces page {baseline:.2f} s ({shown / baseline:.1f}x) |"
     )
     print(
-        f"| Agent map opened first on a freshly started dashboard (deep link; the kept facts read by "
-        f"its helper): a browser that has seen the dashboard before / one that never did (its scripts "
-        f"loaded too) | **{deep_seen:.2f} s** / {deep:.2f} s (target {FRESH_TARGET_S} s) | Traces page "
-        f"{baseline:.2f} s ({deep_seen / baseline:.1f}x) |"
+        f"| Agent map opened first on a freshly started dashboard (deep link, a new server each time; "
+        f"the kept map read at its start): a browser that has seen the dashboard before "
+        f"({', '.join(f'{t:.2f}' for t in deep_seen)} s) / one that never did, its scripts loaded too "
+        f"({', '.join(f'{t:.2f}' for t in deep)} s) | **{max(deep_seen):.2f} s** worst / "
+        f"{max(deep):.2f} s worst (target {FRESH_TARGET_S} s, the first) | Traces page "
+        f"{baseline:.2f} s ({max(deep_seen) / baseline:.1f}x) |"
     )
-    return 0 if shown < TARGET_S and deep_seen < FRESH_TARGET_S else 1
+    return 0 if shown < TARGET_S and max(deep_seen) < FRESH_TARGET_S else 1
 
 
 def _helper_first_s(data_dir: Path) -> float | None:
@@ -179,28 +182,33 @@ def _foreign_row(data_dir: Path, spans: int, runs: int) -> str:
     )
 
 
-def _deep_link(data_dir: Path) -> tuple[float, float]:
-    """Seconds until the Agent map is drawn when it is the first page a freshly started server shows:
-    in a browser that never saw the dashboard (its scripts loaded too), and in one that did (the
-    dashboard's static files cached from an earlier server on the same address, as a person's
-    browser has them)."""
+def _deep_link(data_dir: Path, runs: int) -> tuple[list[float], list[float]]:
+    """Seconds until the Agent map is drawn when it is the first page a freshly started server shows,
+    `runs` times each (a new server every time): in a browser that never saw the dashboard (its
+    scripts loaded too), and in one that did (the dashboard's static files cached from an earlier
+    server on the same address, as a person's browser has them)."""
     from playwright.sync_api import sync_playwright
 
     from janux.cli.commands.ui import free_port, launch_ui
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
+    cold: list[float] = []
+    seen: list[float] = []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        cold_page = browser.new_page(viewport={"width": 1440, "height": 1000})
-        context = browser.new_context(viewport={"width": 1440, "height": 1000})
-        seen_page = context.new_page()
-        with _fresh_server(data_dir, port, url, launch_ui):
-            cold = _shown_in_s(cold_page, f"{url}/agent-map", MAP_READY)
-            seen_page.goto(url)  # the visit before: its static files stay in this context's cache
-            seen_page.wait_for_selector(LIST_READY[0], state="visible", timeout=120_000)
-        with _fresh_server(data_dir, port, url, launch_ui):
-            seen = _shown_in_s(seen_page, f"{url}/agent-map", MAP_READY)
+        for _ in range(runs):
+            cold_page = browser.new_page(viewport={"width": 1440, "height": 1000})
+            context = browser.new_context(viewport={"width": 1440, "height": 1000})
+            seen_page = context.new_page()
+            with _fresh_server(data_dir, port, url, launch_ui):
+                cold.append(_shown_in_s(cold_page, f"{url}/agent-map", MAP_READY))
+                seen_page.goto(url)  # the visit before: its static files stay in this context's cache
+                seen_page.wait_for_selector(LIST_READY[0], state="visible", timeout=120_000)
+            with _fresh_server(data_dir, port, url, launch_ui):
+                seen.append(_shown_in_s(seen_page, f"{url}/agent-map", MAP_READY))
+            cold_page.close()
+            context.close()
         browser.close()
     return cold, seen
 
