@@ -37,6 +37,11 @@ NOTES = {
     "`unread`: rounds whose usage could not be read (unknown, not 0).",
     "conversation": "The bill of each trace; traces without one add their model rounds.",
 }
+FAILED_HELP = (
+    "Traces holding at least one failed handoff (final status failed, fallback, denied or cut), as "
+    "the Traces list's `failed handoffs` column counts them. A handoff that completed after a "
+    "failed attempt did not fail: see docs/glossary.md."
+)
 UNPRICED_HELP = (
     "Tokens of rounds without a recorded price: agents without a price, and other runtimes' "
     "rounds. Where a price table knows the model, the rebuilt traces below price them as an "
@@ -70,11 +75,12 @@ def _table(title: str, frame: pd.DataFrame, key: str, note: str | None = None) -
 
 def _headline(usage: RangeUsage) -> None:
     total = usage.total
-    cols = st.columns(4)
+    cols = st.columns(5)
     cols[0].metric("Recorded cost", cells.money_metric(cells.cost_cell(total.cost, total.unpriced_tokens)))
     cols[1].metric("Unpriced tokens", f"{total.unpriced_tokens:,}", help=UNPRICED_HELP)
     cols[2].metric("Tokens in / out", f"{total.input_tokens:,} / {total.output_tokens:,}")
     cols[3].metric("Traces", f"{usage.traces:,}")
+    cols[4].metric("Traces with failed handoffs", f"{usage.failed_traces:,}", help=FAILED_HELP)
     if usage.unread_traces:
         st.warning(
             f"{usage.unread_traces:,} of {usage.traces:,} traces in this range are partly unread "

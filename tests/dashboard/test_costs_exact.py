@@ -250,3 +250,34 @@ def test_empty_range_says_so(open_page: OpenPage) -> None:
     assert _metrics(at)["Traces"] == "0"
     assert _metrics(at)["Recorded cost"] == cells.MISSING
     assert [i.value for i in at.info].count("Nothing in this range.") == 5
+
+
+@pytest.mark.parametrize("kind", ["memory", "store"])
+def test_costs_and_traces_count_the_same_failed_traces(
+    open_page: OpenPage, demo: Demo, kind: str, tmp_path: Any
+) -> None:
+    """One meaning per number: a failed trace holds a failed handoff (`outcomes.is_failed_handoff`);
+    the Costs page's count, per conversation and in total, is the Traces list's. A retried handoff
+    that completed (error spans, no failed handoff) is not a failed trace; a cut one (no error span)
+    is."""
+    spans, names = demo
+    if kind == "memory":
+        source: Any = MemoryTraceSource(spans)
+    else:
+        from janux.tracing.sources.store import open_store
+
+        source = open_store(tmp_path)
+        source.write(spans)
+    traces = _table(open_page(source, "traces.py"), "conversation", "failed handoffs", "status").value
+    listed = traces.assign(failed=traces["failed handoffs"] > 0).groupby("conversation")["failed"].sum()
+    assert (traces["status"] == "failed").sum() == listed.sum()  # the list's status says the same
+    costs = open_page(source, "costs.py")
+    by_conversation = _table(costs, "conversation", "traces with failed handoffs").value
+    counted = by_conversation.set_index("conversation")["traces with failed handoffs"]
+    assert counted.sort_index().to_dict() == listed.sort_index().astype(int).to_dict()
+    assert _metrics(costs)["Traces with failed handoffs"] == str(listed.sum())
+    conversation_of = dict(zip(traces["trace"], traces["conversation"], strict=True))
+    assert counted[conversation_of[names["retry_then_success"]]] == 0
+    assert counted[conversation_of[names["cut_max_tokens"]]] == 1
+    if kind == "store":
+        source.close()
