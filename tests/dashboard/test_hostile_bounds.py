@@ -9,7 +9,8 @@ import tracemalloc
 from janux.dashboard.gate import MIB, UploadRoom
 from janux.dashboard.ui.view_cache import ViewCache, view_bytes
 from janux.dashboard.views import tables
-from janux.dashboard.views.graph import DEFAULT_MAX_NODES, MAX_DRAWN_DEPTH, handoff_dot
+from janux.dashboard.views.graph import handoff_dot
+from janux.dashboard.views.handoff_labels import DEFAULT_MAX_NODES, MAX_DRAWN_DEPTH
 from janux.tracing.analysis.agentmap.loops import DEEPER, MAX_PATH_DEPTH
 from janux.tracing.analysis.formatting import MAX_INDENT_DEPTH
 from janux.tracing.analysis.trace_view import reconstruct

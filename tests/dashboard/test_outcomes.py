@@ -142,16 +142,35 @@ def test_budget_lines_read_the_same_on_the_trace_page_and_the_handoff_screen(dem
     assert not any(cell.endswith("/ open") or cell.endswith("/ —") for cell in cells)
 
 
-def test_the_loop_graph_colours_each_attempt_by_how_it_ended(demo: Demo) -> None:
-    from janux.dashboard.views.loop_chart import loop_frames
+def test_the_handoff_chart_colours_each_attempt_by_how_it_ended(demo: Demo) -> None:
+    from janux.dashboard.views.handoff_chart import handoff_frames
 
     view = _view(demo, "retry_then_success")
-    points, lines = loop_frames(view)
-    by_label = points.set_index("label")
-    assert by_label.loc["researcher #1", "outcome"] == "failed: model_error"
-    assert (by_label.loc["researcher #1", "state"], by_label.loc["researcher #2", "state"]) == (
-        "failed",
-        "ok",
-    )
-    assert sorted(lines["state"]) == ["failed", "ok"]
-    assert list(points["span_id"]) == [n.span_id for n in view.nodes]
+    frames = handoff_frames(view)
+    loops = frames.points[frames.points["kind"] == "loop"]
+    by_label = loops.assign(first=loops["label"].str.split("\n").str[0]).set_index("first")
+    assert (by_label.loc["researcher  #1", "state"], by_label.loc["researcher  #2", "state"]) == ("failed", "ok")
+    assert list(loops["span_id"]) == [n.span_id for n in view.nodes]
+    handoffs = frames.points[frames.points["kind"] == "handoff"]
+    (d,) = view.delegations
+    assert list(handoffs["detail"]) == [
+        f"{d.tool} · attempt 1/2: failed: model_error · {fmt.ms(d.attempts[0].duration_ms)}",
+        f"{d.tool} · attempt 2/2: completed · {fmt.ms(d.attempts[1].duration_ms)}",
+    ]
+    assert list(frames.edges["dashed"]) == [True, True, False, False]  # the failed attempt's elbow
+
+
+def test_every_mark_of_the_handoff_chart_selects_a_span_of_its_trace(demo: Demo) -> None:
+    """A click on any loop, handoff or handoff that never ran selects a span the detail can show:
+    the loop's, else the delegation's tool span."""
+    from janux.dashboard.views.handoff_chart import handoff_frames
+
+    for name in ("retry_then_success", "nested_delegation", "denied_max_depth", "transfer_to_specialist"):
+        view = _view(demo, name)
+        points = handoff_frames(view).points
+        assert all(view.span(span_id) is not None for span_id in points["span_id"]), name
+        tools = {d.tool_span_id for d in view.delegations if d.tool_span_id}
+        assert tools <= set(points["span_id"]), name
+        if name == "denied_max_depth":
+            (note,) = points[points["kind"] == "not run"].itertuples()
+            assert "max_depth" in str(note.detail) and note.state == "failed"

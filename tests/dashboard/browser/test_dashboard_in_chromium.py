@@ -162,8 +162,8 @@ def test_traces_page_lists_every_demo_trace(served: Served, page: Page) -> None:
 
 def test_trace_page_shows_a_delegation_with_two_attempts(served: Served, page: Page) -> None:
     retried = _trace_with(served.traces, attempts=2, failed=0, delegations=1)
-    _open(page, f"{served.url}/trace?trace_id={retried.trace_id}&trace_section=Handoff+graph", "Trace")
-    graph = page.locator("svg")
+    _open(page, f"{served.url}/trace?trace_id={retried.trace_id}&trace_view_tab=Graph", "Trace")
+    graph = page.locator("[data-testid='stVegaLiteChart'] svg")
     expect(graph.get_by_text("attempt 1/2", exact=False).first).to_be_visible(timeout=UI_WAIT_MS)
     expect(graph.get_by_text("attempt 2/2", exact=False).first).to_be_visible()
     assert retried.bill_cost is not None
@@ -175,8 +175,9 @@ def test_trace_page_shows_a_delegation_with_two_attempts(served: Served, page: P
 def test_trace_page_names_the_rule_that_denied_a_handoff(served: Served, page: Page) -> None:
     assert set(served.denied_by) >= {"allowed_tools", "denied_tools", "max_depth", "guardrail"}
     denied = served.denied_by["max_depth"]
+    # A link from before the graph moved beside the detail still opens the graph.
     _open(page, f"{served.url}/trace?trace_id={denied}&trace_section=Handoff+graph", "Trace")
-    graph = page.locator("svg")
+    graph = page.locator("[data-testid='stVegaLiteChart'] svg")
     expect(graph.get_by_text("max_depth", exact=True).first).to_be_visible(timeout=UI_WAIT_MS)
     expect(graph.get_by_text("denied · not run", exact=False).first).to_be_visible()
 

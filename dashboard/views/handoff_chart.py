@@ -1,0 +1,206 @@
+"""The Trace page's handoff graph as a clickable Altair chart (the one graph of the page).
+
+A row per agent loop in tree order (x: delegation depth), each handoff an elbow from its caller to
+the attempt's loop, labelled as `handoff_labels` says (tool; attempt n/N, how it ended, its own
+duration). Handoffs that started no loop are notes; loops beyond the drawing budget are collapsed
+into "+N more loops". Every loop, note and handoff carries the span it stands for (`span_id`):
+clicking a loop's dot or a handoff's diamond selects that span in the explorer. Nothing here
+imports Streamlit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+from janux.dashboard.views.handoff_labels import (
+    DEFAULT_MAX_NODES,
+    children_of,
+    edge_lines,
+    ghost_lines,
+    hidden_below,
+    node_lines,
+    visible_loops,
+)
+from janux.tracing.analysis import outcomes
+from janux.tracing.analysis.trace_view import TraceView
+
+ROW_PX = 58
+"""Height of one row: a loop's label (up to three lines) and the two-line label of the handoff
+arriving at the next row fit between two rows."""
+EDGE_LINE_PX = 12
+"""Line height of a handoff's label."""
+MAX_LINE = 48
+"""Longest label line drawn; the whole text is in the tooltip."""
+STATE_COLORS = {"ok": "#2e7d32", "failed": "#c62828", "open": "#6a1b9a", "note": "#ef6c00", "more": "#78909c"}
+"""Colour of a mark: completed, failed in any way (failed, cut, timeout, error, denied), still
+open, a handoff that started no loop, collapsed loops."""
+ITEM_SHAPES = {"loop": "circle", "not run": "square", "handoff": "diamond", "more": "triangle-down"}
+"""Shape of each kind of clickable mark."""
+_POINT_COLUMNS = ["row", "depth", "kind", "label", "detail", "state", "span_id"]
+_EDGE_COLUMNS = ["depth", "row", "depth2", "row2", "state", "dashed"]
+
+
+@dataclass
+class HandoffFrames:
+    """What the chart is drawn from: the marks one can click, and the lines between them."""
+
+    points: pd.DataFrame
+    """One row per loop, note, handoff (at its elbow) and "+N more" mark: `row`, `depth`, `kind`
+    (`ITEM_SHAPES`), `label` (the drawn text), `detail` (the whole text), `state`, `span_id`."""
+    edges: pd.DataFrame
+    """One row per line segment: from (`depth`, `row`) to (`depth2`, `row2`), `state`, `dashed`."""
+    hidden: int = 0
+    """Loops not drawn (collapsed into "+N more loops")."""
+
+
+@dataclass
+class _Layout:
+    view: TraceView
+    shown: set[int]
+    children: dict[int, list[int]]
+    points: list[dict[str, Any]] = field(default_factory=list)
+    edges: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _cut(line: str) -> str:
+    line = "".join(ch if ch.isprintable() else " " for ch in line)
+    return line if len(line) <= MAX_LINE else line[: MAX_LINE - 1] + "…"
+
+
+def _mark(kind: str, row: int, depth: float, lines: list[str], state: str, span_id: str) -> dict[str, Any]:
+    return {
+        "row": row, "depth": depth, "kind": kind, "label": "\n".join(_cut(x) for x in lines),
+        "detail": " · ".join(lines), "state": state, "span_id": span_id,
+    }  # fmt: skip
+
+
+def _point(layout: _Layout, kind: str, depth: float, lines: list[str], state: str, span_id: str) -> int:
+    """Add a mark on a row of its own (a loop, a note, "+N more"); its row."""
+    row = sum(1 for p in layout.points if p["kind"] != "handoff")
+    layout.points.append(_mark(kind, row, depth, lines, state, span_id))
+    return row
+
+
+def _state(outcome: str) -> str:
+    """`ok`, `open` or `failed`: the colour class of an outcome."""
+    if outcome in (outcomes.STILL_OPEN, "open"):
+        return "open"
+    return "ok" if outcome in ("completed", "ok") else "failed"
+
+
+def _handoff(layout: _Layout, parent: tuple[int, int], child_row: int, lines: list[str], state: str,
+             span_id: str, dashed: bool) -> None:  # fmt: skip
+    """The elbow from the caller's dot down to the child's row and right to it, and the diamond one
+    clicks to select the handoff, half-way along the last stretch."""
+    depth, row = parent
+    layout.edges.append({"depth": depth, "row": row, "depth2": depth, "row2": child_row, "state": state,
+                         "dashed": dashed})  # fmt: skip
+    layout.edges.append({"depth": depth, "row": child_row, "depth2": depth + 1, "row2": child_row,
+                         "state": state, "dashed": dashed})  # fmt: skip
+    layout.points.append(_mark("handoff", child_row, depth + 0.5, lines, state, span_id))
+
+
+def _loop(layout: _Layout, index: int, via: tuple[int, int] | None, attempt_of: dict[int, Any]) -> None:
+    """Draw loop `index` (and, depth first, everything below it)."""
+    view = layout.view
+    node = view.nodes[index]
+    found = attempt_of.get(index)
+    outcome = outcomes.attempt_outcome(found[1]) if found else outcomes.loop_outcome(node)
+    depth = node.depth if via is None else via[0] + 1
+    row = _point(layout, "loop", depth, node_lines(node), _state(outcome), node.span_id)
+    if via is not None:
+        delegation, attempt = found if found else (None, None)
+        lines = edge_lines(delegation, attempt) if delegation is not None else []
+        span = (delegation.tool_span_id or node.span_id) if delegation is not None else node.span_id
+        failed = attempt is not None and attempt.status != "ok"
+        _handoff(layout, via, row, lines, _state(outcome), span, failed)
+    for child in layout.children.get(index, []):
+        if child in layout.shown:
+            _loop(layout, child, (depth, row), attempt_of)
+    for delegation in view.delegations:
+        if delegation.parent_node == index and not delegation.attempts:
+            status = "ok" if delegation.status == "completed" else "failed"
+            state = "note" if status == "failed" and delegation.kind == "transfer" else status
+            span = delegation.tool_span_id or node.span_id
+            note = _point(layout, "not run", depth + 1, ghost_lines(delegation), state, span)
+            _handoff(layout, (depth, row), note, edge_lines(delegation, None), state, span, False)
+
+
+def handoff_frames(view: TraceView, max_nodes: int = DEFAULT_MAX_NODES) -> HandoffFrames:
+    """The chart's marks and lines; loops beyond `max_nodes` are collapsed (and counted)."""
+    layout = _Layout(view, visible_loops(view, max_nodes), children_of(view))
+    attempt_of = {a.node: (d, a) for d in view.delegations for a in d.attempts}
+    for node in view.nodes:
+        if node.parent is None:
+            _loop(layout, node.index, None, attempt_of)
+    hidden = hidden_below(view, layout.shown)
+    for anchor, count in sorted(hidden.items()):
+        anchor_id = view.nodes[anchor].span_id
+        at = next(p for p in layout.points if p["kind"] == "loop" and p["span_id"] == anchor_id)
+        row = _point(layout, "more", at["depth"] + 1, [f"+{count:,} more loops"], "more", "")
+        layout.edges.append({"depth": at["depth"], "row": at["row"], "depth2": at["depth"] + 1, "row2": row,
+                             "state": "more", "dashed": True})  # fmt: skip
+    points = pd.DataFrame(layout.points, columns=_POINT_COLUMNS)
+    return HandoffFrames(points, pd.DataFrame(layout.edges, columns=_EDGE_COLUMNS), sum(hidden.values()))
+
+
+def _color() -> alt.Color:
+    return alt.Color(
+        "state:N", scale=alt.Scale(domain=list(STATE_COLORS), range=list(STATE_COLORS.values())), legend=None
+    )
+
+
+def handoff_chart(frames: HandoffFrames, pick: alt.Parameter) -> alt.LayerChart:
+    """Lines under marks under labels, on shared scales; `pick` (a point selection on `span_id`)
+    on the marks one can click (loops, notes, handoffs)."""
+    points = frames.points
+    rows = int((points["kind"] != "handoff").sum())
+    depth = float(points["depth"].max()) if len(points) else 0.0
+    xs = alt.Scale(domain=[-0.1, depth + 1.2])
+    ys = alt.Scale(domain=[-0.6, max(rows, 1) - 0.4], reverse=True)
+    x = alt.X("depth:Q", axis=None, scale=xs)
+    y = alt.Y("row:Q", axis=None, scale=ys)
+    lines = (
+        alt.Chart(frames.edges)
+        .mark_rule(strokeWidth=1.5)
+        .encode(
+            x=x, y=y, x2="depth2:Q", y2="row2:Q", color=_color(),
+            strokeDash=alt.condition("datum.dashed", alt.value([4, 3]), alt.value([1, 0])),
+        )
+    )  # fmt: skip
+    shapes = alt.Scale(domain=list(ITEM_SHAPES), range=list(ITEM_SHAPES.values()))
+    marks = (
+        alt.Chart(points)
+        .mark_point(filled=True, size=150, opacity=1)
+        .encode(
+            x=x, y=y, color=_color(), shape=alt.Shape("kind:N", scale=shapes, legend=None),
+            tooltip=[alt.Tooltip("kind:N"), alt.Tooltip("detail:N", title="what"), alt.Tooltip("span_id:N")],
+        )
+        .add_params(pick)
+    )  # fmt: skip
+    loop_text = (
+        alt.Chart(points)
+        .transform_filter("datum.kind != 'handoff'")
+        .mark_text(align="left", baseline="middle", dx=10, lineBreak="\n", fontSize=11)
+        .encode(x=x, y=y, text="label:N")
+    )
+    handoff_text = (
+        alt.Chart(points)
+        .transform_filter("datum.kind == 'handoff'")
+        # Two lines (tool; attempt, outcome, duration) above the line: their top is set, since
+        # Vega aligns only the first line of a multi-line text to a baseline.
+        .mark_text(
+            align="center",
+            baseline="top",
+            dy=-(2 * EDGE_LINE_PX) - 5,
+            lineBreak="\n",
+            fontSize=10,
+            lineHeight=EDGE_LINE_PX,
+        )
+        .encode(x=x, y=y, text="label:N", color=_color())
+    )
+    return alt.LayerChart(layer=[lines, marks, loop_text, handoff_text], height=ROW_PX * max(rows, 2))
