@@ -149,7 +149,10 @@ def test_the_handoff_chart_colours_each_attempt_by_how_it_ended(demo: Demo) -> N
     frames = handoff_frames(view)
     loops = frames.points[frames.points["kind"] == "loop"]
     by_label = loops.assign(first=loops["label"].str.split("\n").str[0]).set_index("first")
-    assert (by_label.loc["researcher  #1", "state"], by_label.loc["researcher  #2", "state"]) == ("failed", "ok")
+    assert (by_label.loc["researcher  #1", "state"], by_label.loc["researcher  #2", "state"]) == (
+        "failed",
+        "ok",
+    )
     assert list(loops["span_id"]) == [n.span_id for n in view.nodes]
     handoffs = frames.points[frames.points["kind"] == "handoff"]
     (d,) = view.delegations
