@@ -1,13 +1,14 @@
 """Agent map: which agent delegates to which, how often each edge fails, where the money goes.
 
 Nodes and edges are the source's exact aggregate over every trace in the range (`agent_map`);
-pick a node or an edge to list its traces and its failures.
+click a node or an edge (on the map or in its tables) to list its traces and its failures.
 """
 
 from __future__ import annotations
 
 import time
 
+import altair as alt
 import pandas as pd
 import streamlit as st
 
@@ -17,10 +18,18 @@ from janux.dashboard.ui.map_data import bucket_for, cached_map, rules_report
 from janux.dashboard.ui.state import active_source
 from janux.dashboard.ui.table import show_table
 from janux.dashboard.views import map_tables as views
+from janux.dashboard.views.map_chart import map_chart, map_frames
 from janux.tracing.alerts import Report, badges
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import money_cells as cells
 from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, AgentStats, EdgeStats
+
+INSPECT = "map_inspect"
+GRAPH_KEY = "map_graph"
+MAP_TABS = "map_tab"
+MAP_TAB = "Map"
+TABLE_KEYS = {"nodes": "map_table_nodes", "edges": "map_table_edges"}
+_LABELS = "__choices"
 
 
 def _refs_table(refs: list[tuple[str, int, str]], key: str) -> None:
@@ -79,8 +88,9 @@ def _inspect(agent_map: AgentMap) -> None:
     options = views.choices(agent_map)
     labels = [c.label for c in options]
     wanted = str(st.query_params.get("select", ""))
-    index = labels.index(wanted) if wanted in labels else 0
-    label = st.selectbox("Inspect a node or an edge", labels, index=index, key="map_inspect")
+    if st.session_state.get(INSPECT) not in labels:
+        st.session_state[INSPECT] = wanted if wanted in labels else labels[0]
+    label = st.selectbox("Inspect a node or an edge", labels, key=INSPECT, on_change=_publish)
     choice = options[labels.index(label)]
     if choice.agent is not None:
         node = agent_map.node(choice.agent)
@@ -92,18 +102,37 @@ def _inspect(agent_map: AgentMap) -> None:
             _edge(edge)
 
 
-def _selected_name() -> str | None:
-    label = str(st.session_state.get("map_inspect", ""))
-    return label.split(": ", 1)[1] if ": " in label else None
+def _publish() -> None:
+    """The inspected node or edge goes in the URL (`?select=`), so the link opens it."""
+    st.query_params["select"] = str(st.session_state[INSPECT])
+
+
+def _inspect_clicked() -> None:
+    """A click on the map (a dot or a diamond) or on a row of its tables inspects that node or
+    edge, before the selector is drawn; the Map tab shows it."""
+    picked = nav.chart_pick(GRAPH_KEY, "choice")
+    for key in (TABLE_KEYS["nodes"], TABLE_KEYS["edges"]):
+        labels: list[str] = st.session_state.get(f"{key}{_LABELS}", [])
+        row = nav.picked_row(st.session_state.get(key))
+        if row is not None and row < len(labels):
+            picked = labels[row]
+            st.session_state[key] = {"selection": {"rows": [], "columns": [], "cells": []}}
+    if picked:
+        st.session_state[INSPECT] = picked
+        st.session_state[MAP_TABS] = MAP_TAB
+        _publish()
 
 
 def _tables(agent_map: AgentMap, report: Report | None) -> None:
-    for title, frame, key in (
-        ("Nodes", views.nodes_frame(agent_map), "nodes"),
-        ("Edges", views.edges_frame(agent_map), "edges"),
+    st.caption("Click a row to inspect that agent or edge on the map.")
+    edge_choices = [f"edge: {views.edge_label(e)}" for e in agent_map.edges]
+    for title, frame, key, labels in (
+        ("Nodes", views.nodes_frame(agent_map), "nodes", [f"agent: {n.agent}" for n in agent_map.nodes]),
+        ("Edges", views.edges_frame(agent_map), "edges", edge_choices),
     ):
         st.subheader(title)
-        show_table(frame, key=f"map_table_{key}")
+        st.session_state[f"{TABLE_KEYS[key]}{_LABELS}"] = labels
+        show_table(frame, key=TABLE_KEYS[key], selectable=True)
         st.download_button(
             f"Download {title.lower()} (CSV)", cells.csv_bytes(frame), file_name=f"janux-map-{key}.csv",
             mime="text/csv", key=f"map_csv_{key}",
@@ -115,6 +144,24 @@ def _tables(agent_map: AgentMap, report: Report | None) -> None:
               "crossed": f.crossed, "counts": f.note} for f in report.findings]
         )  # fmt: skip
         show_table(frame, key="map_table_rules")
+
+
+def _map(agent_map: AgentMap, report: Report | None) -> None:
+    width_by = st.radio("Edge width by", ["count", "cost"], horizontal=True, key="map_width")
+    node_badges, edge_badges = badges(report) if report is not None else ({}, {})
+    frames = map_frames(
+        agent_map, width_by="cost" if width_by == "cost" else "count", node_badges=node_badges,
+        edge_badges=edge_badges, selected=st.session_state.get(INSPECT),
+    )  # fmt: skip
+    pick = alt.selection_point(name="pick", fields=["choice"], on="click")
+    st.altair_chart(
+        map_chart(frames, pick), width="stretch", on_select="rerun", key=GRAPH_KEY, selection_mode="pick"
+    )
+    st.caption(
+        "Click an agent (dot) or an edge (diamond) to inspect it below. Edge colour: failure rate "
+        "(green none, amber < 10%, orange < 50%, red more). Dashed: the caller's spans are missing. "
+        "Thick: transfers. ⚠: an alert rule is crossed."
+    )
 
 
 def main() -> None:
@@ -139,22 +186,15 @@ def main() -> None:
     if not agent_map.nodes:
         st.info("No agent loops in this range.")
         return
-    width_by = st.radio("Edge width by", ["count", "cost"], horizontal=True, key="map_width")
-    node_badges, edge_badges = badges(report) if report is not None else ({}, {})
-    dot = views.map_dot(
-        agent_map, width_by="cost" if width_by == "cost" else "count", node_badges=node_badges,
-        edge_badges=edge_badges, selected=_selected_name(),
-    )  # fmt: skip
-    graph_tab, table_tab = st.tabs(["Map", "Tables (the data of the map)"])
-    with graph_tab:
-        st.graphviz_chart(dot, width="stretch")
-        st.caption(
-            "Edge colour: failure rate (green none, amber < 10%, orange < 50%, red more). Dashed: the "
-            "caller's spans are missing. Bold: transfers. ⚠: an alert rule is crossed."
-        )
-        _inspect(agent_map)
-    with table_tab:
-        _tables(agent_map, report)
+    _inspect_clicked()
+    graph_tab, table_tab = st.tabs([MAP_TAB, "Tables (the data of the map)"], key=MAP_TABS, on_change="rerun")
+    if graph_tab.open is not False:
+        with graph_tab:
+            _map(agent_map, report)
+            _inspect(agent_map)
+    if table_tab.open:
+        with table_tab:
+            _tables(agent_map, report)
 
 
 main()

@@ -14,7 +14,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from janux.dashboard.ui.nav import picked_row
+from janux.dashboard.ui.nav import chart_pick, picked_row
 from janux.dashboard.ui.table import show_table
 from janux.dashboard.views.handoff_chart import handoff_chart, handoff_frames
 from janux.dashboard.views.handoff_labels import DEFAULT_MAX_NODES
@@ -35,7 +35,6 @@ TREE_KEY = "trace_tree"
 _TREE_IDS = "trace_tree_ids"
 _WATERFALL_KEY = "trace_waterfall"
 _GRAPH_KEY = "trace_handoff_graph"
-_SEEN = "__seen"
 TREE_ROWS = 2_000
 """Tree rows drawn at once (a search narrows a bigger trace)."""
 
@@ -63,14 +62,10 @@ def _clicked_in_tree() -> None:
 
 
 def _clicked_in_chart(key: str) -> None:
-    """Apply a click on a bar of the waterfall or a point of the graph (once: a chart keeps its
-    selection between runs)."""
-    state: Any = st.session_state.get(key)
-    points = list((state or {}).get("selection", {}).get("pick", []) or [])
-    picked = str(points[0].get("span_id", "")) if points else ""
-    if picked and picked != st.session_state.get(f"{key}{_SEEN}"):
+    """Apply a click on a bar of the waterfall or a mark of the graph."""
+    picked = chart_pick(key, "span_id")
+    if picked:
         _select(picked)
-    st.session_state[f"{key}{_SEEN}"] = picked
 
 
 def _drawn_loops(view: TraceView) -> int:

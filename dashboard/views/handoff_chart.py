@@ -16,6 +16,7 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
+from janux.dashboard.views.chart_marks import haloed_text
 from janux.dashboard.views.handoff_labels import (
     DEFAULT_MAX_NODES,
     children_of,
@@ -182,25 +183,17 @@ def handoff_chart(frames: HandoffFrames, pick: alt.Parameter) -> alt.LayerChart:
         )
         .add_params(pick)
     )  # fmt: skip
-    loop_text = (
-        alt.Chart(points)
-        .transform_filter("datum.kind != 'handoff'")
-        .mark_text(align="left", baseline="middle", dx=10, lineBreak="\n", fontSize=11)
-        .encode(x=x, y=y, text="label:N")
+    loop_text = haloed_text(
+        alt.Chart(points).transform_filter("datum.kind != 'handoff'"),
+        {"align": "left", "baseline": "middle", "dx": 10, "lineBreak": "\n", "fontSize": 11},
+        {"x": x, "y": y, "text": "label:N"},
     )
-    handoff_text = (
-        alt.Chart(points)
-        .transform_filter("datum.kind == 'handoff'")
-        # Two lines (tool; attempt, outcome, duration) above the line: their top is set, since
-        # Vega aligns only the first line of a multi-line text to a baseline.
-        .mark_text(
-            align="center",
-            baseline="top",
-            dy=-(2 * EDGE_LINE_PX) - 5,
-            lineBreak="\n",
-            fontSize=10,
-            lineHeight=EDGE_LINE_PX,
-        )
-        .encode(x=x, y=y, text="label:N", color=_color())
-    )
-    return alt.LayerChart(layer=[lines, marks, loop_text, handoff_text], height=ROW_PX * max(rows, 2))
+    # Two lines (tool; attempt, outcome, duration) above the line: their top is set, since Vega
+    # aligns only the first line of a multi-line text to a baseline.
+    handoff_text = haloed_text(
+        alt.Chart(points).transform_filter("datum.kind == 'handoff'"),
+        {"align": "center", "baseline": "top", "dy": -(2 * EDGE_LINE_PX) - 5, "lineBreak": "\n",
+         "fontSize": 10, "lineHeight": EDGE_LINE_PX},
+        {"x": x, "y": y, "text": "label:N", "color": _color()},
+    )  # fmt: skip
+    return alt.LayerChart(layer=[lines, marks, *loop_text, *handoff_text], height=ROW_PX * max(rows, 2))

@@ -1,28 +1,28 @@
-"""The agent map as pictures and tables: Graphviz DOT, node/edge tables, paths, a timeline.
+"""The agent map's tables and the words of its pictures: node/edge tables, paths, a timeline, how a
+cost, a duration and an edge read (the clickable map itself is `map_chart`).
 
 Everything is drawn from one `AgentMap` (the source's exact aggregate over a range); every chart
-has the table it was drawn from, and every label from a trace is escaped (`graph.escape`).
+has the table it was drawn from.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 import pandas as pd
 
-from janux.dashboard.views.graph import escape
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis.agentmap.build import percentile
-from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, AgentStats, EdgeStats
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, EdgeStats
 from janux.tracing.analysis.money_cells import cost_cell
 from janux.tracing.analysis.trace_parts import Usage
 
 WidthBy = Literal["count", "cost"]
 """What an edge's width shows: how many delegations, or the inclusive cost they carried."""
 MIN_PEN, MAX_PEN = 1.0, 8.0
-"""Thinnest and thickest edge (Graphviz penwidth)."""
+"""Thinnest and thickest edge (stroke width, px)."""
 UNKNOWN_CALLER = "(caller not in trace)"
 """Name shown for edges whose caller's spans are missing."""
 ROOT_PATH = "(top level)"
@@ -63,79 +63,6 @@ def caller_name(edge: EdgeStats) -> str:
 def edge_label(edge: EdgeStats) -> str:
     """`triage → researcher (delegate)`: how an edge is named in lists and selections."""
     return f"{caller_name(edge)} → {edge.target} ({edge.kind})"
-
-
-def _widths(edges: list[EdgeStats], width_by: WidthBy) -> list[float]:
-    values = [float(e.count) if width_by == "count" else float(e.cost.cost or 0.0) for e in edges]
-    top = max(values, default=0.0)
-    if top <= 0:
-        return [MIN_PEN for _ in edges]
-    return [MIN_PEN + (MAX_PEN - MIN_PEN) * v / top for v in values]
-
-
-def _node_line(index: int, node: AgentStats, badges: Mapping[str, list[str]], selected: bool) -> str:
-    lines = [
-        node.agent,
-        f"{node.runs:,} runs · {node.error_rate:.0%} errors",
-        f"own {usd(node.own)} · incl {usd(node.inclusive)}",
-        f"p50 {ms(node.p50_ms)} · p95 {ms(node.p95_ms)}",
-        *(f"⚠ {name}" for name in badges.get(node.agent, [])),
-    ]
-    label = "\\n".join(escape(line) for line in lines)
-    fill = "#ffebee" if badges.get(node.agent) else ("#fff3e0" if node.errors else "#e3f2fd")
-    pen = ', penwidth=3, color="#1565c0"' if selected else ""
-    return f'  n{index} [label="{label}", fillcolor="{fill}"{pen}];'
-
-
-def _edge_line(ids: dict[str, int], edge: EdgeStats, width: float, badges: list[str], selected: bool) -> str:
-    color = failure_color(edge.failure_rate)
-    parts = [
-        f"{edge.count:,}× · {edge.failure_rate:.0%} failed",
-        f"{edge.attempts:,} attempts · {usd(edge.cost)}",
-        *(f"⚠ {name}" for name in badges),
-    ]
-    label = "\\n".join(escape(p) for p in parts)
-    style = "bold" if edge.kind == "transfer" else ("dashed" if not edge.caller else "solid")
-    extra = ', fontcolor="#1565c0"' if selected else ""
-    return (
-        f'  n{ids[caller_name(edge)]} -> n{ids[edge.target]} [label="{label}", color="{color}", '
-        f'penwidth={width:.2f}, style="{style}"{extra}];'
-    )
-
-
-def map_dot(
-    agent_map: AgentMap,
-    *,
-    width_by: WidthBy = "count",
-    node_badges: Mapping[str, list[str]] | None = None,
-    edge_badges: Mapping[tuple[str, str, str], list[str]] | None = None,
-    selected: str | None = None,
-) -> str:
-    """DOT of the map: a node per agent, an edge per (caller, target, kind); width by count or cost,
-    colour by failure rate; rules crossed show as ⚠ badges; `selected` (an agent or an edge label)
-    is outlined."""
-    names = [n.agent for n in agent_map.nodes]
-    for edge in agent_map.edges:
-        for name in (caller_name(edge), edge.target):
-            if name not in names:
-                names.append(name)
-    ids = {name: i for i, name in enumerate(names)}
-    lines = [
-        "digraph agents {",
-        '  graph [rankdir="LR", fontname="Helvetica"];',
-        '  node [shape=box, style="filled,rounded", fontname="Helvetica", fontsize=10];',
-        '  edge [fontname="Helvetica", fontsize=9];',
-    ]
-    by_name = {n.agent: n for n in agent_map.nodes}
-    for name, index in ids.items():
-        node = by_name.get(name) or AgentStats(name)
-        lines.append(_node_line(index, node, node_badges or {}, selected == name))
-    widths = _widths(agent_map.edges, width_by)
-    for edge, width in zip(agent_map.edges, widths, strict=True):
-        badges = (edge_badges or {}).get(edge.key, [])
-        lines.append(_edge_line(ids, edge, width, badges, selected == edge_label(edge)))
-    lines.append("}")
-    return "\n".join(lines)
 
 
 def nodes_frame(agent_map: AgentMap) -> pd.DataFrame:

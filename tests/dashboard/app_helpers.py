@@ -51,9 +51,17 @@ def handoff_graph(at: AppTest) -> pd.DataFrame:
     at.session_state["trace_view_tab"] = "Graph"
     at.run()
     assert not at.exception, at.exception
-    (chart,) = at.get("vega_lite_chart")
-    frames = [dataframe_util.convert_arrow_bytes_to_pandas_df(d.data.data) for d in chart.proto.datasets]
-    return next(f for f in frames if "detail" in f.columns)
+    return chart_data(at, "detail")
+
+
+def chart_data(at: AppTest, *columns: str) -> pd.DataFrame:
+    """The one dataset of the page's charts that has all of `columns`."""
+    found = []
+    for chart in at.get("vega_lite_chart"):
+        frames = [dataframe_util.convert_arrow_bytes_to_pandas_df(d.data.data) for d in chart.proto.datasets]
+        found += [f for f in frames if set(columns) <= set(f.columns)]
+    assert len(found) == 1, f"{len(found)} datasets with {columns}"
+    return found[0]
 
 
 def graph_text(at: AppTest) -> str:

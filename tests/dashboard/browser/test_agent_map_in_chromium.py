@@ -6,16 +6,13 @@ Its screenshots are the README's (docs/screenshots/agent-map*.png, costs-*.png, 
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import Page, expect
 
 from janux.tracing.sources.protocol import TraceFilter
 from janux.tracing.sources.store import open_store
 from tests.dashboard.browser.test_dashboard_in_chromium import UI_WAIT_MS, Served, _open, _shot
-
-
-def _choose(page: Page, label: str, option: str) -> None:
-    page.get_by_role("combobox", name=label).click()
-    page.get_by_role("option", name=option, exact=True).click()
 
 
 def test_agent_map_node_and_edge_click_through(served: Served, page: Page) -> None:
@@ -24,13 +21,15 @@ def test_agent_map_node_and_edge_click_through(served: Served, page: Page) -> No
     edge = agent_map.edge("triage", "researcher")
     assert edge is not None and edge.failed
     _open(page, f"{served.url}/agent-map", "Agent map")
-    graph = page.locator("svg")
+    graph = page.locator("[data-testid='stVegaLiteChart'] svg")
     expect(graph.get_by_text("researcher", exact=True).first).to_be_visible(timeout=UI_WAIT_MS)
     expect(graph.get_by_text(f"{edge.count}× · {edge.failure_rate:.0%} failed").first).to_be_visible()
     _shot(page, "agent-map")
-    _choose(page, "Inspect a node or an edge", "agent: fact_checker")
+    # One click on an agent's dot, then on an edge's diamond, inspects it (as the selector would).
+    graph.locator("[aria-label*='inspect: agent: fact_checker']").first.click()
     expect(page.get_by_text("Newest traces of fact_checker", exact=False)).to_be_visible(timeout=UI_WAIT_MS)
-    _choose(page, "Inspect a node or an edge", "edge: triage → researcher (delegate)")
+    expect(page).to_have_url(re.compile("select=agent"))
+    graph.locator("[aria-label*='inspect: edge: triage → researcher (delegate)']").first.click()
     expect(page.get_by_role("heading", name="Newest failures")).to_be_visible(timeout=UI_WAIT_MS)
     page.get_by_role("heading", name="Newest failures").evaluate("e => e.scrollIntoView({block: 'center'})")
     _shot(page, "agent-map-edge")
