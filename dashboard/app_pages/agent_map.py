@@ -12,7 +12,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from janux.dashboard.ui import nav
+from janux.dashboard.ui import headline, nav
 from janux.dashboard.ui.filters import trace_filter
 from janux.dashboard.ui.map_data import bucket_for, cached_map, rules_report
 from janux.dashboard.ui.state import active_source
@@ -46,23 +46,23 @@ def _refs_table(refs: list[tuple[str, int, str]], key: str) -> None:
 
 def _node(node: AgentStats) -> None:
     cols = st.columns(5)
-    cols[0].metric("Runs", f"{node.runs:,}")
+    headline.count(cols[0], "Runs", node.runs)
     cols[1].metric("Error rate", f"{node.error_rate:.1%}")
-    cols[2].metric("Own cost", views.usd(node.own))
-    cols[3].metric("Inclusive cost", views.usd(node.inclusive))
-    cols[4].metric("p50 / p95", f"{views.ms(node.p50_ms)} / {views.ms(node.p95_ms)}")
+    headline.cost(cols[2], "Own cost", node.own)
+    headline.cost(cols[3], "Inclusive cost", node.inclusive)
+    headline.durations(cols[4], "p50 duration", views.ms(node.p50_ms), views.ms(node.p95_ms))
     st.subheader(fmt.markdown_text(f"Newest traces of {node.agent} ({node.traces:,} in the range)"))
     _refs_table([(r.trace_id, r.start_ns, r.span_id) for r in node.recent], "map_node_traces")
 
 
 def _edge(edge: EdgeStats) -> None:
     cols = st.columns(5)
-    cols[0].metric("Delegations", f"{edge.count:,}")
+    headline.count(cols[0], "Delegations", edge.count)
     # Counted, not divided: denied handoffs run no attempt, so a ratio would read "0.25 attempts".
-    cols[1].metric("Attempts", f"{edge.attempts:,}", help="Attempts run over all delegations of the edge.")
+    headline.count(cols[1], "Attempts", edge.attempts, "Attempts run over all delegations of the edge.")
     cols[2].metric("Failure rate", f"{edge.failure_rate:.1%}")
-    cols[3].metric("Cost carried", views.usd(edge.cost))
-    cols[4].metric("p50 / p95", f"{views.ms(edge.p50_ms)} / {views.ms(edge.p95_ms)}")
+    headline.cost(cols[3], "Cost carried", edge.cost)
+    headline.durations(cols[4], "p50 duration", views.ms(edge.p50_ms), views.ms(edge.p95_ms))
     kinds = " · ".join(f"{k} {edge.failures[k]}" for k in views.FAILURE_KINDS if edge.failures.get(k))
     st.caption(fmt.markdown_text(f"Failures by kind: {kinds or 'none'}"))
     if edge.failed:
@@ -176,11 +176,14 @@ def main() -> None:
     agent_map = cached_map(key, source, flt, bucket_for(flt, time.time_ns()))
     report, note = rules_report(source, flt, agent_map)
     cols = st.columns(5)
-    cols[0].metric("Traces", f"{agent_map.traces:,}")
-    cols[1].metric("Agents", f"{len(agent_map.nodes):,}")
-    cols[2].metric("Edges", f"{len(agent_map.edges):,}")
+    headline.count(cols[0], "Traces", agent_map.traces)
+    headline.count(cols[1], "Agents", len(agent_map.nodes))
+    headline.count(cols[2], "Edges", len(agent_map.edges))
     p95 = views.turn_cost_summary(agent_map)["p95 USD"]
-    cols[3].metric("p95 cost / turn", cells.money_metric(p95 if isinstance(p95, float) else None))
+    if isinstance(p95, float):
+        headline.amount(cols[3], "p95 cost / turn", p95)
+    else:
+        cols[3].metric("p95 cost / turn", cells.money_metric(None))
     crossed = len(report.crossed) if report is not None else 0
     cols[4].metric("Rules crossed", f"{crossed:,}" if report is not None else "—", help=note)
     if not agent_map.nodes:

@@ -157,47 +157,62 @@ _PATH_COLUMNS = [
 def icicle_frame(agent_map: AgentMap, value: Literal["cost", "tokens"] = "cost") -> pd.DataFrame:
     """Rectangles of an icicle of inclusive cost (or tokens) by delegation path: each path spans
     [x0, x1) inside its parent's span, in proportion to its own inclusive value; depth is the row.
+    Each also says its `amount` (the sized value, short), its `cost` and its `tokens`.
 
     A path's children never exceed it (inclusive covers them), so they nest; what is left of a
     parent's span is its own rounds. Unpriced paths get no width in the cost icicle (their tokens
-    are in the tokens icicle)."""
+    are in the tokens icicle, where every path that ran has its place)."""
 
     def amount(usage: Usage) -> float:
         return float(usage.cost or 0.0) if value == "cost" else float(usage.total_tokens)
 
-    by_parent: dict[tuple[str, ...], list[tuple[tuple[str, ...], float]]] = {}
+    by_parent: dict[tuple[str, ...], list[_Slice]] = {}
     for p in agent_map.paths:
-        by_parent.setdefault(p.path[:-1], []).append((p.path, amount(p.inclusive)))
+        by_parent.setdefault(p.path[:-1], []).append(_Slice(p.path, amount(p.inclusive), p.inclusive))
     rows: list[dict[str, object]] = []
     roots = by_parent.get((), [])
-    total = sum(v for _, v in roots)
-    _place(by_parent, roots, 0.0, 1.0, total, rows)
-    return pd.DataFrame(rows, columns=["path", "agent", "depth", "x0", "x1", "value"])
+    _place(by_parent, roots, (0.0, 1.0), sum(r.value for r in roots), value, rows)
+    return pd.DataFrame(
+        rows, columns=["path", "agent", "depth", "x0", "x1", "value", "amount", "cost", "tokens"]
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Slice:
+    path: tuple[str, ...]
+    value: float
+    usage: Usage
 
 
 def _place(
-    by_parent: dict[tuple[str, ...], list[tuple[tuple[str, ...], float]]],
-    items: Iterable[tuple[tuple[str, ...], float]],
-    start: float,
-    width: float,
+    by_parent: dict[tuple[str, ...], list[_Slice]],
+    items: Iterable[_Slice],
+    span: tuple[float, float],
     total: float,
+    value: str,
     rows: list[dict[str, object]],
 ) -> None:
     if total <= 0:
         return
-    x = start
-    for path, value in sorted(items, key=lambda item: -item[1]):
-        span = width * value / total
-        if span <= 0:
+    x, width = span
+    for item in sorted(items, key=lambda item: -item.value):
+        share = width * item.value / total
+        if share <= 0:
             continue
+        usage = item.usage
+        text = (
+            fmt.compact_usd(usage.cost)
+            if value == "cost"
+            else f"{fmt.compact_count(usage.total_tokens)} tokens"
+        )
         rows.append(
-            {"path": " > ".join(path), "agent": path[-1], "depth": len(path) - 1, "x0": x, "x1": x + span,
-             "value": value}
+            {"path": " > ".join(item.path), "agent": item.path[-1], "depth": len(item.path) - 1, "x0": x,
+             "x1": x + share, "value": item.value, "amount": text, "cost": usd(usage),
+             "tokens": usage.total_tokens}
         )  # fmt: skip
-        children = by_parent.get(path, [])
         # Children share the parent's span in proportion to the parent's inclusive value.
-        _place(by_parent, children, x, span, value, rows)
-        x += span
+        _place(by_parent, by_parent.get(item.path, []), (x, share), item.value, value, rows)
+        x += share
 
 
 def timeline_frame(agent_map: AgentMap) -> pd.DataFrame:

@@ -197,6 +197,10 @@ def test_costs_page_draws_cost_over_time_and_the_path_icicle(open_page: OpenPage
     top = paths[paths["depth"] == 0]
     assert top["inclusive USD"].sum() == pytest.approx(sum(agent_map.turn_costs))
     assert "triage > researcher > fact_checker" in set(paths["path"])
+    # The icicle (bars sized by tokens by default) draws that depth-2 path too, labelled.
+    icicle = chart_data(at, "x0", "text").set_index("path")
+    assert icicle.loc["triage > researcher > fact_checker", "agent"] == "fact_checker"
+    assert icicle.loc["triage", "text"].startswith("triage\n")
 
 
 def test_traces_page_histograms_read_the_newest_traces(open_page: OpenPage, demo: Demo) -> None:

@@ -34,13 +34,14 @@ def test_map_draws_names_from_traces_as_text() -> None:
     agents = frames.points[frames.points["kind"] == "agent"]
     hostile = next(label for label in agents["label"] if label.startswith("x"))
     assert hostile.split("\n")[0] == 'x"]; evil [label="pwned'  # data drawn as text, one line
-    assert len(agents) == 3 and (frames.points["kind"] == "edge").sum() == len(frames.lines) == 2
+    # Three agents, two edges, each an elbow of two lines: nothing injected.
+    assert len(agents) == 3 and (frames.points["kind"] == "edge").sum() == 2 and len(frames.lines) == 2 * 2
 
 
 def test_width_follows_count_or_cost_and_colour_follows_failure_rate() -> None:
     agent_map = _map()
-    by_count = map_frames(agent_map, width_by="count").lines
-    by_cost = map_frames(agent_map, width_by="cost").lines
+    by_count = map_frames(agent_map, width_by="count").lines.drop_duplicates("choice")
+    by_cost = map_frames(agent_map, width_by="cost").lines.drop_duplicates("choice")
     # The delegation (4×, $0.50) and the transfer (1×, unpriced), a transfer drawn thicker.
     assert list(by_count["width"]) == [views.MAX_PEN, pytest.approx((views.MIN_PEN + 7 / 4) * 1.6)]
     assert list(by_cost["width"]) == [views.MAX_PEN, pytest.approx(views.MIN_PEN * 1.6)]

@@ -183,7 +183,7 @@ def test_costs_page(open_page: OpenPage) -> None:
     )
     at = open_page(source, "costs.py")
     metrics = _metrics(at)
-    assert metrics["Recorded cost"] == fmt.usd(2 * TOTAL_COST)
+    assert metrics["Recorded cost"] == fmt.compact_usd(2 * TOTAL_COST)
     assert metrics["Estimated cost (rounds without a recorded price)"].startswith("≈ $")
     assert metrics["Traces"] == "3"
     by_agent = _shown(at, "costs_agent").set_index("agent")

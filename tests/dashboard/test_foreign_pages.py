@@ -95,7 +95,9 @@ def test_costs_page_totals_and_the_unread_warning(
     at = open_page(sources[kind], "costs.py")
     metrics = _metrics(at)
     tokens = (sum(c.truth["input_tokens"] for c in CASES), sum(c.truth["output_tokens"] for c in CASES))
-    assert metrics["Tokens in / out"] == f"{tokens[0]:,} / {tokens[1]:,}"
+    helps = {m.label: m.proto.help for m in at.metric}
+    assert metrics["Tokens"] == f"{fmt.compact_count(tokens[0])} in"
+    assert helps["Tokens"] == f"Exact: {tokens[0]:,} in / {tokens[1]:,} out"
     assert metrics["Traces"] == str(len(CASES))
     (warning,) = [w.value for w in at.warning if "partly unread" in w.value]
     partly = [c for c in CASES if c.truth["unread_calls"]]
