@@ -27,6 +27,7 @@ from janux.dashboard.views.handoff_labels import (
     visible_loops,
 )
 from janux.tracing.analysis import outcomes
+from janux.tracing.analysis.trace_parts import Attempt, Delegation
 from janux.tracing.analysis.trace_view import TraceView
 
 ROW_PX = 58
@@ -60,11 +61,18 @@ class HandoffFrames:
 
 @dataclass
 class _Layout:
+    """What the depth-first walk reads (the trace, what is drawn, what hangs below each loop) and
+    what it writes (marks, lines, the next free row)."""
+
     view: TraceView
     shown: set[int]
     children: dict[int, list[int]]
+    attempt_of: dict[int, tuple[Delegation, Attempt]]
+    not_run: dict[int, list[Delegation]]
+    hidden: dict[int, int]
     points: list[dict[str, Any]] = field(default_factory=list)
     edges: list[dict[str, Any]] = field(default_factory=list)
+    rows: int = 0
 
 
 def _cut(line: str) -> str:
@@ -81,7 +89,7 @@ def _mark(kind: str, row: int, depth: float, lines: list[str], state: str, span_
 
 def _point(layout: _Layout, kind: str, depth: float, lines: list[str], state: str, span_id: str) -> int:
     """Add a mark on a row of its own (a loop, a note, "+N more"); its row."""
-    row = sum(1 for p in layout.points if p["kind"] != "handoff")
+    row, layout.rows = layout.rows, layout.rows + 1
     layout.points.append(_mark(kind, row, depth, lines, state, span_id))
     return row
 
@@ -105,11 +113,11 @@ def _handoff(layout: _Layout, parent: tuple[int, int], child_row: int, lines: li
     layout.points.append(_mark("handoff", child_row, depth + 0.5, lines, state, span_id))
 
 
-def _loop(layout: _Layout, index: int, via: tuple[int, int] | None, attempt_of: dict[int, Any]) -> None:
-    """Draw loop `index` (and, depth first, everything below it)."""
-    view = layout.view
-    node = view.nodes[index]
-    found = attempt_of.get(index)
+def _loop(layout: _Layout, index: int, via: tuple[int, int] | None) -> None:
+    """Draw loop `index` and, depth first, everything below it: the loops it delegated to, the
+    handoffs that started none, and "+N more loops" for those not drawn."""
+    node = layout.view.nodes[index]
+    found = layout.attempt_of.get(index)
     outcome = outcomes.attempt_outcome(found[1]) if found else outcomes.loop_outcome(node)
     depth = node.depth if via is None else via[0] + 1
     row = _point(layout, "loop", depth, node_lines(node), _state(outcome), node.span_id)
@@ -121,32 +129,38 @@ def _loop(layout: _Layout, index: int, via: tuple[int, int] | None, attempt_of: 
         _handoff(layout, via, row, lines, _state(outcome), span, failed)
     for child in layout.children.get(index, []):
         if child in layout.shown:
-            _loop(layout, child, (depth, row), attempt_of)
-    for delegation in view.delegations:
-        if delegation.parent_node == index and not delegation.attempts:
-            status = "ok" if delegation.status == "completed" else "failed"
-            state = "note" if status == "failed" and delegation.kind == "transfer" else status
-            span = delegation.tool_span_id or node.span_id
-            note = _point(layout, "not run", depth + 1, ghost_lines(delegation), state, span)
-            _handoff(layout, (depth, row), note, edge_lines(delegation, None), state, span, False)
+            _loop(layout, child, (depth, row))
+    for delegation in layout.not_run.get(index, []):
+        status = "ok" if delegation.status == "completed" else "failed"
+        state = "note" if status == "failed" and delegation.kind == "transfer" else status
+        span = delegation.tool_span_id or node.span_id
+        note = _point(layout, "not run", depth + 1, ghost_lines(delegation), state, span)
+        _handoff(layout, (depth, row), note, edge_lines(delegation, None), state, span, False)
+    if index in layout.hidden:
+        more = _point(layout, "more", depth + 1, [f"+{layout.hidden[index]:,} more loops"], "more", "")
+        layout.edges.append({"depth": depth, "row": row, "depth2": depth, "row2": more, "state": "more",
+                             "dashed": True})  # fmt: skip
+        layout.edges.append({"depth": depth, "row": more, "depth2": depth + 1, "row2": more, "state": "more",
+                             "dashed": True})  # fmt: skip
 
 
 def handoff_frames(view: TraceView, max_nodes: int = DEFAULT_MAX_NODES) -> HandoffFrames:
     """The chart's marks and lines; loops beyond `max_nodes` are collapsed (and counted)."""
-    layout = _Layout(view, visible_loops(view, max_nodes), children_of(view))
-    attempt_of = {a.node: (d, a) for d in view.delegations for a in d.attempts}
+    shown = visible_loops(view, max_nodes)
+    not_run: dict[int, list[Delegation]] = {}
+    for delegation in view.delegations:
+        if not delegation.attempts and delegation.parent_node is not None:
+            not_run.setdefault(delegation.parent_node, []).append(delegation)
+    layout = _Layout(
+        view, shown, children_of(view), {a.node: (d, a) for d in view.delegations for a in d.attempts},
+        not_run, hidden_below(view, shown),
+    )  # fmt: skip
     for node in view.nodes:
         if node.parent is None:
-            _loop(layout, node.index, None, attempt_of)
-    hidden = hidden_below(view, layout.shown)
-    for anchor, count in sorted(hidden.items()):
-        anchor_id = view.nodes[anchor].span_id
-        at = next(p for p in layout.points if p["kind"] == "loop" and p["span_id"] == anchor_id)
-        row = _point(layout, "more", at["depth"] + 1, [f"+{count:,} more loops"], "more", "")
-        layout.edges.append({"depth": at["depth"], "row": at["row"], "depth2": at["depth"] + 1, "row2": row,
-                             "state": "more", "dashed": True})  # fmt: skip
+            _loop(layout, node.index, None)
     points = pd.DataFrame(layout.points, columns=_POINT_COLUMNS)
-    return HandoffFrames(points, pd.DataFrame(layout.edges, columns=_EDGE_COLUMNS), sum(hidden.values()))
+    edges = pd.DataFrame(layout.edges, columns=_EDGE_COLUMNS)
+    return HandoffFrames(points, edges, sum(layout.hidden.values()))
 
 
 def _color() -> alt.Color:

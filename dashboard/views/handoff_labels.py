@@ -1,6 +1,6 @@
-"""What the handoff graph says about each loop and handoff, and which loops it draws: one set of
-rules for the Trace page's clickable chart (`handoff_chart`) and Compare's picture (`graph`), so
-the two never label the same attempt differently. Plain text; each drawer escapes it its own way.
+"""What the handoff graph says about each loop and handoff, and which loops it draws (the Trace
+page's and Compare's graph, `handoff_chart`): plain text, the words of `outcomes`, so the graph
+never labels an attempt differently from the tables.
 """
 
 from __future__ import annotations

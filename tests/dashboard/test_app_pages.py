@@ -237,7 +237,15 @@ def test_compare_page(open_page: OpenPage) -> None:
     assert costs.loc["cost", "B − A"] == "$0.000000"
     tree = _frame(at, "compare_tree")
     assert set(tree["change"]) == {"same"}
-    assert len(at.get("graphviz_chart")) == 2
+    # Both handoff trees, drawn as the Trace page draws its graph; a click opens that trace there.
+    assert len(at.get("vega_lite_chart")) == 2 and not at.get("graphviz_chart")
+    at.session_state["compare_graph_B"] = {"selection": {"pick": [{"span_id": other[1].span_id}]}}
+    at.run()
+    assert at.title[0].value == "Trace"
+    assert {k: at.query_params[k] for k in at.query_params} == {
+        "trace_id": other[0].trace_id,
+        "span": other[1].span_id,
+    }
 
 
 def test_embedded_store_source_with_ingest_stats(open_page: OpenPage, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from janux.dashboard.views.graph import handoff_dot
+from janux.dashboard.views.handoff_chart import handoff_frames
 from janux.tracing import conventions as c
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import outcomes, reconstruct
@@ -32,7 +32,7 @@ def test_a_failed_attempt_never_reads_completed_and_keeps_its_own_duration(demo:
     assert outcomes.attempt_outcome(second) == c.STATUS_COMPLETED
     assert first.error == "upstream returned 503 Service Unavailable"
     # The graph labels each attempt with its own outcome and duration, not the delegation's.
-    dot = handoff_dot(view)
+    dot = "\n".join(handoff_frames(view).points["detail"])
     assert f"attempt 1/2: failed: model_error · {fmt.ms(first.duration_ms)}" in dot
     assert f"attempt 2/2: completed · {fmt.ms(second.duration_ms)}" in dot
     assert fmt.ms(d.duration_ms) not in dot
@@ -87,7 +87,7 @@ def test_missing_values_each_have_one_word() -> None:
 
 
 def test_denied_handoff_reads_not_run_on_the_graph(demo: Demo) -> None:
-    dot = handoff_dot(_view(demo, "denied_max_depth"))
+    dot = "\n".join(handoff_frames(_view(demo, "denied_max_depth")).points["detail"])
     assert f"denied · {outcomes.NOT_RUN}" in dot and "0 attempts" not in dot
 
 
