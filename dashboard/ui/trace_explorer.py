@@ -82,7 +82,7 @@ def _drawn_loops(view: TraceView) -> int:
 
 
 def _graph(view: TraceView) -> None:
-    frames = handoff_frames(view, _drawn_loops(view))
+    frames = handoff_frames(view, _drawn_loops(view), selected=selected_span(view))
     if frames.points.empty:
         st.info("No agent loops in this trace.")
         return

@@ -40,6 +40,8 @@ MAX_LINE = 48
 STATE_COLORS = {"ok": "#2e7d32", "failed": "#c62828", "open": "#6a1b9a", "note": "#ef6c00", "more": "#78909c"}
 """Colour of a mark: completed, failed in any way (failed, cut, timeout, error, denied), still
 open, a handoff that started no loop, collapsed loops."""
+SELECTED_COLOR = "#1565c0"
+"""Outline of the marks of the span shown in the detail."""
 ITEM_SHAPES = {"loop": "circle", "not run": "square", "handoff": "diamond", "more": "triangle-down"}
 """Shape of each kind of clickable mark."""
 _POINT_COLUMNS = ["row", "depth", "kind", "label", "detail", "state", "span_id"]
@@ -52,7 +54,8 @@ class HandoffFrames:
 
     points: pd.DataFrame
     """One row per loop, note, handoff (at its elbow) and "+N more" mark: `row`, `depth`, `kind`
-    (`ITEM_SHAPES`), `label` (the drawn text), `detail` (the whole text), `state`, `span_id`."""
+    (`ITEM_SHAPES`), `label` (the drawn text), `detail` (the whole text), `state`, `span_id`,
+    `selected` (the span shown in the detail)."""
     edges: pd.DataFrame
     """One row per line segment: from (`depth`, `row`) to (`depth2`, `row2`), `state`, `dashed`."""
     hidden: int = 0
@@ -144,8 +147,11 @@ def _loop(layout: _Layout, index: int, via: tuple[int, int] | None) -> None:
                              "dashed": True})  # fmt: skip
 
 
-def handoff_frames(view: TraceView, max_nodes: int = DEFAULT_MAX_NODES) -> HandoffFrames:
-    """The chart's marks and lines; loops beyond `max_nodes` are collapsed (and counted)."""
+def handoff_frames(
+    view: TraceView, max_nodes: int = DEFAULT_MAX_NODES, selected: str | None = None
+) -> HandoffFrames:
+    """The chart's marks and lines; loops beyond `max_nodes` are collapsed (and counted); the marks
+    of span `selected` are outlined."""
     shown = visible_loops(view, max_nodes)
     not_run: dict[int, list[Delegation]] = {}
     for delegation in view.delegations:
@@ -159,6 +165,7 @@ def handoff_frames(view: TraceView, max_nodes: int = DEFAULT_MAX_NODES) -> Hando
         if node.parent is None:
             _loop(layout, node.index, None)
     points = pd.DataFrame(layout.points, columns=_POINT_COLUMNS)
+    points["selected"] = points["span_id"] == (selected or "\0")
     edges = pd.DataFrame(layout.edges, columns=_EDGE_COLUMNS)
     return HandoffFrames(points, edges, sum(layout.hidden.values()))
 
@@ -190,9 +197,10 @@ def handoff_chart(frames: HandoffFrames, pick: alt.Parameter) -> alt.LayerChart:
     shapes = alt.Scale(domain=list(ITEM_SHAPES), range=list(ITEM_SHAPES.values()))
     marks = (
         alt.Chart(points)
-        .mark_point(filled=True, size=150, opacity=1)
+        .mark_point(filled=True, size=150, opacity=1, strokeWidth=3)
         .encode(
             x=x, y=y, color=_color(), shape=alt.Shape("kind:N", scale=shapes, legend=None),
+            stroke=alt.condition("datum.selected", alt.value(SELECTED_COLOR), alt.value("white")),
             tooltip=[alt.Tooltip("kind:N"), alt.Tooltip("detail:N", title="what"), alt.Tooltip("span_id:N")],
         )
         .add_params(pick)

@@ -161,6 +161,10 @@ def test_the_handoff_chart_colours_each_attempt_by_how_it_ended(demo: Demo) -> N
         f"{d.tool} · attempt 2/2: completed · {fmt.ms(d.attempts[1].duration_ms)}",
     ]
     assert list(frames.edges["dashed"]) == [True, True, False, False]  # the failed attempt's elbow
+    # The span shown in the detail is outlined on the graph: that attempt's loop, nothing else.
+    outlined = handoff_frames(view, selected=d.attempts[0].span_id).points
+    assert list(outlined[outlined["selected"]]["kind"]) == ["loop"]
+    assert not handoff_frames(view).points["selected"].any()
 
 
 def test_every_mark_of_the_handoff_chart_selects_a_span_of_its_trace(demo: Demo) -> None:
