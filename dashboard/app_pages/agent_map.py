@@ -87,9 +87,6 @@ def _edge(edge: EdgeStats) -> None:
 def _inspect(agent_map: AgentMap) -> None:
     options = views.choices(agent_map)
     labels = [c.label for c in options]
-    wanted = str(st.query_params.get("select", ""))
-    if st.session_state.get(INSPECT) not in labels:
-        st.session_state[INSPECT] = wanted if wanted in labels else labels[0]
     label = st.selectbox("Inspect a node or an edge", labels, key=INSPECT, on_change=_publish)
     choice = options[labels.index(label)]
     if choice.agent is not None:
@@ -121,6 +118,15 @@ def _inspect_clicked() -> None:
         st.session_state[INSPECT] = picked
         st.session_state[MAP_TABS] = MAP_TAB
         _publish()
+
+
+def _inspected(agent_map: AgentMap) -> None:
+    """What the selector (and the map's outline) starts on: the URL's `?select=`, else the first
+    agent; kept while it is on the map."""
+    labels = [c.label for c in views.choices(agent_map)]
+    if st.session_state.get(INSPECT) not in labels:
+        wanted = str(st.query_params.get("select", ""))
+        st.session_state[INSPECT] = wanted if wanted in labels else labels[0]
 
 
 def _tables(agent_map: AgentMap, report: Report | None) -> None:
@@ -190,6 +196,7 @@ def main() -> None:
         st.info("No agent loops in this range.")
         return
     _inspect_clicked()
+    _inspected(agent_map)
     graph_tab, table_tab = st.tabs([MAP_TAB, "Tables (the data of the map)"], key=MAP_TABS, on_change="rerun")
     if graph_tab.open is not False:
         with graph_tab:

@@ -85,6 +85,11 @@ def test_a_click_on_the_map_or_a_table_row_inspects_that_node_or_edge(
     assert [h.value for h in at.subheader if h.value == "Newest failures"]
     drawn = chart_data(at, "choice", "detail")
     assert list(drawn[drawn["selected"]]["choice"]) == [wanted]
+    # The link (`?select=`) opens the map inspecting that edge, outlined.
+    linked = open_page(source, "agent_map.py", select=wanted)
+    assert linked.selectbox(key="map_inspect").value == wanted
+    drawn = chart_data(linked, "choice", "detail")
+    assert list(drawn[drawn["selected"]]["choice"]) == [wanted]
     # The Nodes table, one click on the fact_checker row: back on the map, inspecting it.
     at.session_state["map_tab"] = "Tables (the data of the map)"
     at.run()
