@@ -1,4 +1,5 @@
-"""The Trace page's handoff graph as a clickable Altair chart (the one graph of the page).
+"""The handoff graph as a clickable Altair chart: the Trace page's one graph (beside the detail),
+and Compare's two.
 
 A row per agent loop in tree order (x: delegation depth), each handoff an elbow from its caller to
 the attempt's loop, labelled as `handoff_labels` says (tool; attempt n/N, how it ended, its own
@@ -37,9 +38,9 @@ EDGE_LINE_PX = 12
 """Line height of a handoff's label."""
 MAX_LINE = 48
 """Longest label line drawn; the whole text is in the tooltip."""
-STATE_COLORS = {"ok": "#2e7d32", "failed": "#c62828", "open": "#6a1b9a", "note": "#ef6c00", "more": "#78909c"}
+STATE_COLORS = {"ok": "#2e7d32", "failed": "#c62828", "open": "#6a1b9a", "more": "#78909c"}
 """Colour of a mark: completed, failed in any way (failed, cut, timeout, error, denied), still
-open, a handoff that started no loop, collapsed loops."""
+open, collapsed loops."""
 SELECTED_COLOR = "#1565c0"
 """Outline of the marks of the span shown in the detail."""
 ITEM_SHAPES = {"loop": "circle", "not run": "square", "handoff": "diamond", "more": "triangle-down"}
@@ -134,8 +135,7 @@ def _loop(layout: _Layout, index: int, via: tuple[int, int] | None) -> None:
         if child in layout.shown:
             _loop(layout, child, (depth, row))
     for delegation in layout.not_run.get(index, []):
-        status = "ok" if delegation.status == "completed" else "failed"
-        state = "note" if status == "failed" and delegation.kind == "transfer" else status
+        state = _state(delegation.status)  # completed (a transfer that ran on), open, else failed
         span = delegation.tool_span_id or node.span_id
         note = _point(layout, "not run", depth + 1, ghost_lines(delegation), state, span)
         _handoff(layout, (depth, row), note, edge_lines(delegation, None), state, span, False)
