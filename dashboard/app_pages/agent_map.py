@@ -186,10 +186,7 @@ def main() -> None:
     headline.count(cols[1], "Agents", len(agent_map.nodes))
     headline.count(cols[2], "Edges", len(agent_map.edges))
     p95 = views.turn_cost_summary(agent_map)["p95 USD"]
-    if isinstance(p95, float):
-        headline.amount(cols[3], "p95 cost / turn", p95)
-    else:
-        cols[3].metric("p95 cost / turn", cells.money_metric(None))
+    headline.amount(cols[3], "p95 cost / turn", p95 if isinstance(p95, float) else None)
     crossed = len(report.crossed) if report is not None else 0
     cols[4].metric("Rules crossed", f"{crossed:,}" if report is not None else "—", help=note)
     if not agent_map.nodes:

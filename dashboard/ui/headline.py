@@ -42,7 +42,11 @@ def cost(col: Any, label: str, usage: Usage, note: str | None = None) -> None:
 def amount(
     col: Any, label: str, value: float | None, *, estimated: bool = False, note: str | None = None
 ) -> None:
-    """A bare amount (`$0.0348`; `unpriced` when None). Help: the exact amount."""
+    """A bare amount (`$0.0348`); `—` when there is none (nothing to show, not "unpriced"). Help:
+    the exact amount."""
+    if value is None:
+        _show(col, label, fmt.NO_USAGE, None, note or "Nothing to show.")
+        return
     exact = fmt.usd(value, estimated=estimated)
     _show(col, label, fmt.compact_usd(value, estimated=estimated), None, _help(exact, note))
 

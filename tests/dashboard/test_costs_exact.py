@@ -170,6 +170,9 @@ def test_page_totals_cover_traces_older_than_the_rebuilt_ones(
     for view in rebuilt:
         bills.add(view.total)
     assert metrics["Traces"] == str(len(rebuilt))
+    # Nothing estimated (the demo's unpriced model is in no price table): "—", never "unpriced".
+    assert all(view.total.estimated_cost is None for view in rebuilt)
+    assert metrics["Estimated cost (rounds without a recorded price)"] == cells.MISSING
     # Headlines read short (never cut with "…"), the exact figure in their help.
     helps = _helps(at)
     assert metrics["Recorded cost"] == fmt.compact_usd(bills.cost) == "$0.0373"
