@@ -39,7 +39,7 @@ TARGET_S = 2.0
 """The target for the agent map over 1M stored spans, in the browser, after another page."""
 FRESH_TARGET_S = 1.5
 """The target for the agent map as the first page of a freshly started dashboard."""
-MAP_READY = ["[data-testid='stGraphVizChart'] svg", "[data-testid='stMetric']"]
+MAP_READY = ["[data-testid='stVegaLiteChart'] svg", "[data-testid='stMetric']"]
 LIST_READY = ["[data-testid='stDataFrame']"]
 
 

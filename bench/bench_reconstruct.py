@@ -8,8 +8,8 @@ the whole as a ratio of the sort baseline; then the Trace page's server-side tim
 
 `--browser` adds the time until a real Chromium (Debian's /usr/bin/chromium, via Playwright)
 shows the Trace page of a 10k-span trace from the embedded store through `janux ui`: from
-navigation until the script has finished and the handoff graph and headline metrics are on
-screen. Baseline in the same run: the Traces page (a one-row list). Target: under 3 s.
+navigation until the script has finished and the tree and headline metrics are on screen.
+Baseline in the same run: the Traces page (a one-row list). Target: under 3 s.
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def _browser_seconds(big: list[SpanRecord], small: list[SpanRecord], runs: int) 
     from janux.cli.commands.ui import free_port, launch_ui
     from janux.tracing.sources.store import open_store
 
-    ready = ["[data-testid='stGraphVizChart'] svg", "[data-testid='stMetric']"]
+    ready = ["[data-testid='stDataFrame']", "[data-testid='stMetric']"]  # the tree beside the detail
     with tempfile.TemporaryDirectory() as data_dir:
         with open_store(data_dir) as store:
             store.write(big + small)

@@ -7,12 +7,14 @@ typed as a trace id; both stay in step with `?a=<id>&b=<id>`, so a comparison ca
 
 from __future__ import annotations
 
+import altair as alt
 import streamlit as st
 
+from janux.dashboard.ui import nav
 from janux.dashboard.ui.state import active_source, get_views
 from janux.dashboard.ui.table import show_table
 from janux.dashboard.views.compare import cost_diff, failure_diff, trace_label, tree_diff
-from janux.dashboard.views.graph import handoff_dot
+from janux.dashboard.views.handoff_chart import handoff_chart, handoff_frames
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.sources.protocol import TraceFilter, TraceSource
 
@@ -121,10 +123,18 @@ def main() -> None:
         "A loop is named by its path from the root: `planner/delegate.researcher[2]#1` is attempt 1 "
         "of the planner's second call of delegate.researcher."
     )
-    # One above the other: side by side, each tree would be shrunk to half the page width.
+    # One above the other: side by side, each tree would be shrunk to half the page width. The
+    # Trace page's graph, drawn the same way; a click opens that trace at the span clicked.
     for label, view in (("A", a), ("B", b)):
         st.subheader(f"Handoff tree {label}")
-        st.graphviz_chart(handoff_dot(view, max_nodes=MAX_NODES))
+        key = f"compare_graph_{label}"
+        picked = nav.chart_pick(key, "span_id")
+        if picked:
+            nav.open_trace(view.trace_id, picked)
+        pick = alt.selection_point(name="pick", fields=["span_id"], on="click")
+        chart = handoff_chart(handoff_frames(view, MAX_NODES), pick)
+        st.altair_chart(chart, width="stretch", on_select="rerun", key=key, selection_mode="pick")
+    st.caption("Click a loop or a handoff to open its trace there.")
 
 
 main()

@@ -7,10 +7,12 @@ trees, so they are rebuilt from the newest traces only, and say how many.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 import streamlit as st
 
-from janux.dashboard.ui import cost_pictures, nav
+from janux.dashboard.ui import cost_pictures, headline, nav
 from janux.dashboard.ui.filters import trace_filter
 from janux.dashboard.ui.state import active_source, get_views
 from janux.dashboard.ui.table import show_table
@@ -21,6 +23,9 @@ from janux.tracing.analysis import money_cells as cells
 from janux.tracing.prices import price_source
 from janux.tracing.sources.protocol import TraceFilter, TraceSource
 
+# The page's sections (tabs): the exact own-cost tables; cost and tokens over time and the icicle
+# of delegation paths; inclusive cost and the costliest delegations, rebuilt from the newest traces.
+SECTIONS = ("By agent, tool, model, conversation", "Over time & by path", "Inclusive & costliest delegations")
 DEFAULT_MAX_TRACES = 500
 MAX_TRACES = 100_000
 EAGER_CSV_ROWS = 5_000
@@ -37,6 +42,11 @@ NOTES = {
     "`unread`: rounds whose usage could not be read (unknown, not 0).",
     "conversation": "The bill of each trace; traces without one add their model rounds.",
 }
+FAILED_HELP = (
+    "Traces holding at least one failed handoff (final status failed, fallback, denied or cut), as "
+    "the Traces list's `failed handoffs` column counts them. A handoff that completed after a "
+    "failed attempt did not fail: see docs/glossary.md."
+)
 UNPRICED_HELP = (
     "Tokens of rounds without a recorded price: agents without a price, and other runtimes' "
     "rounds. Where a price table knows the model, the rebuilt traces below price them as an "
@@ -70,11 +80,12 @@ def _table(title: str, frame: pd.DataFrame, key: str, note: str | None = None) -
 
 def _headline(usage: RangeUsage) -> None:
     total = usage.total
-    cols = st.columns(4)
-    cols[0].metric("Recorded cost", cells.money_metric(cells.cost_cell(total.cost, total.unpriced_tokens)))
-    cols[1].metric("Unpriced tokens", f"{total.unpriced_tokens:,}", help=UNPRICED_HELP)
-    cols[2].metric("Tokens in / out", f"{total.input_tokens:,} / {total.output_tokens:,}")
-    cols[3].metric("Traces", f"{usage.traces:,}")
+    cols = st.columns(5)
+    headline.cost(cols[0], "Recorded cost", replace(total, unpriced_tokens=0))
+    headline.count(cols[1], "Unpriced tokens", total.unpriced_tokens, UNPRICED_HELP)
+    headline.tokens(cols[2], "Tokens", total.input_tokens, total.output_tokens)
+    headline.count(cols[3], "Traces", usage.traces)
+    headline.count(cols[4], "Traces with failed handoffs", usage.failed_traces, FAILED_HELP)
     if usage.unread_traces:
         st.warning(
             f"{usage.unread_traces:,} of {usage.traces:,} traces in this range are partly unread "
@@ -89,9 +100,7 @@ def _headline(usage: RangeUsage) -> None:
 
 
 def _exact(usage: RangeUsage) -> None:
-    st.header("Exact totals of the range")
     st.caption("Exact over every trace in the range (the store's aggregates).")
-    _headline(usage)
     _table("By agent (own)", usage.tables["agent"], "agent", NOTES["agent"])
     _table("By delegation tool", usage.tables["tool"], "tool", NOTES["tool"])
     _table("By model", usage.tables["model"], "model", NOTES["model"])
@@ -99,7 +108,6 @@ def _exact(usage: RangeUsage) -> None:
 
 
 def _rebuilt(source: TraceSource, flt: TraceFilter, in_range: int) -> None:
-    st.header("Inclusive cost and costliest delegations")
     left, right = st.columns([1, 3])
     limit = int(
         left.number_input("Newest traces to rebuild", 1, MAX_TRACES, DEFAULT_MAX_TRACES, key="costs_limit")
@@ -107,12 +115,10 @@ def _rebuilt(source: TraceSource, flt: TraceFilter, in_range: int) -> None:
     summaries = source.list_traces(flt, limit=limit)
     views = get_views([s.trace_id for s in summaries])
     result = audit(views[s.trace_id] for s in summaries)
-    right.metric(
-        "Estimated cost (rounds without a recorded price)",
-        cells.money_metric(result.total.estimated_cost, estimated=True),
-        help="Rounds of the rebuilt traces without a recorded cost, priced from "
-        f"{fmt.markdown_text('; '.join(result.price_sources) or price_source())}.",
-    )
+    sources = fmt.markdown_text("; ".join(result.price_sources) or price_source())
+    note = f"Rounds of the rebuilt traces without a recorded cost, priced from {sources}."
+    label = "Estimated cost (rounds without a recorded price)"
+    headline.amount(right, label, result.total.estimated_cost, estimated=True, note=note)
     note = (
         f"Rebuilt from the newest {result.traces:,} of {in_range:,} traces in the range: "
         "inclusive cost and single delegations need each trace's handoff tree."
@@ -145,9 +151,16 @@ def main() -> None:
     key, source = active
     flt = trace_filter("costs", source, full=False)
     usage = range_usage(source, flt)
-    _exact(usage)
-    cost_pictures.render(key, source, flt)
-    _rebuilt(source, flt, usage.traces if usage.complete else source.count_traces(flt))
+    st.header("Exact totals of the range")
+    _headline(usage)
+    # Sections one can jump to (`?costs_section=` names one); each is drawn, only the chosen shown.
+    tabs = st.tabs(list(SECTIONS), key="costs_section", bind="query-params")
+    with tabs[0]:
+        _exact(usage)
+    with tabs[1]:
+        cost_pictures.render(key, source, flt)
+    with tabs[2]:
+        _rebuilt(source, flt, usage.traces if usage.complete else source.count_traces(flt))
 
 
 main()

@@ -7,7 +7,7 @@ import time
 import pandas as pd
 import streamlit as st
 
-from janux.dashboard.ui import nav
+from janux.dashboard.ui import headline, nav
 from janux.dashboard.ui.map_data import bucket_for, cached_map
 from janux.dashboard.ui.state import active_source, get_views
 from janux.dashboard.ui.table import show_table
@@ -23,8 +23,9 @@ def _record(story: HandoffStory) -> None:
     cols = st.columns(4)
     cols[0].metric("Attempts", f"{d.attempt_count}")
     cols[1].metric("Duration", fmt.ms(d.duration_ms))
-    cols[2].metric("Started (UTC)", fmt.utc(d.start_ns))
-    cols[3].metric("Cost carried", fmt.usage_cost(d.cost))
+    cols[2].caption("Started (UTC)")  # a time is written out (wrapped when long), never cut like a metric
+    cols[2].text(fmt.utc(d.start_ns))
+    headline.cost(cols[3], "Cost carried", d.cost)
     if story.rule:
         st.error(fmt.markdown_text(f"Decided by: {story.rule}"))
         if story.rule_doc:

@@ -1,4 +1,5 @@
-"""Trace: header, the tree beside the selected span, then graph, attempts, costs, budgets, checks.
+"""Trace: header, the tree, waterfall or graph beside the selected span, then attempts, costs,
+budgets, checks.
 
 Opened by a click on a list row (same tab), or by a link `trace?trace_id=<id or unique prefix>&span=`.
 """
@@ -10,9 +11,12 @@ import streamlit as st
 from janux.dashboard.ui import nav
 from janux.dashboard.ui import trace_sections as sections
 from janux.dashboard.ui.state import active_source, get_views
-from janux.dashboard.ui.trace_explorer import explorer
+from janux.dashboard.ui.trace_explorer import VIEW_TAB, explorer
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.sources.protocol import TraceFilter, TraceSource
+
+# The tab below the explorer that once held the graph; links to it open the explorer's Graph tab.
+OLD_GRAPH_SECTION = "Handoff graph"
 
 
 def _resolve(source: TraceSource, wanted: str) -> str | None:
@@ -58,6 +62,9 @@ def main() -> None:
         return
     if trace_id != wanted:
         st.query_params["trace_id"] = trace_id
+    if st.query_params.get("trace_section") == OLD_GRAPH_SECTION:  # a link from before the merge
+        del st.query_params["trace_section"]
+        st.session_state[VIEW_TAB] = st.query_params[VIEW_TAB] = "Graph"
     _bar(trace_id)
     view = get_views([trace_id])[trace_id]
     if not view.index.spans:
@@ -67,7 +74,7 @@ def main() -> None:
     sections.issues(view)
     explorer(view)
     # Only the chosen tab is drawn (and named in the URL, `?trace_section=`): the page opens with
-    # the delegations table; the graph (slow to lay out in the browser) waits until asked for.
+    # the delegations table.
     tabs = st.tabs(list(sections.SECTIONS), key="trace_section", on_change="rerun", bind="query-params")
     for tab, draw in zip(tabs, sections.SECTIONS.values(), strict=True):
         if tab.open is not False:

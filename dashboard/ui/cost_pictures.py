@@ -1,9 +1,10 @@
 """Costs as pictures: cost and tokens over time by agent (unpriced tokens as their own band) and an
-icicle of inclusive cost by delegation path, each with its table one click away and as CSV."""
+icicle of inclusive tokens or cost by delegation path, each with its table one click away and as CSV."""
 
 from __future__ import annotations
 
 import time
+from typing import Literal
 
 import altair as alt
 import pandas as pd
@@ -14,11 +15,15 @@ from janux.dashboard.ui.table import show_table
 from janux.dashboard.views import charts
 from janux.dashboard.views import map_tables as views
 from janux.tracing.analysis import money_cells as cells
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
 from janux.tracing.sources.protocol import TraceFilter, TraceSource
 
 
-def chart_with_table(title: str, chart: alt.Chart, frame: pd.DataFrame, key: str) -> None:
-    """A chart, and in a second tab the table it was drawn from, with its CSV."""
+def chart_with_table(
+    title: str, chart: alt.Chart | alt.LayerChart, frame: pd.DataFrame, key: str, csv_name: str | None = None
+) -> None:
+    """A chart, and in a second tab the table it was drawn from, with its CSV (named `csv_name`, else
+    as the chart)."""
     st.subheader(title)
     picture, table = st.tabs(["Chart", "Table"])
     with picture:
@@ -26,7 +31,7 @@ def chart_with_table(title: str, chart: alt.Chart, frame: pd.DataFrame, key: str
     with table:
         show_table(frame, key=f"chart_table_{key}")
     st.download_button(
-        f"Download {title.lower()} (CSV)", cells.csv_bytes(frame), file_name=f"janux-{key}.csv",
+        f"Download {(csv_name or title).lower()} (CSV)", cells.csv_bytes(frame), file_name=f"janux-{key}.csv",
         mime="text/csv", key=f"chart_csv_{key}",
     )  # fmt: skip
 
@@ -63,11 +68,27 @@ def render(key: str, source: TraceSource, flt: TraceFilter) -> None:
     chart_with_table(f"Cost over time by {by}", charts.cost_over_time(timeline, by), timeline, "cost_time")
     tokens = charts.tokens_over_time(timeline, by)
     chart_with_table(f"Tokens over time by {by}", tokens, timeline, "tokens_time")
-    rects = views.icicle_frame(agent_map)
+    _icicle(agent_map)
+
+
+def _icicle(agent_map: AgentMap) -> None:
+    """The icicle of delegation paths, bars as wide as their tokens (every path that ran) or their
+    recorded cost (priced paths only), each labelled with its agent and amount."""
+    width_by = st.radio(
+        "Icicle bar width by", ["tokens", "cost"], horizontal=True, key="costs_icicle_by",
+        help="Tokens: every delegation path that ran. Cost: paths with a recorded cost only.",
+    )  # fmt: skip
+    by: Literal["cost", "tokens"] = "cost" if width_by == "cost" else "tokens"
+    rects = views.icicle_frame(agent_map, by)
     paths = views.paths_frame(agent_map)
     if rects.empty:
-        st.info("Nothing priced in this range: the icicle of cost needs priced rounds.")
+        st.info(f"Nothing to draw in this range: no delegation path with {by}.")
         return
-    chart_with_table(
-        "Inclusive cost by delegation path", charts.icicle(rects, "inclusive USD"), paths, "paths"
-    )
+    title = "Inclusive cost by delegation path" if by == "cost" else "Inclusive tokens by delegation path"
+    icicle = charts.icicle(rects, f"inclusive {by}")
+    chart_with_table(title, icicle, paths, "paths", csv_name="Inclusive cost and tokens by delegation path")
+    missing = len(paths) - len(rects)
+    if missing:
+        st.caption(
+            f"{missing:,} path(s) without a recorded cost have no width here: size by tokens to see them."
+        )

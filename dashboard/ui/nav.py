@@ -41,6 +41,7 @@ _TITLES = {
 _RETURN = "janux_return_to"
 _ORDER = "janux_trace_order"
 _IDS = "__trace_ids"
+_SEEN = "__seen"
 _ITEM_PARAMS = ("trace_id", "span", "span_id")
 """Query parameters of the pages that show one item, never of a list."""
 
@@ -75,6 +76,17 @@ def picked_row(event: Any) -> int | None:
         return int(cells[0][0])
     rows = list(selection.get("rows", []))
     return int(rows[0]) if rows else None
+
+
+def chart_pick(key: str, field: str) -> str | None:
+    """The `field` of the mark just clicked in chart `key` (a point selection named `pick`), once: a
+    chart keeps its selection between runs, so a value already seen is not a new click."""
+    state: Any = st.session_state.get(key)
+    points = list((state or {}).get("selection", {}).get("pick", []) or [])
+    picked = str(points[0].get(field, "")) if points else ""
+    seen = st.session_state.get(f"{key}{_SEEN}")
+    st.session_state[f"{key}{_SEEN}"] = picked
+    return picked if picked and picked != seen else None
 
 
 def follow_click(key: str) -> None:

@@ -1,7 +1,7 @@
 """The Trace page's explorer: the tree (or the waterfall) on the left, the selected span on the right.
 
 The selected span lives in the URL (`?span=`), so a link opens the trace on that span. A click on a
-tree row, a waterfall bar or a loop of the graph selects it; in the tree, the arrow keys move the
+tree row, a waterfall bar or a loop or handoff of the graph selects it; in the tree, the arrow keys move the
 selection.
 """
 
@@ -14,9 +14,10 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from janux.dashboard.ui.nav import picked_row
+from janux.dashboard.ui.nav import chart_pick, picked_row
 from janux.dashboard.ui.table import show_table
-from janux.dashboard.views.loop_chart import MAX_LOOPS, loop_chart, loop_frames
+from janux.dashboard.views.handoff_chart import handoff_chart, handoff_frames
+from janux.dashboard.views.handoff_labels import DEFAULT_MAX_NODES
 from janux.dashboard.views.span_detail import full_value, span_detail
 from janux.dashboard.views.span_price import round_price_text
 from janux.dashboard.views.timeline import DEFAULT_MAX_ROWS, waterfall, waterfall_chart
@@ -25,12 +26,15 @@ from janux.tracing.analysis import trace_outline as outline
 from janux.tracing.analysis.trace_outline import KINDS, OutlineRow
 from janux.tracing.analysis.trace_view import TraceView
 
+VIEW_TAB = "trace_view_tab"
+"""Key (and URL parameter) of the left side's tab: `?trace_view_tab=Graph` opens the graph."""
+VIEW_TABS = ("Tree", "Waterfall", "Graph")
+"""The left side's tabs."""
 TREE_KEY = "trace_tree"
 """Widget key of the tree table (its selection state is set from the URL's `span`)."""
 _TREE_IDS = "trace_tree_ids"
 _WATERFALL_KEY = "trace_waterfall"
-_GRAPH_KEY = "trace_loop_graph"
-_SEEN = "__seen"
+_GRAPH_KEY = "trace_handoff_graph"
 TREE_ROWS = 2_000
 """Tree rows drawn at once (a search narrows a bigger trace)."""
 
@@ -58,28 +62,44 @@ def _clicked_in_tree() -> None:
 
 
 def _clicked_in_chart(key: str) -> None:
-    """Apply a click on a bar of the waterfall or a point of the graph (once: a chart keeps its
-    selection between runs)."""
-    state: Any = st.session_state.get(key)
-    points = list((state or {}).get("selection", {}).get("pick", []) or [])
-    picked = str(points[0].get("span_id", "")) if points else ""
-    if picked and picked != st.session_state.get(f"{key}{_SEEN}"):
+    """Apply a click on a bar of the waterfall or a mark of the graph."""
+    picked = chart_pick(key, "span_id")
+    if picked:
         _select(picked)
-    st.session_state[f"{key}{_SEEN}"] = picked
+
+
+def _drawn_loops(view: TraceView) -> int:
+    """How many loops the graph draws: all of a small trace; of a big one, as many as asked for."""
+    count = len(view.nodes)
+    if count <= DEFAULT_MAX_NODES:
+        return DEFAULT_MAX_NODES
+    return int(
+        st.number_input(
+            f"Agent loops drawn (of {count:,}; the rest are collapsed)", min_value=10,
+            max_value=max(count, 10), value=DEFAULT_MAX_NODES, step=50, key="trace_tree_limit",
+        )
+    )  # fmt: skip
 
 
 def _graph(view: TraceView) -> None:
-    points, lines = loop_frames(view)
-    if points.empty:
+    frames = handoff_frames(view, _drawn_loops(view), selected=selected_span(view))
+    if frames.points.empty:
         st.info("No agent loops in this trace.")
         return
     pick = alt.selection_point(name="pick", fields=["span_id"], on="click")
-    chart = loop_chart(points, lines, pick)
+    chart = handoff_chart(frames, pick)
     st.altair_chart(chart, width="stretch", on_select="rerun", key=_GRAPH_KEY, selection_mode="pick")
-    note = "Click a loop to see its span. Green: completed; red: failed, cut or timed out; purple: open."
-    if len(view.nodes) > MAX_LOOPS:
-        note += f" The first {MAX_LOOPS:,} of {len(view.nodes):,} loops are drawn."
+    note = (
+        "Click a loop (dot), a handoff (diamond) or a handoff that never ran (square) to see its span. "
+        "Green: completed; red: failed, cut, denied or timed out; purple: open. Dashed: a failed "
+        "attempt. Labels: tool, attempt and how it ended, the attempt's own duration."
+    )
+    if frames.hidden:
+        note += f' {frames.hidden:,} loop(s) collapsed into "+N more loops".'
     st.caption(note)
+    if view.incomplete_roots:
+        orphans = len(view.issues.orphans) + len(view.issues.cycles)
+        st.caption(f"Incomplete trace: {orphans:,} span(s) with a missing parent (loops drawn as roots).")
 
 
 def _tree_frame(rows: list[OutlineRow]) -> pd.DataFrame:
@@ -200,8 +220,9 @@ def explorer(view: TraceView) -> None:
     current = selected_span(view)
     left, right = st.columns([3, 2], gap="medium")
     with left:
-        # Only the chosen tab is drawn: the waterfall (a tall chart) costs nothing until asked for.
-        tabs = st.tabs(["Tree", "Waterfall", "Loops"], key="trace_view_tab", on_change="rerun")
+        # Only the chosen tab is drawn: the waterfall (a tall chart) costs nothing until asked for;
+        # the chosen tab is in the URL, so a link opens the graph.
+        tabs = st.tabs(list(VIEW_TABS), key=VIEW_TAB, on_change="rerun", bind="query-params")
         if tabs[0].open is not False:
             with tabs[0]:
                 _tree(view, rows, current)

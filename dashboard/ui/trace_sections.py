@@ -10,7 +10,6 @@ import streamlit as st
 from janux.dashboard.ui import nav
 from janux.dashboard.ui.table import show_table
 from janux.dashboard.views import tables
-from janux.dashboard.views.graph import DEFAULT_MAX_NODES, handoff_dot
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import outcomes, trace_outline
 from janux.tracing.analysis.trace_list import CHECKS_HELP, badge
@@ -81,31 +80,6 @@ def issues(view: TraceView) -> None:
     show_table(frame, key="trace_issues")
 
 
-def tree(view: TraceView) -> None:
-    """The handoff tree as a graph, collapsed beyond a node budget."""
-    if not view.nodes:
-        st.info("No agent loops in this trace.")
-        return
-    count = len(view.nodes)
-    limit = DEFAULT_MAX_NODES
-    if count > DEFAULT_MAX_NODES:
-        limit = int(
-            st.number_input(
-                f"Agent loops drawn (of {count:,}; the rest are collapsed)",
-                min_value=10,
-                max_value=max(count, 10),
-                value=DEFAULT_MAX_NODES,
-                step=50,
-                key="trace_tree_limit",
-            )
-        )
-    st.graphviz_chart(handoff_dot(view, max_nodes=limit))
-    st.caption(
-        "Edges: delegations (solid), transfers (bold), failed attempts (dashed); labels: tool, "
-        "attempt and how it ended, the attempt's own duration. Notes: handoffs that never ran."
-    )
-
-
 def _table_or_note(frame: pd.DataFrame, key: str, note: str) -> bool:
     """Draw the table, or the note when it has no rows; True when a table was drawn."""
     if frame.empty:
@@ -171,7 +145,6 @@ def checks(view: TraceView) -> None:
 
 SECTIONS: dict[str, Callable[[TraceView], None]] = {
     "Delegations & attempts": delegations,
-    "Handoff graph": tree,
     "Cost per loop": costs,
     "Budgets": budgets,
     "Checks": checks,

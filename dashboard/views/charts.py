@@ -20,7 +20,8 @@ UNPRICED_COLOR = "#9e9e9e"
 def cost_over_time(timeline: pd.DataFrame, by: str = "agent") -> alt.Chart:
     """Own cost per time bucket, stacked by `by` (agent or model; unpriced rows carry no cost and are
     left out)."""
-    priced = timeline[timeline["band"] != UNPRICED_BAND]
+    # Only bands with a cost to draw: an agent whose rounds are all unpriced has no bar, so no legend.
+    priced = timeline[(timeline["band"] != UNPRICED_BAND) & (timeline["cost USD"].fillna(0) > 0)]
     bands = sorted(str(b) for b in priced["band"].unique())
     colors = [_TABLEAU[i % len(_TABLEAU)] for i in range(len(bands))]
     return _stacked_bars(priced, ("cost USD", "cost (USD)", "$.6f"), by, bands, colors)
@@ -29,6 +30,7 @@ def cost_over_time(timeline: pd.DataFrame, by: str = "agent") -> alt.Chart:
 def tokens_over_time(timeline: pd.DataFrame, by: str = "agent") -> alt.Chart:
     """Tokens per time bucket, stacked by `by` (agent or model), with unpriced tokens as their own grey
     band."""
+    timeline = timeline[timeline["tokens"].fillna(0) > 0]  # a band without tokens has no bar, no legend
     bands = sorted(str(b) for b in timeline["band"].unique() if b != UNPRICED_BAND)
     colors = [_TABLEAU[i % len(_TABLEAU)] for i in range(len(bands))]
     if (timeline["band"] == UNPRICED_BAND).any():
@@ -49,7 +51,9 @@ def _stacked_bars(
             y=alt.Y(f"sum({column}):Q", title=title, stack="zero"),
             color=alt.Color("band:N", title=legend, scale=alt.Scale(domain=bands, range=colors)),
             tooltip=[
-                "time:T", "band:N", alt.Tooltip(f"sum({column}):Q", format=number, title=column.split()[0])
+                "time:T",
+                "band:N",
+                alt.Tooltip(f"sum({column}):Q", format=number, title=column.split()[0]),
             ],
         )
         .properties(height=220)
@@ -60,21 +64,48 @@ def _stacked_bars(
 _TABLEAU = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f"]
 
 
-def icicle(rects: pd.DataFrame, value_title: str) -> alt.Chart:
-    """An icicle: one row per delegation depth, each path's width its share of the inclusive value."""
-    chart: alt.Chart = (
-        alt.Chart(rects)
+ICICLE_ROW_PX = 54
+"""Height of one delegation depth in the icicle (room for two label lines)."""
+CHARS_PER_SHARE = 110
+"""Label characters that fit in a bar as wide as the whole icicle (about 7 px a character)."""
+
+
+def icicle_labels(rects: pd.DataFrame) -> pd.DataFrame:
+    """`rects` with the text drawn on each bar: the agent and its amount (`text`), cut to what the
+    bar's width holds, nothing on a bar too narrow for three characters (the tooltip names it)."""
+
+    def fit(row: pd.Series) -> str:
+        room = int((float(row["x1"]) - float(row["x0"])) * CHARS_PER_SHARE)
+        if room < 3:
+            return ""
+        lines = [str(row["agent"]), str(row["amount"])]
+        return "\n".join(line if len(line) <= room else line[: room - 1] + "…" for line in lines)
+
+    return rects.assign(text=rects.apply(fit, axis=1) if len(rects) else pd.Series(dtype=str))
+
+
+def icicle(rects: pd.DataFrame, value_title: str) -> alt.LayerChart:
+    """An icicle: one row per delegation depth, each path's width its share of the inclusive value,
+    each bar labelled with its agent and amount; coloured by agent (the legend lists those drawn)."""
+    labelled = icicle_labels(rects)
+    x = alt.X("x0:Q", axis=None, scale=alt.Scale(domain=[0, 1]))
+    y = alt.Y("depth:O", title="delegation depth")
+    bars = (
+        alt.Chart(labelled)
         .mark_rect(stroke="white")
         .encode(
-            x=alt.X("x0:Q", axis=None, scale=alt.Scale(domain=[0, 1])),
-            x2="x1:Q",
-            y=alt.Y("depth:O", title="delegation depth"),
-            color=alt.Color("agent:N", title="agent"),
-            tooltip=["path:N", alt.Tooltip("value:Q", title=value_title, format=",.6f")],
+            x=x, x2="x1:Q", y=y, color=alt.Color("agent:N", title="agent"),
+            tooltip=["path:N", alt.Tooltip("amount:N", title=value_title), "cost:N", "tokens:Q"],
         )
-        .properties(height=60 + 50 * max(1, int(rects["depth"].max()) + 1 if len(rects) else 1))
+    )  # fmt: skip
+    text = (
+        alt.Chart(labelled)
+        .transform_calculate(middle="(datum.x0 + datum.x1) / 2")
+        .mark_text(color="white", fontSize=11, lineBreak="\n", baseline="middle")
+        .encode(x=alt.X("middle:Q", axis=None, scale=alt.Scale(domain=[0, 1])), y=y, text="text:N")
     )
-    return chart
+    rows = int(rects["depth"].max()) + 1 if len(rects) else 1
+    return alt.LayerChart(layer=[bars, text], height=20 + ICICLE_ROW_PX * rows)
 
 
 def turns_frame(summaries: list[TraceSummary]) -> pd.DataFrame:

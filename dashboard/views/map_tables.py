@@ -1,28 +1,28 @@
-"""The agent map as pictures and tables: Graphviz DOT, node/edge tables, paths, a timeline.
+"""The agent map's tables and the words of its pictures: node/edge tables, paths, a timeline, how a
+cost, a duration and an edge read (the clickable map itself is `map_chart`).
 
 Everything is drawn from one `AgentMap` (the source's exact aggregate over a range); every chart
-has the table it was drawn from, and every label from a trace is escaped (`graph.escape`).
+has the table it was drawn from.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 import pandas as pd
 
-from janux.dashboard.views.graph import escape
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis.agentmap.build import percentile
-from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, AgentStats, EdgeStats
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, EdgeStats
 from janux.tracing.analysis.money_cells import cost_cell
 from janux.tracing.analysis.trace_parts import Usage
 
 WidthBy = Literal["count", "cost"]
 """What an edge's width shows: how many delegations, or the inclusive cost they carried."""
 MIN_PEN, MAX_PEN = 1.0, 8.0
-"""Thinnest and thickest edge (Graphviz penwidth)."""
+"""Thinnest and thickest edge (stroke width, px)."""
 UNKNOWN_CALLER = "(caller not in trace)"
 """Name shown for edges whose caller's spans are missing."""
 ROOT_PATH = "(top level)"
@@ -63,79 +63,6 @@ def caller_name(edge: EdgeStats) -> str:
 def edge_label(edge: EdgeStats) -> str:
     """`triage → researcher (delegate)`: how an edge is named in lists and selections."""
     return f"{caller_name(edge)} → {edge.target} ({edge.kind})"
-
-
-def _widths(edges: list[EdgeStats], width_by: WidthBy) -> list[float]:
-    values = [float(e.count) if width_by == "count" else float(e.cost.cost or 0.0) for e in edges]
-    top = max(values, default=0.0)
-    if top <= 0:
-        return [MIN_PEN for _ in edges]
-    return [MIN_PEN + (MAX_PEN - MIN_PEN) * v / top for v in values]
-
-
-def _node_line(index: int, node: AgentStats, badges: Mapping[str, list[str]], selected: bool) -> str:
-    lines = [
-        node.agent,
-        f"{node.runs:,} runs · {node.error_rate:.0%} errors",
-        f"own {usd(node.own)} · incl {usd(node.inclusive)}",
-        f"p50 {ms(node.p50_ms)} · p95 {ms(node.p95_ms)}",
-        *(f"⚠ {name}" for name in badges.get(node.agent, [])),
-    ]
-    label = "\\n".join(escape(line) for line in lines)
-    fill = "#ffebee" if badges.get(node.agent) else ("#fff3e0" if node.errors else "#e3f2fd")
-    pen = ', penwidth=3, color="#1565c0"' if selected else ""
-    return f'  n{index} [label="{label}", fillcolor="{fill}"{pen}];'
-
-
-def _edge_line(ids: dict[str, int], edge: EdgeStats, width: float, badges: list[str], selected: bool) -> str:
-    color = failure_color(edge.failure_rate)
-    parts = [
-        f"{edge.count:,}× · {edge.failure_rate:.0%} failed",
-        f"{edge.attempts:,} attempts · {usd(edge.cost)}",
-        *(f"⚠ {name}" for name in badges),
-    ]
-    label = "\\n".join(escape(p) for p in parts)
-    style = "bold" if edge.kind == "transfer" else ("dashed" if not edge.caller else "solid")
-    extra = ', fontcolor="#1565c0"' if selected else ""
-    return (
-        f'  n{ids[caller_name(edge)]} -> n{ids[edge.target]} [label="{label}", color="{color}", '
-        f'penwidth={width:.2f}, style="{style}"{extra}];'
-    )
-
-
-def map_dot(
-    agent_map: AgentMap,
-    *,
-    width_by: WidthBy = "count",
-    node_badges: Mapping[str, list[str]] | None = None,
-    edge_badges: Mapping[tuple[str, str, str], list[str]] | None = None,
-    selected: str | None = None,
-) -> str:
-    """DOT of the map: a node per agent, an edge per (caller, target, kind); width by count or cost,
-    colour by failure rate; rules crossed show as ⚠ badges; `selected` (an agent or an edge label)
-    is outlined."""
-    names = [n.agent for n in agent_map.nodes]
-    for edge in agent_map.edges:
-        for name in (caller_name(edge), edge.target):
-            if name not in names:
-                names.append(name)
-    ids = {name: i for i, name in enumerate(names)}
-    lines = [
-        "digraph agents {",
-        '  graph [rankdir="LR", fontname="Helvetica"];',
-        '  node [shape=box, style="filled,rounded", fontname="Helvetica", fontsize=10];',
-        '  edge [fontname="Helvetica", fontsize=9];',
-    ]
-    by_name = {n.agent: n for n in agent_map.nodes}
-    for name, index in ids.items():
-        node = by_name.get(name) or AgentStats(name)
-        lines.append(_node_line(index, node, node_badges or {}, selected == name))
-    widths = _widths(agent_map.edges, width_by)
-    for edge, width in zip(agent_map.edges, widths, strict=True):
-        badges = (edge_badges or {}).get(edge.key, [])
-        lines.append(_edge_line(ids, edge, width, badges, selected == edge_label(edge)))
-    lines.append("}")
-    return "\n".join(lines)
 
 
 def nodes_frame(agent_map: AgentMap) -> pd.DataFrame:
@@ -230,47 +157,62 @@ _PATH_COLUMNS = [
 def icicle_frame(agent_map: AgentMap, value: Literal["cost", "tokens"] = "cost") -> pd.DataFrame:
     """Rectangles of an icicle of inclusive cost (or tokens) by delegation path: each path spans
     [x0, x1) inside its parent's span, in proportion to its own inclusive value; depth is the row.
+    Each also says its `amount` (the sized value, short), its `cost` and its `tokens`.
 
     A path's children never exceed it (inclusive covers them), so they nest; what is left of a
     parent's span is its own rounds. Unpriced paths get no width in the cost icicle (their tokens
-    are in the tokens icicle)."""
+    are in the tokens icicle, where every path that ran has its place)."""
 
     def amount(usage: Usage) -> float:
         return float(usage.cost or 0.0) if value == "cost" else float(usage.total_tokens)
 
-    by_parent: dict[tuple[str, ...], list[tuple[tuple[str, ...], float]]] = {}
+    by_parent: dict[tuple[str, ...], list[_Slice]] = {}
     for p in agent_map.paths:
-        by_parent.setdefault(p.path[:-1], []).append((p.path, amount(p.inclusive)))
+        by_parent.setdefault(p.path[:-1], []).append(_Slice(p.path, amount(p.inclusive), p.inclusive))
     rows: list[dict[str, object]] = []
     roots = by_parent.get((), [])
-    total = sum(v for _, v in roots)
-    _place(by_parent, roots, 0.0, 1.0, total, rows)
-    return pd.DataFrame(rows, columns=["path", "agent", "depth", "x0", "x1", "value"])
+    _place(by_parent, roots, (0.0, 1.0), sum(r.value for r in roots), value, rows)
+    return pd.DataFrame(
+        rows, columns=["path", "agent", "depth", "x0", "x1", "value", "amount", "cost", "tokens"]
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Slice:
+    path: tuple[str, ...]
+    value: float
+    usage: Usage
 
 
 def _place(
-    by_parent: dict[tuple[str, ...], list[tuple[tuple[str, ...], float]]],
-    items: Iterable[tuple[tuple[str, ...], float]],
-    start: float,
-    width: float,
+    by_parent: dict[tuple[str, ...], list[_Slice]],
+    items: Iterable[_Slice],
+    span: tuple[float, float],
     total: float,
+    value: str,
     rows: list[dict[str, object]],
 ) -> None:
     if total <= 0:
         return
-    x = start
-    for path, value in sorted(items, key=lambda item: -item[1]):
-        span = width * value / total
-        if span <= 0:
+    x, width = span
+    for item in sorted(items, key=lambda item: -item.value):
+        share = width * item.value / total
+        if share <= 0:
             continue
+        usage = item.usage
+        text = (
+            fmt.compact_usd(usage.cost)
+            if value == "cost"
+            else f"{fmt.compact_count(usage.total_tokens)} tokens"
+        )
         rows.append(
-            {"path": " > ".join(path), "agent": path[-1], "depth": len(path) - 1, "x0": x, "x1": x + span,
-             "value": value}
+            {"path": " > ".join(item.path), "agent": item.path[-1], "depth": len(item.path) - 1, "x0": x,
+             "x1": x + share, "value": item.value, "amount": text, "cost": usd(usage),
+             "tokens": usage.total_tokens}
         )  # fmt: skip
-        children = by_parent.get(path, [])
         # Children share the parent's span in proportion to the parent's inclusive value.
-        _place(by_parent, children, x, span, value, rows)
-        x += span
+        _place(by_parent, by_parent.get(item.path, []), (x, share), item.value, value, rows)
+        x += share
 
 
 def timeline_frame(agent_map: AgentMap) -> pd.DataFrame:

@@ -93,7 +93,9 @@ _COLUMNS = ["row", "start_ms", "end_ms", "duration_ms", "kind", "status", "name"
 def waterfall_chart(fall: Waterfall) -> alt.Chart:
     """The Altair chart of a waterfall: one labelled row per span, errors outlined in red,
     open spans (no end yet) drawn to the trace end and faded."""
-    kinds = alt.Scale(domain=list(KIND_COLORS), range=list(KIND_COLORS.values()))
+    # The legend lists the kinds drawn, never one this trace has none of.
+    present = [k for k in KIND_COLORS if k in set(fall.rows["kind"])]
+    kinds = alt.Scale(domain=present, range=[KIND_COLORS[k] for k in present])
     chart: alt.Chart = (
         alt.Chart(fall.rows)
         .mark_bar(strokeWidth=2)

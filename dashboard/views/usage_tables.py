@@ -50,7 +50,7 @@ TOOL: Final = TableSpec("tool", "delegation tool", "delegations", "failing")
 """Each delegation tool, with the own usage of its direct attempts."""
 MODEL: Final = TableSpec("model", "model", "rounds", "failed rounds")
 """Each requested model, from the inference spans."""
-CONVERSATION: Final = TableSpec("conversation", "conversation", "traces", "traces with error spans")
+CONVERSATION: Final = TableSpec("conversation", "conversation", "traces", "traces with failed handoffs")
 """Each conversation: the bill of each of its traces."""
 
 
@@ -115,6 +115,9 @@ class RangeUsage:
     """Sum of every trace's bill (its inference spans when it has none)."""
     traces: int
     """Traces in the range."""
+    failed_traces: int
+    """Traces in the range with at least one failed handoff (`UsageAggregate.failed` of the
+    conversation groups)."""
     complete: bool
     """False when the range holds more conversations than were fetched (totals then fall short)."""
     unread_traces: int
@@ -135,6 +138,7 @@ def range_usage(source: TraceSource, flt: TraceFilter) -> RangeUsage:
     return RangeUsage(
         total=total_usage(conversations),
         traces=sum(g.count for g in conversations),
+        failed_traces=sum(g.failed for g in conversations),
         complete=len(conversations) < CONVERSATION_LIMIT,
         tables=tables,
         unread_traces=sum(g.unread for g in conversations),

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pandas as pd
+from streamlit import dataframe_util
 from streamlit.testing.v1 import AppTest
 
 from janux.dashboard.ui.state import SOURCE_OVERRIDE
@@ -41,3 +43,27 @@ def show_section(at: AppTest, label: str) -> AppTest:
     at.run()
     assert not at.exception, at.exception
     return at
+
+
+def handoff_graph(at: AppTest) -> pd.DataFrame:
+    """Choose the Trace page's Graph tab (beside the detail) and return the marks its handoff chart
+    was drawn from: `kind`, `detail` (a mark's whole label), `span_id`, ..."""
+    at.session_state["trace_view_tab"] = "Graph"
+    at.run()
+    assert not at.exception, at.exception
+    return chart_data(at, "detail")
+
+
+def chart_data(at: AppTest, *columns: str) -> pd.DataFrame:
+    """The one dataset of the page's charts that has all of `columns`."""
+    found = []
+    for chart in at.get("vega_lite_chart"):
+        frames = [dataframe_util.convert_arrow_bytes_to_pandas_df(d.data.data) for d in chart.proto.datasets]
+        found += [f for f in frames if set(columns) <= set(f.columns)]
+    assert len(found) == 1, f"{len(found)} datasets with {columns}"
+    return found[0]
+
+
+def graph_text(at: AppTest) -> str:
+    """Every label of the Trace page's handoff chart, one per line."""
+    return "\n".join(handoff_graph(at)["detail"])

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter
-from tests.dashboard.app_helpers import OpenPage, show_section
+from tests.dashboard.app_helpers import OpenPage, chart_data, show_section
 from tests.dashboard.shown import rendered
 
 Demo = tuple[list[Any], dict[str, str]]
@@ -36,11 +36,17 @@ def test_map_draws_every_agent_and_edge(open_page: OpenPage, demo: Demo) -> None
     source = MemoryTraceSource(demo[0])
     expected = source.agent_map(TraceFilter())
     at = open_page(source, "agent_map.py")
-    dot = at.get("graphviz_chart")[0].proto.spec
+    drawn = chart_data(at, "choice", "detail")
+    labels = set(drawn["label"])
     for node in expected.nodes:
-        assert f'"{node.agent}\\n{node.runs:,} runs' in dot
+        assert any(label.startswith(f"{node.agent}\n{node.runs:,} runs") for label in labels)
     researcher = expected.edge("triage", "researcher")
-    assert researcher is not None and f"{researcher.count:,}× · {researcher.failure_rate:.0%} failed" in dot
+    assert researcher is not None
+    assert any(
+        label.startswith(f"{researcher.count:,}× · {researcher.failure_rate:.0%} failed") for label in labels
+    )
+    at.session_state["map_tab"] = "Tables (the data of the map)"  # drawn once chosen
+    at.run()
     edges = _table(at, "caller", "target", "delegations", "failure rate")
     row = edges[(edges["caller"] == "triage") & (edges["target"] == "researcher")].iloc[0]
     assert row["delegations"] == researcher.count and row["failed delegations"] == researcher.failed
@@ -55,14 +61,47 @@ def test_clicking_a_node_lists_its_traces_newest_first(open_page: OpenPage, demo
     frame = _table(at, "started (UTC)", "trace", "span")
     node = source.agent_map(TraceFilter()).node("fact_checker")
     assert node is not None and list(frame["trace"]) == [r.trace_id for r in node.recent]
-    assert (
-        "fact_checker"
-        in at.get("graphviz_chart")[0].proto.spec.split("penwidth=3")[0].rsplit("[label=", 1)[1]
-    )
+    drawn = chart_data(at, "choice", "detail")
+    assert list(drawn[drawn["selected"]]["choice"]) == ["agent: fact_checker"]  # outlined on the map
     # One click on a row opens that trace at the agent's span, in this session.
     opened = _click(at, "map_node_traces", 0)
     assert opened == {"trace_id": node.recent[0].trace_id, "span": node.recent[0].span_id}
     assert at.title[0].value == "Trace"
+
+
+def test_a_click_on_the_map_or_a_table_row_inspects_that_node_or_edge(
+    open_page: OpenPage, demo: Demo
+) -> None:
+    """A click on an edge's diamond, or on a row of the Nodes table, inspects it as the selector
+    would (its failures, its traces), with `?select=` in the URL."""
+    source = MemoryTraceSource(demo[0])
+    at = open_page(source, "agent_map.py")
+    wanted = "edge: triage → researcher (delegate)"
+    assert wanted in set(chart_data(at, "choice", "detail")["choice"])
+    at.session_state["map_graph"] = {"selection": {"pick": [{"choice": wanted}]}}
+    at.run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="map_inspect").value == wanted and at.query_params["select"] == wanted
+    assert [h.value for h in at.subheader if h.value == "Newest failures"]
+    drawn = chart_data(at, "choice", "detail")
+    assert list(drawn[drawn["selected"]]["choice"]) == [wanted]
+    # The link (`?select=`) opens the map inspecting that edge, outlined.
+    linked = open_page(source, "agent_map.py", select=wanted)
+    assert linked.selectbox(key="map_inspect").value == wanted
+    drawn = chart_data(linked, "choice", "detail")
+    assert list(drawn[drawn["selected"]]["choice"]) == [wanted]
+    # The Nodes table, one click on the fact_checker row: back on the map, inspecting it.
+    at.session_state["map_tab"] = "Tables (the data of the map)"
+    at.run()
+    nodes = _table(at, "agent", "runs", "error rate")
+    row = list(nodes["agent"]).index("fact_checker")
+    at.session_state["map_table_nodes"] = {
+        "selection": {"rows": [], "columns": [], "cells": [[row, "agent"]]}
+    }
+    at.run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="map_inspect").value == "agent: fact_checker"
+    assert any("Newest traces of fact_checker" in rendered(h.value) for h in at.subheader)
 
 
 def test_clicking_an_edge_lists_failures_linking_to_failures_and_the_handoff_screen(
@@ -163,6 +202,10 @@ def test_costs_page_draws_cost_over_time_and_the_path_icicle(open_page: OpenPage
     top = paths[paths["depth"] == 0]
     assert top["inclusive USD"].sum() == pytest.approx(sum(agent_map.turn_costs))
     assert "triage > researcher > fact_checker" in set(paths["path"])
+    # The icicle (bars sized by tokens by default) draws that depth-2 path too, labelled.
+    icicle = chart_data(at, "x0", "text").set_index("path")
+    assert icicle.loc["triage > researcher > fact_checker", "agent"] == "fact_checker"
+    assert icicle.loc["triage", "text"].startswith("triage\n")
 
 
 def test_traces_page_histograms_read_the_newest_traces(open_page: OpenPage, demo: Demo) -> None:
@@ -221,9 +264,9 @@ def test_the_dashboard_reads_a_big_map_in_a_helper_process(
         pid = opened.map_helper_pid
         assert pid is not None and pid != os.getpid()
         expected = MemoryTraceSource(demo[0]).agent_map(TraceFilter())
-        dot = at.get("graphviz_chart")[0].proto.spec
+        dot = "\n".join(chart_data(at, "choice", "detail")["detail"])
         for node in expected.nodes:
-            assert f'"{node.agent}\\n{node.runs:,} runs' in dot
+            assert f"{node.agent} · {node.runs:,} runs" in dot
         assert [m.value for m in at.metric if m.label == "Traces"] == [f"{expected.traces:,}"]
     finally:
         opened.close()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from janux.dashboard.views import map_tables as views
+from janux.dashboard.views.map_chart import map_frames
 from janux.tracing.analysis.agentmap.build import percentile
 from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, AgentStats, EdgeStats, PathStats
 from janux.tracing.analysis.trace_parts import Usage
@@ -26,21 +29,36 @@ def _map() -> AgentMap:
     )
 
 
-def test_dot_escapes_names_from_traces() -> None:
-    dot = views.map_dot(_map())
-    line = next(line for line in dot.splitlines() if line.startswith("  n1 [label="))
-    assert 'label="x\\"]; evil [label=\\"pwned\\n' in line  # quotes escaped, newline flattened
-    assert len(dot.splitlines()) == 4 + 3 + 2 + 1  # header, 3 nodes, 2 edges, "}": nothing injected
+def test_map_draws_names_from_traces_as_text() -> None:
+    frames = map_frames(_map())
+    agents = frames.points[frames.points["kind"] == "agent"]
+    hostile = next(label for label in agents["label"] if label.startswith("x"))
+    assert hostile.split("\n")[0] == 'x"]; evil [label="pwned'  # data drawn as text, one line
+    # Three agents, two edges, each an elbow of two lines: nothing injected.
+    assert len(agents) == 3 and (frames.points["kind"] == "edge").sum() == 2 and len(frames.lines) == 2 * 2
 
 
 def test_width_follows_count_or_cost_and_colour_follows_failure_rate() -> None:
     agent_map = _map()
-    by_count = views.map_dot(agent_map, width_by="count")
-    by_cost = views.map_dot(agent_map, width_by="cost")
-    assert f"penwidth={views.MAX_PEN:.2f}" in by_count and f"penwidth={views.MIN_PEN + 7 / 4:.2f}" in by_count
-    assert f"penwidth={views.MIN_PEN:.2f}" in by_cost  # the unpriced edge carries no known cost
+    by_count = map_frames(agent_map, width_by="count").lines.drop_duplicates("choice")
+    by_cost = map_frames(agent_map, width_by="cost").lines.drop_duplicates("choice")
+    # The delegation (4×, $0.50) and the transfer (1×, unpriced), a transfer drawn thicker.
+    assert list(by_count["width"]) == [views.MAX_PEN, pytest.approx((views.MIN_PEN + 7 / 4) * 1.6)]
+    assert list(by_cost["width"]) == [views.MAX_PEN, pytest.approx(views.MIN_PEN * 1.6)]
     assert views.failure_color(0.75) == "#c62828" and views.failure_color(0.0) == "#2e7d32"
-    assert views.UNKNOWN_CALLER in by_count and 'style="bold"' in by_count  # a transfer
+    points = map_frames(agent_map).points
+    assert f"agent: {views.UNKNOWN_CALLER}" in set(points["choice"])
+    assert set(by_count["dashed"]) == {True, False}  # the edge whose caller is missing
+
+
+def test_every_mark_of_the_map_is_an_entry_of_the_inspector() -> None:
+    """A click on a dot or a diamond inspects what the selector offers for it."""
+    agent_map = _map()
+    entries = {c.label for c in views.choices(agent_map)}
+    points = map_frames(agent_map, selected="agent: triage").points
+    known = {p for p in points["choice"] if p != f"agent: {views.UNKNOWN_CALLER}"}
+    assert known == entries
+    assert list(points[points["selected"]]["choice"]) == ["agent: triage"]
 
 
 def test_icicle_children_nest_inside_their_parent() -> None:

@@ -12,13 +12,13 @@ import pytest
 from streamlit import dataframe_util
 
 from janux.dashboard.ui.trace_explorer import TREE_ROWS
-from janux.dashboard.views.graph import DEFAULT_MAX_NODES
+from janux.dashboard.views.handoff_labels import DEFAULT_MAX_NODES
 from janux.dashboard.views.timeline import DEFAULT_MAX_ROWS
 from janux.tracing.analysis import TraceView, reconstruct
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.testing import synthetic_trace
-from tests.dashboard.app_helpers import OpenPage, show_section
+from tests.dashboard.app_helpers import OpenPage, handoff_graph
 
 SPANS = 10_000
 
@@ -35,15 +35,18 @@ def test_big_trace_page_is_collapsed_by_default(
     spans, view = big
     assert len(view.index.spans) >= SPANS and len(view.nodes) > DEFAULT_MAX_NODES
     at = open_page(MemoryTraceSource(spans), "trace.py", trace_id=spans[0].trace_id)
-    # Handoff graph (drawn once its tab is chosen): DEFAULT_MAX_NODES loops drawn, every other loop
-    # counted in a "+N more" node.
-    assert not at.get("graphviz_chart")
-    dot = show_section(at, "Handoff graph").get("graphviz_chart")[0].proto.spec
-    assert len(re.findall(r"^  n\d+ \[", dot, flags=re.M)) == DEFAULT_MAX_NODES
-    hidden = sum(int(n) for n in re.findall(r'"\+(\d+) more loops"', dot))
+    # The handoff graph (drawn once its tab is chosen): DEFAULT_MAX_NODES loops drawn, every other
+    # loop counted in a "+N more" mark.
+    assert not at.get("vega_lite_chart")
+    points = handoff_graph(at)
+    assert (points["kind"] == "loop").sum() == DEFAULT_MAX_NODES
+    more = points[points["kind"] == "more"]["detail"]
+    hidden = sum(int(re.sub(r"\D", "", text)) for text in more)
     assert hidden == len(view.nodes) - DEFAULT_MAX_NODES
     limit = at.number_input(key="trace_tree_limit")
     assert limit.value == DEFAULT_MAX_NODES and f"of {len(view.nodes):,}" in limit.label
+    at.session_state["trace_view_tab"] = "Tree"
+    at.run()
     # The waterfall is drawn only once its tab is chosen; then every span (not only handoffs), at
     # most DEFAULT_MAX_ROWS rows, the rest counted.
     assert not at.get("vega_lite_chart")

@@ -16,7 +16,7 @@ from janux.tracing.sources.clickhouse.deriver import derive_pending
 from janux.tracing.sources.clickhouse.source import ClickHouseSource
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter
-from tests.dashboard.app_helpers import OpenPage
+from tests.dashboard.app_helpers import OpenPage, chart_data
 from tests.support.clickhouse_rows import EXPORTER_DDL, insert_statement
 from tests.support.contract_traces import DENY_RULE, TOTAL_COST, contract_trace, plain_trace
 from tests.support.demo_traces import demo_traces
@@ -58,10 +58,10 @@ def test_traces_trace_costs_and_failures_pages(
     assert list(failures[failures["kind"] == "denied"]["reason"]) == [DENY_RULE]
     expected = MemoryTraceSource(contract_trace() + plain_trace()).agent_map(TraceFilter())
     at = open_page(source, "agent_map.py")
-    dot = at.get("graphviz_chart")[0].proto.spec
+    dot = "\n".join(chart_data(at, "choice", "detail")["detail"])
     assert expected.nodes
     for node in expected.nodes:  # the memory source's map, drawn from the derived tables
-        assert f'"{node.agent}\\n{node.runs:,} runs' in dot
+        assert f"{node.agent} · {node.runs:,} runs" in dot
 
 
 def test_the_traces_page_says_how_many_traces_are_still_being_derived(

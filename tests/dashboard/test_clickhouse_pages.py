@@ -61,7 +61,7 @@ def test_costs_page_on_clickhouse_rows(open_page: OpenPage, clickhouse: ClickHou
     """The exact tables come from ClickHouse's own aggregates (`usage_by` in SQL)."""
     at = open_page(clickhouse, "costs.py")
     metrics = {m.label: m.value for m in at.metric}
-    assert (metrics["Recorded cost"], metrics["Traces"]) == (fmt.usd(TOTAL_COST), "2")
+    assert (metrics["Recorded cost"], metrics["Traces"]) == (fmt.compact_usd(TOTAL_COST), "2")
     agents = _table(at, "agent", "failed loops").set_index("agent")
     assert agents.loc["researcher", "loops"] == 2 + 2  # the contract's 2 attempts, the plain trace's 2
     assert agents.loc["translator", "own unpriced tokens"] == 100

@@ -147,6 +147,10 @@ def _metrics(at: Any) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
 
+def _helps(at: Any) -> dict[str, str]:
+    return {m.label: m.proto.help for m in at.metric}
+
+
 def _table(at: Any, *columns: str) -> Any:
     found = [e for e in at.dataframe if set(columns) <= set(e.value.columns)]
     assert len(found) == 1, columns
@@ -166,9 +170,16 @@ def test_page_totals_cover_traces_older_than_the_rebuilt_ones(
     for view in rebuilt:
         bills.add(view.total)
     assert metrics["Traces"] == str(len(rebuilt))
-    assert metrics["Recorded cost"] == fmt.usd(bills.cost)
-    assert metrics["Unpriced tokens"] == f"{bills.unpriced_tokens:,}"
-    assert metrics["Tokens in / out"] == f"{bills.input_tokens:,} / {bills.output_tokens:,}"
+    # Nothing estimated (the demo's unpriced model is in no price table): "—", never "unpriced".
+    assert all(view.total.estimated_cost is None for view in rebuilt)
+    assert metrics["Estimated cost (rounds without a recorded price)"] == cells.MISSING
+    # Headlines read short (never cut with "…"), the exact figure in their help.
+    helps = _helps(at)
+    assert metrics["Recorded cost"] == fmt.compact_usd(bills.cost) == "$0.0373"
+    assert helps["Recorded cost"].startswith(f"Exact: {fmt.usd(bills.cost)}")
+    assert metrics["Unpriced tokens"] == fmt.compact_count(bills.unpriced_tokens)
+    assert metrics["Tokens"] == "31.5K in" and bills.input_tokens == 31_500
+    assert helps["Tokens"] == f"Exact: {bills.input_tokens:,} in / {bills.output_tokens:,} out"
     notes = [rendered(i.value) for i in at.info]
     assert any(f"Rebuilt from the newest 5 of {len(rebuilt)} traces in the range" in n for n in notes)
     # The own-cost table is the store's, over every trace; the inclusive one only the newest 5.
@@ -185,7 +196,7 @@ def test_page_separates_priced_unpriced_and_estimated(open_page: OpenPage) -> No
     )
     at = open_page(source, "costs.py")
     metrics = _metrics(at)
-    assert metrics["Recorded cost"] == fmt.usd(2 * TOTAL_COST)
+    assert metrics["Recorded cost"] == fmt.compact_usd(2 * TOTAL_COST)
     # The other runtime's rounds record no price: unpriced in the exact totals, estimated apart.
     plain_tokens = sum(r.input_tokens + r.output_tokens for r in _plain_rounds())
     assert metrics["Unpriced tokens"] == f"{2 * 100 + plain_tokens:,}"
@@ -230,7 +241,7 @@ def test_every_table_has_a_csv_that_spells_out_unpriced(open_page: OpenPage, dem
         "Download by conversation (CSV)",
         "Download cost over time by agent (CSV)",
         "Download tokens over time by agent (CSV)",
-        "Download inclusive cost by delegation path (CSV)",
+        "Download inclusive cost and tokens by delegation path (CSV)",
         "Download inclusive cost by agent (CSV)",
         "Download most expensive delegations (CSV)",
     ]
@@ -250,3 +261,34 @@ def test_empty_range_says_so(open_page: OpenPage) -> None:
     assert _metrics(at)["Traces"] == "0"
     assert _metrics(at)["Recorded cost"] == cells.MISSING
     assert [i.value for i in at.info].count("Nothing in this range.") == 5
+
+
+@pytest.mark.parametrize("kind", ["memory", "store"])
+def test_costs_and_traces_count_the_same_failed_traces(
+    open_page: OpenPage, demo: Demo, kind: str, tmp_path: Any
+) -> None:
+    """One meaning per number: a failed trace holds a failed handoff (`outcomes.is_failed_handoff`);
+    the Costs page's count, per conversation and in total, is the Traces list's. A retried handoff
+    that completed (error spans, no failed handoff) is not a failed trace; a cut one (no error span)
+    is."""
+    spans, names = demo
+    if kind == "memory":
+        source: Any = MemoryTraceSource(spans)
+    else:
+        from janux.tracing.sources.store import open_store
+
+        source = open_store(tmp_path)
+        source.write(spans)
+    traces = _table(open_page(source, "traces.py"), "conversation", "failed handoffs", "status").value
+    listed = traces.assign(failed=traces["failed handoffs"] > 0).groupby("conversation")["failed"].sum()
+    assert (traces["status"] == "failed").sum() == listed.sum()  # the list's status says the same
+    costs = open_page(source, "costs.py")
+    by_conversation = _table(costs, "conversation", "traces with failed handoffs").value
+    counted = by_conversation.set_index("conversation")["traces with failed handoffs"]
+    assert counted.sort_index().to_dict() == listed.sort_index().astype(int).to_dict()
+    assert _metrics(costs)["Traces with failed handoffs"] == str(listed.sum())
+    conversation_of = dict(zip(traces["trace"], traces["conversation"], strict=True))
+    assert counted[conversation_of[names["retry_then_success"]]] == 0
+    assert counted[conversation_of[names["cut_max_tokens"]]] == 1
+    if kind == "store":
+        source.close()

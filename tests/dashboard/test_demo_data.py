@@ -15,7 +15,7 @@ from janux.tracing import conventions as c
 from janux.tracing.analysis import TraceView, reconstruct
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.memory import MemoryTraceSource
-from tests.dashboard.app_helpers import OpenPage, show_section
+from tests.dashboard.app_helpers import OpenPage, graph_text, show_section
 from tests.dashboard.shown import rendered
 
 Demo = tuple[list[SpanRecord], dict[str, str]]
@@ -197,8 +197,7 @@ def test_trace_page_names_who_transferred_and_why_no_attempt(open_page: OpenPage
     assert list(delegations["caller"]) == ["triage"] and list(delegations["target"]) == ["billing"]
     assert not [e for e in at.dataframe if "error.type" in e.value.columns]  # no empty attempts table
     assert any("transfer hands the conversation to billing" in rendered(i.value) for i in at.info)
-    show_section(at, "Handoff graph")
-    dot = at.get("graphviz_chart")[0].proto.spec
+    dot = graph_text(at)
     assert "completed · transfer" in dot and "1 attempt" not in dot
     (failure,) = [f for f in _views_of(spans)[ids["denied_max_depth"]].failures if f.kind == "denied"]
     assert failure.caller == "researcher"

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from janux.dashboard.views.graph import handoff_dot
+from janux.dashboard.views.handoff_chart import handoff_frames
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import money_cells as cells
 from janux.tracing.analysis.readers.structure import UNNAMED_AGENT
@@ -95,7 +95,9 @@ def test_costs_page_totals_and_the_unread_warning(
     at = open_page(sources[kind], "costs.py")
     metrics = _metrics(at)
     tokens = (sum(c.truth["input_tokens"] for c in CASES), sum(c.truth["output_tokens"] for c in CASES))
-    assert metrics["Tokens in / out"] == f"{tokens[0]:,} / {tokens[1]:,}"
+    helps = {m.label: m.proto.help for m in at.metric}
+    assert metrics["Tokens"] == f"{fmt.compact_count(tokens[0])} in"
+    assert helps["Tokens"] == f"Exact: {tokens[0]:,} in / {tokens[1]:,} out"
     assert metrics["Traces"] == str(len(CASES))
     (warning,) = [w.value for w in at.warning if "partly unread" in w.value]
     partly = [c for c in CASES if c.truth["unread_calls"]]
@@ -128,12 +130,13 @@ def test_a_failed_agent_reads_error_never_error_error() -> None:
     assert len(failing) >= 3
     for case in failing:
         view = reconstruct(list(case.spans))
-        dot = handoff_dot(view)
-        assert "error: error" not in dot, case.id
+        points = handoff_frames(view).points
+        assert "error: error" not in "\n".join(points["detail"]), case.id
         targets = {e["target"] for e in case.truth["edges"] if e["status"] == "failed"}
         failed = [n for n in view.nodes if n.agent in targets and n.status == "error"]
         assert failed and all(n.error_type is None for n in failed), case.id
-        assert dot.count("#ffebee") >= len(failed), case.id  # drawn as failed all the same
+        drawn_failed = points[(points["kind"] == "loop") & (points["state"] == "failed")]
+        assert len(drawn_failed) >= len(failed), case.id  # drawn as failed all the same
 
 
 def test_a_managed_agent_never_exported_marks_its_trace_incomplete() -> None:

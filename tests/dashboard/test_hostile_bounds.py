@@ -3,13 +3,13 @@ agent map's paths, the graph and the loop table's indentation by depth; uploads 
 
 from __future__ import annotations
 
-import re
 import tracemalloc
 
 from janux.dashboard.gate import MIB, UploadRoom
 from janux.dashboard.ui.view_cache import ViewCache, view_bytes
 from janux.dashboard.views import tables
-from janux.dashboard.views.graph import DEFAULT_MAX_NODES, MAX_DRAWN_DEPTH, handoff_dot
+from janux.dashboard.views.handoff_chart import handoff_frames
+from janux.dashboard.views.handoff_labels import DEFAULT_MAX_NODES, MAX_DRAWN_DEPTH
 from janux.tracing.analysis.agentmap.loops import DEEPER, MAX_PATH_DEPTH
 from janux.tracing.analysis.formatting import MAX_INDENT_DEPTH
 from janux.tracing.analysis.trace_view import reconstruct
@@ -55,10 +55,11 @@ def test_the_loop_table_indents_at_most_a_bounded_depth() -> None:
 
 
 def test_the_handoff_graph_of_a_deep_chain_collapses_past_its_depth() -> None:
-    dot = handoff_dot(reconstruct(nested_agents(DEPTH)), max_nodes=DEFAULT_MAX_NODES)
-    drawn = [line for line in dot.splitlines() if re.match(r"\s*n\d+ \[", line)]
-    assert len(drawn) == MAX_DRAWN_DEPTH + 1  # levels 0..24 drawn, the rest one "+N more" node
-    assert f"+{DEPTH - MAX_DRAWN_DEPTH - 1} more loops" in dot
+    points = handoff_frames(reconstruct(nested_agents(DEPTH)), DEFAULT_MAX_NODES).points
+    assert (points["kind"] == "loop").sum() == MAX_DRAWN_DEPTH + 1  # levels 0..24, the rest "+N more"
+    assert list(points[points["kind"] == "more"]["detail"]) == [
+        f"+{DEPTH - MAX_DRAWN_DEPTH - 1:,} more loops"
+    ]
 
 
 def test_uploads_are_capped_per_session_and_in_all() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from janux.dashboard.views.graph import handoff_dot
+from janux.dashboard.views.handoff_chart import handoff_frames
 from janux.tracing import conventions as c
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import outcomes, reconstruct
@@ -32,7 +32,7 @@ def test_a_failed_attempt_never_reads_completed_and_keeps_its_own_duration(demo:
     assert outcomes.attempt_outcome(second) == c.STATUS_COMPLETED
     assert first.error == "upstream returned 503 Service Unavailable"
     # The graph labels each attempt with its own outcome and duration, not the delegation's.
-    dot = handoff_dot(view)
+    dot = "\n".join(handoff_frames(view).points["detail"])
     assert f"attempt 1/2: failed: model_error · {fmt.ms(first.duration_ms)}" in dot
     assert f"attempt 2/2: completed · {fmt.ms(second.duration_ms)}" in dot
     assert fmt.ms(d.duration_ms) not in dot
@@ -87,7 +87,7 @@ def test_missing_values_each_have_one_word() -> None:
 
 
 def test_denied_handoff_reads_not_run_on_the_graph(demo: Demo) -> None:
-    dot = handoff_dot(_view(demo, "denied_max_depth"))
+    dot = "\n".join(handoff_frames(_view(demo, "denied_max_depth")).points["detail"])
     assert f"denied · {outcomes.NOT_RUN}" in dot and "0 attempts" not in dot
 
 
@@ -142,16 +142,42 @@ def test_budget_lines_read_the_same_on_the_trace_page_and_the_handoff_screen(dem
     assert not any(cell.endswith("/ open") or cell.endswith("/ —") for cell in cells)
 
 
-def test_the_loop_graph_colours_each_attempt_by_how_it_ended(demo: Demo) -> None:
-    from janux.dashboard.views.loop_chart import loop_frames
+def test_the_handoff_chart_colours_each_attempt_by_how_it_ended(demo: Demo) -> None:
+    from janux.dashboard.views.handoff_chart import handoff_frames
 
     view = _view(demo, "retry_then_success")
-    points, lines = loop_frames(view)
-    by_label = points.set_index("label")
-    assert by_label.loc["researcher #1", "outcome"] == "failed: model_error"
-    assert (by_label.loc["researcher #1", "state"], by_label.loc["researcher #2", "state"]) == (
+    frames = handoff_frames(view)
+    loops = frames.points[frames.points["kind"] == "loop"]
+    by_label = loops.assign(first=loops["label"].str.split("\n").str[0]).set_index("first")
+    assert (by_label.loc["researcher  #1", "state"], by_label.loc["researcher  #2", "state"]) == (
         "failed",
         "ok",
     )
-    assert sorted(lines["state"]) == ["failed", "ok"]
-    assert list(points["span_id"]) == [n.span_id for n in view.nodes]
+    assert list(loops["span_id"]) == [n.span_id for n in view.nodes]
+    handoffs = frames.points[frames.points["kind"] == "handoff"]
+    (d,) = view.delegations
+    assert list(handoffs["detail"]) == [
+        f"{d.tool} · attempt 1/2: failed: model_error · {fmt.ms(d.attempts[0].duration_ms)}",
+        f"{d.tool} · attempt 2/2: completed · {fmt.ms(d.attempts[1].duration_ms)}",
+    ]
+    assert list(frames.edges["dashed"]) == [True, True, False, False]  # the failed attempt's elbow
+    # The span shown in the detail is outlined on the graph: that attempt's loop, nothing else.
+    outlined = handoff_frames(view, selected=d.attempts[0].span_id).points
+    assert list(outlined[outlined["selected"]]["kind"]) == ["loop"]
+    assert not handoff_frames(view).points["selected"].any()
+
+
+def test_every_mark_of_the_handoff_chart_selects_a_span_of_its_trace(demo: Demo) -> None:
+    """A click on any loop, handoff or handoff that never ran selects a span the detail can show:
+    the loop's, else the delegation's tool span."""
+    from janux.dashboard.views.handoff_chart import handoff_frames
+
+    for name in ("retry_then_success", "nested_delegation", "denied_max_depth", "transfer_to_specialist"):
+        view = _view(demo, name)
+        points = handoff_frames(view).points
+        assert all(view.span(span_id) is not None for span_id in points["span_id"]), name
+        tools = {d.tool_span_id for d in view.delegations if d.tool_span_id}
+        assert tools <= set(points["span_id"]), name
+        if name == "denied_max_depth":
+            (note,) = points[points["kind"] == "not run"].itertuples()
+            assert "max_depth" in str(note.detail) and note.state == "failed"

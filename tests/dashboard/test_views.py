@@ -10,7 +10,7 @@ import pytest
 
 from janux.dashboard.views.audit import audit
 from janux.dashboard.views.compare import cost_diff, node_paths, tree_diff
-from janux.dashboard.views.graph import escape, handoff_dot
+from janux.dashboard.views.handoff_chart import handoff_frames
 from janux.dashboard.views.timeline import waterfall
 from janux.dashboard.views.usage_tables import NO_KEY, TOOL, total_usage, usage_frame
 from janux.tracing.analysis import formatting as fmt
@@ -29,20 +29,13 @@ def test_money_never_shows_unknown_as_zero() -> None:
     assert fmt.ms(None) == "open" and fmt.ms(1234.4) == "1,234 ms"
 
 
-def test_escape_neutralises_dot_syntax() -> None:
-    assert escape('a"b\\c') == 'a\\"b\\\\c'
-    assert escape("line\nbreak\x00") == "line break "
-    assert len(escape("x" * 500)) <= 48
-
-
 def test_big_tree_is_collapsed_with_counts() -> None:
     view = reconstruct(synthetic_trace(10_000, seed=4))
-    dot = handoff_dot(view, max_nodes=100)
-    drawn = re.findall(r"^  n(\d+) \[", dot, flags=re.M)
-    assert len(drawn) == 100
-    hidden = sum(int(n) for n in re.findall(r'"\+(\d+) more loops"', dot))
-    assert hidden == len(view.nodes) - 100
-    assert handoff_dot(view, max_nodes=len(view.nodes)).count("more loops") == 0
+    frames = handoff_frames(view, max_nodes=100)
+    assert (frames.points["kind"] == "loop").sum() == 100
+    more = frames.points[frames.points["kind"] == "more"]["detail"]
+    assert sum(int(re.sub(r"\D", "", text)) for text in more) == frames.hidden == len(view.nodes) - 100
+    assert (handoff_frames(view, max_nodes=len(view.nodes)).points["kind"] != "more").all()
 
 
 def test_waterfall_handoff_mode_and_row_limit() -> None:

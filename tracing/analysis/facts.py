@@ -130,7 +130,8 @@ class UsageAggregate:
     """How many: agent loops, delegations (tool spans), model rounds, or traces."""
     failed: int
     """How many of those failed: ERROR agent loops, delegations whose final handoff status is
-    failing, ERROR model rounds, or traces with at least one ERROR span."""
+    failing, ERROR model rounds, or traces with at least one failed handoff (the trace list's
+    `failed_handoffs`; error spans alone, such as a retried attempt's, do not fail a trace)."""
     input_tokens: int | None
     """Summed input tokens; None when no counted span reported any."""
     output_tokens: int | None

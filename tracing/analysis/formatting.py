@@ -51,6 +51,34 @@ def usd(value: float | None, *, estimated: bool = False) -> str:
     return f"≈ {text} (est.)" if estimated else text
 
 
+def compact_usd(value: float | None, *, estimated: bool = False) -> str:
+    """A headline's short amount: three significant digits below $1 (`$0.0348`, `$0.000076`), cents
+    up to $1,000 (`$12.35`), whole dollars up to a million (`$1,234`), then `$1.23M`; rounded by
+    `money_decimal`. The exact amount (`usd`) goes in the headline's help."""
+    if value is None or not math.isfinite(value):
+        return usd(value, estimated=estimated)
+    size = abs(value)
+    if size >= 1_000_000:
+        text = f"${money_decimal(value / 1_000_000, 2):,.2f}M"
+    elif size >= 1_000:
+        text = dollars(value, 0)
+    elif size >= 1 or size == 0:
+        text = dollars(value, 2)
+    else:
+        digits = min(MONEY_DECIMALS, 2 - math.floor(math.log10(size)))
+        text = dollars(value, max(digits, 2))
+    return f"≈ {text} (est.)" if estimated else text
+
+
+def compact_count(n: int) -> str:
+    """A headline's short count: exact below 10,000 (`1,404`), then `31.5K`, `1.2M`, `3.4B`; the
+    exact count goes in the headline's help."""
+    for scale, suffix in ((1_000_000_000, "B"), (1_000_000, "M"), (1_000, "K")):
+        if abs(n) >= 10_000 and round(abs(n) / scale, 1) >= 1:
+            return f"{n / scale:,.1f}{suffix}"
+    return f"{n:,}"
+
+
 NO_USAGE = "—"
 """Shown where no tokens were used at all (nothing to price, so not "unpriced")."""
 

@@ -69,6 +69,6 @@ def analyse(trace_id: str, spans: Sequence[SpanRecord]) -> TraceFacts:
         summary=summarize(trace_id, spans, facts),
         loops=loops,
         delegations=delegations,
-        usage=trace_groups(spans, janux, derived_rows(facts)),
+        usage=trace_groups(spans, janux, derived_rows(facts), facts.failed_handoffs),
         failed_span_ids=[span.span_id for span in failed_edge_spans(facts, by_id)],
     )

@@ -15,7 +15,7 @@ from typing import Any
 from janux.tracing import conventions as c
 from janux.tracing.analysis.derived_rows import DerivedRow, trace_rows
 from janux.tracing.analysis.facts import USAGE_DIMENSIONS, UsageAggregate, UsageDimension
-from janux.tracing.analysis.readers.structure import is_janux_trace
+from janux.tracing.analysis.readers.structure import is_janux_trace, structure_facts
 from janux.tracing.analysis.trace_parts import plus
 from janux.tracing.analysis.usage_rows import (
     GROUP_COLUMNS,
@@ -26,7 +26,7 @@ from janux.tracing.analysis.usage_rows import (
     finish,
     span_usage,
 )
-from janux.tracing.records import STATUS_ERROR, SpanRecord
+from janux.tracing.records import SpanRecord
 
 
 @dataclass(slots=True)
@@ -139,9 +139,11 @@ def _janux_tools(
 
 
 def _conversation(
-    spans: Sequence[SpanRecord], groups: dict[str, _Group], rows: SpanRows | None = None
+    spans: Sequence[SpanRecord], groups: dict[str, _Group], failed_handoffs: int, rows: SpanRows | None = None
 ) -> None:
-    """One trace: its root's bill, or (no bill) the sum of its model calls."""
+    """One trace: its root's bill, or (no bill) the sum of its model calls; it counts as failed when
+    it holds a failed handoff (`failed_handoffs`, the Traces list's column), never for error spans
+    alone (a retried attempt's error is not a failure of the trace)."""
     if not spans:
         return
     roots = [s for s in spans if not s.parent_span_id]
@@ -150,7 +152,7 @@ def _conversation(
     key = attrs.get(c.GEN_AI_CONVERSATION_ID)
     group = groups.setdefault(key if isinstance(key, str) else "", _Group())
     group.count += 1
-    group.failed += any(s.status_code == STATUS_ERROR for s in spans)
+    group.failed += failed_handoffs > 0
     if any(attrs.get(name) is not None for name in c.BILL_KEYS):
         group.add_usage(*bill_sums(attrs))
         return
@@ -168,7 +170,7 @@ def group_rows(dimension: str, traces: Iterable[Sequence[SpanRecord]]) -> list[t
     groups: dict[str, _Group] = {}
     for spans in traces:
         if wanted == "conversation":
-            _conversation(spans, groups)
+            _conversation(spans, groups, structure_facts(spans).failed_handoffs)
         elif wanted != "model" and not is_janux_trace(spans):
             _structural(spans, wanted, groups)
         elif wanted == "tool":
@@ -181,18 +183,19 @@ def group_rows(dimension: str, traces: Iterable[Sequence[SpanRecord]]) -> list[t
 
 
 def trace_groups(
-    spans: Sequence[SpanRecord], janux: bool, derived: list[DerivedRow]
+    spans: Sequence[SpanRecord], janux: bool, derived: list[DerivedRow], failed_handoffs: int
 ) -> list[tuple[UsageDimension, tuple[Any, ...]]]:
     """What one trace adds to `usage_by` in every dimension: (dimension, `GROUP_COLUMNS` row) pairs.
 
-    `janux` says whether the trace carries Janux accounting and `derived` are its structural rows
-    (`derived_rows`), both read once by the caller; the rules are `group_rows`'s, per dimension."""
+    `janux` says whether the trace carries Janux accounting, `derived` are its structural rows
+    (`derived_rows`) and `failed_handoffs` its count of failed handoffs, all read once by the
+    caller; the rules are `group_rows`'s, per dimension."""
     rows = span_rows(spans)
     found: list[tuple[UsageDimension, tuple[Any, ...]]] = []
     for dimension in USAGE_DIMENSIONS:
         groups: dict[str, _Group] = {}
         if dimension == "conversation":
-            _conversation(spans, groups, rows)
+            _conversation(spans, groups, failed_handoffs, rows)
         elif dimension != "model" and not janux:
             _structural(spans, dimension, groups, derived)
         elif dimension == "tool":

@@ -6,16 +6,13 @@ Its screenshots are the README's (docs/screenshots/agent-map*.png, costs-*.png, 
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import Page, expect
 
 from janux.tracing.sources.protocol import TraceFilter
 from janux.tracing.sources.store import open_store
-from tests.dashboard.browser.test_dashboard_in_chromium import UI_WAIT_MS, Served, _open, _shot
-
-
-def _choose(page: Page, label: str, option: str) -> None:
-    page.get_by_role("combobox", name=label).click()
-    page.get_by_role("option", name=option, exact=True).click()
+from tests.dashboard.browser.test_dashboard_in_chromium import UI_WAIT_MS, Served, _open, _shot, cut_metrics
 
 
 def test_agent_map_node_and_edge_click_through(served: Served, page: Page) -> None:
@@ -24,13 +21,17 @@ def test_agent_map_node_and_edge_click_through(served: Served, page: Page) -> No
     edge = agent_map.edge("triage", "researcher")
     assert edge is not None and edge.failed
     _open(page, f"{served.url}/agent-map", "Agent map")
-    graph = page.locator("svg")
+    graph = page.locator("[data-testid='stVegaLiteChart'] svg")
     expect(graph.get_by_text("researcher", exact=True).first).to_be_visible(timeout=UI_WAIT_MS)
     expect(graph.get_by_text(f"{edge.count}× · {edge.failure_rate:.0%} failed").first).to_be_visible()
     _shot(page, "agent-map")
-    _choose(page, "Inspect a node or an edge", "agent: fact_checker")
+    # One click on an agent's dot, then on an edge's diamond, inspects it (as the selector would).
+    expect(page.get_by_text("Newest traces of triage", exact=False)).to_be_visible(timeout=UI_WAIT_MS)
+    assert cut_metrics(page) == []  # "$0.0348", "+ 415 unpriced tokens" below it: never "$0.0348 + …"
+    graph.locator("[aria-label*='inspect: agent: fact_checker']").first.click()
     expect(page.get_by_text("Newest traces of fact_checker", exact=False)).to_be_visible(timeout=UI_WAIT_MS)
-    _choose(page, "Inspect a node or an edge", "edge: triage → researcher (delegate)")
+    expect(page).to_have_url(re.compile("select=agent"))
+    graph.locator("[aria-label*='inspect: edge: triage → researcher (delegate)']").first.click()
     expect(page.get_by_role("heading", name="Newest failures")).to_be_visible(timeout=UI_WAIT_MS)
     page.get_by_role("heading", name="Newest failures").evaluate("e => e.scrollIntoView({block: 'center'})")
     _shot(page, "agent-map-edge")
@@ -45,13 +46,15 @@ def test_agent_map_node_and_edge_click_through(served: Served, page: Page) -> No
 
 def test_costs_over_time_and_the_path_icicle(served: Served, page: Page) -> None:
     _open(page, f"{served.url}/costs", "Costs")
+    page.get_by_role("tab", name="Over time & by path", exact=True).click()
+    expect(page).to_have_url(re.compile("costs_section=Over"))
     heading = page.get_by_role("heading", name="Cost over time and by delegation path")
     expect(heading).to_be_visible(timeout=UI_WAIT_MS)
     heading.evaluate("e => e.scrollIntoView({block: 'start'})")
     charts = page.locator("[data-testid='stVegaLiteChart']")
     expect(charts.nth(1)).to_be_visible(timeout=UI_WAIT_MS)
     _shot(page, "costs-over-time")
-    icicle = page.get_by_role("heading", name="Inclusive cost by delegation path")
+    icicle = page.get_by_role("heading", name="Inclusive tokens by delegation path")
     icicle.evaluate("e => e.scrollIntoView({block: 'start'})")
     expect(charts.nth(2)).to_be_visible(timeout=UI_WAIT_MS)
     _shot(page, "costs-paths")

@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from janux.cli.commands.demo import wait_until_up
-from janux.tracing.analysis.formatting import usd
+from janux.tracing.analysis.formatting import compact_usd, usd
 from janux.tracing.sources.clickhouse import schema
 from janux.tracing.sources.clickhouse.chdb_client import ChdbClient
 from janux.tracing.sources.clickhouse.deriver import derive_pending
@@ -75,7 +75,7 @@ def test_trace_costs_failures_and_agent_map_pages(derived: Derived, page: Page) 
     expect(page.get_by_text(usd(TOTAL_COST), exact=True).first).to_be_visible(timeout=UI_WAIT_MS)
     _open(page, f"{derived.url}/costs", "Costs")
     recorded = page.locator("[data-testid='stMetric']").filter(has_text="Recorded cost")
-    expect(recorded.first).to_contain_text(usd(TOTAL_COST), timeout=UI_WAIT_MS)
+    expect(recorded.first).to_contain_text(compact_usd(TOTAL_COST), timeout=UI_WAIT_MS)
     _open(page, f"{derived.url}/failures", "Failures")
     denied = page.locator("[data-testid='stMetric']").filter(has_text="denied")
     expect(denied.first).to_contain_text("1", timeout=UI_WAIT_MS)

@@ -23,7 +23,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from janux.cli.commands.demo import wait_until_up
-from janux.tracing.analysis.formatting import usd
+from janux.tracing.analysis.formatting import compact_usd, usd
 from janux.tracing.analysis.money_cells import money_text
 from janux.tracing.conventions import JANUX_HANDOFF_DENY_REASON
 from janux.tracing.sources.protocol import TraceFilter, TraceSummary
@@ -162,8 +162,8 @@ def test_traces_page_lists_every_demo_trace(served: Served, page: Page) -> None:
 
 def test_trace_page_shows_a_delegation_with_two_attempts(served: Served, page: Page) -> None:
     retried = _trace_with(served.traces, attempts=2, failed=0, delegations=1)
-    _open(page, f"{served.url}/trace?trace_id={retried.trace_id}&trace_section=Handoff+graph", "Trace")
-    graph = page.locator("svg")
+    _open(page, f"{served.url}/trace?trace_id={retried.trace_id}&trace_view_tab=Graph", "Trace")
+    graph = page.locator("[data-testid='stVegaLiteChart'] svg")
     expect(graph.get_by_text("attempt 1/2", exact=False).first).to_be_visible(timeout=UI_WAIT_MS)
     expect(graph.get_by_text("attempt 2/2", exact=False).first).to_be_visible()
     assert retried.bill_cost is not None
@@ -175,8 +175,9 @@ def test_trace_page_shows_a_delegation_with_two_attempts(served: Served, page: P
 def test_trace_page_names_the_rule_that_denied_a_handoff(served: Served, page: Page) -> None:
     assert set(served.denied_by) >= {"allowed_tools", "denied_tools", "max_depth", "guardrail"}
     denied = served.denied_by["max_depth"]
+    # A link from before the graph moved beside the detail still opens the graph.
     _open(page, f"{served.url}/trace?trace_id={denied}&trace_section=Handoff+graph", "Trace")
-    graph = page.locator("svg")
+    graph = page.locator("[data-testid='stVegaLiteChart'] svg")
     expect(graph.get_by_text("max_depth", exact=True).first).to_be_visible(timeout=UI_WAIT_MS)
     expect(graph.get_by_text("denied · not run", exact=False).first).to_be_visible()
 
@@ -188,20 +189,32 @@ def test_failures_page_counts_each_kind(served: Served, page: Page) -> None:
     _shot(page, "failures")
 
 
+def cut_metrics(page: Page) -> list[str]:
+    """The headline values drawn cut (wider than their box, shown with "…" by CSS), once drawn."""
+    page.locator("[data-testid='stMetricValue']").first.wait_for(timeout=UI_WAIT_MS)
+    script = (
+        "els => els.filter(el => [el, ...el.querySelectorAll('*')]"
+        ".some(e => e.scrollWidth > e.clientWidth + 1)).map(el => el.innerText)"
+    )
+    cut: list[str] = page.locator("[data-testid='stMetricValue']").evaluate_all(script)
+    return cut
+
+
 def test_costs_page_shows_the_total_of_every_bill(served: Served, page: Page) -> None:
     total = sum(t.bill_cost or 0.0 for t in served.traces)
     _open(page, f"{served.url}/costs", "Costs")
     recorded = page.locator("[data-testid='stMetric']").filter(has_text="Recorded cost")
-    expect(recorded.first).to_contain_text(usd(total), timeout=UI_WAIT_MS)
+    # The headline is short (never cut with "…"); the exact amount is in its help.
+    expect(recorded.first).to_contain_text(compact_usd(total), timeout=UI_WAIT_MS)
+    assert cut_metrics(page) == []
     traces = page.locator("[data-testid='stMetric']").filter(has_text="Traces")
     expect(traces.first).to_contain_text(str(len(served.traces)))
     _shot(page, "costs")
     # Below the exact tables: what is rebuilt from the newest traces, with how many.
+    page.get_by_role("tab", name="Inclusive & costliest delegations", exact=True).click()
     rebuilt = f"Rebuilt from the newest {len(served.traces)} of {len(served.traces)} traces in the range"
     note = page.get_by_text(rebuilt, exact=False)
     expect(note).to_have_count(1, timeout=UI_WAIT_MS)
-    heading = page.get_by_role("heading", name="Inclusive cost and costliest delegations")
-    heading.evaluate("element => element.scrollIntoView({block: 'start'})")
     expect(page.get_by_role("heading", name="Most expensive delegations")).to_be_visible(timeout=UI_WAIT_MS)
     expect(page.get_by_role("button", name="Download most expensive delegations (CSV)")).to_be_visible()
     _shot(page, "costs-rebuilt")

@@ -148,15 +148,24 @@ def test_inspect_a_trace_from_the_list_and_come_back(served: Served, page: Page)
     expect(page.get_by_role("heading", name=f"{below.label} ({below.kind})")).to_be_visible(
         timeout=UI_WAIT_MS
     )
-    # A click on a loop of the graph, then on a bar of the waterfall, selects that span too.
+    # A click on a loop of the graph, on a handoff (its diamond), then on a bar of the waterfall,
+    # selects that span too.
     second = d.attempts[1]
-    page.get_by_role("tab", name="Loops", exact=True).click()
+    page.get_by_role("tab", name="Graph", exact=True).click()
+    expect(page).to_have_url(re.compile("trace_view_tab=Graph"))
     chart = page.locator("[data-testid='stVegaLiteChart']").first
-    chart.locator(f"[aria-label*='span_id: {second.span_id}']").first.click()
+    chart.locator(f"[aria-label*='kind: loop'][aria-label*='span_id: {second.span_id}']").first.click()
     expect(page.get_by_role("heading", name=f"attempt 2/2 · {d.target} (attempt)")).to_be_visible(
         timeout=UI_WAIT_MS
     )
     expect(page).to_have_url(re.compile(f"span={second.span_id}"))
+    assert d.tool_span_id is not None
+    tool_row = next(r for r in outline(retried) if r.span_id == d.tool_span_id)
+    chart.locator(f"[aria-label*='kind: handoff'][aria-label*='span_id: {d.tool_span_id}']").first.click()
+    expect(page.get_by_role("heading", name=f"{tool_row.label} ({tool_row.kind})")).to_be_visible(
+        timeout=UI_WAIT_MS
+    )
+    expect(page).to_have_url(re.compile(f"span={d.tool_span_id}"))
     page.get_by_role("tab", name="Waterfall", exact=True).click()
     chart = page.locator("[data-testid='stVegaLiteChart']").first
     chart.locator(f"[aria-label*='span_id: {first.span_id}']").first.click()
@@ -180,7 +189,8 @@ def test_audit_a_delegation_cost_from_the_costs_page_to_its_loop(served: Served,
     views = _views(served)
     priced = [(v, d) for v in views.values() for d in v.delegations if d.cost.total_cost is not None]
     view, costliest = max(priced, key=lambda pair: pair[1].cost.total_cost or 0.0)
-    page.goto(f"{served.url}/costs")
+    # The Costs page's sections are tabs one can link to.
+    page.goto(f"{served.url}/costs?costs_section=Inclusive+%26+costliest+delegations")
     _heading(page, "Costs")
     top = _table(page, "delegation tool", "total USD")
     rows = _rows(top)

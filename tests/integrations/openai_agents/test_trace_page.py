@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 from janux.dashboard.ui.view_cache import SHARED
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.sources.memory import MemoryTraceSource
-from tests.dashboard.app_helpers import run_page, show_section
+from tests.dashboard.app_helpers import graph_text, run_page
 from tests.integrations.openai_agents.scripts import calls, model, price, reply, run
 from tests.integrations.openai_agents.verify import checked
 from tests.support.contract_checker import Traced
@@ -81,7 +81,7 @@ async def test_trace_page_shows_the_sdk_runs_tree_attempts_and_costs(traced: Tra
     assert delegations["researcher"]["cost"] == fmt.usd(researcher_cost)
     assert delegations["handoff.billing"]["kind"] == "transfer"
     assert delegations["handoff.billing"]["status"] == "completed"
-    dot = show_section(at, "Handoff graph").get("graphviz_chart")[0].proto.spec
+    dot = graph_text(at)
     assert "researcher" in dot and "billing" in dot and "triage" in dot
 
 

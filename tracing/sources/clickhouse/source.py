@@ -130,6 +130,13 @@ def _usage(key: str, alias: str) -> str:
     )
 
 
+# A trace's failed handoffs (the trace list's column; the Costs page's failed traces have one):
+# tools ending with a failing handoff status, and tools without one above an ERROR agent loop.
+_FAILED_HANDOFFS = f"""groupArrayIf(SpanId, {_IS_TOOL} AND {_STATUS_ATTR} = '') AS foreign_tools,
+    groupArrayIf(ParentSpanId, {_IS_AGENT} AND {_IS_ERROR}) AS error_agent_parents,
+    countIf({_IS_TOOL} AND {_STATUS_ATTR} IN {_FAILING})
+        + length(arrayFilter(t -> has(error_agent_parents, t), foreign_tools)) AS failed_handoffs"""
+
 _SUMMARY_SELECT = f"""
 SELECT
     TraceId,
@@ -143,10 +150,7 @@ SELECT
     countIf({_IS_DELEGATION}) AS delegations,
     groupArrayIf(SpanId, {_IS_TOOL}) AS tool_ids,
     arrayCount(p -> has(tool_ids, p), groupArrayIf(ParentSpanId, {_IS_AGENT})) AS attempts,
-    groupArrayIf(SpanId, {_IS_TOOL} AND {_STATUS_ATTR} = '') AS foreign_tools,
-    groupArrayIf(ParentSpanId, {_IS_AGENT} AND {_IS_ERROR}) AS error_agent_parents,
-    countIf({_IS_TOOL} AND {_STATUS_ATTR} IN {_FAILING})
-        + length(arrayFilter(t -> has(error_agent_parents, t), foreign_tools)) AS failed_handoffs,
+    {_FAILED_HANDOFFS},
     countIf({_IS_ERROR}) AS error_spans,
     {_root(_HAS_BILL)} AS has_bill,
     {_root_attr(c.JANUX_BILL_COST)} AS bill_cost,
@@ -693,7 +697,7 @@ _CONVERSATION_SQL = f"""
         {
             "group_key": "key",
             "group_count": "count()",
-            "group_failed": "countIf(errors > 0)",
+            "group_failed": "countIf(failed_handoffs > 0)",
             "input_sum": "sum(if(has_bill, bill_i, m.i))",
             "output_sum": "sum(if(has_bill, bill_o, m.o))",
             "cost_sum": "sum(if(has_bill, bill_cost, m.cost))",
@@ -703,7 +707,7 @@ _CONVERSATION_SQL = f"""
     )
 }
     FROM (
-        SELECT TraceId, {_root_attr(c.GEN_AI_CONVERSATION_ID)} AS key, countIf({_IS_ERROR}) AS errors,
+        SELECT TraceId, {_root_attr(c.GEN_AI_CONVERSATION_ID)} AS key, {_FAILED_HANDOFFS},
             {_root(_HAS_BILL)} AS has_bill,
             {_to_int(_root_attr(c.JANUX_BILL_INPUT_TOKENS))} AS bill_i,
             {_to_int(_root_attr(c.JANUX_BILL_OUTPUT_TOKENS))} AS bill_o,

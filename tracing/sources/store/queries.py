@@ -283,7 +283,7 @@ SELECT {_SUMS} FROM (
 # its inference spans.
 _CONVERSATION_USAGE = f"""
 SELECT {_SUMS} FROM (
-    SELECT coalesce(t.ConversationId, '') AS Key, t.ErrorSpans > 0 AS Failed,
+    SELECT coalesce(t.ConversationId, '') AS Key, t.FailedHandoffs + t.ForeignFailed > 0 AS Failed,
         NOT t.RootHasBill AND (t.UsageReadSpans < t.InferenceSpans OR t.UnrecognisedSpans > 0) AS Unread,
         iif(t.RootHasBill, t.BillInput, sum(m.InputTokens)) AS i,
         iif(t.RootHasBill, t.BillOutput, sum(m.OutputTokens)) AS o,
