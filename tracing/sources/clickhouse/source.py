@@ -230,8 +230,10 @@ class ClickHouseSource:
     def _derived(self) -> DerivedReads | None:
         """The derived tables' queries once `janux clickhouse init` ran (checked until it has: the
         tables are never dropped by Janux), else None: facts are then derived at read time."""
-        if self._derived_reads is None and self._use_derived and applied_version(self._client) >= 1:
-            self._derived_reads = DerivedReads(self._rows)
+        if self._derived_reads is None and self._use_derived:
+            version = applied_version(self._client)
+            if version >= 1:
+                self._derived_reads = DerivedReads(self._rows, rollup=version >= 2)
         return self._derived_reads
 
     def pending_traces(self) -> int:
