@@ -86,7 +86,9 @@ class DerivedReads:
 
     def _current(self, flt: TraceFilter, parameters: dict[str, Any], extra: str = "1") -> str:
         """(trace_id, version) of the current facts of every trace matching `flt` (and `extra`)."""
-        return f"SELECT trace_id, version FROM {s.FACTS} FINAL WHERE {filter_sql(flt, parameters)} AND {extra}"
+        return (
+            f"SELECT trace_id, version FROM {s.FACTS} FINAL WHERE {filter_sql(flt, parameters)} AND {extra}"
+        )
 
     def _split(self, flt: TraceFilter) -> HourSplit | None:
         return split_hours(flt) if self._rollup else None

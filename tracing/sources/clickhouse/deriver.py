@@ -214,7 +214,8 @@ def _replaced(client: DeriveClient, known: dict[str, _Known], trace_ids: list[st
         rows = client.query(
             "SELECT trace_id, dimension, key, count, failed, input_sum, output_sum, cost_sum, unpriced_sum, "
             f"unread_sum FROM {s.USAGE} FINAL WHERE (trace_id, version) IN "
-            "(SELECT arrayJoin(arrayZip({ids:Array(String)}, {versions:Array(UInt64)}))) ORDER BY trace_id, seq",
+            "(SELECT arrayJoin(arrayZip({ids:Array(String)}, {versions:Array(UInt64)}))) "
+            "ORDER BY trace_id, seq",
             parameters={"ids": chunk, "versions": [known[t].version for t in chunk]},
         ).result_rows
         for row in rows:
@@ -225,9 +226,12 @@ def _replaced(client: DeriveClient, known: dict[str, _Known], trace_ids: list[st
 def _usage_row(row: Sequence[Any]) -> tuple[Any, ...]:
     """A `janux_usage` row as read back (chdb gives 64-bit ints as text) in Python types."""
     dimension, key, count, failed, tokens_in, tokens_out, cost, unpriced, unread = row
-    as_int = lambda v: None if v is None else int(v)  # noqa: E731
-    return (str(dimension), str(key), int(count), int(failed), as_int(tokens_in), as_int(tokens_out),
-            None if cost is None else float(cost), as_int(unpriced), int(unread))  # fmt: skip
+    return (str(dimension), str(key), int(count), int(failed), _int(tokens_in), _int(tokens_out),
+            None if cost is None else float(cost), _int(unpriced), int(unread))  # fmt: skip
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def _as_date(value: Any) -> dt.date:

@@ -281,7 +281,7 @@ def _rollup_select(prefix: str, start: str, sign: int) -> str:
         "u_dimension AS dimension",
         f"intDiv({start}, {HOUR_NS}) * {HOUR_NS} AS hour_ns",
         "u_key AS key",
-        f"toDate(fromUnixTimestamp64Nano(hour_ns, 'UTC')) AS day",
+        "toDate(fromUnixTimestamp64Nano(hour_ns, 'UTC')) AS day",
         f"{sign} AS rows",
         f"{minus}u_count AS count",
         f"{minus}u_failed AS failed",
@@ -302,11 +302,18 @@ def rollup_ddl(ttl: tuple[str, int] | None, cluster: str | None = None) -> list[
     table = Table(USAGE_HOURLY, ROLLUP_COLUMNS, "(dimension, hour_ns, key)", None)
     engine = f"SummingMergeTree(({', '.join(ROLLUP_SUMS)}))"
     if cluster:
-        engine = f"ReplicatedSummingMergeTree('/clickhouse/tables/{{shard}}/{{database}}/{USAGE_HOURLY}', " \
+        engine = (
+            f"ReplicatedSummingMergeTree('/clickhouse/tables/{{shard}}/{{database}}/{USAGE_HOURLY}', "
             f"'{{replica}}', ({', '.join(ROLLUP_SUMS)}))"
-    create = create_table(table, ttl, cluster).replace(f"ENGINE = {_engine(table, cluster)}", f"ENGINE = {engine}")
+        )
+    create = create_table(table, ttl, cluster).replace(
+        f"ENGINE = {_engine(table, cluster)}", f"ENGINE = {engine}"
+    )
     statements = [create]
-    for name, prefix, start, sign in (("add", "usage_", "start_ns", 1), ("retract", "replaced_", "replaced_start_ns", -1)):
+    for name, prefix, start, sign in (
+        ("add", "usage_", "start_ns", 1),
+        ("retract", "replaced_", "replaced_start_ns", -1),
+    ):
         select = _rollup_select(prefix, start, sign).format(facts=f"{FACTS}{local}")
         statements.append(
             f"CREATE MATERIALIZED VIEW IF NOT EXISTS {USAGE_HOURLY}_{name}{local}{on_cluster} "
@@ -357,7 +364,10 @@ def source_ddl(table: str = "otel_traces", cluster: str | None = None) -> list[s
 def ddl(ttl: tuple[str, int] | None = None, table: str = "otel_traces") -> list[str]:
     """Every statement `init` runs on a single server, in order."""
     return [
-        *source_ddl(table), *(create_table(t, ttl) for t in TABLES), *facts_migration_ddl(), *rollup_ddl(ttl)
+        *source_ddl(table),
+        *(create_table(t, ttl) for t in TABLES),
+        *facts_migration_ddl(),
+        *rollup_ddl(ttl),
     ]
 
 

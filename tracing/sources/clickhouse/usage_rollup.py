@@ -126,4 +126,3 @@ def timeline_sql(split: HourSplit, current: Callable[[str], str], bucket_ns: int
         f"SELECT {bucket} AS b, k, {nullable} FROM ({_union(split, current, 'trace_start_ns')}) "
         "GROUP BY b, k HAVING sum(rows) > 0"
     )
-
