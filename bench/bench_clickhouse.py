@@ -40,7 +40,7 @@ from janux.tracing.sources.clickhouse.deriver import derive_pending
 from janux.tracing.sources.clickhouse.source import ClickHouseSource
 from janux.tracing.sources.protocol import TraceFilter
 from janux.tracing.testing import synthetic_trace
-from tests.support.clickhouse_rows import EXPORTER_DDL, insert_statement
+from tests.support.clickhouse_rows import EXPORTER_DDL, TRACE_ID_TS_DDL, insert_statement
 
 WARM_TARGET_S = 0.3
 COLD_TARGET_S = 1.0
@@ -140,6 +140,8 @@ def build(path: Path, copies: int, seed_spans: list[SpanRecord]) -> tuple[float,
         schema.init(client, "seed")
         client.command(insert_statement(seed_spans).replace("INSERT INTO otel_traces", "INSERT INTO seed"))
         client.command(EXPORTER_DDL)
+        for statement in TRACE_ID_TS_DDL:  # the exporter's TraceId -> time lookup, as it creates it
+            client.command(statement)
         schema.init(client)
         seeded = derive_pending(client, "seed", quiet_s=0)
         for table in _SHIFTED:

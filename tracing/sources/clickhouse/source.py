@@ -226,6 +226,8 @@ class ClickHouseSource:
         self._derived_reads: DerivedReads | None = None
         self._use_derived = derived
         """False: always derive at read time (benches compare the two paths)."""
+        self._lookup: bool | None = None
+        """Whether the exporter's TraceId -> time lookup table exists (checked once)."""
 
     def _derived(self) -> DerivedReads | None:
         """The derived tables' queries once `janux clickhouse init` ran (checked until it has: the
@@ -305,6 +307,38 @@ class ClickHouseSource:
         """All spans of one trace (each span once), in start order."""
         return self.get_traces([trace_id]).get(trace_id.strip().lower(), [])
 
+    def _time_bounds(self, ids: list[str]) -> str:
+        """A condition bounding `Timestamp` to the traces' spans, from the Collector exporter's
+        lookup table `<table>_trace_id_ts` (TraceId -> first and last span start, kept by its
+        materialized view on every insert): the span read then prunes partitions and uses the
+        table's time key instead of scanning every part for the ids. "1" when the table is missing
+        or does not know every id (rows stored before it existed)."""
+        if self._lookup is None:
+            self._lookup = self._has_table(f"{self._table}_trace_id_ts")
+        if not self._lookup:
+            return "1"
+        rows = self._rows(
+            "SELECT uniqExact(TraceId), toUnixTimestamp64Nano(toDateTime64(min(Start), 9)), "
+            f"toUnixTimestamp64Nano(toDateTime64(max(End), 9)) FROM {self._table}_trace_id_ts "
+            "WHERE TraceId IN {ids:Array(String)}",
+            {"ids": ids},
+        )
+        if not rows or int(rows[0][0]) < len(ids):
+            return "1"
+        # End may be whole seconds (older exporters' DateTime): one second more covers its fraction
+        first, last = int(rows[0][1]), int(rows[0][2]) + 10**9
+        return (
+            f"Timestamp >= fromUnixTimestamp64Nano(toInt64({first})) "
+            f"AND Timestamp <= fromUnixTimestamp64Nano(toInt64({last}))"
+        )
+
+    def _has_table(self, name: str) -> bool:
+        rows = self._rows(
+            "SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = {n:String}",
+            {"n": name},
+        )
+        return bool(rows and int(rows[0][0]))
+
     def get_traces(self, trace_ids: list[str]) -> dict[str, list[SpanRecord]]:
         """All spans of several traces, keyed by trace id (unknown ids map to [])."""
         ids = list(dict.fromkeys(t.strip().lower() for t in trace_ids))
@@ -313,7 +347,7 @@ class ClickHouseSource:
             return out
         sql = (
             f"SELECT {_SPAN_SELECT} FROM {self._table} WHERE TraceId IN {{ids:Array(String)}} "
-            "ORDER BY TraceId, Timestamp, SpanId LIMIT 1 BY TraceId, SpanId"
+            f"AND {self._time_bounds(ids)} ORDER BY TraceId, Timestamp, SpanId LIMIT 1 BY TraceId, SpanId"
         )
         for row in self._rows(sql, {"ids": ids}):
             span = _span(row)
