@@ -74,7 +74,7 @@ def test_a_trace_read_is_bounded_by_the_lookup_table_and_complete(client: ChdbCl
 
 
 def test_without_the_lookup_table_the_read_is_unbounded(client: ChdbClient) -> None:
-    spans = demo_traces().spans
+    spans = list(demo_traces().spans)
     client.command(insert_statement(spans))
     recording = _Recording(client)
     source, memory = ClickHouseSource(recording), MemoryTraceSource(spans)
