@@ -36,7 +36,7 @@ from janux.tracing.sources.clickhouse.fact_rows import (
     fact_rows,
     failure_rows,
 )
-from janux.tracing.sources.clickhouse.source import _SPAN_SELECT, _span
+from janux.tracing.sources.clickhouse.source import ANALYSED_SPAN_SELECT, _span
 
 logger = logging.getLogger(__name__)
 
@@ -252,7 +252,7 @@ def _spans(rows: Sequence[Sequence[Any]], wanted: set[str]) -> dict[str, tuple[l
     return by_trace
 
 
-_SELECT = f"SELECT {_SPAN_SELECT}, toUnixTimestamp64Milli({s.INSERTED_COLUMN})"
+_SELECT = f"SELECT {ANALYSED_SPAN_SELECT}, toUnixTimestamp64Milli({s.INSERTED_COLUMN})"
 
 
 def _fresh_batches(
