@@ -45,14 +45,24 @@ class HourSplit:
         """True when the range has partial hours (a bound not on an hour)."""
         return self.lo != self.flt.start_ns or self.hi != self.flt.end_ns
 
-    def edge_condition(self) -> str:
-        """Facts rows of the partial hours (the filter's own bounds are added by `filter_sql`)."""
+    def edge_condition(self, column: str = "start_ns") -> str:
+        """Rows of the partial hours by the trace start in `column` (the filter's own bounds are
+        added by `filter_sql` on the facts, by `bounds` elsewhere)."""
         outside = []
         if self.lo is not None:
-            outside.append(f"start_ns < {self.lo}")
+            outside.append(f"{column} < {self.lo}")
         if self.hi is not None:
-            outside.append(f"start_ns >= {self.hi}")
+            outside.append(f"{column} >= {self.hi}")
         return "(" + " OR ".join(outside) + ")" if outside else "0"
+
+    def bounds(self, column: str) -> str:
+        """The filter's own range on the trace start in `column`."""
+        where = ["1"]
+        if self.flt.start_ns is not None:
+            where.append(f"{column} >= {int(self.flt.start_ns)}")
+        if self.flt.end_ns is not None:
+            where.append(f"{column} < {int(self.flt.end_ns)}")
+        return " AND ".join(where)
 
 
 def split_hours(flt: TraceFilter) -> HourSplit | None:
@@ -73,16 +83,25 @@ def _summed() -> str:
     return f"sum(count), sum(failed), {nullable}, sum(unread_sum)"
 
 
-def _edge_rows(current: str, bucket: str) -> str:
+def _edge_rows(split: HourSplit, current: str, bucket: str) -> str:
     """Per-trace usage rows of the partial hours, in the rollup's columns (`bucket` is the time
-    column's expression; `current` selects (trace_id, version) of the facts rows)."""
+    column's expression; `current` selects (trace_id, version) of the facts rows).
+
+    Not `FINAL`: the rows are first narrowed by their own trace start (a column scan; a current
+    row's `trace_start_ns` is its facts row's start), then kept when their version is current,
+    then deduplicated by key (`LIMIT 1 BY`: a row written twice, after a kill, is one identical
+    row). `FINAL` would merge every row of the table before any filter."""
     nullable = ", ".join(
         f"ifNull({n}_sum, 0) AS {n}_sum_, toInt64(isNotNull({n}_sum)) AS {n}_n_" for n in _NULLABLE
     )
+    rows = (
+        f"SELECT * FROM {s.USAGE} WHERE dimension = {{dimension:String}} AND "
+        f"{split.bounds('trace_start_ns')} AND {split.edge_condition('trace_start_ns')} "
+        f"AND (trace_id, version) IN ({current}) LIMIT 1 BY trace_id, version, seq"
+    )
     return (
         f"SELECT {bucket} AS t, key AS k, toInt64(1) AS r, toInt64(count) AS c, toInt64(failed) AS f, "
-        f"{nullable}, toInt64(unread_sum) AS u FROM {s.USAGE} FINAL "
-        f"WHERE dimension = {{dimension:String}} AND (trace_id, version) IN ({current})"
+        f"{nullable}, toInt64(unread_sum) AS u FROM ({rows})"
     )
 
 
@@ -99,7 +118,7 @@ def _union(split: HourSplit, current: Callable[[str], str], edge_time: str) -> s
     rollup's column names for the outer sums."""
     parts = [_rollup_rows(split)]
     if split.has_edges():
-        parts.append(_edge_rows(current(split.edge_condition()), edge_time))
+        parts.append(_edge_rows(split, current(split.edge_condition()), edge_time))
     renamed = ", ".join(f"{n}_sum_ AS {n}_sum, {n}_n_ AS {n}_n" for n in _NULLABLE)
     inner = " UNION ALL ".join(parts)
     return f"SELECT t, k, r AS rows, c AS count, f AS failed, {renamed}, u AS unread_sum FROM ({inner})"
