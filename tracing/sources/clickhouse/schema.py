@@ -12,6 +12,10 @@ into these tables; the ClickHouse source reads them instead of re-deriving spans
   loops, its delegations (status, failure kind and reason), its `usage_by` rows per dimension and
   its failed-handoff spans; one row per item, keyed (trace, version, position). Reads keep the rows
   whose (trace, version) is the trace's current facts row, so a replaced version never counts.
+- `janux_usage_hourly` (schema 2): `janux_usage` summed per (dimension, hour of trace start, key),
+  a `SummingMergeTree` fed by two materialized views on `janux_trace_facts`: each facts row
+  carries its usage rows (added) and those of the version it replaces (taken back), so ranges of
+  whole hours are summed without `FINAL` (`rollup_ddl`, read by `usage_rollup`).
 - `janux_derive_state`: the watermark of each deriver shard of each source table (insertion time
   of the rows derived so far); `janux_schema`: the schema versions applied.
 
