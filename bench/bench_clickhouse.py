@@ -7,7 +7,9 @@ For each size: a seed of synthetic traces (80% of the spans Janux traces, 20% ot
 `janux.tracing.testing.synthetic_trace`, about 20 spans each) is inserted as the Collector's
 exporter writes rows (`tests.support.clickhouse_rows`), then copied inside ClickHouse
 (`INSERT ... SELECT` with new trace ids, shifted 10 minutes per copy) to the size; one 10,000-span
-trace is added. `janux clickhouse init` ran first, so every row carries its insertion time. Then:
+trace is added. The exporter's `otel_traces_trace_id_ts` lookup table and view exist (as the
+exporter creates them) and `janux clickhouse init` ran first, so every row carries its insertion
+time; the copies of the seed's facts rows feed the hourly usage rollup through its views. Then:
 - the deriver (`derive_pending`, one process, everything pending) and its throughput in spans/s;
 - warm: each query on the derived source, median of 3 in this process;
 - cold: each query as the first call of a new process (chdb session opened, the OS page cache
