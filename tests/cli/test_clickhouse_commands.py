@@ -44,7 +44,7 @@ def test_init_derive_then_traces_and_trace_equal_the_store(dirs: tuple[Path, Pat
     missing = janux("derive", "--once", "--chdb", str(chdb))
     assert missing.returncode != 0 and "run `janux clickhouse init` first" in missing.stderr
     for _ in range(2):  # idempotent
-        assert "schema version 1 ready" in _ok("clickhouse", "init", "--chdb", str(chdb))
+        assert "schema version 2 ready" in _ok("clickhouse", "init", "--chdb", str(chdb))
     traces = len({s.trace_id for s in all_spans()})
     assert f"derived {traces} trace(s)" in _ok(
         "derive", "--once", "--quiet-seconds", "0", "--chdb", str(chdb)
@@ -88,3 +88,13 @@ def test_init_prints_the_single_server_and_the_cluster_ddl() -> None:
     )
     assert "ALTER TABLE otel_traces_local ON CLUSTER prod ADD COLUMN IF NOT EXISTS JanuxInsertedAt" in cluster
     assert "cityHash64(trace_id)" in cluster
+    # schema 2: the hourly usage rollup, fed by views on each node's local facts table
+    assert "CREATE TABLE IF NOT EXISTS janux_usage_hourly (" in single and "SummingMergeTree((rows," in single
+    assert "CREATE MATERIALIZED VIEW IF NOT EXISTS janux_usage_hourly_retract TO janux_usage_hourly" in single
+    assert (
+        "CREATE MATERIALIZED VIEW IF NOT EXISTS janux_usage_hourly_add_local ON CLUSTER prod "
+        "TO janux_usage_hourly_local AS SELECT" in cluster
+    )
+    assert "ReplicatedSummingMergeTree('/clickhouse/tables/{shard}/{database}/janux_usage_hourly'" in cluster
+    assert "FROM janux_trace_facts_local ARRAY JOIN" in cluster
+    assert "ALTER TABLE janux_trace_facts ON CLUSTER prod ADD COLUMN IF NOT EXISTS usage_key" in cluster

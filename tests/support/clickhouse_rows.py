@@ -54,6 +54,27 @@ ORDER BY (ServiceName, SpanName, toDateTime(Timestamp), Timestamp)
 SETTINGS index_granularity = 8192, ttl_only_drop_parts = 1
 """
 
+TRACE_ID_TS_DDL = (
+    """
+CREATE TABLE IF NOT EXISTS otel_traces_trace_id_ts (
+    TraceId String CODEC(ZSTD(1)),
+    Start DateTime CODEC(Delta(4), ZSTD(1)),
+    End DateTime CODEC(Delta(4), ZSTD(1)),
+    INDEX idx_trace_id TraceId TYPE bloom_filter(0.01) GRANULARITY 1
+) ENGINE = MergeTree()
+PARTITION BY toDate(Start)
+ORDER BY (TraceId, Start)
+SETTINGS index_granularity = 8192, ttl_only_drop_parts = 1
+""",
+    """
+CREATE MATERIALIZED VIEW IF NOT EXISTS otel_traces_trace_id_ts_mv TO otel_traces_trace_id_ts AS
+SELECT TraceId, min(Timestamp) AS Start, max(Timestamp) AS End FROM otel_traces
+WHERE TraceId != '' GROUP BY TraceId
+""",
+)
+"""The exporter's TraceId -> time lookup table and the view that fills it on every insert (its
+documented schema, `Start`/`End` in whole seconds as its DateTime columns keep them)."""
+
 _OLD_KIND = {"Internal": "SPAN_KIND_INTERNAL", "Client": "SPAN_KIND_CLIENT", "Server": "SPAN_KIND_SERVER",
              "Producer": "SPAN_KIND_PRODUCER", "Consumer": "SPAN_KIND_CONSUMER",
              "Unspecified": "SPAN_KIND_UNSPECIFIED"}  # fmt: skip

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from janux.tracing import conventions as c
 from janux.tracing.analysis.facts import TraceFilter, TraceSummary
 from janux.tracing.analysis.readers.structure import StructureFacts, structure_facts
-from janux.tracing.analysis.usage_aggregate import turn_sums
+from janux.tracing.analysis.usage_aggregate import SpanRows, turn_sums
 from janux.tracing.analysis.usage_rows import bill_reconciled, bill_sums
 from janux.tracing.records import STATUS_ERROR, SpanRecord, attr_float, attr_int, attr_str
 
@@ -53,10 +53,11 @@ def root_agent(root: SpanRecord | None, facts: StructureFacts) -> str | None:
 
 
 def summarize(
-    trace_id: str, spans: Sequence[SpanRecord], facts: StructureFacts | None = None
-) -> TraceSummary:
+    trace_id: str, spans: Sequence[SpanRecord], facts: StructureFacts | None = None,
+    rows: SpanRows | None = None,
+) -> TraceSummary:  # fmt: skip
     """The trace-list row of one trace (spans in any order, each once); `facts` are the trace's
-    structure facts when the caller has read them already."""
+    structure facts and `rows` its `span_rows` when the caller has read them already."""
     facts = structure_facts(spans) if facts is None else facts
     first = min(spans, key=lambda s: s.start_ns)
     root = root_span(spans)
@@ -85,7 +86,9 @@ def summarize(
         usage_read_spans=facts.usage_read_spans,
         unrecognised_spans=facts.unrecognised_spans,
         bill_cost_estimate=attr_float(attrs, c.JANUX_BILL_COST_ESTIMATE) if has_bill else None,
-        bill_reconciled=bill_reconciled(has_bill, bill_sums(attrs), turn_sums(spans)),
+        bill_reconciled=bill_reconciled(has_bill, bill_sums(attrs), turn_sums(spans, rows))
+        if has_bill
+        else None,
     )
 
 

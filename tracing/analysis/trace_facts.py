@@ -23,7 +23,7 @@ from janux.tracing.analysis.facts import TraceSummary, UsageDimension
 from janux.tracing.analysis.readers.structure import facts_of, is_janux_trace, structure
 from janux.tracing.analysis.span_index import build_index
 from janux.tracing.analysis.summary import failed_edge_spans, summarize
-from janux.tracing.analysis.usage_aggregate import trace_groups
+from janux.tracing.analysis.usage_aggregate import span_rows, trace_groups
 from janux.tracing.records import SpanRecord
 
 
@@ -62,13 +62,14 @@ def analyse(trace_id: str, spans: Sequence[SpanRecord]) -> TraceFacts:
     links = links_of_spans(trace_id, spans) if janux else TraceLinks(trace_id, foreign_rows(built, facts))
     loops, delegations = map_facts(links)
     by_id = {span.span_id: span for span in spans}
+    rows = span_rows(spans)  # each span's usage row, read once for the summary and `usage_by`
     return TraceFacts(
         trace_id=trace_id,
         span_count=len(spans),
         janux=janux,
-        summary=summarize(trace_id, spans, facts),
+        summary=summarize(trace_id, spans, facts, rows),
         loops=loops,
         delegations=delegations,
-        usage=trace_groups(spans, janux, derived_rows(facts), facts.failed_handoffs),
+        usage=trace_groups(spans, janux, derived_rows(facts), facts.failed_handoffs, rows),
         failed_span_ids=[span.span_id for span in failed_edge_spans(facts, by_id)],
     )

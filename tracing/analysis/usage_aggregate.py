@@ -83,10 +83,11 @@ def span_rows(spans: Sequence[SpanRecord]) -> list[tuple[SpanRecord, UsageRow]]:
     return found
 
 
-def turn_sums(spans: Sequence[SpanRecord]) -> UsageSums:
-    """The summed `janux.turn.*` of every Janux loop among `spans`."""
+def turn_sums(spans: Sequence[SpanRecord], rows: SpanRows | None = None) -> UsageSums:
+    """The summed `janux.turn.*` of every Janux loop among `spans` (`rows`: their `span_rows`,
+    when the caller has them)."""
     group = _Group()
-    for _, row in span_rows(spans):
+    for _, row in span_rows(spans) if rows is None else rows:
         if row.dimension == "agent":
             group.add_row(row)
     return UsageSums(group.input_tokens, group.output_tokens, group.cost, group.unpriced_tokens)
@@ -183,14 +184,18 @@ def group_rows(dimension: str, traces: Iterable[Sequence[SpanRecord]]) -> list[t
 
 
 def trace_groups(
-    spans: Sequence[SpanRecord], janux: bool, derived: list[DerivedRow], failed_handoffs: int
+    spans: Sequence[SpanRecord],
+    janux: bool,
+    derived: list[DerivedRow],
+    failed_handoffs: int,
+    rows: SpanRows | None = None,
 ) -> list[tuple[UsageDimension, tuple[Any, ...]]]:
     """What one trace adds to `usage_by` in every dimension: (dimension, `GROUP_COLUMNS` row) pairs.
 
     `janux` says whether the trace carries Janux accounting, `derived` are its structural rows
     (`derived_rows`) and `failed_handoffs` its count of failed handoffs, all read once by the
-    caller; the rules are `group_rows`'s, per dimension."""
-    rows = span_rows(spans)
+    caller, as `rows` (its `span_rows`) may be; the rules are `group_rows`'s, per dimension."""
+    rows = span_rows(spans) if rows is None else rows
     found: list[tuple[UsageDimension, tuple[Any, ...]]] = []
     for dimension in USAGE_DIMENSIONS:
         groups: dict[str, _Group] = {}

@@ -98,8 +98,11 @@ def _serve(client: Any, args: argparse.Namespace, shard: Shard) -> int:
     table = table_from_args(args)
     if args.init:
         _init_when_ready(client, table, args.interval)
-    if schema.applied_version(client) < 1:
-        raise SystemExit("janux derive: Janux's tables are missing: run `janux clickhouse init` first")
+    if schema.applied_version(client) < schema.SCHEMA_VERSION:
+        raise SystemExit(
+            f"janux derive: Janux's tables are missing or older than schema {schema.SCHEMA_VERSION}: "
+            "run `janux clickhouse init` first"
+        )
     while True:
         try:
             stats = derive_pending(

@@ -87,8 +87,9 @@ def test_a_rerun_writes_the_same_rows(client: ChdbClient) -> None:
     client.command(f"TRUNCATE TABLE {schema.STATE}")
     again = derive_pending(client, quiet_s=0)
     assert (again.traces, again.up_to_date) == (0, first.traces)
-    # forget the facts too: every trace is derived again (in one pass), into the very same rows
-    for table in _DERIVED:
+    # forget the facts too (and the rollup their rows fed): every trace is derived again (in one
+    # pass), into the very same rows
+    for table in (*_DERIVED, schema.USAGE_HOURLY):
         client.command(f"TRUNCATE TABLE {table}")
     client.command(f"TRUNCATE TABLE {schema.STATE}")
     assert derive_pending(client, quiet_s=0).traces == first.traces

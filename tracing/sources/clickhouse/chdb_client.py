@@ -59,11 +59,15 @@ class ChdbClient:
         self._session.query(statement)
 
     def insert(self, table: str, data: Sequence[Sequence[Any]], column_names: Sequence[str]) -> None:
-        """Insert rows (as `clickhouse_connect`'s `insert`), sent as JSONEachRow."""
+        """Insert rows (as `clickhouse_connect`'s `insert`), sent column by column (JSONColumns:
+        one encoding of the whole batch, not one per row)."""
         if not data:
             return
-        lines = "\n".join(json.dumps(dict(zip(column_names, row, strict=True)), default=str) for row in data)
-        self._session.query(f"INSERT INTO {table} FORMAT JSONEachRow\n{lines}")
+        columns = {
+            name: list(values) for name, values in zip(column_names, zip(*data, strict=True), strict=True)
+        }
+        payload = json.dumps(columns, default=str)
+        self._session.query(f"INSERT INTO {table} ({', '.join(column_names)}) FORMAT JSONColumns\n{payload}")
 
     def close(self) -> None:
         """Close the session."""

@@ -22,6 +22,7 @@ from janux.tracing.analysis.usage_rows import finish
 from janux.tracing.sources.clickhouse import schema as s
 from janux.tracing.sources.clickhouse.derived_map import MapQueries
 from janux.tracing.sources.clickhouse.fact_rows import summary_of, usage_group
+from janux.tracing.sources.clickhouse.usage_rollup import HourSplit, split_hours, timeline_sql, usage_sql
 from janux.tracing.sources.store.model_timeline import finish_timeline
 from janux.usage import Usage
 
@@ -78,12 +79,19 @@ class DerivedReads:
     """`TraceSource` queries over the derived tables (the spans are read only for failed handoffs,
     a bounded page, by the caller)."""
 
-    def __init__(self, rows: Rows) -> None:
+    def __init__(self, rows: Rows, rollup: bool = True) -> None:
         self._rows: Rows = lambda sql, parameters: rows(with_final_settings(sql), parameters)
+        self._rollup = rollup
+        """True when the hourly usage rollup exists (schema 2): ranges read it (`usage_rollup`)."""
 
-    def _current(self, flt: TraceFilter, parameters: dict[str, Any]) -> str:
-        """(trace_id, version) of the current facts of every trace matching `flt`."""
-        return f"SELECT trace_id, version FROM {s.FACTS} FINAL WHERE {filter_sql(flt, parameters)}"
+    def _current(self, flt: TraceFilter, parameters: dict[str, Any], extra: str = "1") -> str:
+        """(trace_id, version) of the current facts of every trace matching `flt` (and `extra`)."""
+        return (
+            f"SELECT trace_id, version FROM {s.FACTS} FINAL WHERE {filter_sql(flt, parameters)} AND {extra}"
+        )
+
+    def _split(self, flt: TraceFilter) -> HourSplit | None:
+        return split_hours(flt) if self._rollup else None
 
     def list_traces(self, flt: TraceFilter, limit: int, offset: int) -> list[TraceSummary]:
         """Trace summaries matching `flt`, newest first."""
@@ -105,6 +113,10 @@ class DerivedReads:
     def usage_by(self, dimension: str, flt: TraceFilter, limit: int) -> list[UsageAggregate]:
         """`usage_by` from `janux_usage` (`dimension` checked by the caller)."""
         parameters: dict[str, Any] = {"dimension": dimension}
+        split = self._split(flt)
+        if split is not None:
+            sql = usage_sql(split, lambda extra: self._current(flt, parameters, extra))
+            return finish((usage_group(row) for row in self._rows(sql, parameters)), limit)
         sql = (
             "SELECT key, sum(count), sum(failed), sum(input_sum), sum(output_sum), sum(cost_sum), "
             f"sum(unpriced_sum), sum(unread_sum) FROM {s.USAGE} FINAL WHERE dimension = {{dimension:String}} "
@@ -114,7 +126,12 @@ class DerivedReads:
 
     def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, Usage]]:
         """Usage per (bucket of trace start, model), from the model rows of `janux_usage`."""
-        parameters: dict[str, Any] = {"bucket": max(1, bucket_ns)}
+        parameters: dict[str, Any] = {"bucket": max(1, bucket_ns), "dimension": "model"}
+        split = self._split(flt)
+        rolled = timeline_sql(split, lambda extra: self._current(flt, parameters, extra), max(1, bucket_ns)) \
+            if split is not None else None  # fmt: skip
+        if rolled is not None:
+            return finish_timeline(self._rows(rolled, parameters))
         sql = (
             "SELECT intDiv(trace_start_ns, {bucket:Int64}) * {bucket:Int64} AS b, key, sum(input_sum), "
             f"sum(output_sum), sum(cost_sum), sum(unpriced_sum) FROM {s.USAGE} FINAL "

@@ -7,12 +7,16 @@ nearest-rank p50/p95 of closed loops' durations (`sums.percentile`), distinct tr
 `TRACE_REFS_KEPT` newest (start, trace, span) references; the sorted priced turn costs and the
 unpriced turns; per edge (caller, target, kind), counts, attempts, inclusive usage, failures by
 kind and by reason, percentiles, distinct traces and the newest references and failures; the
-timeline as own usage per (bucket of loop start, agent). Only the groups come back to Python,
-never a row per loop, so the map costs what it shows plus one scan of the rows in the range.
+timeline as own usage per (bucket of loop start, agent). The newest references are read in two
+passes: the group queries keep only the start of each group's `TRACE_REFS_KEPT`-th newest row, and
+one more query reads the rows at or after it (about `TRACE_REFS_KEPT` per group, ties included),
+which Python orders as `sums` does. So only groups and those rows come back to Python, never a row
+per loop: the map costs what it shows plus a few scans of the rows in the range.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -52,20 +56,17 @@ def _percentiles(column: str, condition: str) -> str:
     )
 
 
-_FLIP = "'0123456789abcdef', 'fedcba9876543210'"
-"""Hex digits mapped to their reverse order (an involution): for ids of one length, the flipped id
-sorts in the opposite order, so `groupArraySorted` (the N smallest) finds the N largest."""
+def _threshold(condition: str = "1") -> str:
+    """The start of the `TRACE_REFS_KEPT`-th newest row of the group meeting `condition` (of the
+    oldest when fewer; 0 when none): every row of the newest references starts at or after it.
+    Only numbers are kept per group, so this costs little more than a count; the references are
+    then read from the rows past it (`MapQueries._recent_*`)."""
+    return f"-arrayMax(groupArraySortedIf({TRACE_REFS_KEPT})(-start_ns, {condition}))"
 
 
-def _newest(extra: str = "", condition: str = "1") -> str:
-    """The `TRACE_REFS_KEPT` largest (start_ns, trace_id, span_id, *extra) tuples, largest first,
-    as `heapq.nlargest` finds them (trace and span ids are lowercase hex of one length)."""
-    key = f"(-start_ns, translate(trace_id, {_FLIP}), translate(span_id, {_FLIP}){extra})"
-    back = ", x.4, x.5" if extra else ""
-    return (
-        f"arrayMap(x -> (-x.1, translate(x.2, {_FLIP}), translate(x.3, {_FLIP}){back}), "
-        f"groupArraySortedIf({TRACE_REFS_KEPT})({key}, {condition}))"
-    )
+def _newest_refs(rows: list[tuple[Any, ...]]) -> list[Any]:
+    """`heapq.nlargest` of the references, as `agentmap.sums` keeps them."""
+    return heapq.nlargest(TRACE_REFS_KEPT, rows)
 
 
 def _counts(summed: Sequence[Any]) -> dict[str, int]:
@@ -134,43 +135,98 @@ class MapQueries:
             node.inclusive.add(path.inclusive)
         sql = (
             f"SELECT agent, {_percentiles('duration_ms', 'duration_ms IS NOT NULL')}, uniqExact(trace_id), "
-            f"{_newest()} FROM {self._loops} GROUP BY agent"
+            f"{_threshold()} FROM {self._loops} GROUP BY agent"
         )
-        for agent, p50, p95, traces, recent in self._query(sql):
+        thresholds: dict[str, int] = {}
+        for agent, p50, p95, traces, threshold in self._query(sql):
             found = nodes.get(str(agent))
             if found is None:
                 continue
             node = found
             node.p50_ms, node.p95_ms, node.traces = _float(p50), _float(p95), int(traces)
-            node.recent = [TraceRef(str(t), int(start), str(span)) for start, t, span in recent]
+            thresholds[str(agent)] = int(threshold)
+        for name, refs in self._recent_loops(thresholds).items():
+            nodes[name].recent = [TraceRef(t, start, span) for start, t, span in _newest_refs(refs)]
         for node in nodes.values():
             node.own, node.inclusive = node.own.rounded(), node.inclusive.rounded()
         return sorted(nodes.values(), key=node_order)
+
+    def _recent_loops(self, thresholds: dict[str, int]) -> dict[str, list[tuple[int, str, str]]]:
+        """(start, trace, span) of every loop of each agent starting at or after its threshold."""
+        if not thresholds:
+            return {}
+        names = sorted(thresholds)
+        parameters = {**self._parameters, "agents": names, "starts": [thresholds[n] for n in names]}
+        sql = (
+            f"SELECT agent, start_ns, trace_id, span_id FROM {self._loops} WHERE "
+            "start_ns >= transform(agent, {agents:Array(String)}, {starts:Array(Int64)}, toInt64(0))"
+        )
+        found: dict[str, list[tuple[int, str, str]]] = {}
+        for agent, start, trace_id, span_id in self._rows(sql, parameters):
+            found.setdefault(str(agent), []).append((int(start), str(trace_id), str(span_id)))
+        return found
+
+    def _recent_delegations(self, thresholds: dict[tuple[str, str, str], tuple[int, int, int]]) -> dict[
+        tuple[str, str, str], list[tuple[Any, ...]]
+    ]:  # fmt: skip
+        """(start, trace, span, failure, reason) of every delegation of each edge starting at or
+        after its threshold, or failed and starting at or after its failures' threshold."""
+        if not thresholds:
+            return {}
+        keys = sorted(thresholds)
+        parameters = {
+            **self._parameters, "groups": [thresholds[k][2] for k in keys],
+            "starts": [thresholds[k][0] for k in keys], "failed_starts": [thresholds[k][1] for k in keys],
+        }  # fmt: skip
+        group = "cityHash64(caller, target, kind)"
+        at = f"transform({group}, {{groups:Array(UInt64)}}, {{%s:Array(Int64)}}, toInt64(0))"
+        sql = (
+            "SELECT caller, target, kind, start_ns, trace_id, span_id, failure, reason "
+            f"FROM {self._delegations} WHERE start_ns >= {at % 'starts'} "
+            f"OR (failure IS NOT NULL AND start_ns >= {at % 'failed_starts'})"
+        )
+        found: dict[tuple[str, str, str], list[tuple[Any, ...]]] = {}
+        for caller, target, kind, start, trace_id, span_id, failure, reason in self._rows(sql, parameters):
+            ref = (
+                int(start),
+                str(trace_id),
+                str(span_id),
+                None if failure is None else str(failure),
+                str(reason),
+            )
+            found.setdefault((str(caller), str(target), str(kind)), []).append(ref)
+        return found
 
     def _edges(self) -> list[EdgeStats]:
         failed = "failure IS NOT NULL"
         sql = (
             f"SELECT caller, target, kind, count(), sum(attempts), {_sums('cost')}, countIf({failed}), "
-            f"{_percentiles('duration_ms', 'duration_ms IS NOT NULL')}, uniqExact(trace_id), {_newest()}, "
-            f"{_newest(', assumeNotNull(failure), reason', failed)}, "
+            f"{_percentiles('duration_ms', 'duration_ms IS NOT NULL')}, uniqExact(trace_id), {_threshold()}, "
+            f"{_threshold(failed)}, "
             f"sumMapIf([assumeNotNull(failure)], [toUInt64(1)], {failed}), "
-            f"sumMapIf([reason], [toUInt64(1)], {failed}) "
+            f"sumMapIf([reason], [toUInt64(1)], {failed}), cityHash64(caller, target, kind) "
             f"FROM {self._delegations} GROUP BY caller, target, kind"
         )
-        edges = []
+        edges = {}
+        thresholds: dict[tuple[str, str, str], tuple[int, int, int]] = {}
         for row in self._query(sql):
             edge = EdgeStats(str(row[0]), str(row[1]), str(row[2]), count=int(row[3]), attempts=int(row[4]))
             edge.cost, edge.failed = _usage(row[5:9]).rounded(), int(row[9])
             edge.p50_ms, edge.p95_ms, edge.traces = _float(row[10]), _float(row[11]), int(row[12])
-            edge.recent = [TraceRef(str(t), int(start), str(span)) for start, t, span in row[13]]
-            edge.recent_failures = [
-                FailureRef(str(t), str(span), int(start), str(kind), str(reason))
-                for start, t, span, kind, reason in row[14]
-            ]
+            thresholds[edge.key] = (int(row[13]), int(row[14]), int(row[17]))
             edge.failures = _counts(row[15])
             edge.reasons = _counts(row[16])
-            edges.append(edge)
-        return sorted(edges, key=edge_order)
+            edges[edge.key] = edge
+        for key, refs in self._recent_delegations(thresholds).items():
+            edge, (start_at, failed_at, _) = edges[key], thresholds[key]
+            recent = [(start, t, span) for start, t, span, _, _ in refs if start >= start_at]
+            edge.recent = [TraceRef(t, start, span) for start, t, span in _newest_refs(recent)]
+            failures = [ref for ref in refs if ref[3] is not None and ref[0] >= failed_at]
+            edge.recent_failures = [
+                FailureRef(t, span, start, kind, reason)
+                for start, t, span, kind, reason in _newest_refs(failures)
+            ]
+        return sorted(edges.values(), key=edge_order)
 
     def _timeline(self, bucket_ns: int) -> dict[tuple[int, str], Usage]:
         sql = (

@@ -28,8 +28,15 @@ from typing import Any, Protocol
 from janux.tracing.analysis.trace_facts import analyse
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.clickhouse import schema as s
-from janux.tracing.sources.clickhouse.fact_rows import TableRows, day_of, fact_rows, failure_rows
-from janux.tracing.sources.clickhouse.source import _SPAN_SELECT, _span
+from janux.tracing.sources.clickhouse.fact_rows import (
+    NOTHING_REPLACED,
+    Replaced,
+    TableRows,
+    day_of,
+    fact_rows,
+    failure_rows,
+)
+from janux.tracing.sources.clickhouse.source import ANALYSED_SPAN_SELECT, _span
 
 logger = logging.getLogger(__name__)
 
@@ -173,17 +180,58 @@ def _window(client: DeriveClient, table: str, shard: Shard, window: _Window) -> 
     return window
 
 
-def _known(client: DeriveClient, trace_ids: list[str]) -> dict[str, tuple[Any, int]]:
-    """(partition day, last insertion derived) of the traces that already have facts."""
-    found: dict[str, tuple[Any, int]] = {}
+@dataclass(frozen=True, slots=True)
+class _Known:
+    """The current facts row of a trace derived before."""
+
+    day: Any
+    """Its partition day (kept when it is derived again)."""
+    last_ms: int
+    """Insertion time of the newest span it was derived from."""
+    version: int
+    start_ns: int
+
+
+def _known(client: DeriveClient, trace_ids: list[str]) -> dict[str, _Known]:
+    """The current facts of the traces that already have facts."""
+    found: dict[str, _Known] = {}
     for start in range(0, len(trace_ids), IDS_PER_QUERY):
         rows = client.query(
-            f"SELECT trace_id, day, last_inserted_ms FROM {s.FACTS} FINAL "
+            f"SELECT trace_id, day, last_inserted_ms, version, start_ns FROM {s.FACTS} FINAL "
             "WHERE trace_id IN {ids:Array(String)}",
             parameters={"ids": trace_ids[start : start + IDS_PER_QUERY]},
         ).result_rows
-        found.update({str(t): (day, int(last)) for t, day, last in rows})
+        found.update({str(t): _Known(day, int(last), int(v), int(at)) for t, day, last, v, at in rows})
     return found
+
+
+def _replaced(client: DeriveClient, known: dict[str, _Known], trace_ids: list[str]) -> dict[str, Replaced]:
+    """The usage rows of the current version of each trace about to be derived again (the rollup
+    takes them back when the new version's facts row is written)."""
+    found: dict[str, Replaced] = {t: (known[t].start_ns, []) for t in trace_ids}
+    for start in range(0, len(trace_ids), IDS_PER_QUERY):
+        chunk = trace_ids[start : start + IDS_PER_QUERY]
+        rows = client.query(
+            "SELECT trace_id, dimension, key, count, failed, input_sum, output_sum, cost_sum, unpriced_sum, "
+            f"unread_sum FROM {s.USAGE} FINAL WHERE (trace_id, version) IN "
+            "(SELECT arrayJoin(arrayZip({ids:Array(String)}, {versions:Array(UInt64)}))) "
+            "ORDER BY trace_id, seq",
+            parameters={"ids": chunk, "versions": [known[t].version for t in chunk]},
+        ).result_rows
+        for row in rows:
+            found[str(row[0])][1].append(_usage_row(row[1:]))
+    return found
+
+
+def _usage_row(row: Sequence[Any]) -> tuple[Any, ...]:
+    """A `janux_usage` row as read back (chdb gives 64-bit ints as text) in Python types."""
+    dimension, key, count, failed, tokens_in, tokens_out, cost, unpriced, unread = row
+    return (str(dimension), str(key), int(count), int(failed), _int(tokens_in), _int(tokens_out),
+            None if cost is None else float(cost), _int(unpriced), int(unread))  # fmt: skip
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def _as_date(value: Any) -> dt.date:
@@ -204,7 +252,7 @@ def _spans(rows: Sequence[Sequence[Any]], wanted: set[str]) -> dict[str, tuple[l
     return by_trace
 
 
-_SELECT = f"SELECT {_SPAN_SELECT}, toUnixTimestamp64Milli({s.INSERTED_COLUMN})"
+_SELECT = f"SELECT {ANALYSED_SPAN_SELECT}, toUnixTimestamp64Milli({s.INSERTED_COLUMN})"
 
 
 def _fresh_batches(
@@ -247,14 +295,15 @@ def write(client: DeriveClient, rows: TableRows) -> None:
 
 
 def _derive_batch(
-    client: DeriveClient, batch: dict[str, tuple[list[SpanRecord], int]], known: dict[str, tuple[Any, int]],
+    client: DeriveClient, batch: dict[str, tuple[list[SpanRecord], int]], known: dict[str, _Known],
     stats: DeriveStats,
 ) -> None:  # fmt: skip
     rows: TableRows = {}
+    replaced = _replaced(client, known, sorted(t for t in batch if t in known))
     for trace_id, (spans, newest) in batch.items():
         facts = analyse(trace_id, spans)
-        day = _as_date(known[trace_id][0]) if trace_id in known else day_of(facts.summary.start_ns)
-        fact_rows(facts, day, newest, rows)
+        day = _as_date(known[trace_id].day) if trace_id in known else day_of(facts.summary.start_ns)
+        fact_rows(facts, day, newest, rows, replaced.get(trace_id, NOTHING_REPLACED))
         failure_rows(facts, day, spans, rows)
         stats.traces += 1
         stats.spans += len(spans)
@@ -286,8 +335,8 @@ def _derive_window(
             stats.held += 1
             held_from.append(first - 1)
     known = _known(client, sorted(ready))
-    late = sorted(t for t, (_, last) in ready.items() if t in known and known[t][1] < last)
-    stats.up_to_date += sum(1 for t, (_, last) in ready.items() if t in known and known[t][1] >= last)
+    late = sorted(t for t, (_, last) in ready.items() if t in known and known[t].last_ms < last)
+    stats.up_to_date += sum(1 for t, (_, last) in ready.items() if t in known and known[t].last_ms >= last)
     fresh = {t: count for t, (count, _) in ready.items() if t not in known}
     if fresh:
         for batch in _fresh_batches(client, table, shard, window, fresh, limits.batch_spans):
@@ -307,6 +356,11 @@ def derive_pending(
     A large backlog (a first run over a full table) is read in hash parts of about
     `max_window_spans` rows, so memory stays bounded; the watermark moves once, after all parts."""
     shard = shard if isinstance(shard, Shard) else Shard(*shard)
+    if s.applied_version(client) < s.SCHEMA_VERSION:
+        raise RuntimeError(
+            f"Janux's tables are at schema {s.applied_version(client)}, the deriver writes "
+            f"{s.SCHEMA_VERSION}: run `janux clickhouse init` first"
+        )
     began = time.perf_counter()
     stats = DeriveStats()
     start = watermark(client, shard, table)

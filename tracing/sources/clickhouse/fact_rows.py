@@ -34,9 +34,29 @@ def _finite(value: Any) -> Any:
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
-def fact_rows(facts: TraceFacts, day: dt.date, last_inserted_ms: int, rows: TableRows) -> None:
+Replaced = tuple[int, list[tuple[Any, ...]]]
+"""The start (Unix ns) and usage rows ((dimension, *`usage_rows.GROUP_COLUMNS`) each) of the facts
+version a new facts row replaces: what the rollup takes back."""
+NOTHING_REPLACED: Replaced = (0, [])
+
+
+def _usage_arrays(usage: Sequence[tuple[Any, ...]]) -> list[list[Any]]:
+    """Usage rows (dimension, key, count, failed, input, output, cost, unpriced, unread) as the
+    parallel arrays of `schema.ROLLUP_USAGE_FIELDS`."""
+    columns: list[list[Any]] = [[] for _ in s.ROLLUP_USAGE_FIELDS]
+    for row in usage:
+        for column, value in zip(columns, row, strict=True):
+            column.append(_finite(value))
+    return columns
+
+
+def fact_rows(
+    facts: TraceFacts, day: dt.date, last_inserted_ms: int, rows: TableRows,
+    replaced: Replaced = NOTHING_REPLACED,
+) -> None:  # fmt: skip
     """Append the rows of one trace's facts to `rows` (children before the facts row: see
-    `deriver.write`)."""
+    `deriver.write`); the facts row carries its usage rows and those of the version it `replaced`
+    (the hourly rollup's views add the first and take back the second)."""
     key = [facts.trace_id, day, facts.span_count]
     loops = rows.setdefault(s.LOOPS, [])
     for seq, loop in enumerate(facts.loops):
@@ -58,6 +78,9 @@ def fact_rows(facts: TraceFacts, day: dt.date, last_inserted_ms: int, rows: Tabl
     rows.setdefault(s.FACTS, []).append(
         [_finite(getattr(summary, name)) for name, _ in s.SUMMARY_COLUMNS]
         + [day, facts.span_count, facts.janux, last_inserted_ms]
+        + _usage_arrays([(dimension, *group) for dimension, group in facts.usage])
+        + [replaced[0]]
+        + _usage_arrays(replaced[1])
     )
 
 

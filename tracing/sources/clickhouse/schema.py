@@ -12,6 +12,10 @@ into these tables; the ClickHouse source reads them instead of re-deriving spans
   loops, its delegations (status, failure kind and reason), its `usage_by` rows per dimension and
   its failed-handoff spans; one row per item, keyed (trace, version, position). Reads keep the rows
   whose (trace, version) is the trace's current facts row, so a replaced version never counts.
+- `janux_usage_hourly` (schema 2): `janux_usage` summed per (dimension, hour of trace start, key),
+  a `SummingMergeTree` fed by two materialized views on `janux_trace_facts`: each facts row
+  carries its usage rows (added) and those of the version it replaces (taken back), so ranges of
+  whole hours are summed without `FINAL` (`rollup_ddl`, read by `usage_rollup`).
 - `janux_derive_state`: the watermark of each deriver shard of each source table (insertion time
   of the rows derived so far); `janux_schema`: the schema versions applied.
 
@@ -30,8 +34,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-SCHEMA_VERSION = 1
-"""Version of the DDL below; `init` records it in `janux_schema`."""
+SCHEMA_VERSION = 2
+"""Version of the DDL below; `init` records it in `janux_schema`. 1: the per-trace tables; 2: the
+hourly usage rollup (`janux_usage_hourly`, fed from the facts rows' usage arrays)."""
 
 INSERTED_COLUMN = "JanuxInsertedAt"
 """The insertion-time column `init` adds to `otel_traces` (the deriver's watermark)."""
@@ -46,6 +51,8 @@ USAGE = "janux_usage"
 """`usage_by` rows of every trace, per dimension."""
 FAILURES = "janux_failures"
 """The span of every failed handoff."""
+USAGE_HOURLY = "janux_usage_hourly"
+"""`janux_usage` summed per (dimension, hour of trace start, key): see `rollup_ddl`."""
 STATE = "janux_derive_state"
 """Watermark per deriver shard."""
 SCHEMA = "janux_schema"
@@ -98,6 +105,29 @@ FACTS_EXTRA: tuple[tuple[str, str], ...] = (
 )
 """Columns of `janux_trace_facts` besides the summary: partition day, version (the span count the
 facts were computed from), Janux accounting, insertion time (Unix ms) of the newest span read."""
+
+ROLLUP_USAGE_FIELDS: tuple[tuple[str, str], ...] = (
+    ("dimension", "String"),
+    ("key", "String"),
+    ("count", "Int64"),
+    ("failed", "Int64"),
+    ("input", "Nullable(Int64)"),
+    ("output", "Nullable(Int64)"),
+    ("cost", "Nullable(Float64)"),
+    ("unpriced", "Nullable(Int64)"),
+    ("unread", "Int64"),
+)
+"""One usage row (`usage_rows.GROUP_COLUMNS`) of a trace, as the facts row's parallel arrays carry it."""
+
+ROLLUP_FACTS_COLUMNS: tuple[tuple[str, str], ...] = (
+    *((f"usage_{name}", f"Array({kind})") for name, kind in ROLLUP_USAGE_FIELDS),
+    ("replaced_start_ns", "Int64"),
+    *((f"replaced_{name}", f"Array({kind})") for name, kind in ROLLUP_USAGE_FIELDS),
+)
+"""Columns of `janux_trace_facts` (schema 2) the rollup is fed from: the trace's usage rows
+(`usage_*`, added to the rollup) and, when the row replaces an earlier version of the trace, that
+version's start and usage rows (`replaced_*`, subtracted). One facts row is written once per
+version (`deriver`), so each version is added once and taken back once."""
 
 _KEY = (("trace_id", "String"), ("day", "Date"), ("version", "UInt64"), ("seq", "UInt32"))
 
@@ -171,7 +201,7 @@ class Table:
 
 
 TABLES: tuple[Table, ...] = (
-    Table(FACTS, (*SUMMARY_COLUMNS, *FACTS_EXTRA), "trace_id", "version"),
+    Table(FACTS, (*SUMMARY_COLUMNS, *FACTS_EXTRA, *ROLLUP_FACTS_COLUMNS), "trace_id", "version"),
     Table(LOOPS, (*_KEY, *LOOP_COLUMNS), "(trace_id, version, seq)", None),
     Table(DELEGATIONS, (*_KEY, *DELEGATION_COLUMNS), "(trace_id, version, seq)", None),
     Table(USAGE, (*_KEY, *USAGE_COLUMNS), "(trace_id, version, seq)", None),
@@ -226,6 +256,98 @@ def create_table(table: Table, ttl: tuple[str, int] | None, cluster: str | None 
     return f"CREATE TABLE IF NOT EXISTS {name}{on_cluster} (\n    {columns}\n) " + "\n".join(clauses)
 
 
+HOUR_NS = 3_600 * 10**9
+"""The rollup's time bucket: an hour of trace start, in Unix ns."""
+
+ROLLUP_SUMS = (
+    "rows", "count", "failed", "input_sum", "input_n", "output_sum", "output_n", "cost_sum", "cost_n",
+    "unpriced_sum", "unpriced_n", "unread_sum",
+)  # fmt: skip
+"""Summed columns of `janux_usage_hourly`: `rows` counts the usage rows (a key whose rows were all
+taken back is gone), each Nullable sum of `janux_usage` is a sum of its non-NULL values and their
+count (`*_n`: 0 means the sum is NULL, as `sum` over `janux_usage` gives)."""
+
+ROLLUP_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("dimension", "LowCardinality(String)"),
+    ("hour_ns", "Int64"),
+    ("key", "String"),
+    ("day", "Date"),
+    *((name, "Float64" if name == "cost_sum" else "Int64") for name in ROLLUP_SUMS),
+)
+"""Columns of `janux_usage_hourly`."""
+
+
+def _rollup_select(prefix: str, start: str, sign: int) -> str:
+    """The rows one facts row adds to (`sign` 1) or takes back from (-1) the rollup."""
+    arrays = ", ".join(f"{prefix}{name} AS u_{name}" for name, _ in ROLLUP_USAGE_FIELDS)
+    minus = "-" if sign < 0 else ""
+    parts = [
+        "u_dimension AS dimension",
+        f"intDiv({start}, {HOUR_NS}) * {HOUR_NS} AS hour_ns",
+        "u_key AS key",
+        "toDate(fromUnixTimestamp64Nano(hour_ns, 'UTC')) AS day",
+        f"{sign} AS rows",
+        f"{minus}u_count AS count",
+        f"{minus}u_failed AS failed",
+    ]
+    for name in ("input", "output", "cost", "unpriced"):
+        parts += [f"{minus}ifNull(u_{name}, 0) AS {name}_sum", f"{sign} * isNotNull(u_{name}) AS {name}_n"]
+    parts.append(f"{minus}u_unread AS unread_sum")
+    return f"SELECT {', '.join(parts)} FROM {{facts}} ARRAY JOIN {arrays}"
+
+
+def rollup_ddl(ttl: tuple[str, int] | None, cluster: str | None = None) -> list[str]:
+    """The hourly usage rollup (schema 2): `janux_usage_hourly`, a `SummingMergeTree` keyed by
+    (dimension, hour of trace start, key), and the two materialized views that feed it from every
+    facts row inserted: its usage rows added, the replaced version's taken back. Sums need no
+    `FINAL` (the engine only folds rows in the background; a query sums what is there)."""
+    local = "_local" if cluster else ""
+    on_cluster = f" ON CLUSTER {cluster}" if cluster else ""
+    table = Table(USAGE_HOURLY, ROLLUP_COLUMNS, "(dimension, hour_ns, key)", None)
+    engine = f"SummingMergeTree(({', '.join(ROLLUP_SUMS)}))"
+    if cluster:
+        engine = (
+            f"ReplicatedSummingMergeTree('/clickhouse/tables/{{shard}}/{{database}}/{USAGE_HOURLY}', "
+            f"'{{replica}}', ({', '.join(ROLLUP_SUMS)}))"
+        )
+    create = create_table(table, ttl, cluster).replace(
+        f"ENGINE = {_engine(table, cluster)}", f"ENGINE = {engine}"
+    )
+    statements = [create]
+    for name, prefix, start, sign in (
+        ("add", "usage_", "start_ns", 1),
+        ("retract", "replaced_", "replaced_start_ns", -1),
+    ):
+        select = _rollup_select(prefix, start, sign).format(facts=f"{FACTS}{local}")
+        statements.append(
+            f"CREATE MATERIALIZED VIEW IF NOT EXISTS {USAGE_HOURLY}_{name}{local}{on_cluster} "
+            f"TO {USAGE_HOURLY}{local} AS {select}"
+        )
+    if cluster:
+        statements.append(
+            f"CREATE TABLE IF NOT EXISTS {USAGE_HOURLY}{on_cluster} AS {USAGE_HOURLY}_local "
+            f"ENGINE = Distributed({cluster}, currentDatabase(), {USAGE_HOURLY}_local, rand())"
+        )
+    return statements
+
+
+def facts_migration_ddl(cluster: str | None = None) -> list[str]:
+    """Schema 1 -> 2 on `janux_trace_facts`: the rollup's array columns and a minmax index on the
+    trace start (range reads of the partial hours at a range's edges skip most granules)."""
+    on_cluster = f" ON CLUSTER {cluster}" if cluster else ""
+    tables = [f"{FACTS}_local", FACTS] if cluster else [FACTS]
+    statements = [
+        f"ALTER TABLE {table}{on_cluster} ADD COLUMN IF NOT EXISTS {name} {kind}"
+        for table in tables
+        for name, kind in ROLLUP_FACTS_COLUMNS
+    ]
+    statements.append(
+        f"ALTER TABLE {tables[0]}{on_cluster} ADD INDEX IF NOT EXISTS idx_janux_start start_ns "
+        "TYPE minmax GRANULARITY 1"
+    )
+    return statements
+
+
 def source_ddl(table: str = "otel_traces", cluster: str | None = None) -> list[str]:
     """The column (and its minmax index) `init` adds to the Collector's table."""
     on_cluster = f" ON CLUSTER {cluster}" if cluster else ""
@@ -245,7 +367,12 @@ def source_ddl(table: str = "otel_traces", cluster: str | None = None) -> list[s
 
 def ddl(ttl: tuple[str, int] | None = None, table: str = "otel_traces") -> list[str]:
     """Every statement `init` runs on a single server, in order."""
-    return [*source_ddl(table), *(create_table(t, ttl) for t in TABLES)]
+    return [
+        *source_ddl(table),
+        *(create_table(t, ttl) for t in TABLES),
+        *facts_migration_ddl(),
+        *rollup_ddl(ttl),
+    ]
 
 
 def cluster_ddl(cluster: str, ttl: tuple[str, int] | None = None, table: str = "otel_traces") -> list[str]:
@@ -263,7 +390,7 @@ def cluster_ddl(cluster: str, ttl: tuple[str, int] | None = None, table: str = "
             f"CREATE TABLE IF NOT EXISTS {t.name} ON CLUSTER {cluster} AS {t.name}_local "
             f"ENGINE = Distributed({cluster}, currentDatabase(), {t.name}_local, {sharding})"
         )
-    return statements
+    return [*statements, *facts_migration_ddl(cluster), *rollup_ddl(ttl, cluster)]
 
 
 class QueryOnly(Protocol):
@@ -311,9 +438,34 @@ def init(client: CommandClient, table: str = "otel_traces") -> int:
         client.command(
             f"ALTER TABLE {table} MATERIALIZE COLUMN {INSERTED_COLUMN} SETTINGS mutations_sync = 2"
         )
-    if applied_version(client) < SCHEMA_VERSION:
+    before = applied_version(client)
+    if before == 1:  # facts rows of schema 1 carry no usage arrays: their rollup comes from janux_usage
+        client.command(f"ALTER TABLE {FACTS} MATERIALIZE INDEX idx_janux_start SETTINGS mutations_sync = 2")
+        client.command(backfill_sql())
+    if before < SCHEMA_VERSION:
         client.command(f"INSERT INTO {SCHEMA} (version, applied) VALUES ({SCHEMA_VERSION}, now64(3))")
     return SCHEMA_VERSION
+
+
+def backfill_sql() -> str:
+    """Adds to the rollup the usage rows of the current facts rows written by schema 1 (no usage
+    arrays: the views never saw them). A row written since (arrays set, or no usage rows at all)
+    is either counted by the views or adds nothing here, so derivers may run meanwhile. Run once,
+    when `init` moves from 1 to 2 (an `init` killed between this and recording version 2 would add
+    them twice: `docs/scale.md` says to let the upgrade finish)."""
+    inner = (
+        "SELECT dimension AS d, key AS k, trace_start_ns AS s, count AS c, failed AS f, input_sum AS i, "
+        "output_sum AS o, cost_sum AS m, unpriced_sum AS p, unread_sum AS r "
+        f"FROM {USAGE} FINAL WHERE (trace_id, version) IN "
+        f"(SELECT trace_id, version FROM {FACTS} FINAL WHERE empty(usage_dimension))"
+    )
+    sums = ", ".join(f"ifNull({v}, 0), isNotNull({v})" for v in "iomp")
+    return (
+        f"INSERT INTO {USAGE_HOURLY} ({', '.join(column_names(ROLLUP_COLUMNS))}) "
+        f"SELECT d, intDiv(s, {HOUR_NS}) * {HOUR_NS} AS hour_ns, k, "
+        "toDate(fromUnixTimestamp64Nano(hour_ns, 'UTC')), 1, c, f, "
+        f"{sums}, r FROM ({inner})"
+    )
 
 
 def _has_column(client: CommandClient, table: str) -> bool:

@@ -193,6 +193,14 @@ _SPAN_COLUMNS = (
 )  # fmt: skip
 """(name, expression) of every column `_span` reads."""
 _SPAN_SELECT = select_list(_SPAN_COLUMNS)
+_NOT_ANALYSED = {
+    "ResourceAttributes": "map()", "ScopeName": "''", "ScopeVersion": "''", "TraceState": "''",
+    "link_traces": "[]", "link_spans": "[]", "link_states": "[]", "link_attributes": "[]",
+}  # fmt: skip
+ANALYSED_SPAN_SELECT = select_list(tuple((name, _NOT_ANALYSED.get(name, e)) for name, e in _SPAN_COLUMNS))
+"""`_SPAN_SELECT` with empty values for what the analysis layer never reads (resource attributes,
+scope, trace state, links): the deriver's read, which `_span` converts the same way. The parity
+tests of the derived tables would fail if the analysis started reading one of them."""
 _SPAN_FIELDS = picker(
     names(_SPAN_COLUMNS),
     ("start_ns", "TraceId", "SpanId", "ParentSpanId", "TraceState", "SpanName", "SpanKind", "ServiceName",
@@ -230,12 +238,16 @@ class ClickHouseSource:
         self._derived_reads: DerivedReads | None = None
         self._use_derived = derived
         """False: always derive at read time (benches compare the two paths)."""
+        self._lookup: bool | None = None
+        """Whether the exporter's TraceId -> time lookup table exists (checked once)."""
 
     def _derived(self) -> DerivedReads | None:
         """The derived tables' queries once `janux clickhouse init` ran (checked until it has: the
         tables are never dropped by Janux), else None: facts are then derived at read time."""
-        if self._derived_reads is None and self._use_derived and applied_version(self._client) >= 1:
-            self._derived_reads = DerivedReads(self._rows)
+        if self._derived_reads is None and self._use_derived:
+            version = applied_version(self._client)
+            if version >= 1:
+                self._derived_reads = DerivedReads(self._rows, rollup=version >= 2)
         return self._derived_reads
 
     def pending_traces(self) -> int:
@@ -307,6 +319,38 @@ class ClickHouseSource:
         """All spans of one trace (each span once), in start order."""
         return self.get_traces([trace_id]).get(trace_id.strip().lower(), [])
 
+    def _time_bounds(self, ids: list[str]) -> str:
+        """A condition bounding `Timestamp` to the traces' spans, from the Collector exporter's
+        lookup table `<table>_trace_id_ts` (TraceId -> first and last span start, kept by its
+        materialized view on every insert): the span read then prunes partitions and uses the
+        table's time key instead of scanning every part for the ids. "1" when the table is missing
+        or does not know every id (rows stored before it existed)."""
+        if self._lookup is None:
+            self._lookup = self._has_table(f"{self._table}_trace_id_ts")
+        if not self._lookup:
+            return "1"
+        rows = self._rows(
+            "SELECT uniqExact(TraceId), toUnixTimestamp64Nano(toDateTime64(min(Start), 9)), "
+            f"toUnixTimestamp64Nano(toDateTime64(max(End), 9)) FROM {self._table}_trace_id_ts "
+            "WHERE TraceId IN {ids:Array(String)}",
+            {"ids": ids},
+        )
+        if not rows or int(rows[0][0]) < len(ids):
+            return "1"
+        # End may be whole seconds (older exporters' DateTime): one second more covers its fraction
+        first, last = int(rows[0][1]), int(rows[0][2]) + 10**9
+        return (
+            f"Timestamp >= fromUnixTimestamp64Nano(toInt64({first})) "
+            f"AND Timestamp <= fromUnixTimestamp64Nano(toInt64({last}))"
+        )
+
+    def _has_table(self, name: str) -> bool:
+        rows = self._rows(
+            "SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = {n:String}",
+            {"n": name},
+        )
+        return bool(rows and int(rows[0][0]))
+
     def get_traces(self, trace_ids: list[str]) -> dict[str, list[SpanRecord]]:
         """All spans of several traces, keyed by trace id (unknown ids map to [])."""
         ids = list(dict.fromkeys(t.strip().lower() for t in trace_ids))
@@ -315,7 +359,7 @@ class ClickHouseSource:
             return out
         sql = (
             f"SELECT {_SPAN_SELECT} FROM {self._table} WHERE TraceId IN {{ids:Array(String)}} "
-            "ORDER BY TraceId, Timestamp, SpanId LIMIT 1 BY TraceId, SpanId"
+            f"AND {self._time_bounds(ids)} ORDER BY TraceId, Timestamp, SpanId LIMIT 1 BY TraceId, SpanId"
         )
         for row in self._rows(sql, {"ids": ids}):
             span = _span(row)
@@ -582,8 +626,8 @@ def _summary(row: Any) -> TraceSummary:
 
 def _attributes(value: Any) -> dict[str, Any]:
     """A ClickHouse map as a dict (clickhouse_connect gives dicts; be lenient with pair lists)."""
-    if isinstance(value, dict):
-        return {str(k): v for k, v in value.items()}
+    if isinstance(value, dict):  # keys are text already (JSON objects, clickhouse_connect's maps)
+        return dict(value)
     if isinstance(value, (list, tuple)):
         return {str(pair[0]): pair[1] for pair in value if isinstance(pair, (list, tuple)) and len(pair) == 2}
     return {}
