@@ -14,7 +14,7 @@ The rules are defined here once; every source answers them over the whole filter
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,9 +90,11 @@ def parse_attribute(text: str) -> tuple[str, str | None]:
 
 def attribute_text(value: Any) -> str:
     """An attribute value as find compares it: booleans as `true`/`false` (as OTLP JSON and
-    ClickHouse write them), everything else as `str`."""
+    ClickHouse write them), arrays as a list's `str`, everything else as `str`."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, tuple):  # an array reads the same however it was decoded (list or tuple)
+        return str(list(value))
     return str(value)
 
 
@@ -104,9 +106,17 @@ def term_value(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
 
 
-def span_terms(span: SpanRecord) -> Iterable[tuple[str, str]]:
-    """(key, `term_value`) of each attribute of a span."""
-    return ((key, term_value(attribute_text(value))) for key, value in span.attributes.items())
+def attribute_terms(attributes: Mapping[str, Any], trace_id: str) -> list[tuple[str, str, str]]:
+    """(key, `term_value` of its `attribute_text`, trace id) of each attribute of a span: the rows
+    of an index of attribute values (the embedded store's write path: kept cheap on purpose)."""
+    return [
+        (key, value if type(value) is str and len(value) <= MAX_TERM_CHARS else _term(value), trace_id)
+        for key, value in attributes.items()
+    ]
+
+
+def _term(value: Any) -> str:
+    return term_value(attribute_text(value))
 
 
 def span_error_texts(span: SpanRecord) -> list[str]:

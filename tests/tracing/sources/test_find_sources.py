@@ -9,6 +9,7 @@ Each source must count all 1,100 and page down to the oldest one.
 from __future__ import annotations
 
 import dataclasses
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -139,3 +140,20 @@ def test_the_store_answers_from_its_indexes_and_kept_facts(spans: list[SpanRecor
     with open_store(tmp_path) as again:
         assert again.find_traces(TraceFilter(), QUERIES["reason"]).total == MATCHING
         assert again._find_cache.computed == 0  # kept beside the store by the first process
+
+
+def test_prune_drops_the_find_indexes_of_what_it_deletes(spans: list[SpanRecord], tmp_path: Path) -> None:
+    """The find indexes shrink with the store: a pruned trace leaves no attribute or error row."""
+    newest_failed = 1_700_000_000_000_000_000 + (MATCHING - 1) * STEP_NS
+    with open_store(tmp_path) as store:
+        store.write(spans)
+        result = store.prune(older_than_days=0, now_ns=newest_failed + STEP_NS // 2)
+        assert result.traces == MATCHING
+        conn = sqlite3.connect(store.path)
+        for table in ("span_terms", "span_errors"):
+            left = conn.execute(f"SELECT count(*) FROM {table} WHERE TraceId LIKE 'a%'").fetchone()[0]
+            assert left == 0, table
+        kept = conn.execute("SELECT count(DISTINCT TraceId) FROM span_terms").fetchone()[0]
+        conn.close()
+        assert kept == NEWER
+        assert store.find_traces(TraceFilter(), QUERIES["agent"]).total == 0

@@ -28,7 +28,7 @@ from janux.tracing.sources.store.summary_rows import ROOT_FIRST, SUMMARY_COLUMNS
 _STORE = f"INSERT OR IGNORE INTO main.otel_traces ({', '.join(SPAN_COLUMNS)})"
 
 _STORE_USAGE = f"INSERT INTO main.span_usage ({', '.join(USAGE_COLUMNS)})"
-_STORE_TERMS = "INSERT OR IGNORE INTO main.span_terms (TraceId, Key, Value)"
+_STORE_TERMS = "INSERT OR IGNORE INTO main.span_terms (Key, Value, TraceId)"
 _STORE_ERRORS = "INSERT OR IGNORE INTO main.span_errors (TraceId, Text)"
 
 _SUMMARY = f"INSERT INTO main.trace_summary ({', '.join(SUMMARY_COLUMNS)})"

@@ -17,7 +17,7 @@ from typing import Any
 
 from janux.tracing.analysis.readers.spans import classify
 from janux.tracing.analysis.readers.structure import is_janux_span
-from janux.tracing.analysis.trace_find import span_error_texts, span_terms
+from janux.tracing.analysis.trace_find import attribute_terms, span_error_texts
 from janux.tracing.analysis.usage_rows import safe_float, safe_int, span_usage
 from janux.tracing.columns import picker
 from janux.tracing.conventions import (
@@ -145,7 +145,7 @@ class StagedBatch:
     links_of: list[int] = field(default_factory=list)
     """Index in `rows` of the span of each `links` row."""
     terms: list[tuple[str, str, str]] = field(default_factory=list)
-    """`span_terms` rows (trace, attribute key, `trace_find.term_value`), each once per batch. Kept
+    """`span_terms` rows (attribute key, `trace_find.term_value`, trace), each once per batch. Kept
     whole by `only`: a skipped span is a copy of a stored one, so its rows are there (OR IGNORE)."""
     errors: list[tuple[str, str]] = field(default_factory=list)
     """`span_errors` rows (trace, lower-case `trace_find.span_error_texts`), each once per batch."""
@@ -267,7 +267,7 @@ def batch_rows(spans: Iterable[SpanRecord]) -> StagedBatch:
             batch.links.append(link)
             batch.links_of.append(index)
         trace_id = span.trace_id
-        terms.update([(trace_id, key, value) for key, value in span_terms(span)])
+        terms.update(attribute_terms(attrs, trace_id))
         if span.status_message or span.events or JANUX_HANDOFF_ERROR in attrs or ERROR_TYPE in attrs:
             errors.update([(trace_id, text.lower()) for text in span_error_texts(span)])
     batch.terms, batch.errors = list(terms), list(errors)

@@ -113,12 +113,11 @@ CREATE TABLE IF NOT EXISTS span_usage (
     PRIMARY KEY (TraceId, ParentSpanId, SpanId)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS span_terms (
-    TraceId TEXT NOT NULL,
     Key TEXT NOT NULL,
     Value TEXT NOT NULL,
-    PRIMARY KEY (TraceId, Key, Value)
+    TraceId TEXT NOT NULL,
+    PRIMARY KEY (Key, Value, TraceId)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS span_terms_value ON span_terms (Key, Value);
 CREATE TABLE IF NOT EXISTS span_errors (
     TraceId TEXT NOT NULL,
     Text TEXT NOT NULL,
