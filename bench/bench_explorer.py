@@ -95,14 +95,18 @@ def _row_to_trace(page: Any, row: int) -> float:
 
 def _span_detail(page: Any, row: int) -> float:
     """Click tree row `row` (not the selected one) and wait for its detail's heading."""
-    tree = page.locator("[data-testid='stDataFrame']").filter(has_text="outcome").first
-    label = str(tree.evaluate(f"el => el.querySelectorAll('table tr')[{row + 1}].children[0].innerText"))
+    target = page.locator("tr.row").nth(row)  # the tree's rows (`dashboard/ui/trace_tree.py`)
+    target.wait_for(timeout=WAIT_MS)
+    label = target.locator("td").first.inner_text().strip()
+    target.scroll_into_view_if_needed()
+    box = target.bounding_box()
+    assert box is not None, "the tree row is not drawn"
 
     def drawn() -> None:
-        page.get_by_role("heading", name=f"{label.strip()} (").first.wait_for(timeout=WAIT_MS)
+        page.get_by_role("heading", name=f"{label} (").first.wait_for(timeout=WAIT_MS)
         page.wait_for_selector(IDLE, timeout=WAIT_MS)
 
-    return _timed(lambda: _click_row(page, "outcome", row), drawn)
+    return _timed(lambda: page.mouse.click(box["x"] + 60, box["y"] + box["height"] / 2), drawn)
 
 
 def _measure(url: str, big_id: str, runs: int) -> Times:
