@@ -22,6 +22,10 @@ from janux.errors import JanuxError
 from janux.tracing import conventions as c
 from janux.tracing.analysis import outcomes
 from janux.tracing.analysis.facts import TraceSummary
+from janux.tracing.analysis.failures import trace_failures
+from janux.tracing.analysis.handoff_tree import build_tree
+from janux.tracing.analysis.span_index import build_index
+from janux.tracing.analysis.trace_parts import Failure
 from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.records import SpanRecord
 
@@ -154,14 +158,26 @@ class FindFacts:
     """Error texts of its spans (`span_error_texts`), lower case."""
 
 
-def find_facts(view: TraceView) -> FindFacts:
-    """The find facts of a rebuilt trace."""
-    errors = [text.lower() for span in view.index.spans for text in span_error_texts(span)]
+def _facts(spans: Iterable[SpanRecord], agents: Iterable[str], failures: Iterable[Failure]) -> FindFacts:
+    errors = [text.lower() for span in spans for text in span_error_texts(span)]
     return FindFacts(
-        agents=frozenset(node.agent for node in view.nodes),
-        reasons=frozenset(f.reason for f in view.failures),
+        agents=frozenset(agents),
+        reasons=frozenset(f.reason for f in failures),
         errors=tuple(dict.fromkeys(errors)),
     )
+
+
+def find_facts(view: TraceView) -> FindFacts:
+    """The find facts of a rebuilt trace."""
+    return _facts(view.index.spans, (node.agent for node in view.nodes), view.failures)
+
+
+def find_facts_of(spans: Iterable[SpanRecord]) -> FindFacts:
+    """The find facts of a trace's spans, reading only its tree and failures (what `find_facts` of
+    the rebuilt trace says, without costs, checks and budgets)."""
+    index = build_index(spans)
+    tree = build_tree(index)
+    return _facts(index.spans, (node.agent for node in tree.nodes), trace_failures(index.trace_id, tree))
 
 
 def facts_match(facts: FindFacts, query: TraceQuery) -> bool:

@@ -1,6 +1,6 @@
 """Find facts (`analysis.trace_find.FindFacts`) per trace, kept by one reading process between calls.
 
-A trace's find facts come from its rebuilt tree, so they are computed once per (trace, span count),
+A trace's find facts come from its handoff tree, so they are computed once per (trace, span count),
 in bounded chunks of traces, and kept (the oldest dropped past `MAX_TRACES`). Given a `KeptFindFacts`
 (the embedded store's `facts_file.FactsFile`), a cache first takes what another process computed.
 """
@@ -11,8 +11,7 @@ import threading
 from collections.abc import Callable
 from typing import Protocol
 
-from janux.tracing.analysis.trace_find import FindFacts, find_facts
-from janux.tracing.analysis.trace_view import reconstruct
+from janux.tracing.analysis.trace_find import FindFacts, find_facts_of
 from janux.tracing.records import SpanRecord
 
 MAX_TRACES = 200_000
@@ -62,7 +61,7 @@ class FindFactsCache:
         ids = list(stale)
         for start in range(0, len(ids), READ_CHUNK):
             spans = read(ids[start : start + READ_CHUNK])
-            fresh = {t: (stale[t], find_facts(reconstruct(s))) for t, s in spans.items() if t in stale}
+            fresh = {t: (stale[t], find_facts_of(s)) for t, s in spans.items() if t in stale}
             self.computed += len(fresh)
             self._keep(fresh)
             if self._kept is not None:
