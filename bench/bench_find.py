@@ -1,7 +1,7 @@
 """Find inside traces on the embedded store, over every trace of the range (issue 19), next to the
 trace list in the same run.
 
-Run: `.venv/bin/python -m bench.bench_find [--traces N] [--runs N]`. Writes N synthetic traces of
+Run: `.venv/bin/python -m bench.bench_find [--quick] [--traces N] [--runs N]`. Writes N synthetic traces of
 about 40 spans (random delegations, some timed out) into a fresh store, then times from a new
 `TraceStore` (medians of `--runs`):
 
@@ -119,7 +119,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--traces", type=int, default=5_000, help="synthetic traces of ~40 spans")
     parser.add_argument("--runs", type=int, default=5, help="runs of each timed call")
+    parser.add_argument("--quick", action="store_true", help="1,000 traces (CI smoke run)")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.traces = 1_000
     spans = _traces(args.traces)
     with tempfile.TemporaryDirectory(prefix="janux-bench-find-") as tmp:
         rate = _write(spans, Path(tmp) / "store")
