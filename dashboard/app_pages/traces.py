@@ -13,6 +13,7 @@ from janux.dashboard.ui import url_state as url
 from janux.dashboard.ui.filters import find_inside, trace_filter, trace_link
 from janux.dashboard.ui.state import active_source, get_views
 from janux.dashboard.ui.table import show_table
+from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import money_cells as cells
 from janux.tracing.analysis.trace_find import FindError, FoundTraces, TraceQuery
 from janux.tracing.analysis.trace_list import CHECKS_HELP, needs_rebuild, traces_frame
@@ -35,7 +36,7 @@ def _table(source: TraceSource, flt: TraceFilter, page_size: int, query: TraceQu
         try:  # the count is the whole range's (the source's find index); the first page comes with it
             found = source.find_traces(flt, query, limit=page_size, offset=0)
         except FindError as error:
-            st.error(f"Find inside traces: {error}")
+            st.error(fmt.markdown_text(f"Find inside traces: {error}"))  # the input shown as typed
             return
     total = source.count_traces(flt) if found is None else found.total
     pages = max(1, -(-total // page_size))

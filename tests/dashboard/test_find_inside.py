@@ -12,6 +12,7 @@ from janux.tracing.analysis import reconstruct
 from janux.tracing.analysis.trace_find import TraceQuery, matches
 from janux.tracing.sources.memory import MemoryTraceSource
 from tests.dashboard.app_helpers import APP, TIMEOUT_S
+from tests.dashboard.shown import rendered
 
 Demo = tuple[list[Any], dict[str, str]]
 
@@ -63,7 +64,7 @@ def test_bad_find_input_says_what_to_write_and_keeps_the_input(demo: Demo) -> No
     at.query_params["attribute"] = "janux.handoff.status="
     at.run()
     assert not at.exception
-    assert [e.value for e in at.error] == [
+    assert [rendered(e.value) for e in at.error] == [
         "Find inside traces: Span attribute 'janux.handoff.status=': no value after '='; write "
         "key=value, or the key alone (traces where the attribute is set)"
     ]

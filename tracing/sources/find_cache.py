@@ -1,14 +1,17 @@
 """Find facts (`analysis.trace_find.FindFacts`) per trace, kept by one reading process between calls.
 
 A trace's find facts come from its handoff tree, so they are computed once per (trace, span count),
-in bounded chunks of traces, and kept (the oldest dropped past `MAX_TRACES`). Given a `KeptFindFacts`
-(the embedded store's `facts_file.FactsFile`), a cache first takes what another process computed.
+in bounded chunks of traces, and kept (the oldest dropped past `MAX_TRACES`); a source that answers
+error text from an index of its own keeps them without their error texts (`errors=False`). Given a
+`KeptFindFacts` (the embedded store's `facts_file.FactsFile`), a cache first takes what another
+process computed.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Protocol
 
 from janux.tracing.analysis.trace_find import FindFacts, find_facts_of
@@ -38,9 +41,12 @@ class KeptFindFacts(Protocol):
 class FindFactsCache:
     """Find facts per trace id, with the span count they were computed at."""
 
-    def __init__(self, kept: KeptFindFacts | None = None, max_traces: int = MAX_TRACES) -> None:
+    def __init__(
+        self, kept: KeptFindFacts | None = None, max_traces: int = MAX_TRACES, *, errors: bool = True
+    ) -> None:
         self._kept = kept
         self._max = max_traces
+        self._errors = errors
         self._facts: dict[str, tuple[int, FindFacts]] = {}
         self._lock = threading.Lock()
         self.computed = 0
@@ -61,13 +67,17 @@ class FindFactsCache:
         ids = list(stale)
         for start in range(0, len(ids), READ_CHUNK):
             spans = read(ids[start : start + READ_CHUNK])
-            fresh = {t: (stale[t], find_facts_of(s)) for t, s in spans.items() if t in stale}
+            fresh = {t: (stale[t], self._found(s)) for t, s in spans.items() if t in stale}
             self.computed += len(fresh)
             self._keep(fresh)
             if self._kept is not None:
                 self._kept.save_find(fresh)
             known.update((t, f) for t, (_, f) in fresh.items())
         return known
+
+    def _found(self, spans: list[SpanRecord]) -> FindFacts:
+        found = find_facts_of(spans)
+        return found if self._errors else replace(found, errors=())
 
     def _keep(self, fresh: dict[str, tuple[int, FindFacts]]) -> None:
         with self._lock:

@@ -6,6 +6,10 @@ This file keeps them across processes: `map-facts.sqlite3` beside the store, one
 (its span count and its facts, `marshal`-encoded plain tuples). A fresh process loads the rows whose
 span count still matches and computes only the rest, which it writes back.
 
+Beside them, each trace's find facts (`trace_find.FindFacts`: its agents, failure reasons and error
+texts), which a search by failure reason reads instead of rebuilding the trace (`find_facts`, the
+same keys and rules).
+
 It is a cache, never the truth: a separate database, so a reader's writes never wait for the
 receiver's write lock (nor slow it); every failure (a read-only directory, a locked or damaged
 file) is logged and the facts are computed as without it; and it is keyed by a fingerprint of the

@@ -94,7 +94,8 @@ class TraceStore:
         self._readers_lock = threading.Lock()
         self._facts_file = FactsFile(self.data_dir)
         self._map_cache = MapCache(kept=self._facts_file)
-        self._find_cache = FindFactsCache(kept=self._facts_file)
+        # Reasons only: error text is answered by the store's own index (`span_errors`).
+        self._find_cache = FindFactsCache(kept=self._facts_file, errors=False)
         self._map_process = MapProcess(self.data_dir) if map_process else None
         self._map_process_used = False
         self.keeps_map_facts = True
