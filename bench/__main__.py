@@ -12,6 +12,7 @@ BENCHES = (
     "bench_reconstruct",
     "bench_ingest",
     "bench_agent_map",
+    "bench_find",
     "bench_hostile",
     "bench_clickhouse",
     "bench_explorer",

@@ -36,6 +36,17 @@ CHROMIUM_FLAGS = [
 ]  # fmt: skip
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 """The app once its script has finished."""
+MARKS_JS = """
+window.__janux_marks = {};
+document.addEventListener('pointerdown', () => { window.__janux_marks = { down: performance.now() }; }, true);
+const send = WebSocket.prototype.send;
+WebSocket.prototype.send = function (data) {
+  const marks = window.__janux_marks;
+  if (marks.down !== undefined && marks.sent === undefined) marks.sent = performance.now();
+  return send.call(this, data);
+};
+"""
+"""Marks, in the page, when a pointer went down and when the next message left for the server."""
 HEADER_PX, ROW_PX = 38, 35
 """Streamlit's table header and row heights (rows are drawn on a canvas)."""
 WAIT_MS = 120_000
@@ -52,6 +63,8 @@ class Times:
     listing: list[float] = field(default_factory=list)
     click: list[float] = field(default_factory=list)
     span: list[float] = field(default_factory=list)
+    span_sent: list[float] = field(default_factory=list)
+    """Of `span`: from the pointer going down on the row to the request leaving the page (page timed)."""
     big: list[float] = field(default_factory=list)
 
 
@@ -93,16 +106,26 @@ def _row_to_trace(page: Any, row: int) -> float:
     return _timed(lambda: _click_row(page, "checks", row), drawn)
 
 
+def _sent_after_down(page: Any) -> float:
+    """Seconds from the last pointer down to the first message sent after it, as the page timed them."""
+    marks = page.evaluate("() => window.__janux_marks")
+    return float(marks["sent"] - marks["down"]) / 1000 if "sent" in marks else float("nan")
+
+
 def _span_detail(page: Any, row: int) -> float:
     """Click tree row `row` (not the selected one) and wait for its detail's heading."""
-    tree = page.locator("[data-testid='stDataFrame']").filter(has_text="outcome").first
-    label = str(tree.evaluate(f"el => el.querySelectorAll('table tr')[{row + 1}].children[0].innerText"))
+    target = page.locator("tr.row").nth(row)  # the tree's rows (`dashboard/ui/trace_tree.py`)
+    target.wait_for(timeout=WAIT_MS)
+    label = target.locator("td").first.inner_text().strip()
+    target.scroll_into_view_if_needed()
+    box = target.bounding_box()
+    assert box is not None, "the tree row is not drawn"
 
     def drawn() -> None:
-        page.get_by_role("heading", name=f"{label.strip()} (").first.wait_for(timeout=WAIT_MS)
+        page.get_by_role("heading", name=f"{label} (").first.wait_for(timeout=WAIT_MS)
         page.wait_for_selector(IDLE, timeout=WAIT_MS)
 
-    return _timed(lambda: _click_row(page, "outcome", row), drawn)
+    return _timed(lambda: page.mouse.click(box["x"] + 60, box["y"] + box["height"] / 2), drawn)
 
 
 def _measure(url: str, big_id: str, runs: int) -> Times:
@@ -112,6 +135,7 @@ def _measure(url: str, big_id: str, runs: int) -> Times:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         page = browser.new_page(viewport={"width": 1440, "height": 1000})
+        page.add_init_script(MARKS_JS)
         # Warm-up on a page that rebuilds nothing (imports, JS bundle), then the 10k-span trace first.
         _timed(lambda: page.goto(f"{url}/trace"), lambda: _settled(page, "text=Open a trace from"))
         big = f"{url}/trace?trace_id={big_id}"
@@ -121,6 +145,7 @@ def _measure(url: str, big_id: str, runs: int) -> Times:
             times.listing.append(_open_list(page, url))
             times.click.append(_row_to_trace(page, run % 5))
             times.span.append(_span_detail(page, 1 + run % 3))
+            times.span_sent.append(_sent_after_down(page))
         browser.close()
     return times
 
@@ -174,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     print(_line("Traces page loaded (baseline)", times.listing, base, None))
     print(_line("click a Traces row -> Trace page drawn", times.click, base, TARGETS_S["click"]))
     print(_line("click a span in the tree -> its detail", times.span, base, TARGETS_S["span"]))
+    print(_line("... of which: pointer down -> request sent (in the page)", times.span_sent, base, None))
     print(_line("10k-span trace, first visit", times.big[:1], base, TARGETS_S["big"]))
     if len(times.big) > 1:
         print(_line("10k-span trace, revisits", times.big[1:], base, None))

@@ -13,12 +13,12 @@ from janux.dashboard.ui import url_state as url
 from janux.dashboard.ui.filters import find_inside, trace_filter, trace_link
 from janux.dashboard.ui.state import active_source, get_views
 from janux.dashboard.ui.table import show_table
+from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import money_cells as cells
-from janux.tracing.analysis.trace_find import TraceQuery, matches
+from janux.tracing.analysis.trace_find import FindError, FoundTraces, TraceQuery
 from janux.tracing.analysis.trace_list import CHECKS_HELP, needs_rebuild, traces_frame
-from janux.tracing.sources.protocol import TraceFilter, TraceSource, TraceSummary
+from janux.tracing.sources.protocol import TraceFilter, TraceSource
 
-FIND_SCAN = 1_000  # newest traces read (and rebuilt) to find what happened inside them
 PAGE_SIZES = (25, 50, 100)
 LIVE_EVERY_S = 5
 
@@ -29,20 +29,16 @@ def _pending(source: TraceSource) -> int:
     return int(pending()) if callable(pending) else 0
 
 
-def _found(source: TraceSource, flt: TraceFilter, query: TraceQuery) -> list[TraceSummary]:
-    """The newest traces of the filter (at most `FIND_SCAN`) with what `query` asks for inside."""
-    scanned = source.list_traces(flt, limit=FIND_SCAN)
-    views = get_views([s.trace_id for s in scanned])
-    found = [s for s in scanned if s.trace_id in views and matches(views[s.trace_id], query)]
-    more = " (the newest of them)" if len(scanned) >= FIND_SCAN else ""
-    st.caption(f"Found inside {len(found):,} of {len(scanned):,} traces read{more}.")
-    return found
-
-
 def _table(source: TraceSource, flt: TraceFilter, page_size: int, query: TraceQuery) -> None:
     nav.follow_click("traces_table")
-    found = _found(source, flt, query) if query.active else None
-    total = source.count_traces(flt) if found is None else len(found)
+    found: FoundTraces | None = None
+    if query.active:
+        try:  # the count is the whole range's (the source's find index); the first page comes with it
+            found = source.find_traces(flt, query, limit=page_size, offset=0)
+        except FindError as error:
+            st.error(fmt.markdown_text(f"Find inside traces: {error}"))  # the input shown as typed
+            return
+    total = source.count_traces(flt) if found is None else found.total
     pages = max(1, -(-total // page_size))
     url.seed("traces_page", "page", lambda raw: min(max(int(raw), 1), pages))
     if int(st.session_state.get("traces_page", 1)) > pages:  # fewer traces match than before
@@ -52,8 +48,10 @@ def _table(source: TraceSource, flt: TraceFilter, page_size: int, query: TraceQu
     offset = (page - 1) * page_size
     if found is None:
         summaries = source.list_traces(flt, limit=page_size, offset=offset)
+    elif offset:
+        summaries = source.find_traces(flt, query, limit=page_size, offset=offset).summaries
     else:
-        summaries = found[offset : offset + page_size]
+        summaries = found.summaries
     st.caption(f"{total:,} traces match; showing {len(summaries)} (page {page} of {pages}).")
     pending = _pending(source)
     if pending:

@@ -8,14 +8,15 @@ selection.
 from __future__ import annotations
 
 import functools
-from typing import Any
+import threading
+from collections import OrderedDict
 
 import altair as alt
 import pandas as pd
 import streamlit as st
 
-from janux.dashboard.ui.nav import chart_pick, picked_row
-from janux.dashboard.ui.table import show_table
+from janux.dashboard.ui.nav import chart_pick
+from janux.dashboard.ui.trace_tree import trace_tree
 from janux.dashboard.views.handoff_chart import handoff_chart, handoff_frames
 from janux.dashboard.views.handoff_labels import DEFAULT_MAX_NODES
 from janux.dashboard.views.span_detail import full_value, span_detail
@@ -31,12 +32,35 @@ VIEW_TAB = "trace_view_tab"
 VIEW_TABS = ("Tree", "Waterfall", "Graph")
 """The left side's tabs."""
 TREE_KEY = "trace_tree"
-"""Widget key of the tree table (its selection state is set from the URL's `span`)."""
-_TREE_IDS = "trace_tree_ids"
+"""Widget key of the tree (`trace_tree`: a click there selects the span in the URL's `span`)."""
 _WATERFALL_KEY = "trace_waterfall"
 _GRAPH_KEY = "trace_handoff_graph"
 TREE_ROWS = 2_000
 """Tree rows drawn at once (a search narrows a bigger trace)."""
+OUTLINES_KEPT = 4
+"""Traces whose tree rows are kept between runs (a span click reruns the split view of the same trace)."""
+
+_outlines: OrderedDict[tuple[int, str, int], list[OutlineRow]] = OrderedDict()
+_outlines_lock = threading.Lock()
+
+
+def outline_rows(view: TraceView) -> list[OutlineRow]:
+    """`trace_outline.outline(view)`, computed once per rebuilt trace (50-90 ms for 10,000 spans):
+    the newest `OUTLINES_KEPT` are kept, keyed by the view and what its rows depend on (its trace
+    and span count), never holding the view itself."""
+    spans = view.index.spans
+    key = (id(view), spans[0].trace_id if spans else "", len(spans))
+    with _outlines_lock:
+        rows = _outlines.get(key)
+        if rows is not None:
+            _outlines.move_to_end(key)
+            return rows
+    rows = outline.outline(view)
+    with _outlines_lock:
+        _outlines[key] = rows
+        while len(_outlines) > OUTLINES_KEPT:
+            _outlines.popitem(last=False)
+    return rows
 
 
 def selected_span(view: TraceView) -> str | None:
@@ -50,15 +74,6 @@ def selected_span(view: TraceView) -> str | None:
 def _select(span_id: str) -> None:
     if st.query_params.get("span") != span_id:
         st.query_params["span"] = span_id
-
-
-def _clicked_in_tree() -> None:
-    """Apply a click (or arrow key) in the tree drawn by the previous run."""
-    ids: list[str] = st.session_state.get(_TREE_IDS, [])
-    state: Any = st.session_state.get(TREE_KEY)
-    pos = picked_row(state) if state is not None else None
-    if pos is not None and pos < len(ids):
-        _select(ids[pos])
 
 
 def _clicked_in_chart(key: str) -> None:
@@ -102,22 +117,6 @@ def _graph(view: TraceView) -> None:
         st.caption(f"Incomplete trace: {orphans:,} span(s) with a missing parent (loops drawn as roots).")
 
 
-def _tree_frame(rows: list[OutlineRow]) -> pd.DataFrame:
-    return pd.DataFrame(
-        [
-            {
-                "span": "  " * r.depth + r.label,
-                "kind": r.kind,
-                "outcome": r.outcome,
-                "duration": fmt.ms(r.duration_ms),
-                "cost": r.cost,
-            }
-            for r in rows
-        ],
-        columns=["span", "kind", "outcome", "duration", "cost"],
-    )
-
-
 def _tree(view: TraceView, rows: list[OutlineRow], current: str | None) -> None:
     left, right = st.columns([3, 2])
     hint = "span name, agent, attribute value"
@@ -129,20 +128,7 @@ def _tree(view: TraceView, rows: list[OutlineRow], current: str | None) -> None:
     if len(shown) > TREE_ROWS:
         st.caption(f"Showing the first {TREE_ROWS:,} of {len(shown):,} spans: search to find the others.")
         shown = shown[:TREE_ROWS]
-    ids = [r.span_id for r in shown]
-    st.session_state[_TREE_IDS] = ids
-    at = ids.index(current) if current in ids else None
-    state: Any = st.session_state.get(TREE_KEY)
-    if at is None or picked_row(state) != at:
-        # Show the URL's span as selected; a cell the person just clicked (or moved to with the
-        # arrow keys) is left as it is, so the grid keeps its focus.
-        cells = [] if at is None else [[at, "span"]]
-        st.session_state[TREE_KEY] = {"selection": {"rows": [], "columns": [], "cells": cells}}
-    show_table(
-        _tree_frame(shown), key=TREE_KEY, visible_rows=20, selectable=True, by_cell=True, max_rows=TREE_ROWS,
-        column_config={"span": st.column_config.TextColumn("span", width="medium"),
-                       "outcome": st.column_config.TextColumn("outcome", width="medium")},
-    )  # fmt: skip
+    trace_tree(shown, current, key=TREE_KEY, on_pick=_select)
 
 
 def _waterfall(view: TraceView) -> None:
@@ -213,10 +199,9 @@ def explorer(view: TraceView) -> None:
 
     A fragment: a click in the tree or the waterfall redraws only this view, not the whole page.
     """
-    _clicked_in_tree()
     _clicked_in_chart(_WATERFALL_KEY)
     _clicked_in_chart(_GRAPH_KEY)
-    rows = outline.outline(view)
+    rows = outline_rows(view)
     current = selected_span(view)
     left, right = st.columns([3, 2], gap="medium")
     with left:

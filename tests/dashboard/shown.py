@@ -7,6 +7,7 @@ so tests assert on the text on screen, not on the numbers underneath.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -36,3 +37,13 @@ def shown(element: Any) -> pd.DataFrame:
 def rendered(markdown: str) -> str:
     """The text a markdown element shows for backslash-escaped source (`fmt.markdown_text`)."""
     return _ESCAPED.sub(r"\1", markdown)
+
+
+def tree_rows(at: Any) -> pd.DataFrame:
+    """The Trace page's tree (`janux.dashboard.ui.trace_tree`) as shown: one row of text per span,
+    with each row's span id in `span_id` (read from the component's data)."""
+    (tree,) = [e for e in at.get("bidi_component") if e.proto.component_name == "janux_trace_tree"]
+    data = json.loads(tree.proto.json)
+    frame = pd.DataFrame(data["rows"], columns=data["columns"])
+    frame["span_id"] = data["ids"]
+    return frame

@@ -15,10 +15,12 @@ from janux.dashboard.ui.trace_explorer import TREE_ROWS
 from janux.dashboard.views.handoff_labels import DEFAULT_MAX_NODES
 from janux.dashboard.views.timeline import DEFAULT_MAX_ROWS
 from janux.tracing.analysis import TraceView, reconstruct
+from janux.tracing.analysis.trace_outline import outline
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.testing import synthetic_trace
 from tests.dashboard.app_helpers import OpenPage, handoff_graph
+from tests.dashboard.shown import tree_rows
 
 SPANS = 10_000
 
@@ -61,10 +63,9 @@ def test_big_trace_page_is_collapsed_by_default(
     # The tree: the first TREE_ROWS spans, in tree order, the rest found by the search.
     at.session_state["trace_view_tab"] = "Tree"
     at.run()
-    (tree,) = [d for d in at.dataframe if {"span", "kind", "outcome"} <= set(d.value.columns)]
-    assert len(tree.value) == TREE_ROWS
+    tree = tree_rows(at)
+    assert len(tree) == TREE_ROWS and list(tree["span_id"]) == [r.span_id for r in outline(view)][:TREE_ROWS]
     assert any(f"first {TREE_ROWS:,} of {len(view.index.spans):,} spans" in c.value for c in at.caption)
     at.text_input(key="trace_search").set_value(view.index.spans[-1].span_id).run()
-    (tree,) = [d for d in at.dataframe if {"span", "kind", "outcome"} <= set(d.value.columns)]
-    assert len(tree.value) == 1
+    assert list(tree_rows(at)["span_id"]) == [view.index.spans[-1].span_id]
     assert not at.exception

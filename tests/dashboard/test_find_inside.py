@@ -12,6 +12,7 @@ from janux.tracing.analysis import reconstruct
 from janux.tracing.analysis.trace_find import TraceQuery, matches
 from janux.tracing.sources.memory import MemoryTraceSource
 from tests.dashboard.app_helpers import APP, TIMEOUT_S
+from tests.dashboard.shown import rendered
 
 Demo = tuple[list[Any], dict[str, str]]
 
@@ -54,3 +55,22 @@ def test_traces_page_finds_inside_and_keeps_it_in_the_url(demo: Demo) -> None:
     table = next(e.value for e in at.dataframe if "checks" in e.value.columns)
     assert list(table["trace"]) == [ids["retry_then_success"]]
     assert at.query_params["error"] == "503" and "reason" not in at.query_params
+
+
+def test_bad_find_input_says_what_to_write_and_keeps_the_input(demo: Demo) -> None:
+    spans, _ids = demo
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT_S)
+    at.session_state[SOURCE_OVERRIDE] = MemoryTraceSource(spans)
+    at.query_params["attribute"] = "janux.handoff.status="
+    at.run()
+    assert not at.exception
+    assert [rendered(e.value) for e in at.error] == [
+        "Find inside traces: Span attribute 'janux.handoff.status=': no value after '='; write "
+        "key=value, or the key alone (traces where the attribute is set)"
+    ]
+    assert at.text_input(key="traces_find_attribute").value == "janux.handoff.status="
+    assert not [e for e in at.dataframe if "checks" in e.value.columns]  # no list that would mislead
+    at.text_input(key="traces_find_attribute").set_value("janux.handoff.status=failed").run()
+    assert not at.error
+    table = next(e.value for e in at.dataframe if "checks" in e.value.columns)
+    assert len(table) >= 1 and set(table["failure"]) == {"failed: rate_limited"}

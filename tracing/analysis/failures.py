@@ -115,6 +115,13 @@ def loop_failures(trace_id: str, tree: HandoffTree) -> list[Failure]:
     return failures
 
 
+def trace_failures(trace_id: str, tree: HandoffTree) -> list[Failure]:
+    """Every failure of a trace (`TraceView.failures`): its delegations' and its loops', in start order."""
+    failures = delegation_failures(trace_id, tree) + loop_failures(trace_id, tree)
+    failures.sort(key=lambda f: f.start_ns)
+    return failures
+
+
 def budget_burn(index: SpanIndex, tree: HandoffTree) -> list[BudgetBurn]:
     """Turns, tokens and ms used against `janux.budget.*` for every loop that has a budget."""
     burns = []

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from janux.tracing.analysis.checks import run_checks
 from janux.tracing.analysis.costs import assign_costs, billed_spans, computed_total, recorded_bill
-from janux.tracing.analysis.failures import budget_burn, delegation_failures, loop_failures
+from janux.tracing.analysis.failures import budget_burn, trace_failures
 from janux.tracing.analysis.handoff_tree import HandoffTree, build_tree
 from janux.tracing.analysis.span_index import SpanIndex, TraceIssues, build_index
 from janux.tracing.analysis.trace_parts import (
@@ -115,8 +115,7 @@ def reconstruct(spans: Iterable[SpanRecord], *, estimate: bool = True) -> TraceV
         price_sources=sources,
     )
     view.checks = run_checks(index, tree, billed)
-    view.failures = delegation_failures(index.trace_id, tree) + loop_failures(index.trace_id, tree)
-    view.failures.sort(key=lambda f: f.start_ns)
+    view.failures = trace_failures(index.trace_id, tree)
     view.budgets = budget_burn(index, tree)
     view.index.issues.open_handoffs = [
         d.tool_span_id for d in tree.delegations if d.status == "open" and d.has_start and d.tool_span_id

@@ -16,10 +16,13 @@ from janux.tracing.analysis.agentmap.build import aggregate
 from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
 from janux.tracing.analysis.summary import matches, newest_spans
 from janux.tracing.analysis.trace_facts import TraceFacts, analyse
+from janux.tracing.analysis.trace_find import FoundTraces, TraceQuery, spans_have_attribute
 from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.analysis.usage_aggregate import merge_groups
 from janux.tracing.analysis.usage_rows import check_dimension, finish
 from janux.tracing.records import SpanRecord
+from janux.tracing.sources.find_cache import FindFactsCache
+from janux.tracing.sources.find_scan import scan_find
 from janux.tracing.sources.protocol import (
     IngestStats,
     TraceFilter,
@@ -41,6 +44,7 @@ class MemoryTraceSource:
         self._traces: dict[str, dict[str, SpanRecord]] = {}
         self._facts: dict[str, TraceFacts] = {}
         self._stats = IngestStats()
+        self._find = FindFactsCache()
         self.analysed = 0
         """Traces analysed so far (each once per span count)."""
         self.add(spans, rejected=rejected, errors=errors)
@@ -86,6 +90,19 @@ class MemoryTraceSource:
     def count_traces(self, flt: TraceFilter) -> int:
         """How many traces match `flt`."""
         return len(self._matching(flt))
+
+    def find_traces(
+        self, flt: TraceFilter, query: TraceQuery, limit: int = 50, offset: int = 0
+    ) -> FoundTraces:
+        """The traces matching `flt` with what `query` asks for inside, over all of them: one page
+        and the count (`find_scan.scan_find` over the kept facts and the spans in memory)."""
+        return scan_find(
+            (f.summary for f in self._matching(flt)), query, max(0, limit), max(0, offset),
+            cache=self._find, read=self.get_traces, has_attribute=self._with_attribute,
+        )  # fmt: skip
+
+    def _with_attribute(self, trace_ids: list[str], attribute: str) -> set[str]:
+        return {t for t in trace_ids if spans_have_attribute(self.get_trace(t), attribute)}
 
     def get_trace(self, trace_id: str) -> list[SpanRecord]:
         """All spans of one trace (each span once), in start order."""

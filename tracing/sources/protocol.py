@@ -18,13 +18,16 @@ from janux.tracing.analysis.facts import (
     UsageAggregate,
     UsageDimension,
 )
+from janux.tracing.analysis.trace_find import FoundTraces, TraceQuery
 from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.records import SpanRecord
 
 __all__ = [
     "USAGE_DIMENSIONS",
+    "FoundTraces",
     "IngestStats",
     "TraceFilter",
+    "TraceQuery",
     "TraceSource",
     "TraceSummary",
     "UsageAggregate",
@@ -62,6 +65,15 @@ class TraceSource(Protocol):
 
     def count_traces(self, flt: TraceFilter) -> int:
         """How many traces match `flt`."""
+        ...
+
+    def find_traces(
+        self, flt: TraceFilter, query: TraceQuery, limit: int = 50, offset: int = 0
+    ) -> FoundTraces:
+        """The traces matching `flt` that have what `query` asks for inside them
+        (`janux.tracing.analysis.trace_find`), over the whole filtered range: one page, newest
+        first, and how many match in all. Raises `trace_find.FindError` for a field no trace could
+        match as meant (`key=`)."""
         ...
 
     def get_trace(self, trace_id: str) -> list[SpanRecord]:

@@ -83,6 +83,20 @@ def _click_row(page: Page, table: Locator, row: int) -> None:
     page.mouse.click(box["x"] + 150, y)
 
 
+def _click_tree_row(page: Page, label: str) -> None:
+    """One click on the tree's row of the span labelled `label` (the tree is HTML: its rows are
+    elements, `janux.dashboard.ui.trace_tree`)."""
+    cells = page.locator("tr.row td.span")
+    expect(cells.first).to_be_visible(timeout=UI_WAIT_MS)
+
+    def at() -> tuple[int] | None:
+        texts: Any = cells.evaluate_all("els => els.map(el => el.textContent.trim())")
+        return (texts.index(label),) if label in texts else None
+
+    (row,) = wait_until(at, timeout_s=UI_WAIT_MS / 1000, interval_s=0.1, what=f"tree row {label}")
+    page.locator("tr.row").nth(row).click()
+
+
 def _metric(page: Page, label: str) -> Locator:
     label_text = page.get_by_text(label, exact=True)
     return page.locator("[data-testid='stMetric']").filter(has=label_text).first
@@ -131,9 +145,8 @@ def test_inspect_a_trace_from_the_list_and_come_back(served: Served, page: Page)
     expect(_metric(page, "Total cost")).to_contain_text(fmt.usage_cost(retried.total))
     expect(page.get_by_text(conversation, exact=True).first).to_be_visible()
     # The tree beside the detail: one click on the failed attempt shows why it failed.
-    tree = _table(page, "outcome", "kind")
     label = f"attempt 1/2 · {d.target}"
-    _click_row(page, tree, _row_of(tree, "span", lambda cell: cell.strip() == label))
+    _click_tree_row(page, label)
     expect(page.get_by_role("heading", name=f"{label} (attempt)")).to_be_visible(timeout=UI_WAIT_MS)
     expect(page).to_have_url(re.compile(f"span={first.span_id}"))
     outcome = outcomes.attempt_outcome(first)
@@ -203,9 +216,8 @@ def test_audit_a_delegation_cost_from_the_costs_page_to_its_loop(served: Served,
     assert _detail_value(page, "cost carried") == fmt.usage_cost(costliest.cost)
     attempt = costliest.attempts[-1]
     loop = view.nodes[attempt.node]
-    tree = _table(page, "outcome", "kind")
     label = f"attempt {attempt.number}/{costliest.attempt_count} · {costliest.target}"
-    _click_row(page, tree, _row_of(tree, "span", lambda cell: cell.strip() == label))
+    _click_tree_row(page, label)
     expect(page.get_by_role("heading", name=f"{label} (attempt)")).to_be_visible(timeout=UI_WAIT_MS)
     assert _detail_value(page, "inclusive cost") == fmt.usage_cost(loop.inclusive)
     assert _detail_value(page, "own cost") == fmt.usage_cost(loop.own)

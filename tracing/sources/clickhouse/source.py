@@ -31,6 +31,7 @@ from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
 from janux.tracing.analysis.agentmap.foreign_rows import foreign_links
 from janux.tracing.analysis.readers.structure import JANUX_LOOP_MARKERS, structure_facts
 from janux.tracing.analysis.summary import failed_edge_spans, newest_spans
+from janux.tracing.analysis.trace_find import FoundTraces, TraceQuery, parse_attribute
 from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.analysis.usage_aggregate import group_rows, merge_groups
 from janux.tracing.analysis.usage_rows import (
@@ -48,6 +49,8 @@ from janux.tracing.sources.clickhouse.derived import DerivedReads
 from janux.tracing.sources.clickhouse.foreign import ForeignTraces
 from janux.tracing.sources.clickhouse.links import clickhouse_links
 from janux.tracing.sources.clickhouse.schema import applied_version
+from janux.tracing.sources.find_cache import FindFactsCache
+from janux.tracing.sources.find_scan import chunked_list, scan_find
 from janux.tracing.sources.protocol import (
     IngestStats,
     TraceFilter,
@@ -236,6 +239,7 @@ class ClickHouseSource:
         self._table = table
         self._foreign = ForeignTraces(self._foreign_candidates, self.get_traces)
         self._derived_reads: DerivedReads | None = None
+        self._find = FindFactsCache()
         self._use_derived = derived
         """False: always derive at read time (benches compare the two paths)."""
         self._lookup: bool | None = None
@@ -314,6 +318,28 @@ class ClickHouseSource:
         parameters: dict[str, Any] = {}
         rows = self._rows(f"SELECT count() FROM ({self._janux_summaries_sql(flt, parameters)})", parameters)
         return (int(rows[0][0]) if rows else 0) + len(self._foreign.matching(flt))
+
+    def find_traces(
+        self, flt: TraceFilter, query: TraceQuery, limit: int = 50, offset: int = 0
+    ) -> FoundTraces:
+        """The traces matching `flt` with what `query` asks for inside, over all of them: the trace
+        list read `SCAN_CHUNK` at a time (from the derived tables once `init` ran), each chunk
+        narrowed by one SQL read of its attribute column, then by its traces' kept find facts."""
+        return scan_find(
+            chunked_list(self.list_traces, flt), query, max(0, limit), max(0, offset),
+            cache=self._find, read=self.get_traces, has_attribute=self._with_attribute,
+        )  # fmt: skip
+
+    def _with_attribute(self, trace_ids: list[str], attribute: str) -> set[str]:
+        """The traces among `trace_ids` with a span carrying the attribute (values are strings here,
+        as `trace_find.attribute_text` writes them)."""
+        key, value = parse_attribute(attribute)
+        parameters: dict[str, Any] = {"ids": trace_ids, "key": key, "value": value or ""}
+        test = "mapContains(SpanAttributes, {key:String})"
+        if value is not None:
+            test += " AND SpanAttributes[{key:String}] = {value:String}"
+        sql = f"SELECT DISTINCT TraceId FROM {self._table} WHERE TraceId IN {{ids:Array(String)}} AND {test}"
+        return {str(row[0]) for row in self._rows(sql, parameters)}
 
     def get_trace(self, trace_id: str) -> list[SpanRecord]:
         """All spans of one trace (each span once), in start order."""

@@ -6,6 +6,10 @@ This file keeps them across processes: `map-facts.sqlite3` beside the store, one
 (its span count and its facts, `marshal`-encoded plain tuples). A fresh process loads the rows whose
 span count still matches and computes only the rest, which it writes back.
 
+Beside them, each trace's find facts (`trace_find.FindFacts`: its agents, failure reasons and error
+texts), which a search by failure reason reads instead of rebuilding the trace (`find_facts`, the
+same keys and rules).
+
 It is a cache, never the truth: a separate database, so a reader's writes never wait for the
 receiver's write lock (nor slow it); every failure (a read-only directory, a locked or damaged
 file) is logged and the facts are computed as without it; and it is keyed by a fingerprint of the
@@ -35,6 +39,7 @@ from janux.tracing.analysis.agentmap.fleet_stats import (
     TraceRef,
 )
 from janux.tracing.analysis.agentmap.loops import DelegationFacts, LoopFacts, MapFacts
+from janux.tracing.analysis.trace_find import FindFacts
 from janux.tracing.analysis.trace_parts import Usage
 
 FILE_NAME = "map-facts.sqlite3"
@@ -47,6 +52,9 @@ CREATE TABLE IF NOT EXISTS map_facts (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS facts_meta (Key TEXT PRIMARY KEY, Value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS map_results (Digest TEXT PRIMARY KEY, Map BLOB NOT NULL, SavedNs INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS find_facts (
+    TraceId TEXT PRIMARY KEY, SpanCount INTEGER NOT NULL, Facts BLOB NOT NULL
+) WITHOUT ROWID;
 """
 MAPS_KEPT = 8
 """Whole maps kept (the newest): a fresh process asked the same range over the same traces answers at once."""
@@ -91,6 +99,12 @@ def decode(blob: bytes) -> MapFacts:
         [_loop(LoopFacts, loop) for loop in loops],
         [_delegation(fields) for fields in flat],
     )
+
+
+def _find_facts(blob: bytes) -> FindFacts:
+    """The find facts `save_find` wrote (plain lists of strings)."""
+    agents, reasons, errors = marshal.loads(blob)
+    return FindFacts(frozenset(map(str, agents)), frozenset(map(str, reasons)), tuple(map(str, errors)))
 
 
 def _delegation(fields: tuple[Any, ...]) -> DelegationFacts:
@@ -147,6 +161,7 @@ class FactsFile:
                 conn.execute("BEGIN IMMEDIATE")
                 conn.execute("DELETE FROM map_facts")
                 conn.execute("DELETE FROM map_results")
+                conn.execute("DELETE FROM find_facts")
                 conn.execute("INSERT OR REPLACE INTO facts_meta VALUES ('rules', ?)", (rules_fingerprint(),))
                 conn.execute("COMMIT")
         except sqlite3.Error:
@@ -176,18 +191,51 @@ class FactsFile:
             return {}
         return found
 
-    def _rows(self, conn: sqlite3.Connection, trace_ids: list[str]) -> Iterable[tuple[Any, ...]]:
+    def _rows(
+        self, conn: sqlite3.Connection, trace_ids: list[str], table: str = "map_facts"
+    ) -> Iterable[tuple[Any, ...]]:
         """The rows of `trace_ids`: one scan when they are most of the file, else by key."""
-        kept = conn.execute("SELECT count(*) FROM map_facts").fetchone()[0]
+        kept = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
         if len(trace_ids) * 2 >= kept:
-            return conn.execute("SELECT TraceId, SpanCount, Facts FROM map_facts").fetchall()
+            return conn.execute(f"SELECT TraceId, SpanCount, Facts FROM {table}").fetchall()
         rows: list[tuple[Any, ...]] = []
         for start in range(0, len(trace_ids), _IDS_PER_QUERY):
             chunk = trace_ids[start : start + _IDS_PER_QUERY]
             marks = ", ".join("?" * len(chunk))
-            sql = f"SELECT TraceId, SpanCount, Facts FROM map_facts WHERE TraceId IN ({marks})"
+            sql = f"SELECT TraceId, SpanCount, Facts FROM {table} WHERE TraceId IN ({marks})"
             rows += conn.execute(sql, chunk).fetchall()
         return rows
+
+    def load_find(self, versions: dict[str, int]) -> dict[str, FindFacts]:
+        """The kept find facts (`trace_find.FindFacts`) of the traces in `versions` whose span count
+        matches; nothing on any failure."""
+        conn = self._conn()
+        if conn is None or not versions:
+            return {}
+        try:
+            rows = self._rows(conn, list(versions), "find_facts")
+            return {t: _find_facts(blob) for t, count, blob in rows if versions.get(t) == count}
+        except (sqlite3.Error, ValueError, EOFError, TypeError):
+            logger.warning("find facts in %s unreadable; rebuilding the traces", self.path, exc_info=True)
+            return {}
+
+    def save_find(self, facts: dict[str, tuple[int, FindFacts]]) -> None:
+        """Keep find facts (trace id -> (span count, facts)); a failure only costs a later rebuild."""
+        conn = self._conn()
+        if conn is None or not facts:
+            return
+        rows = [
+            (trace_id, count, marshal.dumps((sorted(f.agents), sorted(f.reasons), list(f.errors))))
+            for trace_id, (count, f) in facts.items()
+        ]
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany("INSERT OR REPLACE INTO find_facts VALUES (?, ?, ?)", rows)
+            conn.execute("COMMIT")
+        except sqlite3.Error:
+            logger.info("find facts not kept in %s", self.path, exc_info=True)
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
 
     def save(self, facts: dict[str, tuple[int, MapFacts]]) -> None:
         """Keep `facts` (trace id -> (span count, facts)); a failure only costs a later recompute."""
@@ -248,7 +296,9 @@ class FactsFile:
         try:
             for start in range(0, len(trace_ids), _IDS_PER_QUERY):
                 chunk = trace_ids[start : start + _IDS_PER_QUERY]
-                conn.execute(f"DELETE FROM map_facts WHERE TraceId IN ({', '.join('?' * len(chunk))})", chunk)
+                marks = ", ".join("?" * len(chunk))
+                conn.execute(f"DELETE FROM map_facts WHERE TraceId IN ({marks})", chunk)
+                conn.execute(f"DELETE FROM find_facts WHERE TraceId IN ({marks})", chunk)
         except sqlite3.Error:
             logger.info("agent map facts of pruned traces left in %s", self.path, exc_info=True)
 

@@ -150,6 +150,13 @@ def _summary(row: tuple[Any, ...]) -> TraceSummary:
 def list_traces(conn: sqlite3.Connection, flt: TraceFilter, limit: int, offset: int) -> list[TraceSummary]:
     """Summaries matching `flt`, newest first."""
     where, params = filter_sql(flt)
+    return list_where(conn, where, params, limit, offset)
+
+
+def list_where(
+    conn: sqlite3.Connection, where: str, params: list[Any], limit: int, offset: int
+) -> list[TraceSummary]:
+    """Summaries of the `trace_summary` rows a WHERE clause keeps, newest first, one page."""
     page = (
         f"SELECT {select_list(_LIST_COLUMNS)} FROM trace_summary{where} "
         "ORDER BY StartNs DESC, TraceId LIMIT ? OFFSET ?"

@@ -4,7 +4,10 @@
 (attribute maps, events and links as JSON, values typed) plus two derived columns (`Op`,
 `HandoffStatus`) that let the write path maintain `trace_summary` with plain SQL joins.
 `trace_summary` is one row per trace, maintained at write time, so the trace list never scans
-spans. `store_counters` and `ingest_errors` say what was refused or seen twice.
+spans. `span_terms` (each distinct attribute key and `trace_find.term_value` of a trace) and
+`span_errors` (each distinct error text of a trace, lower case) are the find indexes, also
+written with the spans, so finding inside traces never reads span JSON. `store_counters` and
+`ingest_errors` say what was refused or seen twice.
 """
 
 from __future__ import annotations
@@ -18,12 +21,13 @@ from janux.tracing.analysis.usage_rows import USAGE_COLUMNS as USAGE_COLUMNS
 from janux.tracing.columns import positions
 from janux.tracing.conventions import OP_INVOKE_AGENT
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """`PRAGMA user_version` of a store created by this code. 2 added `span_usage`; 4 keys it by
 (trace, parent, span), so finding a tool span's attempts needs no second index on the write path;
 5 reads other runtimes' conventions (`span_usage.Unread`, the coverage, transfer and `Janux` /
 `Derived` columns of `trace_summary`); 6 keeps an integration's `janux.bill.cost_estimate`
-(`BillEstimate`). An older store is rebuilt from its spans when opened."""
+(`BillEstimate`); 7 adds the find indexes (`span_terms`, `span_errors`). An older store is rebuilt
+from its spans when opened."""
 
 BUSY_TIMEOUT_MS = 30_000
 """How long a connection waits for another process's write lock before giving up."""
@@ -108,6 +112,17 @@ CREATE TABLE IF NOT EXISTS span_usage (
     Unread INTEGER,
     PRIMARY KEY (TraceId, ParentSpanId, SpanId)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS span_terms (
+    Key TEXT NOT NULL,
+    Value TEXT NOT NULL,
+    TraceId TEXT NOT NULL,
+    PRIMARY KEY (Key, Value, TraceId)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS span_errors (
+    TraceId TEXT NOT NULL,
+    Text TEXT NOT NULL,
+    PRIMARY KEY (TraceId, Text)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS store_counters (
     Name TEXT PRIMARY KEY,
     Value INTEGER NOT NULL
@@ -190,7 +205,7 @@ def ensure_schema(conn: sqlite3.Connection, rebuild: Callable[[sqlite3.Connectio
         if upgrade:
             conn.execute("DROP INDEX IF EXISTS otel_traces_agent_children")
             conn.execute(f"ALTER TABLE otel_traces RENAME TO {OLD_SPANS_TABLE}")
-            for table in ("trace_summary", "span_usage"):
+            for table in ("trace_summary", "span_usage", "span_terms", "span_errors"):
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
         for statement in _TABLES.split(";"):
             if statement.strip():

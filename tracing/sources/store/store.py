@@ -20,8 +20,10 @@ from typing import Literal
 
 from janux.tracing.analysis.agentmap.build import gc_paused
 from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
+from janux.tracing.analysis.trace_find import FoundTraces, TraceQuery
 from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.records import SpanRecord
+from janux.tracing.sources.find_cache import FindFactsCache
 from janux.tracing.sources.map_cache import MapCache
 from janux.tracing.sources.protocol import (
     IngestStats,
@@ -30,7 +32,7 @@ from janux.tracing.sources.protocol import (
     UsageAggregate,
     UsageDimension,
 )
-from janux.tracing.sources.store import queries
+from janux.tracing.sources.store import find, queries
 from janux.tracing.sources.store.facts_file import FactsFile
 from janux.tracing.sources.store.links_migrate import ensure_links
 from janux.tracing.sources.store.links_read import read_links, read_links_of
@@ -92,6 +94,8 @@ class TraceStore:
         self._readers_lock = threading.Lock()
         self._facts_file = FactsFile(self.data_dir)
         self._map_cache = MapCache(kept=self._facts_file)
+        # Reasons only: error text is answered by the store's own index (`span_errors`).
+        self._find_cache = FindFactsCache(kept=self._facts_file, errors=False)
         self._map_process = MapProcess(self.data_dir) if map_process else None
         self._map_process_used = False
         self.keeps_map_facts = True
@@ -170,6 +174,17 @@ class TraceStore:
     def count_traces(self, flt: TraceFilter) -> int:
         """How many traces match `flt`."""
         return queries.count_traces(self._conn(), flt)
+
+    def find_traces(
+        self, flt: TraceFilter, query: TraceQuery, limit: int = 50, offset: int = 0
+    ) -> FoundTraces:
+        """The traces matching `flt` with what `query` asks for inside, over all of them: one page and
+        the count, from the find indexes (`store.find`)."""
+        return find.find_traces(self._conn(), flt, query, self._reasons_of, limit, offset)
+
+    def _reasons_of(self, versions: dict[str, int]) -> dict[str, frozenset[str]]:
+        facts = self._find_cache.facts(versions, self.get_traces)
+        return {trace_id: found.reasons for trace_id, found in facts.items()}
 
     def get_trace(self, trace_id: str) -> list[SpanRecord]:
         """All spans of one trace (each span once), in start order."""
