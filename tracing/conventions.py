@@ -533,6 +533,17 @@ LANGGRAPH_DEFAULT_NAME: Final = "LangGraph"
 LLAMA_INDEX_PREPARE_SUFFIX: Final = "._prepare_chat_with_tools"
 """LlamaIndex's instrumentation marks a model's tool-preparation step as an LLM span (no call, no
 usage): read as plain structure, never as a model call of unknown usage."""
+LLAMA_INDEX_AGENT_STEPS: Final = (".setup_agent", ".run_agent_step")
+"""Name endings of the LlamaIndex agent-workflow step spans (CHAIN) whose input names the agent
+that runs them: their event's repr ends in `current_agent_name='NAME'`. The steps of one run are
+sibling spans below the workflow's run span, whatever agent runs them."""
+LLAMA_INDEX_AGENT_FIELD: Final = "current_agent_name='"
+"""The field of a LlamaIndex step's input event that names the running agent."""
+LLAMA_INDEX_HANDOFF_TOOL: Final = "handoff"
+"""The tool an `AgentWorkflow` gives its agents to hand the conversation over (argument
+`to_agent`): a transfer."""
+LLAMA_INDEX_HANDOFF_ARG: Final = "to_agent"
+"""The argument of LlamaIndex's handoff tool naming the agent taking over."""
 SMOLAGENTS_RUN_SUFFIX: Final = ".run"
 """smolagents' AGENT spans are named `{agent name}.run` (`{class}.run` when the agent has no name)."""
 SMOLAGENTS_AGENT_CLASSES: Final = frozenset({"MultiStepAgent", "CodeAgent", "ToolCallingAgent"})

@@ -25,6 +25,7 @@ NAMES = (
     "strands_agents",
     "autogen_agentchat",
     "crewai_openinference",
+    "llamaindex_openinference",
 )
 """Every committed fixture (`smolagents_openinference`, `strands` and `openllmetry` are hand-built)."""
 

@@ -7,11 +7,10 @@ import json
 import pytest
 
 from janux.tracing import conventions as c
+from janux.tracing.analysis.readers import openinference
 from janux.tracing.analysis.readers.spans import classify, error_text, read_span, read_usage
 from janux.tracing.analysis.readers.structure import UNNAMED_AGENT, structure_facts
 from janux.tracing.records import STATUS_ERROR, EventRecord, SpanRecord
-from janux.tracing.sources.file_loader import load_trace_file
-from tests.support.foreign.common import FIXTURES, load_truth
 from tests.support.foreign.load import Case, cases, edges, stated_edges
 from tests.support.otlp_build import record
 
@@ -53,7 +52,7 @@ def test_edges_outcomes_attempts_and_root_equal_the_truth(case: Case) -> None:
 def test_every_major_library_has_a_fixture_from_the_real_library() -> None:
     libraries = {case.fixture for case in STATED if not case.truth["hand_built"]}
     generated = {"langgraph_openinference", "smolagents_managed", "adk", "strands_agents",
-                 "autogen_agentchat", "crewai_openinference"}  # fmt: skip
+                 "autogen_agentchat", "crewai_openinference", "llamaindex_openinference"}  # fmt: skip
     assert generated <= libraries
     outcomes = {(e["kind"], e["status"]) for case in STATED for e in case.truth["edges"]}
     assert outcomes == {("delegate", "completed"), ("delegate", "failed"), ("transfer", "completed"),
@@ -158,18 +157,53 @@ def test_failure_text_from_the_exception_event() -> None:
     assert error_text(span)[0] == "lookup failed"
 
 
-def test_llamaindex_usage_is_read_whole() -> None:
-    # LlamaIndex agent workflows through OpenInference: every model call's usage is read, and the
-    # model's tool-preparation step (an LLM span without a call) is no call of unknown usage.
-    # Its agents are not in the agent map's reading yet: their names are only in the content
-    # (`input.value`) of workflow step spans, so the fixture is kept out of `cases()`.
-    spans = load_trace_file(FIXTURES / "llamaindex_openinference.jsonl").spans
-    truths = load_truth("llamaindex_openinference")
-    assert len(truths) == 2
-    for trace_id, truth in truths.items():
-        facts = structure_facts([s for s in spans if s.trace_id == trace_id])
-        assert (facts.input_tokens, facts.output_tokens) == (truth["input_tokens"], truth["output_tokens"])
-        assert (facts.usage_read_spans, facts.unread_spans) == (truth["inference_calls"], 0)
+def test_llamaindex_agents_are_named_by_their_steps_input() -> None:
+    # LlamaIndex agent workflows have no AGENT span: a step names its agent in the repr of its input
+    # event, whose own field comes last (an earlier one is chat content).
+    chain = {c.OI_SPAN_KIND: "CHAIN"}
+    said = "AgentSetup(input=[ChatMessage(content=\"current_agent_name='x'\")], current_agent_name='billing')"
+    step = record("a" * 16, "", "AgentWorkflow.run_agent_step", {**chain, c.OI_INPUT_VALUE: said})
+    assert openinference.llama_index_step_agent(step) == "billing"
+    other = record("b" * 16, "", "AgentWorkflow.call_tool", {**chain, c.OI_INPUT_VALUE: said})
+    assert openinference.llama_index_step_agent(other) is None
+    hidden = record("c" * 16, "", "AgentWorkflow.run_agent_step", chain)  # inputs hidden: no name
+    assert openinference.llama_index_step_agent(hidden) is None
+    handoff = {c.OI_SPAN_KIND: "TOOL", c.OI_TOOL_NAME: "handoff",
+               c.OI_INPUT_VALUE: json.dumps({"kwargs": {"to_agent": "billing", "reason": "r"}})}  # fmt: skip
+    assert read_span(record("d" * 16, "", "FunctionTool.acall", handoff)).transfer_to == "billing"
+    plain = {**handoff, c.OI_TOOL_NAME: "lookup"}
+    assert classify(plain, "FunctionTool.acall")[0] == "tool"
+
+
+def test_llamaindex_sibling_steps_of_one_agent_are_one_loop() -> None:
+    # triage's step hands off; billing's two steps (a tool round, then the answer) are siblings of
+    # triage's below the workflow's run span: billing is one loop, reached by the transfer.
+    chain, llm = {c.OI_SPAN_KIND: "CHAIN"}, {c.OI_SPAN_KIND: "LLM", c.LLM_TOKEN_COUNT_PROMPT: 3}
+
+    def step(span_id: str, agent: str, start: int) -> SpanRecord:
+        said = {**chain, c.OI_INPUT_VALUE: f"AgentSetup(input=[], current_agent_name='{agent}')"}
+        return record(span_id * 16, "a" * 16, "AgentWorkflow.run_agent_step", said, start=start)
+
+    handoff = {c.OI_SPAN_KIND: "TOOL", c.OI_TOOL_NAME: "handoff",
+               c.OI_INPUT_VALUE: json.dumps({"kwargs": {"to_agent": "billing"}})}  # fmt: skip
+    spans = [
+        record("a" * 16, "", "AgentWorkflow.run", chain, start=0, duration=10_000),
+        step("b", "triage", 100),
+        record("c" * 16, "b" * 16, "Scripted.achat", llm, start=110),
+        record("d" * 16, "a" * 16, "AgentWorkflow.call_tool", chain, start=200),
+        record("e" * 16, "d" * 16, "FunctionTool.acall", handoff, start=210),
+        step("f", "billing", 300),
+        record("g" * 16, "f" * 16, "Scripted.achat", llm, start=310),
+        record("h" * 16, "a" * 16, "AgentWorkflow.call_tool", chain, start=400),
+        step("i", "billing", 500),
+        record("j" * 16, "i" * 16, "Scripted.achat", llm, start=510),
+    ]
+    facts = structure_facts(spans)
+    assert [(a.name, a.calls) for a in facts.agents] == [("triage", 1), ("billing", 2)]
+    assert [(e.caller, e.target, e.kind, e.attempts) for e in facts.edges] == [
+        ("triage", "billing", "transfer", 1)
+    ]
+    assert facts.root_agent == "billing"
 
 
 def _smolagents_failed_step(orphan_start: int) -> list[SpanRecord]:

@@ -151,12 +151,31 @@ class _Builder:
         self.pending_any: list[int] = []
         self.hidden: list[tuple[int, int, int]] = []
         self.hidden_loops: dict[str, int] = {}
+        self.joined: dict[int, int] = {}
+        self._workflow_loops()
         agents = [pos for pos, kind in enumerate(self.s.kinds) if kind[0] == "agent"]
         self.unnamed = {pos for pos in agents if self.s.read(pos).agent is None}
         if self.unnamed:
             self._graph_loops()
         # Only an unnamed agent span needs to know whether it made model calls of its own.
         self.owners = _own_call_owners(index, self.s.kinds) if self.unnamed else set()
+
+    def _workflow_loops(self) -> None:
+        """LlamaIndex: a run (or a stretch of one agent's sibling steps) is the loop of the agent its
+        steps name; the stretch's later steps join the loop of its first."""
+        s = self.s
+        named = {}
+        for pos, kind in enumerate(s.kinds):
+            if kind[:2] == ("plain", "openinference"):
+                name = openinference.llama_index_step_agent(s.index.spans[pos])
+                if name is not None:
+                    named[pos] = name
+        if not named:
+            return
+        loops, self.joined = openinference.workflow_loops(s.index.parent, s.index.children, named)
+        for pos, name in loops.items():
+            s.kinds[pos] = ("agent", "openinference", True)
+            s._reads[pos] = SpanRead("agent", "openinference", True, agent=name)
 
     def _graph_loops(self) -> None:
         """LangGraph: a graph's CHAIN span is the loop, its unnamed AGENT node spans its rounds."""
@@ -185,7 +204,7 @@ class _Builder:
             if parent == NO_PARENT and self.hidden:
                 self._hidden_attempt(pos)
             if parent != NO_PARENT:
-                s.loop_of[pos] = s.loop_of[parent]
+                s.loop_of[pos] = s.loop_of[self.joined.get(pos, parent)]
                 self.tool_below[pos] = self.tool_below[parent]
             if role == "transfer":
                 self._transfer(pos)
