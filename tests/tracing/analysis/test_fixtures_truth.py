@@ -273,3 +273,34 @@ def test_a_langgraph_router_node_is_no_round_of_a_loop() -> None:
     ]
     facts = structure_facts(spans)
     assert [(a.name, a.calls) for a in facts.agents] == [("triage", 2)]
+
+
+def _handed_back(handoff: dict[str, object], name: str) -> list[SpanRecord]:
+    """A supervisor graph whose tool span (`name`: `handoff`) hands to the researcher graph, then
+    runs again."""
+    node = {c.OI_SPAN_KIND: "AGENT", c.OI_METADATA: json.dumps({c.LANGGRAPH_NODE_KEY: "agent"})}
+    chain, llm = {c.OI_SPAN_KIND: "CHAIN"}, {c.OI_SPAN_KIND: "LLM", c.LLM_TOKEN_COUNT_PROMPT: 3}
+    spans = [record("a" * 16, "", "LangGraph", chain, start=0, duration=10_000)]
+    for n, (graph, start) in enumerate((("supervisor", 100), ("researcher", 1_000), ("supervisor", 2_000))):
+        ids = [f"{n}{letter}" * 8 for letter in "bcd"]
+        spans += [
+            record(ids[0], "a" * 16, graph, chain, start=start),
+            record(ids[1], ids[0], "agent", node, start=start + 10),
+            record(ids[2], ids[1], "Scripted", llm, start=start + 20),
+        ]
+    return [*spans, record("e" * 16, "0c" * 8, name, handoff, start=500)]
+
+
+def test_a_supervisor_taking_control_back_after_a_langgraph_handoff_delegated() -> None:
+    # langgraph-supervisor: the edge back to the supervisor has no span; the supervisor's next run
+    # is the same loop, and its handoff was a delegation.
+    tool = {c.OI_SPAN_KIND: "TOOL", c.OI_METADATA: json.dumps({c.LANGGRAPH_HANDOFF_KEY: "researcher"})}
+    facts = structure_facts(_handed_back(tool, "transfer_to_researcher"))
+    assert [(a.name, a.depth, a.calls) for a in facts.agents] == [("supervisor", 0, 2), ("researcher", 1, 1)]
+    assert [(e.caller, e.target, e.kind, e.attempts) for e in facts.edges] == [
+        ("supervisor", "researcher", "delegate", 1)
+    ]
+    # Another library's handoff span (the OpenAI Agents bridge) stays a transfer.
+    bridge = structure_facts(_handed_back({c.OI_SPAN_KIND: "TOOL"}, "handoff to researcher"))
+    assert [a.name for a in bridge.agents] == ["supervisor", "researcher", "supervisor"]
+    assert [(e.kind, e.target) for e in bridge.edges] == [("transfer", "researcher")]

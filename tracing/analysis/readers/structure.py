@@ -11,7 +11,9 @@ two of them can disagree on a count:
   two (however deep: tool -> task span -> agent counts), else of a direct delegation;
 - a transfer is a handoff span (`agent_handoff`, OpenInference `handoff to X`, a Janux `handoff`
   tool), or an agent reached by one (`graph.node.parent_id`); the target's next top-level loop is
-  its attempt;
+  its attempt; when the agent that handed off with a LangGraph handoff tool runs again at the top
+  without being handed to (langgraph-supervisor's edge back to the supervisor), the handoff was a
+  delegation and that run continues the caller's loop;
 - an inference span belongs to its nearest loop; its usage counts once, there; usage an agent span
   reports for itself (accumulated, aggregated) is never added;
 - a delegation failed when its last attempt failed (or, for Janux, by its recorded final status).
@@ -268,10 +270,31 @@ class _Builder:
         else:
             transfer = self._transfer_into(loop, read)
             if transfer is None:
+                self._resume(pos, loop)
                 return
             edge = transfer
         loop.via = edge
         s.edges[edge].attempts.append(index)
+
+    def _resume(self, pos: int, loop: Loop) -> None:
+        """langgraph-supervisor: a top-level run of an agent that handed off with a LangGraph
+        handoff tool, reached by no transfer, is that agent taking control back by the graph's edge
+        (the handed-to agent worked for it). The run continues the caller's loop, and the handoff
+        was a delegation."""
+        s = self.s
+        for edge in reversed(s.edges):
+            if edge.kind != "transfer" or edge.caller is None or edge.tool_pos == NO_PARENT:
+                continue
+            if s.loops[edge.caller].name != loop.name or not edge.attempts:
+                continue
+            if openinference.langgraph_handoff(s.index.spans[edge.tool_pos].attributes) is None:
+                return
+            edge.kind = "delegate"
+            for attempt in edge.attempts:
+                s.loops[attempt].parent = edge.caller
+            s.loops.pop()  # the run just started is no loop of its own
+            s.loop_of[pos] = edge.caller
+            return
 
     def _transfer_into(self, loop: Loop, read: SpanRead) -> int | None:
         """The transfer a top-level loop continues: a handoff span to its agent seen before it,
