@@ -459,6 +459,14 @@ OP_INVOKE_SWARM: Final = "invoke_swarm"
 OP_INVOKE_GRAPH: Final = "invoke_graph"
 """`gen_ai.operation.name` of a Strands graph's span around its nodes: the turn, not an agent."""
 
+STRANDS_GRAPH_INPUTS: Final = "Inputs from previous nodes:"
+"""What a Strands graph writes into a node's input before the results of the nodes it depends on,
+each under `From NODE:` (recorded content: the node agent's user message). The graph's edges are in
+no span attribute; this is the only place they show."""
+STRANDS_CONTENT_KEYS: Final = ("content", "gen_ai.input.messages")
+"""Where Strands records an agent's input: the `gen_ai.user.message` event's `content` (older
+conventions), else `gen_ai.input.messages` (on an event or the span, latest conventions)."""
+
 OP_EXECUTE_EVENT_LOOP_CYCLE: Final = "execute_event_loop_cycle"
 """`gen_ai.operation.name` of one cycle of a Strands agent's loop: a round, inside its agent's loop."""
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from janux.tracing import conventions as c
-from janux.tracing.analysis.readers import openinference
+from janux.tracing.analysis.readers import genai, openinference
 from janux.tracing.analysis.readers.spans import classify, error_text, read_span, read_usage
 from janux.tracing.analysis.readers.structure import UNNAMED_AGENT, structure_facts
 from janux.tracing.records import STATUS_ERROR, EventRecord, SpanRecord
@@ -304,3 +304,40 @@ def test_a_supervisor_taking_control_back_after_a_langgraph_handoff_delegated() 
     bridge = structure_facts(_handed_back({c.OI_SPAN_KIND: "TOOL"}, "handoff to researcher"))
     assert [a.name for a in bridge.agents] == ["supervisor", "researcher", "supervisor"]
     assert [(e.kind, e.target) for e in bridge.edges] == [("transfer", "researcher")]
+
+
+def _graph_node(span_id: str, name: str, said: str, parent: str, start: int) -> SpanRecord:
+    """A Strands node agent whose recorded input is `said`."""
+    attrs = {c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT, c.GEN_AI_AGENT_NAME: name}
+    event = EventRecord(start, "gen_ai.user.message", {"content": said})
+    return record(span_id * 16, parent, f"invoke_agent {name}", attrs, start=start, events=[event])
+
+
+def test_strands_graph_edges_are_read_from_the_nodes_input() -> None:
+    # A Strands graph writes no edge into its spans; a node's recorded input lists the nodes feeding
+    # it. A name that no earlier node has (result text that looks alike) is no edge.
+    fed = json.dumps([{"text": "Original Task: q"}, {"text": "\nInputs from previous nodes:"},
+                      {"text": "\nFrom researcher:"}, {"text": "  - Agent: From nowhere: x\n"},
+                      {"text": "\nFrom ghost:"}])  # fmt: skip
+    graph = {c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_GRAPH}
+    spans = [
+        record("a" * 16, "", "invoke_graph", graph, start=0, duration=10_000),
+        _graph_node("b", "researcher", "[]", "a" * 16, 100),
+        _graph_node("c", "writer", fed, "a" * 16, 1_000),
+    ]
+    assert genai.graph_inputs(spans[2]) == ("researcher", "ghost")
+    facts = structure_facts(spans)
+    assert [(e.caller, e.target, e.kind, e.attempts) for e in facts.edges] == [
+        ("researcher", "writer", "transfer", 1)
+    ]
+    assert facts.root_agent == "writer"
+    # The same agents outside a graph's span: no edge.
+    loose = structure_facts([record("a" * 16, "", "invoke_swarm", {c.GEN_AI_OPERATION_NAME: "invoke_swarm"}),
+                             *spans[1:]])  # fmt: skip
+    assert loose.edges == []
+    # A node fed by two nodes: a loop is the attempt of one edge at most, so it reads unconnected.
+    both = fed.replace("ghost", "checker")
+    fan_in = structure_facts([*spans[:2], _graph_node("d", "checker", "[]", "a" * 16, 200),
+                              _graph_node("c", "writer", both, "a" * 16, 1_000)])  # fmt: skip
+    assert [a.name for a in fan_in.agents] == ["researcher", "checker", "writer"]
+    assert fan_in.edges == []

@@ -16,13 +16,17 @@
   accumulated usage, never added to the rounds.
 - `gen_ai.request.model` / `gen_ai.response.model`, `gen_ai.provider.name` (older `gen_ai.system`).
 - `gen_ai.handoff.from_agent` / `to_agent`: transfer ends (the OTel OpenAI Agents bridge).
+- A Strands graph's edges are in no attribute: a node agent's recorded input names the nodes it
+  depends on (`Inputs from previous nodes:` then `From NODE:` each), read by `graph_inputs`.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
 
 from janux.tracing import conventions as c
+from janux.tracing.records import SpanRecord
 
 AGENT_OPERATIONS: Final = frozenset({c.OP_INVOKE_AGENT})
 """Operations of an agent loop."""
@@ -92,3 +96,20 @@ def transfer_ends(attributes: dict[str, Any]) -> tuple[str | None, str | None]:
     if not isinstance(target, str) and isinstance(tool, str) and _autogen_handoff(attributes, tool):
         target = tool.removeprefix(c.TRANSFER_TOOL_PREFIX)
     return (source if isinstance(source, str) else None, target)
+
+
+_GRAPH_SOURCE: Final = re.compile(r'(?:\\n|\n)From ([^:"\\\n]+):')
+"""`From NODE:` at the start of a line (escaped inside JSON text, or not)."""
+
+
+def graph_inputs(span: SpanRecord) -> tuple[str, ...]:
+    """The Strands graph nodes whose results feed the agent of `span` (an `invoke_agent` span below
+    `invoke_graph`), in the order its input lists them; () when its input names none or was not
+    recorded."""
+    texts = [span.attributes.get(key) for key in c.STRANDS_CONTENT_KEYS]
+    texts += [event.attributes.get(key) for event in span.events for key in c.STRANDS_CONTENT_KEYS]
+    for text in texts:
+        if isinstance(text, str) and c.STRANDS_GRAPH_INPUTS in text:
+            after = text[text.index(c.STRANDS_GRAPH_INPUTS) + len(c.STRANDS_GRAPH_INPUTS) :]
+            return tuple(dict.fromkeys(_GRAPH_SOURCE.findall(after)))
+    return ()

@@ -13,7 +13,8 @@ two of them can disagree on a count:
   tool), or an agent reached by one (`graph.node.parent_id`); the target's next top-level loop is
   its attempt; when the agent that handed off with a LangGraph handoff tool runs again at the top
   without being handed to (langgraph-supervisor's edge back to the supervisor), the handoff was a
-  delegation and that run continues the caller's loop;
+  delegation and that run continues the caller's loop; a Strands graph node whose recorded input
+  names one earlier node (`From NODE:`) is the target of a transfer from it;
 - an inference span belongs to its nearest loop; its usage counts once, there; usage an agent span
   reports for itself (accumulated, aggregated) is never added;
 - a delegation failed when its last attempt failed (or, for Janux, by its recorded final status).
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from janux.tracing import conventions as c
-from janux.tracing.analysis.readers import openinference
+from janux.tracing.analysis.readers import genai, openinference
 from janux.tracing.analysis.readers.spans import SpanRead, classify, error_text, read_span
 from janux.tracing.analysis.span_index import NO_PARENT, SpanIndex, build_index
 from janux.tracing.analysis.trace_parts import plus
@@ -270,11 +271,30 @@ class _Builder:
         else:
             transfer = self._transfer_into(loop, read)
             if transfer is None:
+                transfer = self._graph_edges(pos, parent, loop)
+            if transfer is None:
                 self._resume(pos, loop)
                 return
             edge = transfer
         loop.via = edge
         s.edges[edge].attempts.append(index)
+
+    def _graph_edges(self, pos: int, parent: int, loop: Loop) -> int | None:
+        """Strands graph: a node agent (below `invoke_graph`) fed by one earlier node is the target of
+        a transfer from it (the latest loop of that name); returns that edge. A name no earlier loop
+        has (not a node, or the text of some result) is no edge. A node fed by several nodes reads
+        unconnected: a loop is the attempt of one edge at most (the agent map's rows hold one)."""
+        s = self.s
+        above = s.index.spans[parent].attributes if parent != NO_PARENT else {}
+        if above.get(c.GEN_AI_OPERATION_NAME) != c.OP_INVOKE_GRAPH:
+            return None
+        earlier = {other.name: n for n, other in enumerate(s.loops[:-1])}  # the latest loop of each name
+        known = [earlier[name] for name in genai.graph_inputs(s.index.spans[pos]) if name in earlier]
+        if len(known) != 1:
+            return None
+        edge = self._new_edge("transfer", NO_PARENT, known[0])
+        s.edges[edge].target = loop.name
+        return edge
 
     def _resume(self, pos: int, loop: Loop) -> None:
         """langgraph-supervisor: a top-level run of an agent that handed off with a LangGraph
