@@ -444,6 +444,10 @@ OP_EMBEDDINGS: Final = "embeddings"
 OP_CREATE_AGENT: Final = "create_agent"
 """`gen_ai.operation.name` of an agent being created (not run): no loop of its own."""
 
+OP_EXECUTE_TASK: Final = "execute_task"
+"""`gen_ai.operation.name` OpenLLMetry's LangChain instrumentation gives one task of a workflow (a
+graph node, a runnable; `traceloop.span.kind` task): plain structure."""
+
 OP_AGENT_HANDOFF: Final = "agent_handoff"
 """`gen_ai.operation.name` the OTel OpenAI Agents bridge gives a handoff span (a transfer)."""
 

@@ -26,6 +26,7 @@ NAMES = (
     "autogen_agentchat",
     "crewai_openinference",
     "llamaindex_openinference",
+    "langgraph_openllmetry",
 )
 """Every committed fixture (`smolagents_openinference`, `strands` and `openllmetry` are hand-built)."""
 

@@ -52,7 +52,8 @@ def test_edges_outcomes_attempts_and_root_equal_the_truth(case: Case) -> None:
 def test_every_major_library_has_a_fixture_from_the_real_library() -> None:
     libraries = {case.fixture for case in STATED if not case.truth["hand_built"]}
     generated = {"langgraph_openinference", "smolagents_managed", "adk", "strands_agents",
-                 "autogen_agentchat", "crewai_openinference", "llamaindex_openinference"}  # fmt: skip
+                 "autogen_agentchat", "crewai_openinference", "llamaindex_openinference",
+                 "langgraph_openllmetry"}  # fmt: skip
     assert generated <= libraries
     outcomes = {(e["kind"], e["status"]) for case in STATED for e in case.truth["edges"]}
     assert outcomes == {("delegate", "completed"), ("delegate", "failed"), ("transfer", "completed"),
@@ -341,3 +342,29 @@ def test_strands_graph_edges_are_read_from_the_nodes_input() -> None:
                               _graph_node("c", "writer", both, "a" * 16, 1_000)])  # fmt: skip
     assert [a.name for a in fan_in.agents] == ["researcher", "checker", "writer"]
     assert fan_in.edges == []
+
+
+def test_openllmetry_langgraph_runs_are_one_loop_per_agent() -> None:
+    # OpenLLMetry wraps a graph's workflow span (invoke_agent too) in an `invoke_agent NAME` span of
+    # the same agent: one loop. A graph run inside a tool gets an empty `invoke_agent NAME` span
+    # beside its task span of that name: the task is its body (a delegation from the tool's loop).
+    def agent(name: str) -> dict[str, object]:
+        return {c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT, c.GEN_AI_AGENT_NAME: name}
+
+    task = {c.GEN_AI_OPERATION_NAME: c.OP_EXECUTE_TASK, c.TRACELOOP_SPAN_KIND: "task"}
+    chat = {c.GEN_AI_OPERATION_NAME: "chat", c.GEN_AI_USAGE_INPUT_TOKENS: 5, c.GEN_AI_USAGE_OUTPUT_TOKENS: 1}
+    tool = {c.GEN_AI_OPERATION_NAME: c.OP_EXECUTE_TOOL, c.GEN_AI_TOOL_NAME: "ask_researcher"}
+    body = {**task, c.TRACELOOP_ENTITY_NAME: "researcher"}
+    spans = [
+        record("a" * 16, "", "invoke_agent supervisor", agent("supervisor"), start=0, duration=1_000),
+        record("b" * 16, "a" * 16, "supervisor.workflow", agent("supervisor"), start=10, duration=900),
+        record("c" * 16, "b" * 16, "Scripted.chat", chat, start=20),
+        record("d" * 16, "b" * 16, "execute_tool ask_researcher", tool, start=100, duration=500),
+        record("e" * 16, "d" * 16, "invoke_agent researcher", agent("researcher"), start=110, duration=400),
+        record("f" * 16, "d" * 16, "execute_task researcher", body, start=120, duration=300),
+        record("g" * 16, "f" * 16, "Scripted.chat", chat, start=130),
+    ]
+    facts = structure_facts(spans)
+    assert [(a.name, a.depth, a.calls) for a in facts.agents] == [("supervisor", 0, 1), ("researcher", 1, 1)]
+    assert [(e.caller, e.target, e.kind) for e in facts.edges] == [("supervisor", "researcher", "delegate")]
+    assert facts.unrecognised_spans == 0

@@ -3,7 +3,8 @@
 - `gen_ai.operation.name`: chat, text_completion, generate_content, embeddings = inference;
   invoke_agent = agent loop; execute_tool = tool; agent_handoff = transfer; create_agent and
   unknown (the OTel OpenAI Agents bridge's task/turn spans), invoke_workflow (Google ADK),
-  invoke_swarm / invoke_graph / execute_event_loop_cycle (Strands) = plain structure.
+  invoke_swarm / invoke_graph / execute_event_loop_cycle (Strands), execute_task (OpenLLMetry's
+  LangChain tasks) = plain structure.
 - `execute_tool` of `transfer_to_agent` (Google ADK, `gen_ai.tool.type` TransferToAgentTool) or
   `handoff_to_agent` (Strands swarm): a transfer to the next agent that runs; of
   `transfer_to_{agent}` on AutoGen's spans (`gen_ai.system` autogen: AgentChat handoffs): a
@@ -34,7 +35,8 @@ TURN_OPERATIONS: Final = frozenset({c.OP_INVOKE_WORKFLOW, c.OP_INVOKE_SWARM, c.O
 """Spans around a whole multi-agent run (Google ADK's workflow, Strands' swarm and graph): the turn,
 read as plain structure so that the agents below it are its top-level loops."""
 PLAIN_OPERATIONS: Final = (
-    frozenset({c.OP_CREATE_AGENT, c.OP_UNKNOWN, c.OP_EXECUTE_EVENT_LOOP_CYCLE}) | TURN_OPERATIONS
+    frozenset({c.OP_CREATE_AGENT, c.OP_UNKNOWN, c.OP_EXECUTE_EVENT_LOOP_CYCLE, c.OP_EXECUTE_TASK})
+    | TURN_OPERATIONS
 )
 """Operations read as plain structure (known, but neither a loop, a call nor a tool)."""
 KNOWN_OPERATIONS: Final = c.READ_INFERENCE_OPERATIONS | AGENT_OPERATIONS | PLAIN_OPERATIONS | frozenset(

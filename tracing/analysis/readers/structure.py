@@ -7,7 +7,8 @@ two of them can disagree on a count:
 - an agent span is a loop (a node) when it has a name, or when it has no name but model calls of
   its own; an unnamed agent span without model calls of its own (the OpenAI Agents SDK's workflow
   root under both bridges) is the run itself: transparent, never an agent;
-- an agent loop below another loop is a delegation attempt: of the nearest tool span between the
+- an agent span directly below a loop of the same name is that loop (one run wrapped twice);
+  another agent loop below a loop is a delegation attempt: of the nearest tool span between the
   two (however deep: tool -> task span -> agent counts), else of a direct delegation;
 - a transfer is a handoff span (`agent_handoff`, OpenInference `handoff to X`, a Janux `handoff`
   tool), or an agent reached by one (`graph.node.parent_id`); the target's next top-level loop is
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from janux.tracing import conventions as c
-from janux.tracing.analysis.readers import genai, openinference
+from janux.tracing.analysis.readers import genai, openinference, openllmetry
 from janux.tracing.analysis.readers.spans import SpanRead, classify, error_text, read_span
 from janux.tracing.analysis.span_index import NO_PARENT, SpanIndex, build_index
 from janux.tracing.analysis.trace_parts import plus
@@ -158,6 +159,7 @@ class _Builder:
         self._workflow_loops()
         agents = [pos for pos, kind in enumerate(self.s.kinds) if kind[0] == "agent"]
         self.unnamed = {pos for pos in agents if self.s.read(pos).agent is None}
+        self._detached_bodies(agents)
         if self.unnamed:
             self._graph_loops()
         # Only an unnamed agent span needs to know whether it made model calls of its own.
@@ -175,10 +177,27 @@ class _Builder:
                     named[pos] = name
         if not named:
             return
-        loops, self.joined = openinference.workflow_loops(s.index.parent, s.index.children, named)
+        loops, joined = openinference.workflow_loops(s.index.parent, s.index.children, named)
+        self.joined.update(joined)
         for pos, name in loops.items():
             s.kinds[pos] = ("agent", "openinference", True)
             s._reads[pos] = SpanRead("agent", "openinference", True, agent=name)
+
+    def _detached_bodies(self, agents: list[int]) -> None:
+        """OpenLLMetry: a named agent span without children whose sibling task span of the same name
+        starts inside it ran that task as its body (the instrumentation lost the context between
+        them); the task joins the agent's loop."""
+        index = self.s.index
+        for pos in agents:
+            parent, name = index.parent[pos], self.s.read(pos).agent
+            if index.children[pos] or parent == NO_PARENT or name is None:
+                continue
+            span = index.spans[pos]
+            for sibling in index.children[parent]:
+                body = index.spans[sibling]
+                inside = span.start_ns <= body.start_ns <= span.start_ns + span.duration_ns
+                if sibling != pos and inside and openllmetry.is_task_named(body.attributes, name):
+                    self.joined[sibling] = pos
 
     def _graph_loops(self) -> None:
         """LangGraph: a graph's CHAIN span is the loop, its unnamed AGENT node spans its rounds."""
@@ -256,6 +275,10 @@ class _Builder:
     def _loop(self, pos: int, parent: int) -> None:
         s = self.s
         read = s.read(pos)
+        outer = s.loop_of[parent] if parent != NO_PARENT else -1
+        if outer >= 0 and s.loops[outer].pos == parent and read.agent and s.loops[outer].name == read.agent:
+            s.loop_of[pos] = outer  # one run wrapped twice (OpenLLMetry: invoke_agent around its workflow)
+            return
         loop = Loop(pos=pos, name=read.agent or UNNAMED_AGENT)
         index = len(s.loops)
         s.loops.append(loop)
