@@ -156,6 +156,7 @@ class _Builder:
         self.hidden: list[tuple[int, int, int]] = []
         self.hidden_loops: dict[str, int] = {}
         self.joined: dict[int, int] = {}
+        self.langgraph_handoffs: dict[str, int] = {}
         self._workflow_loops()
         agents = [pos for pos, kind in enumerate(self.s.kinds) if kind[0] == "agent"]
         self.unnamed = {pos for pos in agents if self.s.read(pos).agent is None}
@@ -325,19 +326,17 @@ class _Builder:
         (the handed-to agent worked for it). The run continues the caller's loop, and the handoff
         was a delegation."""
         s = self.s
-        for edge in reversed(s.edges):
-            if edge.kind != "transfer" or edge.caller is None or edge.tool_pos == NO_PARENT:
-                continue
-            if s.loops[edge.caller].name != loop.name or not edge.attempts:
-                continue
-            if openinference.langgraph_handoff(s.index.spans[edge.tool_pos].attributes) is None:
-                return
-            edge.kind = "delegate"
-            for attempt in edge.attempts:
-                s.loops[attempt].parent = edge.caller
-            s.loops.pop()  # the run just started is no loop of its own
-            s.loop_of[pos] = edge.caller
+        number = self.langgraph_handoffs.pop(loop.name, None)
+        if number is None:
             return
+        edge = s.edges[number]
+        if edge.kind != "transfer" or edge.caller is None or not edge.attempts:
+            return
+        edge.kind = "delegate"
+        for attempt in edge.attempts:
+            s.loops[attempt].parent = edge.caller
+        s.loops.pop()  # the run just started is no loop of its own
+        s.loop_of[pos] = edge.caller
 
     def _transfer_into(self, loop: Loop, read: SpanRead) -> int | None:
         """The transfer a top-level loop continues: a handoff span to its agent seen before it,
@@ -364,6 +363,8 @@ class _Builder:
         edge = self._new_edge("transfer", pos, caller if caller >= 0 else None)
         target = read.transfer_to or ""
         s.edges[edge].target = target
+        if caller >= 0 and openinference.langgraph_handoff(s.index.spans[pos].attributes) is not None:
+            self.langgraph_handoffs[s.loops[caller].name] = edge  # the latest, for `_resume`
         if target:
             self.pending_transfers.setdefault(target, []).append(edge)
         else:  # the span does not name its target (ADK, Strands swarm): the next agent that runs
