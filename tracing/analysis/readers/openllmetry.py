@@ -7,7 +7,7 @@
 - `llm.usage.total_tokens`: never read as input or output.
 - LangChain instrumentation (0.62): a graph run inside a tool gets an `invoke_agent NAME` span
   with no children beside, not around, its workflow's task span (`traceloop.span.kind` task,
-  `traceloop.entity.name` NAME): that task is the agent's body (`is_task_named`).
+  `traceloop.entity.name` NAME): that task is the agent's body (`task_name`).
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ def entity_name(attributes: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def is_task_named(attributes: dict[str, Any], name: str) -> bool:
-    """True for an OpenLLMetry task span whose entity is `name`."""
-    return attributes.get(c.TRACELOOP_SPAN_KIND) == "task" and attributes.get(c.TRACELOOP_ENTITY_NAME) == name
+def task_name(attributes: dict[str, Any]) -> str | None:
+    """The entity name of an OpenLLMetry task span, None for any other span."""
+    if attributes.get(c.TRACELOOP_SPAN_KIND) != "task":
+        return None
+    return entity_name(attributes)

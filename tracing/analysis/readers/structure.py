@@ -157,6 +157,8 @@ class _Builder:
         self.hidden_loops: dict[str, int] = {}
         self.joined: dict[int, int] = {}
         self.langgraph_handoffs: dict[str, int] = {}
+        self.latest_loops: dict[str, int] = {}  # Strands graph: the latest loop of each name so far
+        self.synced = 0  # loops already in `latest_loops`
         self._workflow_loops()
         agents = [pos for pos, kind in enumerate(self.s.kinds) if kind[0] == "agent"]
         self.unnamed = {pos for pos in agents if self.s.read(pos).agent is None}
@@ -187,18 +189,20 @@ class _Builder:
     def _detached_bodies(self, agents: list[int]) -> None:
         """OpenLLMetry: a named agent span without children whose sibling task span of the same name
         starts inside it ran that task as its body (the instrumentation lost the context between
-        them); the task joins the agent's loop."""
+        them); the task joins the agent's loop. Each parent's children are scanned once."""
         index = self.s.index
-        for pos in agents:
-            parent, name = index.parent[pos], self.s.read(pos).agent
-            if index.children[pos] or parent == NO_PARENT or name is None:
-                continue
-            span = index.spans[pos]
-            for sibling in index.children[parent]:
-                body = index.spans[sibling]
-                inside = span.start_ns <= body.start_ns <= span.start_ns + span.duration_ns
-                if sibling != pos and inside and openllmetry.is_task_named(body.attributes, name):
-                    self.joined[sibling] = pos
+        empty = [pos for pos in agents if not index.children[pos] and index.parent[pos] != NO_PARENT]
+        tasks: dict[tuple[int, str], list[int]] = {}
+        for parent in {index.parent[pos] for pos in empty}:
+            for child in index.children[parent]:
+                name = openllmetry.task_name(index.spans[child].attributes)
+                if name is not None:
+                    tasks.setdefault((parent, name), []).append(child)
+        for pos in empty:
+            span, name = index.spans[pos], self.s.read(pos).agent
+            for body in tasks.get((index.parent[pos], name or ""), ()):
+                if span.start_ns <= index.spans[body].start_ns <= span.start_ns + span.duration_ns:
+                    self.joined[body] = pos
 
     def _graph_loops(self) -> None:
         """LangGraph: a graph's CHAIN span is the loop, its unnamed AGENT node spans its rounds."""
@@ -312,7 +316,10 @@ class _Builder:
         above = s.index.spans[parent].attributes if parent != NO_PARENT else {}
         if above.get(c.GEN_AI_OPERATION_NAME) != c.OP_INVOKE_GRAPH:
             return None
-        earlier = {other.name: n for n, other in enumerate(s.loops[:-1])}  # the latest loop of each name
+        earlier = self.latest_loops
+        for number in range(self.synced, len(s.loops) - 1):
+            earlier[s.loops[number].name] = number  # the loops started since the last node
+        self.synced = len(s.loops) - 1
         known = [earlier[name] for name in genai.graph_inputs(s.index.spans[pos]) if name in earlier]
         if len(known) != 1:
             return None
