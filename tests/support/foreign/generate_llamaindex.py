@@ -8,7 +8,7 @@ usage in its raw response; the truth below is written from what each scenario do
 Scenarios: an `AgentWorkflow` whose triage agent hands off to billing, which calls a tool and
 answers (`handoff`); a planner whose tool runs a researcher agent (a delegation, `agent_tool`); the
 same with a researcher whose model raises (`agent_tool_failed`: the planner's tool call fails, the
-planner answers).
+planner answers); a planner whose tool runs the triage -> billing workflow (`workflow_tool`).
 """
 
 from __future__ import annotations
@@ -107,6 +107,35 @@ async def _handoff(truth: Truth) -> None:
     await AgentWorkflow(agents=[triage, billing], root_agent="triage").run(user_msg="Where is my invoice?")
 
 
+async def _workflow_tool(truth: Truth) -> None:
+    from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent
+
+    triage = FunctionAgent(
+        name="triage",
+        description="Routes questions.",
+        can_handoff_to=["billing"],
+        llm=_model([([("handoff", {"to_agent": "billing", "reason": "invoice"})], 140, 12)], truth),
+    )
+    billing = FunctionAgent(
+        name="billing", description="Handles invoices.", llm=_model([("Paid.", 150, 4)], truth)
+    )
+    desk = AgentWorkflow(agents=[triage, billing], root_agent="triage")
+
+    async def ask_desk(question: str) -> str:
+        """Ask the help desk a question."""
+        return str(await desk.run(user_msg=question))
+
+    script: list[Reply] = [
+        ([("ask_desk", {"question": "Is invoice 42 paid?"})], 240, 16),
+        ("Invoice 42 is paid.", 300, 8),
+    ]
+    planner = FunctionAgent(name="planner", description="Plans.", tools=[ask_desk], llm=_model(script, truth))
+    truth.agents, truth.root_agent = ["planner", "triage", "billing"], "planner"
+    truth.edge("planner", "triage")
+    truth.edge("triage", "billing", kind="transfer")
+    await planner.run(user_msg="Is my invoice paid?")
+
+
 async def _agent_tool(truth: Truth) -> None:
     from llama_index.core.agent.workflow import FunctionAgent
 
@@ -167,6 +196,7 @@ def inner(out: Path) -> None:
         ("handoff", _handoff),
         ("agent_tool", _agent_tool),
         ("agent_tool_failed", _agent_tool_failed),
+        ("workflow_tool", _workflow_tool),
     )
     for name, run in scenarios:
         truth = Truth(scenario=name, library=LIBRARY)

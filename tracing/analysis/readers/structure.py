@@ -9,7 +9,9 @@ two of them can disagree on a count:
   root under both bridges) is the run itself: transparent, never an agent;
 - an agent span directly below a loop of the same name is that loop (one run wrapped twice);
   another agent loop below a loop is a delegation attempt: of the nearest tool span between the
-  two (however deep: tool -> task span -> agent counts), else of a direct delegation;
+  two (however deep: tool -> task span -> agent counts), else of a direct delegation; unless a
+  transfer from a loop beside it names it (a LlamaIndex workflow run inside a tool): then it is
+  that transfer's attempt;
 - a transfer is a handoff span (`agent_handoff`, OpenInference `handoff to X`, a Janux `handoff`
   tool), or an agent reached by one (`graph.node.parent_id`); the target's next top-level loop is
   its attempt; when the agent that handed off with a LangGraph handoff tool runs again at the top
@@ -292,7 +294,10 @@ class _Builder:
         if caller >= 0 and caller != s.loose:
             loop.parent = caller
         tool = self.tool_below[parent] if parent != NO_PARENT else NO_PARENT
-        if tool != NO_PARENT:
+        sibling = self._sibling_transfer(loop)
+        if sibling is not None:
+            edge = sibling
+        elif tool != NO_PARENT:
             edge = self._edge_for_tool(tool)
         elif loop.parent is not None:
             edge = self._new_edge("delegate", NO_PARENT, loop.parent)
@@ -306,6 +311,18 @@ class _Builder:
             edge = transfer
         loop.via = edge
         s.edges[edge].attempts.append(index)
+
+    def _sibling_transfer(self, loop: Loop) -> int | None:
+        """A loop below another that a transfer from a loop beside it names (LlamaIndex: a workflow
+        run inside a tool hands over between its agents): that transfer, not a new attempt of the
+        enclosing delegation. (A top-level loop's transfers: `_transfer_into`.)"""
+        waiting = self.pending_transfers.get(loop.name) if loop.parent is not None else None
+        if not waiting:
+            return None
+        caller = self.s.edges[waiting[0]].caller
+        if caller is None or self.s.loops[caller].parent != loop.parent:
+            return None
+        return waiting.pop(0)
 
     def _graph_edges(self, pos: int, parent: int, loop: Loop) -> int | None:
         """Strands graph: a node agent (below `invoke_graph`) fed by one earlier node is the target of
