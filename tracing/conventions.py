@@ -444,6 +444,10 @@ OP_EMBEDDINGS: Final = "embeddings"
 OP_CREATE_AGENT: Final = "create_agent"
 """`gen_ai.operation.name` of an agent being created (not run): no loop of its own."""
 
+OP_EXECUTE_TASK: Final = "execute_task"
+"""`gen_ai.operation.name` OpenLLMetry's LangChain instrumentation gives one task of a workflow (a
+graph node, a runnable; `traceloop.span.kind` task): plain structure."""
+
 OP_AGENT_HANDOFF: Final = "agent_handoff"
 """`gen_ai.operation.name` the OTel OpenAI Agents bridge gives a handoff span (a transfer)."""
 
@@ -458,6 +462,14 @@ OP_INVOKE_SWARM: Final = "invoke_swarm"
 
 OP_INVOKE_GRAPH: Final = "invoke_graph"
 """`gen_ai.operation.name` of a Strands graph's span around its nodes: the turn, not an agent."""
+
+STRANDS_GRAPH_INPUTS: Final = "Inputs from previous nodes:"
+"""What a Strands graph writes into a node's input before the results of the nodes it depends on,
+each under `From NODE:` (recorded content: the node agent's user message). The graph's edges are in
+no span attribute; this is the only place they show."""
+STRANDS_CONTENT_KEYS: Final = ("content", "gen_ai.input.messages")
+"""Where Strands records an agent's input: the `gen_ai.user.message` event's `content` (older
+conventions), else `gen_ai.input.messages` (on an event or the span, latest conventions)."""
 
 OP_EXECUTE_EVENT_LOOP_CYCLE: Final = "execute_event_loop_cycle"
 """`gen_ai.operation.name` of one cycle of a Strands agent's loop: a round, inside its agent's loop."""
@@ -533,6 +545,17 @@ LANGGRAPH_DEFAULT_NAME: Final = "LangGraph"
 LLAMA_INDEX_PREPARE_SUFFIX: Final = "._prepare_chat_with_tools"
 """LlamaIndex's instrumentation marks a model's tool-preparation step as an LLM span (no call, no
 usage): read as plain structure, never as a model call of unknown usage."""
+LLAMA_INDEX_AGENT_STEPS: Final = (".setup_agent", ".run_agent_step")
+"""Name endings of the LlamaIndex agent-workflow step spans (CHAIN) whose input names the agent
+that runs them: their event's repr ends in `current_agent_name='NAME'`. The steps of one run are
+sibling spans below the workflow's run span, whatever agent runs them."""
+LLAMA_INDEX_AGENT_FIELD: Final = "current_agent_name='"
+"""The field of a LlamaIndex step's input event that names the running agent."""
+LLAMA_INDEX_HANDOFF_TOOL: Final = "handoff"
+"""The tool an `AgentWorkflow` gives its agents to hand the conversation over (argument
+`to_agent`): a transfer."""
+LLAMA_INDEX_HANDOFF_ARG: Final = "to_agent"
+"""The argument of LlamaIndex's handoff tool naming the agent taking over."""
 SMOLAGENTS_RUN_SUFFIX: Final = ".run"
 """smolagents' AGENT spans are named `{agent name}.run` (`{class}.run` when the agent has no name)."""
 SMOLAGENTS_AGENT_CLASSES: Final = frozenset({"MultiStepAgent", "CodeAgent", "ToolCallingAgent"})

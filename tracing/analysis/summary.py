@@ -46,9 +46,12 @@ def root_span(spans: Sequence[SpanRecord]) -> SpanRecord | None:
 
 
 def root_agent(root: SpanRecord | None, facts: StructureFacts) -> str | None:
-    """The agent the trace list names for a trace: its root span's, else, for a trace without Janux
-    accounting whose root names none (the OpenAI Agents SDK's workflow span), its first agent."""
+    """The agent the trace list names for a trace: its root span's (unless the root only builds it:
+    `create_agent`), else, for a trace without Janux accounting whose root names none (the OpenAI
+    Agents SDK's workflow span), its first agent."""
     named = attr_str(root.attributes, c.GEN_AI_AGENT_NAME) if root is not None else None
+    if root is not None and root.attributes.get(c.GEN_AI_OPERATION_NAME) == c.OP_CREATE_AGENT:
+        named = None  # an agent built, not run (OpenLLMetry traces building a graph on its own)
     return named or (None if facts.janux else facts.root_agent)
 
 

@@ -26,6 +26,7 @@ REQUIREMENTS = (
     "langgraph-prebuilt==1.1.3",
     "langchain-core==1.8.1",
     "langgraph-swarm==0.1.0",
+    "langgraph-supervisor==0.0.31",
     "openinference-instrumentation-langchain==0.1.80",
     "opentelemetry-sdk==1.45.2",
 )
@@ -156,6 +157,20 @@ def _swarm(truth: Truth) -> None:
     app.invoke({"messages": [("user", "Where is my invoice?")]}, config={"configurable": {"thread_id": "t1"}})
 
 
+def _langgraph_supervisor(truth: Truth) -> None:
+    """langgraph-supervisor: the supervisor hands the task to the researcher with its handoff tool
+    (`transfer_to_researcher`); the researcher takes two ReAct steps (a search, then the answer),
+    control comes back to the supervisor by the graph's edge, and the supervisor answers."""
+    from langgraph_supervisor import create_supervisor
+
+    researcher = _researcher([([("search", {"query": "q"})], 60, 10), ("Paris.", 90, 12)], truth)
+    script: list[Reply | Exception] = [([("transfer_to_researcher", {})], 130, 14), ("It is Paris.", 220, 9)]
+    app = create_supervisor([researcher], model=_model(script, truth)).compile()
+    truth.agents, truth.root_agent = ["supervisor", "researcher"], "supervisor"
+    truth.edge("supervisor", "researcher")
+    app.invoke({"messages": [("user", "What is the capital of France?")]})
+
+
 def inner(out: Path) -> None:
     """Run every scenario (inside the virtualenv) and write the fixture."""
     from openinference.instrumentation.langchain import LangChainInstrumentor
@@ -187,6 +202,11 @@ def inner(out: Path) -> None:
     truth = Truth(scenario="swarm", library=LIBRARY)
     _swarm(truth)
     writer.add(list(exporter.get_finished_spans()), truth)
+    exporter.clear()
+
+    truth = Truth(scenario="supervisor", library=LIBRARY)
+    _langgraph_supervisor(truth)
+    writer.take(exporter, truth)
     writer.write(out)
 
 

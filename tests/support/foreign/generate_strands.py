@@ -6,8 +6,10 @@ runs in its own virtualenv (`venvs`), pinned to `REQUIREMENTS`. Every agent's mo
 is written from what each scenario does.
 
 Scenarios: a swarm whose triage agent hands off to billing (`handoff_to_agent`), the same with
-a billing agent whose model fails, and an
-orchestrator that runs a researcher agent inside one of its tools (agents as tools).
+a billing agent whose model fails, an orchestrator that runs a researcher agent inside one of its
+tools (agents as tools), and a graph researcher -> writer (`graph`). A graph's edges are in no span
+attribute: the writer's recorded input names the node feeding it. (A node fed by several nodes is
+not committed: Janux reads it unconnected, see docs/trace-contract.md.)
 """
 
 from __future__ import annotations
@@ -130,6 +132,25 @@ def _agents_as_tools(truth: Truth) -> None:
     orchestrator("What is the capital of France?")
 
 
+def _graph(truth: Truth) -> None:
+    """A graph whose researcher's result flows along its edge to the writer."""
+    from strands import Agent
+    from strands.multiagent import GraphBuilder
+
+    def agent(name: str, reply: Reply) -> Any:
+        return Agent(name=name, model=_model(f"{name}-model", [reply], truth), callback_handler=None)
+
+    builder = GraphBuilder()
+    builder.add_node(agent("researcher", ("Paris is the capital.", 140, 8)), "researcher")
+    builder.add_node(agent("writer", ("The capital of France is Paris.", 210, 11)), "writer")
+    builder.add_edge("researcher", "writer")
+    builder.set_entry_point("researcher")
+    truth.agents, truth.root_agent = ["researcher", "writer"], "writer"
+    truth.edge("researcher", "writer", kind="transfer")
+    builder.set_max_node_executions(5)
+    builder.build()("What is the capital of France?")
+
+
 def inner(out: Path) -> None:
     """Run every scenario (inside the virtualenv) and write the fixture."""
     from opentelemetry import trace
@@ -143,6 +164,7 @@ def inner(out: Path) -> None:
         ("swarm", _swarm),
         ("swarm_failed", lambda truth: _swarm(truth, billing_fails=True)),
         ("agents_as_tools", _agents_as_tools),
+        ("graph", _graph),
     )
     for name, run in scenarios:
         truth = Truth(scenario=name, library=LIBRARY)

@@ -25,6 +25,8 @@ NAMES = (
     "strands_agents",
     "autogen_agentchat",
     "crewai_openinference",
+    "llamaindex_openinference",
+    "langgraph_openllmetry",
 )
 """Every committed fixture (`smolagents_openinference`, `strands` and `openllmetry` are hand-built)."""
 

@@ -7,11 +7,10 @@ import json
 import pytest
 
 from janux.tracing import conventions as c
+from janux.tracing.analysis.readers import genai, openinference
 from janux.tracing.analysis.readers.spans import classify, error_text, read_span, read_usage
 from janux.tracing.analysis.readers.structure import UNNAMED_AGENT, structure_facts
 from janux.tracing.records import STATUS_ERROR, EventRecord, SpanRecord
-from janux.tracing.sources.file_loader import load_trace_file
-from tests.support.foreign.common import FIXTURES, load_truth
 from tests.support.foreign.load import Case, cases, edges, stated_edges
 from tests.support.otlp_build import record
 
@@ -53,7 +52,8 @@ def test_edges_outcomes_attempts_and_root_equal_the_truth(case: Case) -> None:
 def test_every_major_library_has_a_fixture_from_the_real_library() -> None:
     libraries = {case.fixture for case in STATED if not case.truth["hand_built"]}
     generated = {"langgraph_openinference", "smolagents_managed", "adk", "strands_agents",
-                 "autogen_agentchat", "crewai_openinference"}  # fmt: skip
+                 "autogen_agentchat", "crewai_openinference", "llamaindex_openinference",
+                 "langgraph_openllmetry"}  # fmt: skip
     assert generated <= libraries
     outcomes = {(e["kind"], e["status"]) for case in STATED for e in case.truth["edges"]}
     assert outcomes == {("delegate", "completed"), ("delegate", "failed"), ("transfer", "completed"),
@@ -158,18 +158,53 @@ def test_failure_text_from_the_exception_event() -> None:
     assert error_text(span)[0] == "lookup failed"
 
 
-def test_llamaindex_usage_is_read_whole() -> None:
-    # LlamaIndex agent workflows through OpenInference: every model call's usage is read, and the
-    # model's tool-preparation step (an LLM span without a call) is no call of unknown usage.
-    # Its agents are not in the agent map's reading yet: their names are only in the content
-    # (`input.value`) of workflow step spans, so the fixture is kept out of `cases()`.
-    spans = load_trace_file(FIXTURES / "llamaindex_openinference.jsonl").spans
-    truths = load_truth("llamaindex_openinference")
-    assert len(truths) == 2
-    for trace_id, truth in truths.items():
-        facts = structure_facts([s for s in spans if s.trace_id == trace_id])
-        assert (facts.input_tokens, facts.output_tokens) == (truth["input_tokens"], truth["output_tokens"])
-        assert (facts.usage_read_spans, facts.unread_spans) == (truth["inference_calls"], 0)
+def test_llamaindex_agents_are_named_by_their_steps_input() -> None:
+    # LlamaIndex agent workflows have no AGENT span: a step names its agent in the repr of its input
+    # event, whose own field comes last (an earlier one is chat content).
+    chain = {c.OI_SPAN_KIND: "CHAIN"}
+    said = "AgentSetup(input=[ChatMessage(content=\"current_agent_name='x'\")], current_agent_name='billing')"
+    step = record("a" * 16, "", "AgentWorkflow.run_agent_step", {**chain, c.OI_INPUT_VALUE: said})
+    assert openinference.llama_index_step_agent(step) == "billing"
+    other = record("b" * 16, "", "AgentWorkflow.call_tool", {**chain, c.OI_INPUT_VALUE: said})
+    assert openinference.llama_index_step_agent(other) is None
+    hidden = record("c" * 16, "", "AgentWorkflow.run_agent_step", chain)  # inputs hidden: no name
+    assert openinference.llama_index_step_agent(hidden) is None
+    handoff = {c.OI_SPAN_KIND: "TOOL", c.OI_TOOL_NAME: "handoff",
+               c.OI_INPUT_VALUE: json.dumps({"kwargs": {"to_agent": "billing", "reason": "r"}})}  # fmt: skip
+    assert read_span(record("d" * 16, "", "FunctionTool.acall", handoff)).transfer_to == "billing"
+    plain = {**handoff, c.OI_TOOL_NAME: "lookup"}
+    assert classify(plain, "FunctionTool.acall")[0] == "tool"
+
+
+def test_llamaindex_sibling_steps_of_one_agent_are_one_loop() -> None:
+    # triage's step hands off; billing's two steps (a tool round, then the answer) are siblings of
+    # triage's below the workflow's run span: billing is one loop, reached by the transfer.
+    chain, llm = {c.OI_SPAN_KIND: "CHAIN"}, {c.OI_SPAN_KIND: "LLM", c.LLM_TOKEN_COUNT_PROMPT: 3}
+
+    def step(span_id: str, agent: str, start: int) -> SpanRecord:
+        said = {**chain, c.OI_INPUT_VALUE: f"AgentSetup(input=[], current_agent_name='{agent}')"}
+        return record(span_id * 16, "a" * 16, "AgentWorkflow.run_agent_step", said, start=start)
+
+    handoff = {c.OI_SPAN_KIND: "TOOL", c.OI_TOOL_NAME: "handoff",
+               c.OI_INPUT_VALUE: json.dumps({"kwargs": {"to_agent": "billing"}})}  # fmt: skip
+    spans = [
+        record("a" * 16, "", "AgentWorkflow.run", chain, start=0, duration=10_000),
+        step("b", "triage", 100),
+        record("c" * 16, "b" * 16, "Scripted.achat", llm, start=110),
+        record("d" * 16, "a" * 16, "AgentWorkflow.call_tool", chain, start=200),
+        record("e" * 16, "d" * 16, "FunctionTool.acall", handoff, start=210),
+        step("f", "billing", 300),
+        record("g" * 16, "f" * 16, "Scripted.achat", llm, start=310),
+        record("h" * 16, "a" * 16, "AgentWorkflow.call_tool", chain, start=400),
+        step("i", "billing", 500),
+        record("j" * 16, "i" * 16, "Scripted.achat", llm, start=510),
+    ]
+    facts = structure_facts(spans)
+    assert [(a.name, a.calls) for a in facts.agents] == [("triage", 1), ("billing", 2)]
+    assert [(e.caller, e.target, e.kind, e.attempts) for e in facts.edges] == [
+        ("triage", "billing", "transfer", 1)
+    ]
+    assert facts.root_agent == "billing"
 
 
 def _smolagents_failed_step(orphan_start: int) -> list[SpanRecord]:
@@ -239,3 +274,97 @@ def test_a_langgraph_router_node_is_no_round_of_a_loop() -> None:
     ]
     facts = structure_facts(spans)
     assert [(a.name, a.calls) for a in facts.agents] == [("triage", 2)]
+
+
+def _handed_back(handoff: dict[str, object], name: str) -> list[SpanRecord]:
+    """A supervisor graph whose tool span (`name`: `handoff`) hands to the researcher graph, then
+    runs again."""
+    node = {c.OI_SPAN_KIND: "AGENT", c.OI_METADATA: json.dumps({c.LANGGRAPH_NODE_KEY: "agent"})}
+    chain, llm = {c.OI_SPAN_KIND: "CHAIN"}, {c.OI_SPAN_KIND: "LLM", c.LLM_TOKEN_COUNT_PROMPT: 3}
+    spans = [record("a" * 16, "", "LangGraph", chain, start=0, duration=10_000)]
+    for n, (graph, start) in enumerate((("supervisor", 100), ("researcher", 1_000), ("supervisor", 2_000))):
+        ids = [f"{n}{letter}" * 8 for letter in "bcd"]
+        spans += [
+            record(ids[0], "a" * 16, graph, chain, start=start),
+            record(ids[1], ids[0], "agent", node, start=start + 10),
+            record(ids[2], ids[1], "Scripted", llm, start=start + 20),
+        ]
+    return [*spans, record("e" * 16, "0c" * 8, name, handoff, start=500)]
+
+
+def test_a_supervisor_taking_control_back_after_a_langgraph_handoff_delegated() -> None:
+    # langgraph-supervisor: the edge back to the supervisor has no span; the supervisor's next run
+    # is the same loop, and its handoff was a delegation.
+    tool = {c.OI_SPAN_KIND: "TOOL", c.OI_METADATA: json.dumps({c.LANGGRAPH_HANDOFF_KEY: "researcher"})}
+    facts = structure_facts(_handed_back(tool, "transfer_to_researcher"))
+    assert [(a.name, a.depth, a.calls) for a in facts.agents] == [("supervisor", 0, 2), ("researcher", 1, 1)]
+    assert [(e.caller, e.target, e.kind, e.attempts) for e in facts.edges] == [
+        ("supervisor", "researcher", "delegate", 1)
+    ]
+    # Another library's handoff span (the OpenAI Agents bridge) stays a transfer.
+    bridge = structure_facts(_handed_back({c.OI_SPAN_KIND: "TOOL"}, "handoff to researcher"))
+    assert [a.name for a in bridge.agents] == ["supervisor", "researcher", "supervisor"]
+    assert [(e.kind, e.target) for e in bridge.edges] == [("transfer", "researcher")]
+
+
+def _graph_node(span_id: str, name: str, said: str, parent: str, start: int) -> SpanRecord:
+    """A Strands node agent whose recorded input is `said`."""
+    attrs = {c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT, c.GEN_AI_AGENT_NAME: name}
+    event = EventRecord(start, "gen_ai.user.message", {"content": said})
+    return record(span_id * 16, parent, f"invoke_agent {name}", attrs, start=start, events=[event])
+
+
+def test_strands_graph_edges_are_read_from_the_nodes_input() -> None:
+    # A Strands graph writes no edge into its spans; a node's recorded input lists the nodes feeding
+    # it. A name that no earlier node has (result text that looks alike) is no edge.
+    fed = json.dumps([{"text": "Original Task: q"}, {"text": "\nInputs from previous nodes:"},
+                      {"text": "\nFrom researcher:"}, {"text": "  - Agent: From nowhere: x\n"},
+                      {"text": "\nFrom ghost:"}])  # fmt: skip
+    graph = {c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_GRAPH}
+    spans = [
+        record("a" * 16, "", "invoke_graph", graph, start=0, duration=10_000),
+        _graph_node("b", "researcher", "[]", "a" * 16, 100),
+        _graph_node("c", "writer", fed, "a" * 16, 1_000),
+    ]
+    assert genai.graph_inputs(spans[2]) == ("researcher", "ghost")
+    facts = structure_facts(spans)
+    assert [(e.caller, e.target, e.kind, e.attempts) for e in facts.edges] == [
+        ("researcher", "writer", "transfer", 1)
+    ]
+    assert facts.root_agent == "writer"
+    # The same agents outside a graph's span: no edge.
+    loose = structure_facts([record("a" * 16, "", "invoke_swarm", {c.GEN_AI_OPERATION_NAME: "invoke_swarm"}),
+                             *spans[1:]])  # fmt: skip
+    assert loose.edges == []
+    # A node fed by two nodes: a loop is the attempt of one edge at most, so it reads unconnected.
+    both = fed.replace("ghost", "checker")
+    fan_in = structure_facts([*spans[:2], _graph_node("d", "checker", "[]", "a" * 16, 200),
+                              _graph_node("c", "writer", both, "a" * 16, 1_000)])  # fmt: skip
+    assert [a.name for a in fan_in.agents] == ["researcher", "checker", "writer"]
+    assert fan_in.edges == []
+
+
+def test_openllmetry_langgraph_runs_are_one_loop_per_agent() -> None:
+    # OpenLLMetry wraps a graph's workflow span (invoke_agent too) in an `invoke_agent NAME` span of
+    # the same agent: one loop. A graph run inside a tool gets an empty `invoke_agent NAME` span
+    # beside its task span of that name: the task is its body (a delegation from the tool's loop).
+    def agent(name: str) -> dict[str, object]:
+        return {c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT, c.GEN_AI_AGENT_NAME: name}
+
+    task = {c.GEN_AI_OPERATION_NAME: c.OP_EXECUTE_TASK, c.TRACELOOP_SPAN_KIND: "task"}
+    chat = {c.GEN_AI_OPERATION_NAME: "chat", c.GEN_AI_USAGE_INPUT_TOKENS: 5, c.GEN_AI_USAGE_OUTPUT_TOKENS: 1}
+    tool = {c.GEN_AI_OPERATION_NAME: c.OP_EXECUTE_TOOL, c.GEN_AI_TOOL_NAME: "ask_researcher"}
+    body = {**task, c.TRACELOOP_ENTITY_NAME: "researcher"}
+    spans = [
+        record("a" * 16, "", "invoke_agent supervisor", agent("supervisor"), start=0, duration=1_000),
+        record("b" * 16, "a" * 16, "supervisor.workflow", agent("supervisor"), start=10, duration=900),
+        record("c" * 16, "b" * 16, "Scripted.chat", chat, start=20),
+        record("d" * 16, "b" * 16, "execute_tool ask_researcher", tool, start=100, duration=500),
+        record("e" * 16, "d" * 16, "invoke_agent researcher", agent("researcher"), start=110, duration=400),
+        record("f" * 16, "d" * 16, "execute_task researcher", body, start=120, duration=300),
+        record("g" * 16, "f" * 16, "Scripted.chat", chat, start=130),
+    ]
+    facts = structure_facts(spans)
+    assert [(a.name, a.depth, a.calls) for a in facts.agents] == [("supervisor", 0, 1), ("researcher", 1, 1)]
+    assert [(e.caller, e.target, e.kind) for e in facts.edges] == [("supervisor", "researcher", "delegate")]
+    assert facts.unrecognised_spans == 0

@@ -63,16 +63,19 @@ def test_the_root_agent_is_the_first_agent_when_the_root_span_names_none(
     for case in CASES:
         assert rows[case.trace_id].root_agent == expected[case.trace_id], case.id
     offered = source.distinct_values("root_agent")
-    for name in set(expected.values()):
+    for name in {holder for holder in expected.values() if holder is not None}:
         assert name in offered, name
         found = {s.trace_id for s in source.list_traces(TraceFilter(root_agent=name), limit=1_000)}
         assert found == {trace_id for trace_id, holder in expected.items() if holder == name}, name
 
 
-def _holder(case: Case) -> str:
-    """The agent holding the conversation at the end, by the truth: the first, then each transfer's target."""
+def _holder(case: Case) -> str | None:
+    """The agent holding the conversation at the end, by the truth: the first, then each transfer's
+    target (None in a trace where no agent ran)."""
     if case.truth["root_agent"] is not None:
         return str(case.truth["root_agent"])
+    if not case.truth["agents"]:
+        return None
     holder: str = case.truth["agents"][0]
     for caller, target in case.truth["transfers"]:
         if caller == holder:
@@ -104,12 +107,14 @@ def test_usage_by_counts_every_token_once(sources: dict[str, TraceSource], kind:
     tools = {g.key: g for g in sources[kind].usage_by("tool", ALL, limit=1_000)}
     assert tools["ask_researcher"].count == sum(
         1 for c in CASES for caller, target in c.truth["delegations"] if target == "researcher"
-        and c.fixture not in _RESEARCHER_TOOL_NOT_ASK_RESEARCHER
+        and c.fixture not in _RESEARCHER_TOOL_NOT_ASK_RESEARCHER and c.id not in _RESEARCHER_HANDED_OFF
     )  # fmt: skip
 
 
 _RESEARCHER_TOOL_NOT_ASK_RESEARCHER = ("openllmetry", "smolagents_managed", "adk", "autogen_agentchat")
 """Fixtures whose researcher is reached otherwise (a step of its manager, an `AgentTool` named after it)."""
+_RESEARCHER_HANDED_OFF = ("langgraph_openinference/supervisor",)
+"""Scenarios whose researcher is reached by a handoff tool (`transfer_to_researcher`)."""
 
 
 def _cases_of(fixture: str) -> list[Case]:

@@ -3,7 +3,8 @@
 - `gen_ai.operation.name`: chat, text_completion, generate_content, embeddings = inference;
   invoke_agent = agent loop; execute_tool = tool; agent_handoff = transfer; create_agent and
   unknown (the OTel OpenAI Agents bridge's task/turn spans), invoke_workflow (Google ADK),
-  invoke_swarm / invoke_graph / execute_event_loop_cycle (Strands) = plain structure.
+  invoke_swarm / invoke_graph / execute_event_loop_cycle (Strands), execute_task (OpenLLMetry's
+  LangChain tasks) = plain structure.
 - `execute_tool` of `transfer_to_agent` (Google ADK, `gen_ai.tool.type` TransferToAgentTool) or
   `handoff_to_agent` (Strands swarm): a transfer to the next agent that runs; of
   `transfer_to_{agent}` on AutoGen's spans (`gen_ai.system` autogen: AgentChat handoffs): a
@@ -16,13 +17,17 @@
   accumulated usage, never added to the rounds.
 - `gen_ai.request.model` / `gen_ai.response.model`, `gen_ai.provider.name` (older `gen_ai.system`).
 - `gen_ai.handoff.from_agent` / `to_agent`: transfer ends (the OTel OpenAI Agents bridge).
+- A Strands graph's edges are in no attribute: a node agent's recorded input names the nodes it
+  depends on (`Inputs from previous nodes:` then `From NODE:` each), read by `graph_inputs`.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
 
 from janux.tracing import conventions as c
+from janux.tracing.records import SpanRecord
 
 AGENT_OPERATIONS: Final = frozenset({c.OP_INVOKE_AGENT})
 """Operations of an agent loop."""
@@ -30,7 +35,8 @@ TURN_OPERATIONS: Final = frozenset({c.OP_INVOKE_WORKFLOW, c.OP_INVOKE_SWARM, c.O
 """Spans around a whole multi-agent run (Google ADK's workflow, Strands' swarm and graph): the turn,
 read as plain structure so that the agents below it are its top-level loops."""
 PLAIN_OPERATIONS: Final = (
-    frozenset({c.OP_CREATE_AGENT, c.OP_UNKNOWN, c.OP_EXECUTE_EVENT_LOOP_CYCLE}) | TURN_OPERATIONS
+    frozenset({c.OP_CREATE_AGENT, c.OP_UNKNOWN, c.OP_EXECUTE_EVENT_LOOP_CYCLE, c.OP_EXECUTE_TASK})
+    | TURN_OPERATIONS
 )
 """Operations read as plain structure (known, but neither a loop, a call nor a tool)."""
 KNOWN_OPERATIONS: Final = c.READ_INFERENCE_OPERATIONS | AGENT_OPERATIONS | PLAIN_OPERATIONS | frozenset(
@@ -92,3 +98,20 @@ def transfer_ends(attributes: dict[str, Any]) -> tuple[str | None, str | None]:
     if not isinstance(target, str) and isinstance(tool, str) and _autogen_handoff(attributes, tool):
         target = tool.removeprefix(c.TRANSFER_TOOL_PREFIX)
     return (source if isinstance(source, str) else None, target)
+
+
+_GRAPH_SOURCE: Final = re.compile(r'(?:\\n|\n)From ([^:"\\\n]+):')
+"""`From NODE:` at the start of a line (escaped inside JSON text, or not)."""
+
+
+def graph_inputs(span: SpanRecord) -> tuple[str, ...]:
+    """The Strands graph nodes whose results feed the agent of `span` (an `invoke_agent` span below
+    `invoke_graph`), in the order its input lists them; () when its input names none or was not
+    recorded."""
+    texts = [span.attributes.get(key) for key in c.STRANDS_CONTENT_KEYS]
+    texts += [event.attributes.get(key) for event in span.events for key in c.STRANDS_CONTENT_KEYS]
+    for text in texts:
+        if isinstance(text, str) and c.STRANDS_GRAPH_INPUTS in text:
+            after = text[text.index(c.STRANDS_GRAPH_INPUTS) + len(c.STRANDS_GRAPH_INPUTS) :]
+            return tuple(dict.fromkeys(_GRAPH_SOURCE.findall(after)))
+    return ()

@@ -16,6 +16,11 @@
   metadata, or a `Command(goto=..., graph=PARENT)` output) is a transfer to that agent.
 - smolagents: a managed agent that raised is never exported (its span is never ended); the
   manager's step records `AgentToolExecutionError` naming the team member (`failed_team_member`).
+- LlamaIndex agent workflows: no AGENT span, and one run's steps are sibling CHAIN spans whatever
+  agent runs them; a `setup_agent` / `run_agent_step` step names its agent in its input
+  (`current_agent_name='NAME'`, recorded content). A run of one agent is its loop; in a run whose
+  agents hand over, each stretch of one agent's steps is a loop (`workflow_loops`). The `handoff`
+  tool (argument `to_agent`) is a transfer.
 - `graph.node.parent_id` on an AGENT span: the agent that handed off to it (a transfer).
 - `input.value` / `output.value` on a handoff span: the transfer's ends.
 """
@@ -50,7 +55,7 @@ def role(kind: str, span_name: str, attributes: dict[str, Any] | None = None) ->
     found = _ROLES.get(kind.upper())
     if found == "tool" and span_name.startswith(c.OI_HANDOFF_PREFIX):
         return "transfer"
-    if found == "tool" and attributes is not None and langgraph_handoff(attributes):
+    if found == "tool" and attributes is not None and _handoff_target(attributes):
         return "transfer"
     if found == "inference" and span_name.endswith(c.LLAMA_INDEX_PREPARE_SUFFIX):
         return "plain"
@@ -107,6 +112,66 @@ def langgraph_handoff(attributes: dict[str, Any]) -> str | None:
     return None
 
 
+def _handoff_target(attributes: dict[str, Any]) -> str | None:
+    """The target of a LangGraph or LlamaIndex handoff tool span, None for any other tool."""
+    return langgraph_handoff(attributes) or llama_index_handoff(attributes)
+
+
+def llama_index_handoff(attributes: dict[str, Any]) -> str | None:
+    """The agent a LlamaIndex `AgentWorkflow` handoff tool call hands over to: the `to_agent`
+    argument in its input (recorded content); None for any other tool."""
+    if attributes.get(c.OI_TOOL_NAME) != c.LLAMA_INDEX_HANDOFF_TOOL:
+        return None
+    kwargs = _json_object(attributes.get(c.OI_INPUT_VALUE), c.LLAMA_INDEX_HANDOFF_ARG).get("kwargs")
+    target = kwargs.get(c.LLAMA_INDEX_HANDOFF_ARG) if isinstance(kwargs, dict) else None
+    return target if isinstance(target, str) and target else None
+
+
+def llama_index_step_agent(span: SpanRecord) -> str | None:
+    """The agent running a LlamaIndex agent-workflow step span (`setup_agent`, `run_agent_step`): the
+    last `current_agent_name='NAME'` in its input, as the step's event ends its repr with it (an
+    earlier one is chat content); None for any other span, or when the input was not recorded."""
+    if not span.name.endswith(c.LLAMA_INDEX_AGENT_STEPS):
+        return None
+    text = span.attributes.get(c.OI_INPUT_VALUE)
+    if span.attributes.get(c.OI_SPAN_KIND) != c.OI_KIND_CHAIN or not isinstance(text, str):
+        return None
+    at = text.rfind(c.LLAMA_INDEX_AGENT_FIELD)
+    if at < 0:
+        return None
+    start = at + len(c.LLAMA_INDEX_AGENT_FIELD)
+    end = text.find("'", start)
+    return text[start:end] or None if end > start else None
+
+
+def workflow_loops(
+    parents: Sequence[int], children: Sequence[Sequence[int]], named: dict[int, str]
+) -> tuple[dict[int, str], dict[int, int]]:
+    """LlamaIndex agent workflows, whose steps are sibling spans below the run span whatever agent
+    runs them: (agent loops: position -> agent name, joined steps: position -> the span of the
+    loop they belong to). `named` maps each named step span (`llama_index_step_agent`) to its
+    agent. A run whose steps are all one agent's is that agent's loop (its run span); in a run
+    whose agents hand over, each stretch of steps of one agent is a loop started by its first
+    step, and the later steps of the stretch (tool calls, results) join it."""
+    loops: dict[int, str] = {}
+    joined: dict[int, int] = {}
+    for run in {parents[pos] for pos in named if parents[pos] >= 0}:
+        stretches: list[list[int]] = []
+        for child in children[run]:
+            name = named.get(child)
+            if name is not None and (not stretches or named[stretches[-1][0]] != name):
+                stretches.append([child])
+            elif stretches:
+                stretches[-1].append(child)
+        if len(stretches) == 1:
+            loops[run] = named[stretches[0][0]]
+            continue
+        for first, *rest in stretches:
+            loops[first] = named[first]
+            joined.update(dict.fromkeys(rest, first))
+    return loops, joined
+
+
 def _json_object(value: object, needle: str) -> dict[str, Any]:
     """`value` parsed as a JSON object when it is text holding `needle` (cheap test first), else {}."""
     if not isinstance(value, str) or needle not in value:
@@ -145,7 +210,7 @@ def failed_team_member(span: SpanRecord) -> str | None:
 def transfer_ends(attributes: dict[str, Any], span_name: str) -> tuple[str | None, str | None]:
     """(from, to) of a handoff TOOL span: a LangGraph handoff's destination (its source is the loop
     that called it); else `input.value` / `output.value`, else the span name."""
-    destination = langgraph_handoff(attributes)
+    destination = _handoff_target(attributes)
     if destination is not None:
         return None, destination
     source, target = attributes.get(c.OI_INPUT_VALUE), attributes.get(c.OI_OUTPUT_VALUE)

@@ -5,6 +5,9 @@
 - `traceloop.entity.name`: agent or tool name.
 - `gen_ai.usage.prompt_tokens` / `completion_tokens` (the older GenAI names): usage.
 - `llm.usage.total_tokens`: never read as input or output.
+- LangChain instrumentation (0.62): a graph run inside a tool gets an `invoke_agent NAME` span
+  with no children beside, not around, its workflow's task span (`traceloop.span.kind` task,
+  `traceloop.entity.name` NAME): that task is the agent's body (`task_name`).
 """
 
 from __future__ import annotations
@@ -37,3 +40,10 @@ def entity_name(attributes: dict[str, Any]) -> str | None:
     """`traceloop.entity.name`."""
     value = attributes.get(c.TRACELOOP_ENTITY_NAME)
     return value if isinstance(value, str) and value else None
+
+
+def task_name(attributes: dict[str, Any]) -> str | None:
+    """The entity name of an OpenLLMetry task span, None for any other span."""
+    if attributes.get(c.TRACELOOP_SPAN_KIND) != "task":
+        return None
+    return entity_name(attributes)

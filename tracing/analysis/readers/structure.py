@@ -7,11 +7,17 @@ two of them can disagree on a count:
 - an agent span is a loop (a node) when it has a name, or when it has no name but model calls of
   its own; an unnamed agent span without model calls of its own (the OpenAI Agents SDK's workflow
   root under both bridges) is the run itself: transparent, never an agent;
-- an agent loop below another loop is a delegation attempt: of the nearest tool span between the
-  two (however deep: tool -> task span -> agent counts), else of a direct delegation;
+- an agent span directly below a loop of the same name is that loop (one run wrapped twice);
+  another agent loop below a loop is a delegation attempt: of the nearest tool span between the
+  two (however deep: tool -> task span -> agent counts), else of a direct delegation; unless a
+  transfer from a loop beside it names it (a LlamaIndex workflow run inside a tool): then it is
+  that transfer's attempt;
 - a transfer is a handoff span (`agent_handoff`, OpenInference `handoff to X`, a Janux `handoff`
   tool), or an agent reached by one (`graph.node.parent_id`); the target's next top-level loop is
-  its attempt;
+  its attempt; when the agent that handed off with a LangGraph handoff tool runs again at the top
+  without being handed to (langgraph-supervisor's edge back to the supervisor), the handoff was a
+  delegation and that run continues the caller's loop; a Strands graph node whose recorded input
+  names one earlier node (`From NODE:`) is the target of a transfer from it;
 - an inference span belongs to its nearest loop; its usage counts once, there; usage an agent span
   reports for itself (accumulated, aggregated) is never added;
 - a delegation failed when its last attempt failed (or, for Janux, by its recorded final status).
@@ -24,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from janux.tracing import conventions as c
-from janux.tracing.analysis.readers import openinference
+from janux.tracing.analysis.readers import genai, openinference, openllmetry
 from janux.tracing.analysis.readers.spans import SpanRead, classify, error_text, read_span
 from janux.tracing.analysis.span_index import NO_PARENT, SpanIndex, build_index
 from janux.tracing.analysis.trace_parts import plus
@@ -151,12 +157,54 @@ class _Builder:
         self.pending_any: list[int] = []
         self.hidden: list[tuple[int, int, int]] = []
         self.hidden_loops: dict[str, int] = {}
+        self.joined: dict[int, int] = {}
+        self.langgraph_handoffs: dict[str, int] = {}
+        self.latest_loops: dict[str, int] = {}  # Strands graph: the latest loop of each name so far
+        self.synced = 0  # loops already in `latest_loops`
+        self._workflow_loops()
         agents = [pos for pos, kind in enumerate(self.s.kinds) if kind[0] == "agent"]
         self.unnamed = {pos for pos in agents if self.s.read(pos).agent is None}
+        self._detached_bodies(agents)
         if self.unnamed:
             self._graph_loops()
         # Only an unnamed agent span needs to know whether it made model calls of its own.
         self.owners = _own_call_owners(index, self.s.kinds) if self.unnamed else set()
+
+    def _workflow_loops(self) -> None:
+        """LlamaIndex: a run (or a stretch of one agent's sibling steps) is the loop of the agent its
+        steps name; the stretch's later steps join the loop of its first."""
+        s = self.s
+        named = {}
+        for pos, kind in enumerate(s.kinds):
+            if kind[:2] == ("plain", "openinference"):
+                name = openinference.llama_index_step_agent(s.index.spans[pos])
+                if name is not None:
+                    named[pos] = name
+        if not named:
+            return
+        loops, joined = openinference.workflow_loops(s.index.parent, s.index.children, named)
+        self.joined.update(joined)
+        for pos, name in loops.items():
+            s.kinds[pos] = ("agent", "openinference", True)
+            s._reads[pos] = SpanRead("agent", "openinference", True, agent=name)
+
+    def _detached_bodies(self, agents: list[int]) -> None:
+        """OpenLLMetry: a named agent span without children whose sibling task span of the same name
+        starts inside it ran that task as its body (the instrumentation lost the context between
+        them); the task joins the agent's loop. Each parent's children are scanned once."""
+        index = self.s.index
+        empty = [pos for pos in agents if not index.children[pos] and index.parent[pos] != NO_PARENT]
+        tasks: dict[tuple[int, str], list[int]] = {}
+        for parent in {index.parent[pos] for pos in empty}:
+            for child in index.children[parent]:
+                name = openllmetry.task_name(index.spans[child].attributes)
+                if name is not None:
+                    tasks.setdefault((parent, name), []).append(child)
+        for pos in empty:
+            span, name = index.spans[pos], self.s.read(pos).agent
+            for body in tasks.get((index.parent[pos], name or ""), ()):
+                if span.start_ns <= index.spans[body].start_ns <= span.start_ns + span.duration_ns:
+                    self.joined[body] = pos
 
     def _graph_loops(self) -> None:
         """LangGraph: a graph's CHAIN span is the loop, its unnamed AGENT node spans its rounds."""
@@ -185,7 +233,7 @@ class _Builder:
             if parent == NO_PARENT and self.hidden:
                 self._hidden_attempt(pos)
             if parent != NO_PARENT:
-                s.loop_of[pos] = s.loop_of[parent]
+                s.loop_of[pos] = s.loop_of[self.joined.get(pos, parent)]
                 self.tool_below[pos] = self.tool_below[parent]
             if role == "transfer":
                 self._transfer(pos)
@@ -234,6 +282,10 @@ class _Builder:
     def _loop(self, pos: int, parent: int) -> None:
         s = self.s
         read = s.read(pos)
+        outer = s.loop_of[parent] if parent != NO_PARENT else -1
+        if outer >= 0 and s.loops[outer].pos == parent and read.agent and s.loops[outer].name == read.agent:
+            s.loop_of[pos] = outer  # one run wrapped twice (OpenLLMetry: invoke_agent around its workflow)
+            return
         loop = Loop(pos=pos, name=read.agent or UNNAMED_AGENT)
         index = len(s.loops)
         s.loops.append(loop)
@@ -242,17 +294,73 @@ class _Builder:
         if caller >= 0 and caller != s.loose:
             loop.parent = caller
         tool = self.tool_below[parent] if parent != NO_PARENT else NO_PARENT
-        if tool != NO_PARENT:
+        sibling = self._sibling_transfer(loop)
+        if sibling is not None:
+            edge = sibling
+        elif tool != NO_PARENT:
             edge = self._edge_for_tool(tool)
         elif loop.parent is not None:
             edge = self._new_edge("delegate", NO_PARENT, loop.parent)
         else:
             transfer = self._transfer_into(loop, read)
             if transfer is None:
+                transfer = self._graph_edges(pos, parent, loop)
+            if transfer is None:
+                self._resume(pos, loop)
                 return
             edge = transfer
         loop.via = edge
         s.edges[edge].attempts.append(index)
+
+    def _sibling_transfer(self, loop: Loop) -> int | None:
+        """A loop below another that a transfer from a loop beside it names (LlamaIndex: a workflow
+        run inside a tool hands over between its agents): that transfer, not a new attempt of the
+        enclosing delegation. (A top-level loop's transfers: `_transfer_into`.)"""
+        waiting = self.pending_transfers.get(loop.name) if loop.parent is not None else None
+        if not waiting:
+            return None
+        caller = self.s.edges[waiting[0]].caller
+        if caller is None or self.s.loops[caller].parent != loop.parent:
+            return None
+        return waiting.pop(0)
+
+    def _graph_edges(self, pos: int, parent: int, loop: Loop) -> int | None:
+        """Strands graph: a node agent (below `invoke_graph`) fed by one earlier node is the target of
+        a transfer from it (the latest loop of that name); returns that edge. A name no earlier loop
+        has (not a node, or the text of some result) is no edge. A node fed by several nodes reads
+        unconnected: a loop is the attempt of one edge at most (the agent map's rows hold one)."""
+        s = self.s
+        above = s.index.spans[parent].attributes if parent != NO_PARENT else {}
+        if above.get(c.GEN_AI_OPERATION_NAME) != c.OP_INVOKE_GRAPH:
+            return None
+        earlier = self.latest_loops
+        for number in range(self.synced, len(s.loops) - 1):
+            earlier[s.loops[number].name] = number  # the loops started since the last node
+        self.synced = len(s.loops) - 1
+        known = [earlier[name] for name in genai.graph_inputs(s.index.spans[pos]) if name in earlier]
+        if len(known) != 1:
+            return None
+        edge = self._new_edge("transfer", NO_PARENT, known[0])
+        s.edges[edge].target = loop.name
+        return edge
+
+    def _resume(self, pos: int, loop: Loop) -> None:
+        """langgraph-supervisor: a top-level run of an agent that handed off with a LangGraph
+        handoff tool, reached by no transfer, is that agent taking control back by the graph's edge
+        (the handed-to agent worked for it). The run continues the caller's loop, and the handoff
+        was a delegation."""
+        s = self.s
+        number = self.langgraph_handoffs.pop(loop.name, None)
+        if number is None:
+            return
+        edge = s.edges[number]
+        if edge.kind != "transfer" or edge.caller is None or not edge.attempts:
+            return
+        edge.kind = "delegate"
+        for attempt in edge.attempts:
+            s.loops[attempt].parent = edge.caller
+        s.loops.pop()  # the run just started is no loop of its own
+        s.loop_of[pos] = edge.caller
 
     def _transfer_into(self, loop: Loop, read: SpanRead) -> int | None:
         """The transfer a top-level loop continues: a handoff span to its agent seen before it,
@@ -279,6 +387,8 @@ class _Builder:
         edge = self._new_edge("transfer", pos, caller if caller >= 0 else None)
         target = read.transfer_to or ""
         s.edges[edge].target = target
+        if caller >= 0 and openinference.langgraph_handoff(s.index.spans[pos].attributes) is not None:
+            self.langgraph_handoffs[s.loops[caller].name] = edge  # the latest, for `_resume`
         if target:
             self.pending_transfers.setdefault(target, []).append(edge)
         else:  # the span does not name its target (ADK, Strands swarm): the next agent that runs
