@@ -64,7 +64,7 @@ def main() -> None:
         st.query_params["trace_id"] = trace_id
     if st.query_params.get("trace_section") == OLD_GRAPH_SECTION:  # a link from before the merge
         del st.query_params["trace_section"]
-        st.session_state[VIEW_TAB] = st.query_params[VIEW_TAB] = "Graph"
+        st.query_params[VIEW_TAB] = "Graph"
     _bar(trace_id)
     view = get_views([trace_id])[trace_id]
     if not view.index.spans:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
 
 import altair as alt
 import pandas as pd
@@ -71,16 +73,19 @@ def selected_span(view: TraceView) -> str | None:
     return view.index.spans[view.index.order[0]].span_id if view.index.spans else None
 
 
-def _select(span_id: str) -> None:
-    if st.query_params.get("span") != span_id:
+def _select(view: TraceView, span_id: str) -> None:
+    """Select a span of this trace in the URL. A span of another trace is ignored: a chart or the
+    tree may hand back what was picked on the trace shown before (the browser keeps a widget's
+    last value by its key), and writing it would add a history entry that Back then lands on."""
+    if view.span(span_id) is not None and st.query_params.get("span") != span_id:
         st.query_params["span"] = span_id
 
 
-def _clicked_in_chart(key: str) -> None:
+def _clicked_in_chart(view: TraceView, key: str) -> None:
     """Apply a click on a bar of the waterfall or a mark of the graph."""
     picked = chart_pick(key, "span_id")
     if picked:
-        _select(picked)
+        _select(view, picked)
 
 
 def _drawn_loops(view: TraceView) -> int:
@@ -128,7 +133,7 @@ def _tree(view: TraceView, rows: list[OutlineRow], current: str | None) -> None:
     if len(shown) > TREE_ROWS:
         st.caption(f"Showing the first {TREE_ROWS:,} of {len(shown):,} spans: search to find the others.")
         shown = shown[:TREE_ROWS]
-    trace_tree(shown, current, key=TREE_KEY, on_pick=_select)
+    trace_tree(shown, current, key=TREE_KEY, on_pick=lambda span_id: _select(view, span_id))
 
 
 def _waterfall(view: TraceView) -> None:
@@ -193,21 +198,43 @@ def _detail(view: TraceView, rows: list[OutlineRow], current: str | None) -> Non
         )
 
 
+def _view_tabs(view: TraceView) -> Sequence[Any]:
+    """The left side's tabs, the chosen one named in the URL (`?trace_view_tab=`).
+
+    Not bound to the URL by Streamlit (`bind=`): the browser keeps a bound widget's value by its
+    key and writes it into the next trace's URL as a history entry of its own, so Back landed there
+    instead of on the list. The widget's key names the trace and the URL's tab instead: another
+    trace, or a link naming a tab, draws a fresh widget opening on the tab the URL says."""
+    named = str(st.query_params.get(VIEW_TAB, ""))
+    opened = named if named in VIEW_TABS else VIEW_TABS[0]
+    spans = view.index.spans
+    key = f"{VIEW_TAB}:{spans[0].trace_id if spans else ''}:{opened}"
+
+    def chosen() -> None:
+        picked = st.session_state.get(key)
+        if picked == VIEW_TABS[0]:
+            st.query_params.pop(VIEW_TAB, None)
+        elif picked in VIEW_TABS:
+            st.query_params[VIEW_TAB] = picked
+
+    return st.tabs(list(VIEW_TABS), default=opened, key=key, on_change=chosen)
+
+
 @st.fragment
 def explorer(view: TraceView) -> None:
     """The split view: tree or waterfall on the left, the selected span's detail on the right.
 
     A fragment: a click in the tree or the waterfall redraws only this view, not the whole page.
     """
-    _clicked_in_chart(_WATERFALL_KEY)
-    _clicked_in_chart(_GRAPH_KEY)
+    _clicked_in_chart(view, _WATERFALL_KEY)
+    _clicked_in_chart(view, _GRAPH_KEY)
     rows = outline_rows(view)
     current = selected_span(view)
     left, right = st.columns([3, 2], gap="medium")
     with left:
         # Only the chosen tab is drawn: the waterfall (a tall chart) costs nothing until asked for;
         # the chosen tab is in the URL, so a link opens the graph.
-        tabs = st.tabs(list(VIEW_TABS), key=VIEW_TAB, on_change="rerun", bind="query-params")
+        tabs = _view_tabs(view)
         if tabs[0].open is not False:
             with tabs[0]:
                 _tree(view, rows, current)

@@ -48,7 +48,7 @@ def show_section(at: AppTest, label: str) -> AppTest:
 def handoff_graph(at: AppTest) -> pd.DataFrame:
     """Choose the Trace page's Graph tab (beside the detail) and return the marks its handoff chart
     was drawn from: `kind`, `detail` (a mark's whole label), `span_id`, ..."""
-    at.session_state["trace_view_tab"] = "Graph"
+    at.query_params["trace_view_tab"] = "Graph"
     at.run()
     assert not at.exception, at.exception
     return chart_data(at, "detail")

@@ -47,12 +47,12 @@ def test_big_trace_page_is_collapsed_by_default(
     assert hidden == len(view.nodes) - DEFAULT_MAX_NODES
     limit = at.number_input(key="trace_tree_limit")
     assert limit.value == DEFAULT_MAX_NODES and f"of {len(view.nodes):,}" in limit.label
-    at.session_state["trace_view_tab"] = "Tree"
+    at.query_params["trace_view_tab"] = "Tree"
     at.run()
     # The waterfall is drawn only once its tab is chosen; then every span (not only handoffs), at
     # most DEFAULT_MAX_ROWS rows, the rest counted.
     assert not at.get("vega_lite_chart")
-    at.session_state["trace_view_tab"] = "Waterfall"
+    at.query_params["trace_view_tab"] = "Waterfall"
     at.run()
     assert at.toggle(key="trace_tl_handoffs").value is False
     (chart,) = at.get("vega_lite_chart")
@@ -61,7 +61,7 @@ def test_big_trace_page_is_collapsed_by_default(
     notes = [c.value for c in at.caption if "not drawn" in c.value]
     assert len(notes) == 1 and re.search(r"[\d,]+ span\(s\) not drawn", notes[0])
     # The tree: the first TREE_ROWS spans, in tree order, the rest found by the search.
-    at.session_state["trace_view_tab"] = "Tree"
+    at.query_params["trace_view_tab"] = "Tree"
     at.run()
     tree = tree_rows(at)
     assert len(tree) == TREE_ROWS and list(tree["span_id"]) == [r.span_id for r in outline(view)][:TREE_ROWS]

@@ -103,7 +103,12 @@ def _metric(page: Page, label: str) -> Locator:
 
 
 def _heading(page: Page, name: str) -> None:
+    """The page `name` is drawn and its script has finished: what the script writes last (the URL's
+    query parameters, a browser history entry) is written before the test clicks on, or goes Back."""
     expect(page.get_by_role("heading", name=name, exact=True)).to_be_visible(timeout=UI_WAIT_MS)
+    expect(page.locator("[data-testid='stApp'][data-test-script-state='notRunning']")).to_have_count(
+        1, timeout=UI_WAIT_MS
+    )
     expect(page.locator("[data-testid='stException']")).to_have_count(0)
 
 
