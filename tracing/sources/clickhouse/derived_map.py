@@ -29,8 +29,18 @@ from janux.tracing.analysis.agentmap.fleet_stats import (
     PathStats,
     TraceRef,
 )
-from janux.tracing.analysis.agentmap.sums import edge_order, node_order, path_order
+from janux.tracing.analysis.agentmap.sums import edge_order, node_order, path_order, percentile
 from janux.tracing.sources.clickhouse import schema as s
+from janux.tracing.sources.clickhouse.map_rollup import (
+    MapGroup,
+    expand,
+    groups,
+    read_sql,
+    rollup_rows,
+    rows_parts,
+)
+from janux.tracing.sources.clickhouse.schema import HOUR_NS
+from janux.tracing.sources.clickhouse.usage_rollup import HourSplit
 from janux.usage import Usage
 
 Rows = Callable[[str, dict[str, Any]], list[Any]]
@@ -110,7 +120,7 @@ class MapQueries:
             traces=int(traces[0][0]) if traces else 0,
             turn_costs=[float(c) for c in turns[0][0]] if turns else [],
             unpriced_turns=int(turns[0][1]) if turns else 0,
-            timeline=self._timeline(bucket_ns) if bucket_ns else {},
+            timeline=self.timeline(bucket_ns) if bucket_ns else {},
         )
 
     def _paths(self) -> list[PathStats]:
@@ -228,9 +238,142 @@ class MapQueries:
             ]
         return sorted(edges.values(), key=edge_order)
 
-    def _timeline(self, bucket_ns: int) -> dict[tuple[int, str], Usage]:
+    def timeline(self, bucket_ns: int) -> dict[tuple[int, str], Usage]:
+        """Own usage per (bucket of loop start, agent), from the loop rows."""
         sql = (
             f"SELECT intDiv(start_ns, {int(bucket_ns)}) * {int(bucket_ns)} AS b, agent, {_sums('own')} "
             f"FROM {self._loops} GROUP BY b, agent ORDER BY b, agent"
         )
         return {(int(row[0]), str(row[1])): _usage(row[2:6]).rounded() for row in self._query(sql)}
+
+
+def _group_usage(sums: dict[str, float], prefix: str) -> Usage:
+    """Usage `prefix` (`a`/`b`) of a rollup group (cost NULL when no row had one)."""
+    cost = sums[f"{prefix}_cost"] if sums[f"{prefix}_cost_n"] else None
+    return Usage(int(sums[f"{prefix}_input"]), int(sums[f"{prefix}_output"]), cost,
+                 int(sums[f"{prefix}_unpriced"]))  # fmt: skip
+
+
+def _percentile_pair(vals: Sequence[tuple[float, int]]) -> tuple[float | None, float | None]:
+    values = expand(vals)
+    return percentile(values, 50), percentile(values, 95)
+
+
+class RolledMap:
+    """The agent map from the hourly rollup (`map_rollup`): the whole hours of a range from
+    `janux_map_hourly`, its partial hours from the per-trace rows, summed in one query; the newest
+    references from the per-trace rows, `LIMIT k BY` group."""
+
+    def __init__(self, rows: Rows, split: HourSplit, current: Callable[[str], str]) -> None:
+        self._rows = rows
+        self._split = split
+        self._current = current
+        """`current(extra)`: (trace_id, version) of the current facts matching the filter and `extra`."""
+
+    def build(self, bucket_ns: int | None, parameters: dict[str, Any]) -> AgentMap:
+        """The whole map (the timeline too when `bucket_ns` is set)."""
+        hourly = bucket_ns is not None and bucket_ns % HOUR_NS == 0
+        parts = [rollup_rows(self._split.rollup_where())]
+        if self._split.has_edges():
+            parts += rows_parts(self._current(self._split.edge_condition()))
+        found = groups(self._rows(read_sql(parts, hourly), dict(parameters)))
+        by_part: dict[str, list[MapGroup]] = {}
+        for group in found:
+            by_part.setdefault(group.part, []).append(group)
+        paths = [
+            PathStats(g.key, int(g.sums["runs"]), int(g.sums["errors"]), _group_usage(g.sums, "a"),
+                      _group_usage(g.sums, "b"))
+            for g in by_part.get("path", [])
+        ]  # fmt: skip
+        nodes = self._nodes(paths, by_part.get("node", []), parameters)
+        for path in paths:
+            path.own, path.inclusive = path.own.rounded(), path.inclusive.rounded()
+        turns = by_part.get("turn", [])
+        timeline: dict[tuple[int, str], Usage] = {}
+        if bucket_ns and hourly:
+            timeline = _rolled_timeline(by_part.get("timeline", []), bucket_ns)
+        elif bucket_ns:
+            timeline = MapQueries(self._rows, self._current("1"), parameters).timeline(bucket_ns)
+        return AgentMap(
+            nodes=nodes,
+            edges=self._edges(by_part.get("edge", []), parameters),
+            paths=sorted(paths, key=path_order),
+            traces=sum(int(g.sums["rows"]) for g in by_part.get("trace", [])),
+            turn_costs=expand(turns[0].vals) if turns else [],
+            unpriced_turns=int(turns[0].sums["unpriced_turns"]) if turns else 0,
+            timeline=timeline,
+        )
+
+    def _nodes(
+        self, paths: list[PathStats], found: list[MapGroup], parameters: dict[str, Any]
+    ) -> list[AgentStats]:
+        nodes: dict[str, AgentStats] = {}
+        for path in paths:  # as `MapSums._nodes`: a node is the sum of the paths ending at it
+            node = nodes.setdefault(path.path[-1], AgentStats(path.path[-1]))
+            node.runs += path.runs
+            node.errors += path.errors
+            node.own.add(path.own)
+            node.inclusive.add(path.inclusive)
+        for group in found:
+            named = nodes.get(group.key[0])
+            if named is not None:
+                named.p50_ms, named.p95_ms = _percentile_pair(group.vals)
+                named.traces = int(group.sums["traces"])
+        sql = (
+            "SELECT agent, start_ns, trace_id, span_id FROM (SELECT agent, start_ns, trace_id, span_id "
+            f"FROM {s.LOOPS} WHERE (trace_id, version) IN ({self._current('1')}) "
+            "LIMIT 1 BY trace_id, version, seq) "
+            f"ORDER BY start_ns DESC, trace_id DESC, span_id DESC LIMIT {TRACE_REFS_KEPT} BY agent"
+        )
+        for agent, start, trace_id, span_id in self._rows(sql, dict(parameters)):
+            if str(agent) in nodes:
+                nodes[str(agent)].recent.append(TraceRef(str(trace_id), int(start), str(span_id)))
+        for node in nodes.values():
+            node.own, node.inclusive = node.own.rounded(), node.inclusive.rounded()
+        return sorted(nodes.values(), key=node_order)
+
+    def _edges(self, found: list[MapGroup], parameters: dict[str, Any]) -> list[EdgeStats]:
+        edges: dict[tuple[str, str, str], EdgeStats] = {}
+        for g in found:
+            caller, target, kind = g.key
+            edge = EdgeStats(
+                caller, target, kind, count=int(g.sums["runs"]), attempts=int(g.sums["attempts"])
+            )
+            edge.cost, edge.failed = _group_usage(g.sums, "a").rounded(), int(g.sums["failed"])
+            edge.p50_ms, edge.p95_ms = _percentile_pair(g.vals)
+            edge.traces, edge.failures, edge.reasons = int(g.sums["traces"]), g.failures, g.reasons
+            edges[edge.key] = edge
+        sql = (
+            "SELECT caller, target, kind, start_ns, trace_id, span_id, failure, reason FROM (SELECT caller, "
+            f"target, kind, start_ns, trace_id, span_id, failure, reason FROM {s.DELEGATIONS} WHERE "
+            f"(trace_id, version) IN ({self._current('1')}) LIMIT 1 BY trace_id, version, seq) "
+            f"ORDER BY start_ns DESC, trace_id DESC, span_id DESC "
+            f"LIMIT {TRACE_REFS_KEPT} BY caller, target, kind, failure IS NULL"
+        )
+        refs: dict[tuple[str, str, str], list[tuple[Any, ...]]] = {}
+        for caller, target, kind, start, trace_id, span_id, failure, reason in self._rows(
+            sql, dict(parameters)
+        ):
+            failed = None if failure is None else str(failure)
+            refs.setdefault((str(caller), str(target), str(kind)), []).append(
+                (int(start), str(trace_id), str(span_id), failed, str(reason))
+            )
+        for key, found_refs in refs.items():
+            if key not in edges:
+                continue
+            newest = _newest_refs([(start, t, span) for start, t, span, _, _ in found_refs])
+            edges[key].recent = [TraceRef(t, start, span) for start, t, span in newest]
+            edges[key].recent_failures = [
+                FailureRef(t, span, start, kind, reason)
+                for start, t, span, kind, reason in _newest_refs([r for r in found_refs if r[3] is not None])
+            ]
+        return sorted(edges.values(), key=edge_order)
+
+
+def _rolled_timeline(found: list[MapGroup], bucket_ns: int) -> dict[tuple[int, str], Usage]:
+    """Own usage per (bucket of loop start, agent) from the rollup's hourly `timeline` groups."""
+    timeline: dict[tuple[int, str], Usage] = {}
+    for group in found:
+        key = (group.at_ns // bucket_ns * bucket_ns, group.key[0])
+        timeline.setdefault(key, Usage()).add(_group_usage(group.sums, "a"))
+    return {key: usage.rounded() for key, usage in sorted(timeline.items())}

@@ -1,0 +1,97 @@
+"""The agent map read from its hourly rollup (`schema.MAP_HOURLY`, schema 3; rows: `map_parts`).
+
+The same add/take-back scheme as the usage rollup: each facts row carries the trace's loops and
+delegations as arrays (`schema.MAP_FACTS_COLUMNS`) and, when it replaces an earlier version of the
+trace, that version's (`replaced_*`); views add the first and take back the second, so a query sums
+what is there without `FINAL`. Reads split the range at hours as `usage_rollup` does: the rollup for
+the whole hours, the same rows computed from `janux_loops`/`janux_delegations` of the current facts
+for the partial hours (`rows_parts`), all summed in one query (`read_sql`); `derived_map.RolledMap`
+turns the groups into the `AgentMap`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from janux.tracing.sources.clickhouse import map_parts
+from janux.tracing.sources.clickhouse import schema as s
+
+
+def _rows_source(table: str, fields: Sequence[str], group: str, current: str) -> str:
+    """The rows of `table` of the current facts `current` selects, deduplicated (a row written twice
+    after a kill is one identical row) without `FINAL`, as a rollup source."""
+    rows = f"SELECT * FROM {table} WHERE (trace_id, version) IN ({current}) LIMIT 1 BY trace_id, version, seq"
+    return map_parts.numbered(rows, fields, group, "0")
+
+
+def rows_parts(current: str) -> list[str]:
+    """Rollup rows computed from the per-trace rows of the current facts `current` selects (trace_id,
+    version); hours are not set (reads sum them away)."""
+    return [
+        map_parts.loop_parts(_rows_source(s.LOOPS, s.MAP_LOOP_FIELDS, "agent", current)),
+        map_parts.delegation_parts(
+            _rows_source(s.DELEGATIONS, s.MAP_DELEGATION_FIELDS, "caller, target, kind", current)
+        ),
+        map_parts.trace_parts(f"SELECT toInt64(0) AS s, toInt64(1) AS g FROM ({current})"),
+    ]
+
+
+@dataclass(slots=True)
+class MapGroup:
+    """One summed (part, key, at_ns) group of the rollup."""
+
+    part: str
+    key: tuple[str, ...]
+    at_ns: int
+    sums: dict[str, float]
+    vals: list[tuple[float, int]] = field(default_factory=list)
+    """(value, count) of the durations (turn costs for `turn`), counts > 0."""
+    failures: dict[str, int] = field(default_factory=dict)
+    reasons: dict[str, int] = field(default_factory=dict)
+
+
+def read_sql(parts: Iterable[str], timeline: bool) -> str:
+    """The groups of the rollup rows `parts` (SELECTs of the rollup's columns), summed."""
+    inner = " UNION ALL ".join(parts)
+    sums = ", ".join(f"sum({n})" for n in map_parts.MAP_SUMS)
+    where = "" if timeline else " WHERE part != 'timeline'"
+    return (
+        f"SELECT part, key, at_ns, {sums}, "
+        "arrayMap(k -> reinterpretAsFloat64(k), mapKeys(sumMap(vals))) AS vk, mapValues(sumMap(vals)), "
+        f"sumMap(failures), sumMap(reasons) FROM ({inner}){where} "
+        "GROUP BY part, key, at_ns HAVING sum(rows) > 0"
+    )
+
+
+def rollup_rows(where: str) -> str:
+    """The rollup's rows of the hours `where` selects."""
+    return f"SELECT {', '.join(n for n, _ in map_parts.MAP_COLUMNS)} FROM {s.MAP_HOURLY} WHERE {where}"
+
+
+def _counts(summed: Any) -> dict[str, int]:
+    pairs = summed.items() if isinstance(summed, dict) else zip(*summed, strict=True)
+    return {str(k): int(v) for k, v in pairs if int(v)}
+
+
+def groups(rows: Iterable[Sequence[Any]]) -> list[MapGroup]:
+    """`read_sql`'s rows as groups."""
+    found = []
+    width = len(map_parts.MAP_SUMS)
+    for row in rows:
+        part, key, at_ns, *rest = row
+        sums = {
+            n: float(v) if n.endswith("_cost") else int(v)
+            for n, v in zip(map_parts.MAP_SUMS, rest[:width], strict=True)
+        }
+        keys, counts, failures, reasons = rest[width:]
+        vals = [(float(k), int(c)) for k, c in zip(keys, counts, strict=True) if int(c)]
+        found.append(MapGroup(str(part), tuple(str(k) for k in key), int(at_ns), sums, vals,
+                              _counts(failures), _counts(reasons)))  # fmt: skip
+    return found
+
+
+def expand(vals: Sequence[tuple[float, int]]) -> list[float]:
+    """The values, each as many times as counted, sorted."""
+    return [value for value, count in sorted(vals) for _ in range(count)]
