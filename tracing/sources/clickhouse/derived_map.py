@@ -247,6 +247,10 @@ class MapQueries:
         return {(int(row[0]), str(row[1])): _usage(row[2:6]).rounded() for row in self._query(sql)}
 
 
+_NEVER = "toInt64(9223372036854775807)"
+"""The start bound of a group not in the map (its rows are never references)."""
+
+
 def _group_usage(sums: dict[str, float], prefix: str) -> Usage:
     """Usage `prefix` (`a`/`b`) of a rollup group (cost NULL when no row had one)."""
     cost = sums[f"{prefix}_cost"] if sums[f"{prefix}_cost_n"] else None
@@ -319,18 +323,31 @@ class RolledMap:
             if named is not None:
                 named.p50_ms, named.p95_ms = _percentile_pair(group.vals)
                 named.traces = int(group.sums["traces"])
-        sql = (
-            "SELECT agent, start_ns, trace_id, span_id FROM (SELECT agent, start_ns, trace_id, span_id "
-            f"FROM {s.LOOPS} WHERE (trace_id, version) IN ({self._current('1')}) "
-            "LIMIT 1 BY trace_id, version, seq) "
-            f"ORDER BY start_ns DESC, trace_id DESC, span_id DESC LIMIT {TRACE_REFS_KEPT} BY agent"
-        )
-        for agent, start, trace_id, span_id in self._rows(sql, dict(parameters)):
+        starts = {g.key[0]: g.newest_hour(TRACE_REFS_KEPT) for g in found if g.key[0] in nodes}
+        names = sorted(starts)
+        bounds = {**parameters, "agents": names, "starts": [starts[n] for n in names]}
+        past = f"start_ns >= transform(agent, {{agents:Array(String)}}, {{starts:Array(Int64)}}, {_NEVER})"
+        for agent, start, trace_id, span_id in self._rows(
+            self._newest(s.LOOPS, "agent", "agent", past), bounds
+        ):
             if str(agent) in nodes:
                 nodes[str(agent)].recent.append(TraceRef(str(trace_id), int(start), str(span_id)))
         for node in nodes.values():
             node.own, node.inclusive = node.own.rounded(), node.inclusive.rounded()
         return sorted(nodes.values(), key=node_order)
+
+    def _newest(self, table: str, names: str, group: str, past: str, extra: str = "") -> str:
+        """(`names`, start, trace, span, `extra`) of the `TRACE_REFS_KEPT` newest rows of `table`
+        per `group` among those `past` keeps (the
+        rows from each group's `MapGroup.newest_hour` on), of the current facts; the current facts
+        are looked up by the trace ids of those rows only, and rows written twice count once."""
+        rows = f"SELECT * FROM {table} WHERE {past}"
+        current = self._current(f"trace_id IN (SELECT trace_id FROM {table} WHERE {past})")
+        return (
+            f"SELECT {names}, start_ns, trace_id, span_id{extra} FROM ({rows} AND (trace_id, version) IN "
+            f"({current}) LIMIT 1 BY trace_id, version, seq) ORDER BY start_ns DESC, trace_id DESC, "
+            f"span_id DESC LIMIT {TRACE_REFS_KEPT} BY {group}"
+        )
 
     def _edges(self, found: list[MapGroup], parameters: dict[str, Any]) -> list[EdgeStats]:
         edges: dict[tuple[str, str, str], EdgeStats] = {}
@@ -343,17 +360,29 @@ class RolledMap:
             edge.p50_ms, edge.p95_ms = _percentile_pair(g.vals)
             edge.traces, edge.failures, edge.reasons = int(g.sums["traces"]), g.failures, g.reasons
             edges[edge.key] = edge
-        sql = (
-            "SELECT caller, target, kind, start_ns, trace_id, span_id, failure, reason FROM (SELECT caller, "
-            f"target, kind, start_ns, trace_id, span_id, failure, reason FROM {s.DELEGATIONS} WHERE "
-            f"(trace_id, version) IN ({self._current('1')}) LIMIT 1 BY trace_id, version, seq) "
-            f"ORDER BY start_ns DESC, trace_id DESC, span_id DESC "
-            f"LIMIT {TRACE_REFS_KEPT} BY caller, target, kind, failure IS NULL"
+        self._edge_refs(found, edges, parameters)
+        return sorted(edges.values(), key=edge_order)
+
+    def _edge_refs(
+        self, found: list[MapGroup], edges: dict[tuple[str, str, str], EdgeStats], parameters: dict[str, Any]
+    ) -> None:
+        """Each edge's newest delegations and newest failed ones, from its rollup hours on."""
+        by_key = {g.key: g for g in found}
+        keys = sorted(edges)
+        bounds = {
+            **parameters, "groups": [by_key[k].hash for k in keys],
+            "starts": [by_key[k].newest_hour(TRACE_REFS_KEPT) for k in keys],
+            "failed_starts": [by_key[k].newest_hour(TRACE_REFS_KEPT, failed=True) for k in keys],
+        }  # fmt: skip
+        group = "cityHash64([caller, target, toString(kind)])"  # the rollup key's hash
+        at = f"transform({group}, {{groups:Array(UInt64)}}, {{%s:Array(Int64)}}, {_NEVER})"
+        past = (
+            f"(start_ns >= {at % 'starts'} OR (failure IS NOT NULL AND start_ns >= {at % 'failed_starts'}))"
         )
+        names = "caller, target, kind"
+        sql = self._newest(s.DELEGATIONS, names, f"{names}, failure IS NULL", past, ", failure, reason")
         refs: dict[tuple[str, str, str], list[tuple[Any, ...]]] = {}
-        for caller, target, kind, start, trace_id, span_id, failure, reason in self._rows(
-            sql, dict(parameters)
-        ):
+        for caller, target, kind, start, trace_id, span_id, failure, reason in self._rows(sql, bounds):
             failed = None if failure is None else str(failure)
             refs.setdefault((str(caller), str(target), str(kind)), []).append(
                 (int(start), str(trace_id), str(span_id), failed, str(reason))
@@ -361,13 +390,12 @@ class RolledMap:
         for key, found_refs in refs.items():
             if key not in edges:
                 continue
-            newest = _newest_refs([(start, t, span) for start, t, span, _, _ in found_refs])
-            edges[key].recent = [TraceRef(t, start, span) for start, t, span in newest]
+            recent = _newest_refs([(start, t, span) for start, t, span, _, _ in found_refs])
+            edges[key].recent = [TraceRef(t, start, span) for start, t, span in recent]
             edges[key].recent_failures = [
                 FailureRef(t, span, start, kind, reason)
                 for start, t, span, kind, reason in _newest_refs([r for r in found_refs if r[3] is not None])
             ]
-        return sorted(edges.values(), key=edge_order)
 
 
 def _rolled_timeline(found: list[MapGroup], bucket_ns: int) -> dict[tuple[int, str], Usage]:

@@ -85,7 +85,7 @@ def _usage(prefix: str, source: str, condition: str) -> dict[str, str]:
 
 
 def _hour(column: str) -> str:
-    return f"intDiv({column}, {_H}) * {_H}"
+    return f"toInt64(intDiv({column}, {_H}) * {_H})"
 
 
 def _counted(value: str) -> str:
@@ -103,7 +103,7 @@ def loop_parts(source: str) -> str:
         "at_ns": f"if(part = 'timeline', {_hour('start_ns')}, 0)",
         "day": f"toDate(fromUnixTimestamp64Nano({_hour('s')}, 'UTC'))",
         "rows": "g",
-        "runs": "g * (part = 'path')",
+        "runs": "g * (part IN ('path', 'node'))",  # a node's runs per hour bound its newest references
         "errors": "g * (part = 'path' AND error)",
         "traces": "g * (part = 'node' AND first)",
         "unpriced_turns": "g * (part = 'turn' AND inclusive_cost IS NULL)",

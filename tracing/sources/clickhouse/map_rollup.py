@@ -50,6 +50,24 @@ class MapGroup:
     """(value, count) of the durations (turn costs for `turn`), counts > 0."""
     failures: dict[str, int] = field(default_factory=dict)
     reasons: dict[str, int] = field(default_factory=dict)
+    hash: int = 0
+    """`cityHash64(key)`: how the newest references' query names an edge."""
+    hours: dict[int, int] = field(default_factory=dict)
+    """Runs per hour of trace start (0: the partial hours' rows)."""
+    failed_hours: dict[int, int] = field(default_factory=dict)
+    """Failed delegations per hour of trace start."""
+
+    def newest_hour(self, kept: int, failed: bool = False) -> int:
+        """The newest hour from which on the group's traces hold at least `kept` rows (failed ones
+        when `failed`), 0 when none: a loop (delegation) starts no earlier than its trace, so at
+        least `kept` rows start at or after it, and so do the `kept` newest."""
+        total = 0
+        counts = self.failed_hours if failed else self.hours
+        for hour in sorted(counts, reverse=True):
+            total += counts[hour]
+            if total >= kept:
+                return hour
+        return 0
 
 
 def read_sql(parts: Iterable[str], timeline: bool) -> str:
@@ -60,7 +78,8 @@ def read_sql(parts: Iterable[str], timeline: bool) -> str:
     return (
         f"SELECT part, key, at_ns, {sums}, "
         "arrayMap(k -> reinterpretAsFloat64(k), mapKeys(sumMap(vals))) AS vk, mapValues(sumMap(vals)), "
-        f"sumMap(failures), sumMap(reasons) FROM ({inner}){where} "
+        "sumMap(failures), sumMap(reasons), cityHash64(key), sumMap(map(toInt64(hour_ns), toInt64(runs))), "
+        f"sumMap(map(toInt64(hour_ns), toInt64(failed))) FROM ({inner}){where} "
         "GROUP BY part, key, at_ns HAVING sum(rows) > 0"
     )
 
@@ -85,10 +104,12 @@ def groups(rows: Iterable[Sequence[Any]]) -> list[MapGroup]:
             n: float(v) if n.endswith("_cost") else int(v)
             for n, v in zip(map_parts.MAP_SUMS, rest[:width], strict=True)
         }
-        keys, counts, failures, reasons = rest[width:]
+        keys, counts, failures, reasons, hashed, hours, failed_hours = rest[width:]
         vals = [(float(k), int(c)) for k, c in zip(keys, counts, strict=True) if int(c)]
         found.append(MapGroup(str(part), tuple(str(k) for k in key), int(at_ns), sums, vals,
-                              _counts(failures), _counts(reasons)))  # fmt: skip
+                              _counts(failures), _counts(reasons), int(hashed),
+                              {int(h): c for h, c in _counts(hours).items()},
+                              {int(h): c for h, c in _counts(failed_hours).items()}))  # fmt: skip
     return found
 
 
