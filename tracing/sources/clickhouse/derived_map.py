@@ -29,10 +29,11 @@ from janux.tracing.analysis.agentmap.fleet_stats import (
     PathStats,
     TraceRef,
 )
-from janux.tracing.analysis.agentmap.sums import edge_order, node_order, path_order, percentile
+from janux.tracing.analysis.agentmap.sums import edge_order, node_order, path_order
 from janux.tracing.sources.clickhouse import schema as s
 from janux.tracing.sources.clickhouse.map_rollup import (
     MapGroup,
+    counted_percentile,
     expand,
     groups,
     read_sql,
@@ -259,8 +260,7 @@ def _group_usage(sums: dict[str, float], prefix: str) -> Usage:
 
 
 def _percentile_pair(vals: Sequence[tuple[float, int]]) -> tuple[float | None, float | None]:
-    values = expand(vals)
-    return percentile(values, 50), percentile(values, 95)
+    return counted_percentile(vals, 50), counted_percentile(vals, 95)
 
 
 class RolledMap:
@@ -341,12 +341,15 @@ class RolledMap:
         per `group` among those `past` keeps (the
         rows from each group's `MapGroup.newest_hour` on), of the current facts; the current facts
         are looked up by the trace ids of those rows only, and rows written twice count once."""
-        rows = f"SELECT * FROM {table} WHERE {past}"
+        columns = f"{names}, start_ns, trace_id, span_id{extra}"
         current = self._current(f"trace_id IN (SELECT trace_id FROM {table} WHERE {past})")
+        rows = (
+            f"SELECT {columns}, version, seq FROM {table} WHERE {past} "
+            f"AND (trace_id, version) IN ({current}) LIMIT 1 BY trace_id, version, seq"
+        )
         return (
-            f"SELECT {names}, start_ns, trace_id, span_id{extra} FROM ({rows} AND (trace_id, version) IN "
-            f"({current}) LIMIT 1 BY trace_id, version, seq) ORDER BY start_ns DESC, trace_id DESC, "
-            f"span_id DESC LIMIT {TRACE_REFS_KEPT} BY {group}"
+            f"SELECT {columns} FROM ({rows}) ORDER BY start_ns DESC, trace_id DESC, span_id DESC "
+            f"LIMIT {TRACE_REFS_KEPT} BY {group}"
         )
 
     def _edges(self, found: list[MapGroup], parameters: dict[str, Any]) -> list[EdgeStats]:

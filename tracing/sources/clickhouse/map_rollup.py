@@ -11,8 +11,10 @@ turns the groups into the `AgentMap`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain, repeat
 from typing import Any
 
 from janux.tracing.sources.clickhouse import map_parts
@@ -115,4 +117,17 @@ def groups(rows: Iterable[Sequence[Any]]) -> list[MapGroup]:
 
 def expand(vals: Sequence[tuple[float, int]]) -> list[float]:
     """The values, each as many times as counted, sorted."""
-    return [value for value, count in sorted(vals) for _ in range(count)]
+    return list(chain.from_iterable(repeat(value, count) for value, count in sorted(vals)))
+
+
+def counted_percentile(vals: Sequence[tuple[float, int]], q: float) -> float | None:
+    """`sums.percentile(expand(vals), q)` without expanding: the nearest-rank value of the counts."""
+    total = sum(count for _, count in vals)
+    if not total:
+        return None
+    rank, seen = min(max(1, math.ceil(q / 100 * total)), total), 0
+    for value, count in sorted(vals):
+        seen += count
+        if seen >= rank:
+            return value
+    return None  # not reached: the counts add up to `total`
