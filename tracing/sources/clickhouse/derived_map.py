@@ -340,12 +340,14 @@ class RolledMap:
         """(`names`, start, trace, span, `extra`) of the `TRACE_REFS_KEPT` newest rows of `table`
         per `group` among those `past` keeps (the
         rows from each group's `MapGroup.newest_hour` on), of the current facts; the current facts
-        are looked up by the trace ids of those rows only, and rows written twice count once."""
+        are looked up by the trace ids of those rows only, and rows written twice count once.
+        `PREWHERE`: the bound first (a column scan), the tuple `IN` only on the rows past it (left
+        to the optimizer, the `IN` ran over every row: 2.5x slower at 10M spans)."""
         columns = f"{names}, start_ns, trace_id, span_id{extra}"
         current = self._current(f"trace_id IN (SELECT trace_id FROM {table} WHERE {past})")
         rows = (
-            f"SELECT {columns}, version, seq FROM {table} WHERE {past} "
-            f"AND (trace_id, version) IN ({current}) LIMIT 1 BY trace_id, version, seq"
+            f"SELECT {columns}, version, seq FROM {table} PREWHERE {past} "
+            f"WHERE (trace_id, version) IN ({current}) LIMIT 1 BY trace_id, version, seq"
         )
         return (
             f"SELECT {columns} FROM ({rows}) ORDER BY start_ns DESC, trace_id DESC, span_id DESC "
