@@ -23,8 +23,13 @@ from janux.tracing.sources.clickhouse import schema as s
 
 def _rows_source(table: str, fields: Sequence[str], group: str, current: str) -> str:
     """The rows of `table` of the current facts `current` selects, deduplicated (a row written twice
-    after a kill is one identical row) without `FINAL`, as a rollup source."""
-    rows = f"SELECT * FROM {table} WHERE (trace_id, version) IN ({current}) LIMIT 1 BY trace_id, version, seq"
+    after a kill is one identical row) without `FINAL`, as a rollup source. The trace ids first, by
+    the primary key (granules of other traces are skipped), then the (trace, version) pairs."""
+    rows = (
+        f"SELECT trace_id, version, seq, {', '.join(fields)} FROM {table} "
+        f"PREWHERE trace_id IN (SELECT trace_id FROM ({current})) WHERE (trace_id, version) IN ({current}) "
+        "LIMIT 1 BY trace_id, version, seq"
+    )
     return map_parts.numbered(rows, fields, group, "0")
 
 
