@@ -73,6 +73,7 @@ QUERIES: dict[str, Callable[[Any], object]] = {
     "usage_by(conversation)": lambda s: s.usage_by("conversation", ALL),
     "usage_by(model), range from the 67th minute": lambda s: s.usage_by("model", FROM_67TH_MINUTE),
     "agent map": lambda s: s.agent_map(ALL),
+    "agent map, range from the 67th minute": lambda s: s.agent_map(FROM_67TH_MINUTE),
     "model timeline (by day)": lambda s: s.model_timeline(ALL, DAY_NS),
     "failures page (500 newest)": lambda s: s.failed_handoff_spans(ALL, 500),
     "one 10k-span trace": lambda s: s.get_trace(BIG_TRACE),
@@ -234,21 +235,22 @@ def _store_copies(seed_spans: list[SpanRecord], copies: int) -> Iterator[list[Sp
 
 _CHECKED = (
     "count", "usage_by(agent)", "usage_by(tool)", "usage_by(model)", "usage_by(conversation)",
-    "usage_by(model), range from the 67th minute", "model timeline (by day)",
+    "usage_by(model), range from the 67th minute", "model timeline (by day)", "agent map",
+    "agent map, range from the 67th minute",
 )  # fmt: skip
 """Answers the bench compares between ClickHouse and the store (the copies' facts are right)."""
 
 
 def _same(left: object, right: object) -> bool:
-    """Equal answers, costs compared to 1e-9 relative."""
+    """Equal answers, floats (costs) compared to 1e-9 relative, inside dataclasses, dicts and lists."""
+    if dataclasses.is_dataclass(left) and dataclasses.is_dataclass(right):
+        return _same(dataclasses.asdict(left), dataclasses.asdict(right))  # type: ignore[arg-type]
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(_same(left[k], right[k]) for k in left)
     if isinstance(left, (list, tuple)) and isinstance(right, (list, tuple)):
         return len(left) == len(right) and all(_same(a, b) for a, b in zip(left, right, strict=True))
-    if dataclasses.is_dataclass(left) and dataclasses.is_dataclass(right):
-        a, b = dataclasses.asdict(left), dataclasses.asdict(right)  # type: ignore[arg-type]
-        costs = (a.pop("cost", None), b.pop("cost", None))
-        if None in costs:
-            return a == b and costs[0] == costs[1]
-        return a == b and abs(costs[0] - costs[1]) <= 1e-9 * max(abs(costs[0]), abs(costs[1]), 1e-12)
+    if isinstance(left, float) and isinstance(right, float):
+        return abs(left - right) <= 1e-9 * max(abs(left), abs(right), 1e-12)
     return left == right
 
 

@@ -44,7 +44,7 @@ def test_init_derive_then_traces_and_trace_equal_the_store(dirs: tuple[Path, Pat
     missing = janux("derive", "--once", "--chdb", str(chdb))
     assert missing.returncode != 0 and "run `janux clickhouse init` first" in missing.stderr
     for _ in range(2):  # idempotent
-        assert "schema version 2 ready" in _ok("clickhouse", "init", "--chdb", str(chdb))
+        assert "schema version 3 ready" in _ok("clickhouse", "init", "--chdb", str(chdb))
     traces = len({s.trace_id for s in all_spans()})
     assert f"derived {traces} trace(s)" in _ok(
         "derive", "--once", "--quiet-seconds", "0", "--chdb", str(chdb)
@@ -98,3 +98,19 @@ def test_init_prints_the_single_server_and_the_cluster_ddl() -> None:
     assert "ReplicatedSummingMergeTree('/clickhouse/tables/{shard}/{database}/janux_usage_hourly'" in cluster
     assert "FROM janux_trace_facts_local ARRAY JOIN" in cluster
     assert "ALTER TABLE janux_trace_facts ON CLUSTER prod ADD COLUMN IF NOT EXISTS usage_key" in cluster
+    # schema 3: the hourly agent-map rollup, fed by six views on each node's local facts table
+    assert (
+        "CREATE TABLE IF NOT EXISTS janux_map_hourly (" in single
+        and "ENGINE = AggregatingMergeTree" in single
+    )
+    for view in ("loops_add", "loops_retract", "delegations_add", "delegations_retract", "traces_add"):
+        assert f"CREATE MATERIALIZED VIEW IF NOT EXISTS janux_map_hourly_{view} TO janux_map_hourly" in single
+        assert (
+            f"CREATE MATERIALIZED VIEW IF NOT EXISTS janux_map_hourly_{view}_local ON CLUSTER prod "
+            "TO janux_map_hourly_local AS SELECT" in cluster
+        )
+    assert (
+        "ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/janux_map_hourly'" in cluster
+    )
+    assert "ENGINE = Distributed(prod, currentDatabase(), janux_map_hourly_local, rand())" in cluster
+    assert "ALTER TABLE janux_trace_facts ON CLUSTER prod ADD COLUMN IF NOT EXISTS loop_agent" in cluster

@@ -172,6 +172,6 @@ def test_init_migrates_a_schema_1_database_once(client: ChdbClient) -> None:
     assert _rollup(client) == []
     _assert_usage_equals_memory(ClickHouseSource(client), spans, TraceFilter())  # schema 1: per-trace rows
     for _ in range(2):  # the second run changes nothing
-        assert schema.init(client) == 2
+        assert schema.init(client) == schema.SCHEMA_VERSION
         assert _same_sums(_rollup(client), _recomputed(client))
     _assert_usage_equals_memory(ClickHouseSource(client), spans, TraceFilter())

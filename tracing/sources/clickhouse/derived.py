@@ -20,7 +20,7 @@ from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
 from janux.tracing.analysis.facts import TraceFilter, TraceSummary, UsageAggregate
 from janux.tracing.analysis.usage_rows import finish
 from janux.tracing.sources.clickhouse import schema as s
-from janux.tracing.sources.clickhouse.derived_map import MapQueries
+from janux.tracing.sources.clickhouse.derived_map import MapQueries, RolledMap
 from janux.tracing.sources.clickhouse.fact_rows import summary_of, usage_group
 from janux.tracing.sources.clickhouse.usage_rollup import HourSplit, split_hours, timeline_sql, usage_sql
 from janux.tracing.sources.store.model_timeline import finish_timeline
@@ -79,10 +79,12 @@ class DerivedReads:
     """`TraceSource` queries over the derived tables (the spans are read only for failed handoffs,
     a bounded page, by the caller)."""
 
-    def __init__(self, rows: Rows, rollup: bool = True) -> None:
+    def __init__(self, rows: Rows, rollup: bool = True, map_rollup: bool = True) -> None:
         self._rows: Rows = lambda sql, parameters: rows(with_final_settings(sql), parameters)
         self._rollup = rollup
         """True when the hourly usage rollup exists (schema 2): ranges read it (`usage_rollup`)."""
+        self._map_rollup = map_rollup
+        """True when the hourly agent-map rollup exists (schema 3): ranges read it (`map_rollup`)."""
 
     def _current(self, flt: TraceFilter, parameters: dict[str, Any], extra: str = "1") -> str:
         """(trace_id, version) of the current facts of every trace matching `flt` (and `extra`)."""
@@ -144,6 +146,11 @@ class DerivedReads:
         """The agent map over the stored loop and delegation facts of the traces matching `flt`,
         added up in SQL (`derived_map`)."""
         parameters: dict[str, Any] = {}
+        split = split_hours(flt) if self._map_rollup else None
+        if split is not None:
+            rolled = RolledMap(self._rows, split, lambda extra: self._current(flt, parameters, extra))
+            self._current(flt, parameters)  # fills `parameters` before the query runs
+            return rolled.build(bucket_ns, parameters)
         current = self._current(flt, parameters)
         return MapQueries(self._rows, current, parameters).build(bucket_ns)
 

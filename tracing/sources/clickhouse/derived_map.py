@@ -31,6 +31,17 @@ from janux.tracing.analysis.agentmap.fleet_stats import (
 )
 from janux.tracing.analysis.agentmap.sums import edge_order, node_order, path_order
 from janux.tracing.sources.clickhouse import schema as s
+from janux.tracing.sources.clickhouse.map_rollup import (
+    MapGroup,
+    counted_percentile,
+    expand,
+    groups,
+    read_sql,
+    rollup_rows,
+    rows_parts,
+)
+from janux.tracing.sources.clickhouse.schema import HOUR_NS
+from janux.tracing.sources.clickhouse.usage_rollup import HourSplit
 from janux.usage import Usage
 
 Rows = Callable[[str, dict[str, Any]], list[Any]]
@@ -110,7 +121,7 @@ class MapQueries:
             traces=int(traces[0][0]) if traces else 0,
             turn_costs=[float(c) for c in turns[0][0]] if turns else [],
             unpriced_turns=int(turns[0][1]) if turns else 0,
-            timeline=self._timeline(bucket_ns) if bucket_ns else {},
+            timeline=self.timeline(bucket_ns) if bucket_ns else {},
         )
 
     def _paths(self) -> list[PathStats]:
@@ -228,9 +239,174 @@ class MapQueries:
             ]
         return sorted(edges.values(), key=edge_order)
 
-    def _timeline(self, bucket_ns: int) -> dict[tuple[int, str], Usage]:
+    def timeline(self, bucket_ns: int) -> dict[tuple[int, str], Usage]:
+        """Own usage per (bucket of loop start, agent), from the loop rows."""
         sql = (
             f"SELECT intDiv(start_ns, {int(bucket_ns)}) * {int(bucket_ns)} AS b, agent, {_sums('own')} "
             f"FROM {self._loops} GROUP BY b, agent ORDER BY b, agent"
         )
         return {(int(row[0]), str(row[1])): _usage(row[2:6]).rounded() for row in self._query(sql)}
+
+
+_NEVER = "toInt64(9223372036854775807)"
+"""The start bound of a group not in the map (its rows are never references)."""
+
+
+def _group_usage(sums: dict[str, float], prefix: str) -> Usage:
+    """Usage `prefix` (`a`/`b`) of a rollup group (cost NULL when no row had one)."""
+    cost = sums[f"{prefix}_cost"] if sums[f"{prefix}_cost_n"] else None
+    return Usage(int(sums[f"{prefix}_input"]), int(sums[f"{prefix}_output"]), cost,
+                 int(sums[f"{prefix}_unpriced"]))  # fmt: skip
+
+
+def _percentile_pair(vals: Sequence[tuple[float, int]]) -> tuple[float | None, float | None]:
+    return counted_percentile(vals, 50), counted_percentile(vals, 95)
+
+
+class RolledMap:
+    """The agent map from the hourly rollup (`map_rollup`): the whole hours of a range from
+    `janux_map_hourly`, its partial hours from the per-trace rows, summed in one query; the newest
+    references from the per-trace rows, `LIMIT k BY` group."""
+
+    def __init__(self, rows: Rows, split: HourSplit, current: Callable[[str], str]) -> None:
+        self._rows = rows
+        self._split = split
+        self._current = current
+        """`current(extra)`: (trace_id, version) of the current facts matching the filter and `extra`."""
+
+    def build(self, bucket_ns: int | None, parameters: dict[str, Any]) -> AgentMap:
+        """The whole map (the timeline too when `bucket_ns` is set)."""
+        hourly = bucket_ns is not None and bucket_ns % HOUR_NS == 0
+        parts = [rollup_rows(self._split.rollup_where())]
+        if self._split.has_edges():
+            parts += rows_parts(self._current(self._split.edge_condition()))
+        found = groups(self._rows(read_sql(parts, hourly), dict(parameters)))
+        by_part: dict[str, list[MapGroup]] = {}
+        for group in found:
+            by_part.setdefault(group.part, []).append(group)
+        paths = [
+            PathStats(g.key, int(g.sums["runs"]), int(g.sums["errors"]), _group_usage(g.sums, "a"),
+                      _group_usage(g.sums, "b"))
+            for g in by_part.get("path", [])
+        ]  # fmt: skip
+        nodes = self._nodes(paths, by_part.get("node", []), parameters)
+        for path in paths:
+            path.own, path.inclusive = path.own.rounded(), path.inclusive.rounded()
+        turns = by_part.get("turn", [])
+        timeline: dict[tuple[int, str], Usage] = {}
+        if bucket_ns and hourly:
+            timeline = _rolled_timeline(by_part.get("timeline", []), bucket_ns)
+        elif bucket_ns:
+            timeline = MapQueries(self._rows, self._current("1"), parameters).timeline(bucket_ns)
+        return AgentMap(
+            nodes=nodes,
+            edges=self._edges(by_part.get("edge", []), parameters),
+            paths=sorted(paths, key=path_order),
+            traces=sum(int(g.sums["rows"]) for g in by_part.get("trace", [])),
+            turn_costs=expand(turns[0].vals) if turns else [],
+            unpriced_turns=int(turns[0].sums["unpriced_turns"]) if turns else 0,
+            timeline=timeline,
+        )
+
+    def _nodes(
+        self, paths: list[PathStats], found: list[MapGroup], parameters: dict[str, Any]
+    ) -> list[AgentStats]:
+        nodes: dict[str, AgentStats] = {}
+        for path in paths:  # as `MapSums._nodes`: a node is the sum of the paths ending at it
+            node = nodes.setdefault(path.path[-1], AgentStats(path.path[-1]))
+            node.runs += path.runs
+            node.errors += path.errors
+            node.own.add(path.own)
+            node.inclusive.add(path.inclusive)
+        for group in found:
+            named = nodes.get(group.key[0])
+            if named is not None:
+                named.p50_ms, named.p95_ms = _percentile_pair(group.vals)
+                named.traces = int(group.sums["traces"])
+        starts = {g.key[0]: g.newest_hour(TRACE_REFS_KEPT) for g in found if g.key[0] in nodes}
+        names = sorted(starts)
+        bounds = {**parameters, "agents": names, "starts": [starts[n] for n in names]}
+        past = f"start_ns >= transform(agent, {{agents:Array(String)}}, {{starts:Array(Int64)}}, {_NEVER})"
+        for agent, start, trace_id, span_id in self._rows(
+            self._newest(s.LOOPS, "agent", "agent", past), bounds
+        ):
+            if str(agent) in nodes:
+                nodes[str(agent)].recent.append(TraceRef(str(trace_id), int(start), str(span_id)))
+        for node in nodes.values():
+            node.own, node.inclusive = node.own.rounded(), node.inclusive.rounded()
+        return sorted(nodes.values(), key=node_order)
+
+    def _newest(self, table: str, names: str, group: str, past: str, extra: str = "") -> str:
+        """(`names`, start, trace, span, `extra`) of the `TRACE_REFS_KEPT` newest rows of `table`
+        per `group` among those `past` keeps (the
+        rows from each group's `MapGroup.newest_hour` on), of the current facts; the current facts
+        are looked up by the trace ids of those rows only, and rows written twice count once.
+        `PREWHERE`: the bound first (a column scan), the tuple `IN` only on the rows past it (left
+        to the optimizer, the `IN` ran over every row: 2.5x slower at 10M spans)."""
+        columns = f"{names}, start_ns, trace_id, span_id{extra}"
+        current = self._current(f"trace_id IN (SELECT trace_id FROM {table} WHERE {past})")
+        rows = (
+            f"SELECT {columns}, version, seq FROM {table} PREWHERE {past} "
+            f"WHERE (trace_id, version) IN ({current}) LIMIT 1 BY trace_id, version, seq"
+        )
+        return (
+            f"SELECT {columns} FROM ({rows}) ORDER BY start_ns DESC, trace_id DESC, span_id DESC "
+            f"LIMIT {TRACE_REFS_KEPT} BY {group}"
+        )
+
+    def _edges(self, found: list[MapGroup], parameters: dict[str, Any]) -> list[EdgeStats]:
+        edges: dict[tuple[str, str, str], EdgeStats] = {}
+        for g in found:
+            caller, target, kind = g.key
+            edge = EdgeStats(
+                caller, target, kind, count=int(g.sums["runs"]), attempts=int(g.sums["attempts"])
+            )
+            edge.cost, edge.failed = _group_usage(g.sums, "a").rounded(), int(g.sums["failed"])
+            edge.p50_ms, edge.p95_ms = _percentile_pair(g.vals)
+            edge.traces, edge.failures, edge.reasons = int(g.sums["traces"]), g.failures, g.reasons
+            edges[edge.key] = edge
+        self._edge_refs(found, edges, parameters)
+        return sorted(edges.values(), key=edge_order)
+
+    def _edge_refs(
+        self, found: list[MapGroup], edges: dict[tuple[str, str, str], EdgeStats], parameters: dict[str, Any]
+    ) -> None:
+        """Each edge's newest delegations and newest failed ones, from its rollup hours on."""
+        by_key = {g.key: g for g in found}
+        keys = sorted(edges)
+        bounds = {
+            **parameters, "groups": [by_key[k].hash for k in keys],
+            "starts": [by_key[k].newest_hour(TRACE_REFS_KEPT) for k in keys],
+            "failed_starts": [by_key[k].newest_hour(TRACE_REFS_KEPT, failed=True) for k in keys],
+        }  # fmt: skip
+        group = "cityHash64([caller, target, toString(kind)])"  # the rollup key's hash
+        at = f"transform({group}, {{groups:Array(UInt64)}}, {{%s:Array(Int64)}}, {_NEVER})"
+        past = (
+            f"(start_ns >= {at % 'starts'} OR (failure IS NOT NULL AND start_ns >= {at % 'failed_starts'}))"
+        )
+        names = "caller, target, kind"
+        sql = self._newest(s.DELEGATIONS, names, f"{names}, failure IS NULL", past, ", failure, reason")
+        refs: dict[tuple[str, str, str], list[tuple[Any, ...]]] = {}
+        for caller, target, kind, start, trace_id, span_id, failure, reason in self._rows(sql, bounds):
+            failed = None if failure is None else str(failure)
+            refs.setdefault((str(caller), str(target), str(kind)), []).append(
+                (int(start), str(trace_id), str(span_id), failed, str(reason))
+            )
+        for key, found_refs in refs.items():
+            if key not in edges:
+                continue
+            recent = _newest_refs([(start, t, span) for start, t, span, _, _ in found_refs])
+            edges[key].recent = [TraceRef(t, start, span) for start, t, span in recent]
+            edges[key].recent_failures = [
+                FailureRef(t, span, start, kind, reason)
+                for start, t, span, kind, reason in _newest_refs([r for r in found_refs if r[3] is not None])
+            ]
+
+
+def _rolled_timeline(found: list[MapGroup], bucket_ns: int) -> dict[tuple[int, str], Usage]:
+    """Own usage per (bucket of loop start, agent) from the rollup's hourly `timeline` groups."""
+    timeline: dict[tuple[int, str], Usage] = {}
+    for group in found:
+        key = (group.at_ns // bucket_ns * bucket_ns, group.key[0])
+        timeline.setdefault(key, Usage()).add(_group_usage(group.sums, "a"))
+    return {key: usage.rounded() for key, usage in sorted(timeline.items())}

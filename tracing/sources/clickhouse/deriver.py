@@ -29,8 +29,10 @@ from janux.tracing.analysis.trace_facts import analyse
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.clickhouse import schema as s
 from janux.tracing.sources.clickhouse.fact_rows import (
+    NO_MAP_REPLACED,
     NOTHING_REPLACED,
     Replaced,
+    ReplacedMap,
     TableRows,
     day_of,
     fact_rows,
@@ -223,6 +225,55 @@ def _replaced(client: DeriveClient, known: dict[str, _Known], trace_ids: list[st
     return found
 
 
+def _typed(kind: str, value: Any) -> Any:
+    """A value read back (chdb gives 64-bit ints as text) as the Python type of ClickHouse `kind`."""
+    if value is None:
+        return None
+    if kind.startswith("Array"):
+        return [str(v) for v in value]
+    if "Float" in kind:
+        return float(value)
+    if "Int" in kind:
+        return int(value)
+    if "Bool" in kind:
+        return bool(value) if not isinstance(value, str) else value == "true"
+    return str(value)
+
+
+def _map_rows(
+    client: DeriveClient, table: str, fields: Sequence[str], ids: list[str], versions: list[int]
+) -> dict[str, list[tuple[Any, ...]]]:
+    """The `fields` of the rows of `table` of each (trace, version), in order."""
+    kinds = dict(next(t.columns for t in s.TABLES if t.name == table))
+    rows = client.query(
+        f"SELECT trace_id, {', '.join(fields)} FROM {table} FINAL WHERE (trace_id, version) IN "
+        "(SELECT arrayJoin(arrayZip({ids:Array(String)}, {versions:Array(UInt64)}))) ORDER BY trace_id, seq",
+        parameters={"ids": ids, "versions": versions},
+    ).result_rows
+    found: dict[str, list[tuple[Any, ...]]] = {}
+    for row in rows:
+        found.setdefault(str(row[0]), []).append(
+            tuple(_typed(kinds[name], value) for name, value in zip(fields, row[1:], strict=True))
+        )
+    return found
+
+
+def _replaced_map(
+    client: DeriveClient, known: dict[str, _Known], trace_ids: list[str]
+) -> dict[str, ReplacedMap]:
+    """The loops and delegations of the current version of each trace about to be derived again
+    (the agent-map rollup takes them back when the new version's facts row is written)."""
+    found: dict[str, ReplacedMap] = {}
+    for start in range(0, len(trace_ids), IDS_PER_QUERY):
+        chunk = trace_ids[start : start + IDS_PER_QUERY]
+        versions = [known[t].version for t in chunk]
+        loops = _map_rows(client, s.LOOPS, s.MAP_LOOP_FIELDS, chunk, versions)
+        delegations = _map_rows(client, s.DELEGATIONS, s.MAP_DELEGATION_FIELDS, chunk, versions)
+        for trace_id, version in zip(chunk, versions, strict=True):
+            found[trace_id] = (version, loops.get(trace_id, []), delegations.get(trace_id, []))
+    return found
+
+
 def _usage_row(row: Sequence[Any]) -> tuple[Any, ...]:
     """A `janux_usage` row as read back (chdb gives 64-bit ints as text) in Python types."""
     dimension, key, count, failed, tokens_in, tokens_out, cost, unpriced, unread = row
@@ -299,11 +350,13 @@ def _derive_batch(
     stats: DeriveStats,
 ) -> None:  # fmt: skip
     rows: TableRows = {}
-    replaced = _replaced(client, known, sorted(t for t in batch if t in known))
+    again = sorted(t for t in batch if t in known)
+    replaced, replaced_map = _replaced(client, known, again), _replaced_map(client, known, again)
     for trace_id, (spans, newest) in batch.items():
         facts = analyse(trace_id, spans)
         day = _as_date(known[trace_id].day) if trace_id in known else day_of(facts.summary.start_ns)
-        fact_rows(facts, day, newest, rows, replaced.get(trace_id, NOTHING_REPLACED))
+        fact_rows(facts, day, newest, rows, replaced.get(trace_id, NOTHING_REPLACED),
+                  replaced_map.get(trace_id, NO_MAP_REPLACED))  # fmt: skip
         failure_rows(facts, day, spans, rows)
         stats.traces += 1
         stats.spans += len(spans)

@@ -40,6 +40,21 @@ version a new facts row replaces: what the rollup takes back."""
 NOTHING_REPLACED: Replaced = (0, [])
 
 
+ReplacedMap = tuple[int, list[tuple[Any, ...]], list[tuple[Any, ...]]]
+"""The version a new facts row replaces (0: none) and its loops and delegations (values of
+`schema.MAP_LOOP_FIELDS` / `MAP_DELEGATION_FIELDS` each): what the agent-map rollup takes back."""
+NO_MAP_REPLACED: ReplacedMap = (0, [], [])
+_LOOP_AT = [4 + [n for n, _ in s.LOOP_COLUMNS].index(name) for name in s.MAP_LOOP_FIELDS]
+_DELEGATION_AT = [4 + [n for n, _ in s.DELEGATION_COLUMNS].index(name) for name in s.MAP_DELEGATION_FIELDS]
+
+
+def _map_arrays(loops: Sequence[Sequence[Any]], delegations: Sequence[Sequence[Any]]) -> list[list[Any]]:
+    """Loop and delegation rows (map fields only) as the parallel arrays of `schema.MAP_FACTS_COLUMNS`."""
+    return [[row[i] for row in loops] for i in range(len(s.MAP_LOOP_FIELDS))] + [
+        [row[i] for row in delegations] for i in range(len(s.MAP_DELEGATION_FIELDS))
+    ]
+
+
 def _usage_arrays(usage: Sequence[tuple[Any, ...]]) -> list[list[Any]]:
     """Usage rows (dimension, key, count, failed, input, output, cost, unpriced, unread) as the
     parallel arrays of `schema.ROLLUP_USAGE_FIELDS`."""
@@ -52,13 +67,15 @@ def _usage_arrays(usage: Sequence[tuple[Any, ...]]) -> list[list[Any]]:
 
 def fact_rows(
     facts: TraceFacts, day: dt.date, last_inserted_ms: int, rows: TableRows,
-    replaced: Replaced = NOTHING_REPLACED,
+    replaced: Replaced = NOTHING_REPLACED, replaced_map: ReplacedMap = NO_MAP_REPLACED,
 ) -> None:  # fmt: skip
     """Append the rows of one trace's facts to `rows` (children before the facts row: see
-    `deriver.write`); the facts row carries its usage rows and those of the version it `replaced`
-    (the hourly rollup's views add the first and take back the second)."""
+    `deriver.write`); the facts row carries its usage rows, loops and delegations and those of the
+    version it replaced (`replaced`, `replaced_map`: the hourly rollups' views add the first and
+    take back the second)."""
     key = [facts.trace_id, day, facts.span_count]
     loops = rows.setdefault(s.LOOPS, [])
+    first_loop, first_delegation = len(loops), len(rows.get(s.DELEGATIONS, []))
     for seq, loop in enumerate(facts.loops):
         agent, path, ref, duration, error, top, *usage = loop
         loops.append([*key, seq, agent, list(path), ref[0], ref[2], _finite(duration), error, top,
@@ -81,6 +98,12 @@ def fact_rows(
         + _usage_arrays([(dimension, *group) for dimension, group in facts.usage])
         + [replaced[0]]
         + _usage_arrays(replaced[1])
+        + [1, replaced_map[0]]
+        + _map_arrays(
+            [[row[i] for i in _LOOP_AT] for row in loops[first_loop:]],
+            [[row[i] for i in _DELEGATION_AT] for row in delegations[first_delegation:]],
+        )
+        + _map_arrays(replaced_map[1], replaced_map[2])
     )
 
 

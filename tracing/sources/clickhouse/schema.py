@@ -16,6 +16,9 @@ into these tables; the ClickHouse source reads them instead of re-deriving spans
   a `SummingMergeTree` fed by two materialized views on `janux_trace_facts`: each facts row
   carries its usage rows (added) and those of the version it replaces (taken back), so ranges of
   whole hours are summed without `FINAL` (`rollup_ddl`, read by `usage_rollup`).
+- `janux_map_hourly` (schema 3): the agent map's sums per (part, hour of trace start, key), an
+  `AggregatingMergeTree` fed by six views on `janux_trace_facts` the same way from the loops and
+  delegations each facts row carries (`map_rollup_ddl`; its rows: `map_parts`; read by `map_rollup`).
 - `janux_derive_state`: the watermark of each deriver shard of each source table (insertion time
   of the rows derived so far); `janux_schema`: the schema versions applied.
 
@@ -34,9 +37,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-SCHEMA_VERSION = 2
+from janux.tracing.sources.clickhouse import map_parts
+
+SCHEMA_VERSION = 3
 """Version of the DDL below; `init` records it in `janux_schema`. 1: the per-trace tables; 2: the
-hourly usage rollup (`janux_usage_hourly`, fed from the facts rows' usage arrays)."""
+hourly usage rollup (`janux_usage_hourly`, fed from the facts rows' usage arrays); 3: the hourly
+agent-map rollup (`janux_map_hourly`, fed from the facts rows' loop and delegation arrays)."""
 
 INSERTED_COLUMN = "JanuxInsertedAt"
 """The insertion-time column `init` adds to `otel_traces` (the deriver's watermark)."""
@@ -96,6 +102,9 @@ SUMMARY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("bill_reconciled", "Nullable(Bool)"),
 )
 """`TraceSummary`'s fields, in order, with their ClickHouse types (a test holds the two equal)."""
+
+MAP_HOURLY = "janux_map_hourly"
+"""The agent map's sums per (part, hour of trace start, key): see `map_rollup`."""
 
 FACTS_EXTRA: tuple[tuple[str, str], ...] = (
     ("day", "Date"),
@@ -169,6 +178,35 @@ DELEGATION_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 """`DelegationFacts` flattened (its `cost` as four columns)."""
 
+MAP_LOOP_FIELDS = (
+    "agent", "path", "start_ns", "duration_ms", "error", "top", "own_input", "own_output", "own_cost",
+    "own_unpriced", "inclusive_input", "inclusive_output", "inclusive_cost", "inclusive_unpriced",
+)  # fmt: skip
+"""The `LOOP_COLUMNS` the agent-map rollup adds up (not the span id: references are read from rows)."""
+MAP_DELEGATION_FIELDS = (
+    "caller", "target", "kind", "attempts", "duration_ms", "failure", "reason", "cost_input", "cost_output",
+    "cost_cost", "cost_unpriced",
+)  # fmt: skip
+"""The `DELEGATION_COLUMNS` the agent-map rollup adds up."""
+
+
+def _arrays(prefix: str, names: Sequence[str], columns: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    kinds = dict(columns)
+    return [(f"{prefix}{name}", f"Array({kinds[name]})") for name in names]
+
+
+MAP_FACTS_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("map_rows", "UInt8"),
+    ("replaced_version", "UInt64"),
+    *_arrays("loop_", MAP_LOOP_FIELDS, LOOP_COLUMNS),
+    *_arrays("delegation_", MAP_DELEGATION_FIELDS, DELEGATION_COLUMNS),
+    *_arrays("replaced_loop_", MAP_LOOP_FIELDS, LOOP_COLUMNS),
+    *_arrays("replaced_delegation_", MAP_DELEGATION_FIELDS, DELEGATION_COLUMNS),
+)
+"""Columns of `janux_trace_facts` (schema 3) the agent-map rollup is fed from: `map_rows` is 1 on
+rows written by schema 3 (the upgrade back-fills the others once), the trace's loops and delegations
+(added) and, when `replaced_version` > 0, those of the version it replaces (taken back)."""
+
 USAGE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("trace_start_ns", "Int64"),
     ("dimension", "LowCardinality(String)"),
@@ -201,7 +239,12 @@ class Table:
 
 
 TABLES: tuple[Table, ...] = (
-    Table(FACTS, (*SUMMARY_COLUMNS, *FACTS_EXTRA, *ROLLUP_FACTS_COLUMNS), "trace_id", "version"),
+    Table(
+        FACTS,
+        (*SUMMARY_COLUMNS, *FACTS_EXTRA, *ROLLUP_FACTS_COLUMNS, *MAP_FACTS_COLUMNS),
+        "trace_id",
+        "version",
+    ),
     Table(LOOPS, (*_KEY, *LOOP_COLUMNS), "(trace_id, version, seq)", None),
     Table(DELEGATIONS, (*_KEY, *DELEGATION_COLUMNS), "(trace_id, version, seq)", None),
     Table(USAGE, (*_KEY, *USAGE_COLUMNS), "(trace_id, version, seq)", None),
@@ -242,12 +285,15 @@ def _engine(table: Table, cluster: str | None) -> str:
     return f"{base}({', '.join(args)})"
 
 
-def create_table(table: Table, ttl: tuple[str, int] | None, cluster: str | None = None) -> str:
-    """The CREATE TABLE statement of one derived table (on a cluster: replicated, local name)."""
+def create_table(
+    table: Table, ttl: tuple[str, int] | None, cluster: str | None = None, engine: str | None = None
+) -> str:
+    """The CREATE TABLE statement of one derived table (on a cluster: replicated, local name);
+    `engine` replaces the default (`ReplacingMergeTree`) engine."""
     name = f"{table.name}_local" if cluster else table.name
     on_cluster = f" ON CLUSTER {cluster}" if cluster else ""
     columns = ",\n    ".join(f"{column} {kind}" for column, kind in table.columns)
-    clauses = [f"ENGINE = {_engine(table, cluster)}"]
+    clauses = [f"ENGINE = {engine or _engine(table, cluster)}"]
     if table.partition:
         clauses.append("PARTITION BY day")
     clauses.append(f"ORDER BY {table.order_by}")
@@ -331,15 +377,62 @@ def rollup_ddl(ttl: tuple[str, int] | None, cluster: str | None = None) -> list[
     return statements
 
 
+def map_rollup_ddl(ttl: tuple[str, int] | None, cluster: str | None = None) -> list[str]:
+    """`janux_map_hourly` and the six views that feed it from every facts row inserted (loops,
+    delegations and the trace itself; added, and the replaced version's taken back)."""
+    local = "_local" if cluster else ""
+    on_cluster = f" ON CLUSTER {cluster}" if cluster else ""
+    table = Table(MAP_HOURLY, map_parts.MAP_COLUMNS, "(part, hour_ns, key, at_ns)", None)
+    engine = "AggregatingMergeTree"
+    if cluster:
+        path = f"'/clickhouse/tables/{{shard}}/{{database}}/{MAP_HOURLY}'"
+        engine = f"ReplicatedAggregatingMergeTree({path}, '{{replica}}')"
+    statements = [create_table(table, ttl, cluster, engine)]
+    for name, select in map_parts.views(f"{FACTS}{local}", MAP_LOOP_FIELDS, MAP_DELEGATION_FIELDS):
+        statements.append(
+            f"CREATE MATERIALIZED VIEW IF NOT EXISTS {MAP_HOURLY}_{name}{local}{on_cluster} "
+            f"TO {MAP_HOURLY}{local} AS {select}"
+        )
+    if cluster:
+        statements.append(
+            f"CREATE TABLE IF NOT EXISTS {MAP_HOURLY}{on_cluster} AS {MAP_HOURLY}_local "
+            f"ENGINE = Distributed({cluster}, currentDatabase(), {MAP_HOURLY}_local, rand())"
+        )
+    return statements
+
+
+def map_backfill_sql() -> list[str]:
+    """INSERTs adding to the rollup the loops, delegations and traces of the current facts rows
+    written before schema 3 (`map_rows` = 0: the views never saw them). Run once, when `init` moves
+    from 2 to 3 (as `backfill_sql`: let that `init` finish)."""
+    old = f"SELECT trace_id AS t, version AS v, start_ns AS fs FROM {FACTS} FINAL WHERE map_rows = 0"
+    columns = ", ".join(n for n, _ in map_parts.MAP_COLUMNS)
+    statements = []
+    for table, fields, group, parts in (
+        (LOOPS, MAP_LOOP_FIELDS, "agent", map_parts.loop_parts),
+        (DELEGATIONS, MAP_DELEGATION_FIELDS, "caller, target, kind", map_parts.delegation_parts),
+    ):
+        rows = (
+            f"SELECT * FROM {table} AS r INNER JOIN ({old}) AS f ON r.trace_id = f.t AND r.version = f.v "
+            "LIMIT 1 BY trace_id, version, seq"
+        )
+        statements.append(
+            f"INSERT INTO {MAP_HOURLY} ({columns}) {parts(map_parts.numbered(rows, fields, group, 'fs'))}"
+        )
+    traces = map_parts.trace_parts(f"SELECT fs AS s, toInt64(1) AS g FROM ({old})")
+    statements.append(f"INSERT INTO {MAP_HOURLY} ({columns}) {traces}")
+    return statements
+
+
 def facts_migration_ddl(cluster: str | None = None) -> list[str]:
-    """Schema 1 -> 2 on `janux_trace_facts`: the rollup's array columns and a minmax index on the
+    """Schema 1 -> 2 -> 3 on `janux_trace_facts`: the rollups' array columns and a minmax index on the
     trace start (range reads of the partial hours at a range's edges skip most granules)."""
     on_cluster = f" ON CLUSTER {cluster}" if cluster else ""
     tables = [f"{FACTS}_local", FACTS] if cluster else [FACTS]
     statements = [
         f"ALTER TABLE {table}{on_cluster} ADD COLUMN IF NOT EXISTS {name} {kind}"
         for table in tables
-        for name, kind in ROLLUP_FACTS_COLUMNS
+        for name, kind in (*ROLLUP_FACTS_COLUMNS, *MAP_FACTS_COLUMNS)
     ]
     statements.append(
         f"ALTER TABLE {tables[0]}{on_cluster} ADD INDEX IF NOT EXISTS idx_janux_start start_ns "
@@ -372,6 +465,7 @@ def ddl(ttl: tuple[str, int] | None = None, table: str = "otel_traces") -> list[
         *(create_table(t, ttl) for t in TABLES),
         *facts_migration_ddl(),
         *rollup_ddl(ttl),
+        *map_rollup_ddl(ttl),
     ]
 
 
@@ -390,7 +484,10 @@ def cluster_ddl(cluster: str, ttl: tuple[str, int] | None = None, table: str = "
             f"CREATE TABLE IF NOT EXISTS {t.name} ON CLUSTER {cluster} AS {t.name}_local "
             f"ENGINE = Distributed({cluster}, currentDatabase(), {t.name}_local, {sharding})"
         )
-    return [*statements, *facts_migration_ddl(cluster), *rollup_ddl(ttl, cluster)]
+    return [
+        *statements, *facts_migration_ddl(cluster), *rollup_ddl(ttl, cluster),
+        *map_rollup_ddl(ttl, cluster),
+    ]  # fmt: skip
 
 
 class QueryOnly(Protocol):
@@ -442,6 +539,9 @@ def init(client: CommandClient, table: str = "otel_traces") -> int:
     if before == 1:  # facts rows of schema 1 carry no usage arrays: their rollup comes from janux_usage
         client.command(f"ALTER TABLE {FACTS} MATERIALIZE INDEX idx_janux_start SETTINGS mutations_sync = 2")
         client.command(backfill_sql())
+    if 0 < before < 3:  # facts rows before schema 3 carry no loop arrays: their map comes from the rows
+        for statement in map_backfill_sql():
+            client.command(statement)
     if before < SCHEMA_VERSION:
         client.command(f"INSERT INTO {SCHEMA} (version, applied) VALUES ({SCHEMA_VERSION}, now64(3))")
     return SCHEMA_VERSION

@@ -1,0 +1,169 @@
+"""The hourly agent-map rollup (`janux_map_hourly`, schema 3) on chdb: a trace derived again with
+late spans takes its earlier loops and delegations back (the rollup equals the one a fresh
+derivation of the same spans gives), maps over ranges split at hours equal the memory source's,
+the map's sums read the rollup instead of the per-trace rows, and `init` migrates a schema-2
+database (its map rollup back-filled once)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from janux.tracing.records import SpanRecord
+from janux.tracing.sources.clickhouse import map_parts, schema
+from janux.tracing.sources.clickhouse.chdb_client import ChdbClient
+from janux.tracing.sources.clickhouse.deriver import derive_pending
+from janux.tracing.sources.clickhouse.source import ClickHouseSource
+from janux.tracing.sources.memory import MemoryTraceSource
+from janux.tracing.sources.protocol import TraceFilter
+from tests.support.clickhouse_rows import EXPORTER_DDL, insert_statement
+from tests.tracing.sources.test_clickhouse_rollup import BASE_NS, HOUR_NS, _Recording, _spread
+
+MINUTE = 60 * 10**9
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[ChdbClient]:
+    found = ChdbClient(str(tmp_path / "chdb"))
+    found.command(EXPORTER_DDL)
+    schema.init(found)
+    try:
+        yield found
+    finally:
+        found.close()
+
+
+def _map_rollup(client: ChdbClient) -> list[tuple[Any, ...]]:
+    """The rollup summed per (part, hour, key, loop hour), keys with rows left only; costs rounded
+    (added and taken back in another order), zero counts of the maps dropped."""
+    sums = ", ".join(f"sum({name})" for name in map_parts.MAP_SUMS)
+    maps = ", ".join(f"sumMap({name})" for name, _ in map_parts.MAP_MAPS)
+    rows = client.query(
+        f"SELECT part, hour_ns, key, at_ns, {sums}, {maps} FROM {schema.MAP_HOURLY} "
+        "GROUP BY part, hour_ns, key, at_ns HAVING sum(rows) != 0 ORDER BY part, hour_ns, key, at_ns"
+    ).result_rows
+    found = []
+    for row in rows:
+        head, rest = [str(v) for v in row[:4]], row[4:]
+        values = [round(float(v), 9) for v in rest[: len(map_parts.MAP_SUMS)]]
+        counted = [
+            sorted((str(k), int(v)) for k, v in summed.items() if int(v))
+            for summed in rest[len(map_parts.MAP_SUMS) :]
+        ]
+        found.append((*head, *values, *map(tuple, counted)))
+    return found
+
+
+def _recomputed(client: ChdbClient) -> list[tuple[Any, ...]]:
+    """The rollup computed afresh from the per-trace rows of the current facts only (the back-fill's
+    statements, into a copy of the table), as `_map_rollup` gives it."""
+    client.command(f"CREATE TABLE fresh AS {schema.MAP_HOURLY}")
+    client.command(f"ALTER TABLE {schema.FACTS} UPDATE map_rows = 0 WHERE 1 SETTINGS mutations_sync = 2")
+    client.command(f"RENAME TABLE {schema.MAP_HOURLY} TO kept, fresh TO {schema.MAP_HOURLY}")
+    try:
+        for statement in schema.map_backfill_sql():
+            client.command(statement)
+        return _map_rollup(client)
+    finally:
+        client.command(f"RENAME TABLE {schema.MAP_HOURLY} TO fresh, kept TO {schema.MAP_HOURLY}")
+        client.command("DROP TABLE fresh")
+        client.command(f"ALTER TABLE {schema.FACTS} UPDATE map_rows = 1 WHERE 1 SETTINGS mutations_sync = 2")
+
+
+def _assert_map_equals_memory(source: ClickHouseSource, spans: list[SpanRecord], flt: TraceFilter) -> None:
+    memory = MemoryTraceSource(spans)
+    assert source.agent_map(flt) == memory.agent_map(flt), flt
+    for bucket in (HOUR_NS, 3 * HOUR_NS, HOUR_NS // 4):
+        assert source.agent_map(flt, bucket) == memory.agent_map(flt, bucket), (bucket, flt)
+
+
+def _moved(spans: list[SpanRecord]) -> tuple[list[SpanRecord], list[SpanRecord]]:
+    """(early, late): the late half of one trace with loops and delegations arrives two hours
+    earlier, so its start hour, loops, paths and delegations change when it is derived again."""
+    memory = MemoryTraceSource(spans)
+    with_edges = sorted(
+        {ref.trace_id for edge in memory.agent_map(TraceFilter()).edges for ref in edge.recent}
+    )
+    mine = sorted((s for s in spans if s.trace_id == with_edges[0]), key=lambda s: s.start_ns)
+    late = [dataclasses.replace(s, start_ns=s.start_ns - 2 * HOUR_NS) for s in mine[: len(mine) // 2]]
+    early = [s for s in spans if s not in mine[: len(mine) // 2]]
+    return early, late
+
+
+def test_a_trace_derived_again_takes_its_earlier_map_rows_back(client: ChdbClient) -> None:
+    early, late = _moved(_spread())
+    client.command(insert_statement(early))
+    derive_pending(client, quiet_s=0)
+    first = _map_rollup(client)
+    client.command(insert_statement(late))
+    assert derive_pending(client, quiet_s=0).traces == 1
+    # without the views taking the replaced version back, its loops would still count at its old hour
+    assert _map_rollup(client) != first
+    carried = client.query(
+        "SELECT max(length(replaced_loop_agent)), max(length(replaced_delegation_caller)) "
+        f"FROM {schema.FACTS}"
+    ).result_rows
+    assert int(carried[0][0]) > 0 and int(carried[0][1]) > 0  # the replaced version's rows, to take back
+    assert _map_rollup(client) == _recomputed(client)
+    source, everything = ClickHouseSource(client), [*early, *late]
+    start = min(s.start_ns for s in late)
+    for flt in (
+        TraceFilter(),
+        TraceFilter(start_ns=start + HOUR_NS // 3),
+        TraceFilter(end_ns=start + HOUR_NS),
+    ):
+        _assert_map_equals_memory(source, everything, flt)
+
+
+def test_maps_over_ranges_split_at_hours_equal_the_memory_source(client: ChdbClient) -> None:
+    spans = _spread()
+    client.command(insert_statement(spans))
+    derive_pending(client, quiet_s=0)
+    # every loop and delegation row written twice, as a deriver killed after its children and
+    # rerun leaves them until a merge: the partial hours' reads must count each once
+    for table in (schema.LOOPS, schema.DELEGATIONS):
+        client.command(f"INSERT INTO {table} SELECT * FROM {table}")
+    recording = _Recording(client)
+    source = ClickHouseSource(recording)
+    for flt in (
+        TraceFilter(),
+        TraceFilter(start_ns=BASE_NS + 37 * MINUTE),
+        TraceFilter(end_ns=BASE_NS + 201 * MINUTE),
+        TraceFilter(start_ns=BASE_NS + 37 * MINUTE, end_ns=BASE_NS + 201 * MINUTE),
+        TraceFilter(start_ns=BASE_NS + HOUR_NS, end_ns=BASE_NS + 3 * HOUR_NS),  # whole hours only
+        TraceFilter(start_ns=BASE_NS + 5 * MINUTE, end_ns=BASE_NS + 50 * MINUTE),  # no whole hour
+        TraceFilter(start_ns=BASE_NS + 37 * MINUTE, status="error"),  # not in the rollup's key
+    ):
+        _assert_map_equals_memory(source, spans, flt)
+    recording.queries.clear()
+    source.agent_map(TraceFilter(), HOUR_NS)
+    # the sums come from the rollup; only the newest references read rows (no FINAL on them)
+    assert any(schema.MAP_HOURLY in q for q in recording.queries)
+    assert not any(
+        f"{table} FINAL" in q for q in recording.queries for table in (schema.LOOPS, schema.DELEGATIONS)
+    )
+
+
+def test_init_migrates_a_schema_2_database_once(client: ChdbClient) -> None:
+    spans = _spread()
+    client.command(insert_statement(spans))
+    derive_pending(client, quiet_s=0)
+    expected = _map_rollup(client)
+    assert expected
+    # back to what schema 2 left: facts rows without loop arrays, no map views, no map rollup rows
+    for statement in schema.map_rollup_ddl(None):
+        if statement.startswith("CREATE MATERIALIZED VIEW"):
+            client.command(f"DROP VIEW {statement.split()[6]}")
+    client.command(f"DROP TABLE {schema.MAP_HOURLY}")
+    client.command(f"ALTER TABLE {schema.FACTS} UPDATE map_rows = 0 WHERE 1 SETTINGS mutations_sync = 2")
+    client.command(f"TRUNCATE TABLE {schema.SCHEMA}")
+    client.command(f"INSERT INTO {schema.SCHEMA} (version, applied) VALUES (2, now64(3))")
+    _assert_map_equals_memory(ClickHouseSource(client), spans, TraceFilter())  # schema 2: per-trace rows
+    for _ in range(2):  # the second run adds nothing
+        assert schema.init(client) == schema.SCHEMA_VERSION
+        assert _map_rollup(client) == expected
+    _assert_map_equals_memory(ClickHouseSource(client), spans, TraceFilter(start_ns=BASE_NS + 37 * MINUTE))

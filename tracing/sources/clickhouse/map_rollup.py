@@ -1,0 +1,138 @@
+"""The agent map read from its hourly rollup (`schema.MAP_HOURLY`, schema 3; rows: `map_parts`).
+
+The same add/take-back scheme as the usage rollup: each facts row carries the trace's loops and
+delegations as arrays (`schema.MAP_FACTS_COLUMNS`) and, when it replaces an earlier version of the
+trace, that version's (`replaced_*`); views add the first and take back the second, so a query sums
+what is there without `FINAL`. Reads split the range at hours as `usage_rollup` does: the rollup for
+the whole hours, the same rows computed from `janux_loops`/`janux_delegations` of the current facts
+for the partial hours (`rows_parts`), all summed in one query (`read_sql`); `derived_map.RolledMap`
+turns the groups into the `AgentMap`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from itertools import chain, repeat
+from typing import Any
+
+from janux.tracing.sources.clickhouse import map_parts
+from janux.tracing.sources.clickhouse import schema as s
+
+
+def _rows_source(table: str, fields: Sequence[str], group: str, current: str) -> str:
+    """The rows of `table` of the current facts `current` selects, deduplicated (a row written twice
+    after a kill is one identical row) without `FINAL`, as a rollup source. The trace ids first, by
+    the primary key (granules of other traces are skipped), then the (trace, version) pairs."""
+    rows = (
+        f"SELECT trace_id, version, seq, {', '.join(fields)} FROM {table} "
+        f"PREWHERE trace_id IN (SELECT trace_id FROM ({current})) WHERE (trace_id, version) IN ({current}) "
+        "LIMIT 1 BY trace_id, version, seq"
+    )
+    return map_parts.numbered(rows, fields, group, "0")
+
+
+def rows_parts(current: str) -> list[str]:
+    """Rollup rows computed from the per-trace rows of the current facts `current` selects (trace_id,
+    version); hours are not set (reads sum them away)."""
+    return [
+        map_parts.loop_parts(_rows_source(s.LOOPS, s.MAP_LOOP_FIELDS, "agent", current)),
+        map_parts.delegation_parts(
+            _rows_source(s.DELEGATIONS, s.MAP_DELEGATION_FIELDS, "caller, target, kind", current)
+        ),
+        map_parts.trace_parts(f"SELECT toInt64(0) AS s, toInt64(1) AS g FROM ({current})"),
+    ]
+
+
+@dataclass(slots=True)
+class MapGroup:
+    """One summed (part, key, at_ns) group of the rollup."""
+
+    part: str
+    key: tuple[str, ...]
+    at_ns: int
+    sums: dict[str, float]
+    vals: list[tuple[float, int]] = field(default_factory=list)
+    """(value, count) of the durations (turn costs for `turn`), counts > 0."""
+    failures: dict[str, int] = field(default_factory=dict)
+    reasons: dict[str, int] = field(default_factory=dict)
+    hash: int = 0
+    """`cityHash64(key)`: how the newest references' query names an edge."""
+    hours: dict[int, int] = field(default_factory=dict)
+    """Runs per hour of trace start (0: the partial hours' rows)."""
+    failed_hours: dict[int, int] = field(default_factory=dict)
+    """Failed delegations per hour of trace start."""
+
+    def newest_hour(self, kept: int, failed: bool = False) -> int:
+        """The newest hour from which on the group's traces hold at least `kept` rows (failed ones
+        when `failed`), 0 when none: a loop (delegation) starts no earlier than its trace, so at
+        least `kept` rows start at or after it, and so do the `kept` newest."""
+        total = 0
+        counts = self.failed_hours if failed else self.hours
+        for hour in sorted(counts, reverse=True):
+            total += counts[hour]
+            if total >= kept:
+                return hour
+        return 0
+
+
+def read_sql(parts: Iterable[str], timeline: bool) -> str:
+    """The groups of the rollup rows `parts` (SELECTs of the rollup's columns), summed."""
+    inner = " UNION ALL ".join(parts)
+    sums = ", ".join(f"sum({n})" for n in map_parts.MAP_SUMS)
+    where = "" if timeline else " WHERE part != 'timeline'"
+    return (
+        f"SELECT part, key, at_ns, {sums}, "
+        "arrayMap(k -> reinterpretAsFloat64(k), mapKeys(sumMap(vals))) AS vk, mapValues(sumMap(vals)), "
+        "sumMap(failures), sumMap(reasons), cityHash64(key), sumMap(map(toInt64(hour_ns), toInt64(runs))), "
+        f"sumMap(map(toInt64(hour_ns), toInt64(failed))) FROM ({inner}){where} "
+        "GROUP BY part, key, at_ns HAVING sum(rows) > 0"
+    )
+
+
+def rollup_rows(where: str) -> str:
+    """The rollup's rows of the hours `where` selects."""
+    return f"SELECT {', '.join(n for n, _ in map_parts.MAP_COLUMNS)} FROM {s.MAP_HOURLY} WHERE {where}"
+
+
+def _counts(summed: Any) -> dict[str, int]:
+    pairs = summed.items() if isinstance(summed, dict) else zip(*summed, strict=True)
+    return {str(k): int(v) for k, v in pairs if int(v)}
+
+
+def groups(rows: Iterable[Sequence[Any]]) -> list[MapGroup]:
+    """`read_sql`'s rows as groups."""
+    found = []
+    width = len(map_parts.MAP_SUMS)
+    for row in rows:
+        part, key, at_ns, *rest = row
+        sums = {
+            n: float(v) if n.endswith("_cost") else int(v)
+            for n, v in zip(map_parts.MAP_SUMS, rest[:width], strict=True)
+        }
+        keys, counts, failures, reasons, hashed, hours, failed_hours = rest[width:]
+        vals = [(float(k), int(c)) for k, c in zip(keys, counts, strict=True) if int(c)]
+        found.append(MapGroup(str(part), tuple(str(k) for k in key), int(at_ns), sums, vals,
+                              _counts(failures), _counts(reasons), int(hashed),
+                              {int(h): c for h, c in _counts(hours).items()},
+                              {int(h): c for h, c in _counts(failed_hours).items()}))  # fmt: skip
+    return found
+
+
+def expand(vals: Sequence[tuple[float, int]]) -> list[float]:
+    """The values, each as many times as counted, sorted."""
+    return list(chain.from_iterable(repeat(value, count) for value, count in sorted(vals)))
+
+
+def counted_percentile(vals: Sequence[tuple[float, int]], q: float) -> float | None:
+    """`sums.percentile(expand(vals), q)` without expanding: the nearest-rank value of the counts."""
+    total = sum(count for _, count in vals)
+    if not total:
+        return None
+    rank, seen = min(max(1, math.ceil(q / 100 * total)), total), 0
+    for value, count in sorted(vals):
+        seen += count
+        if seen >= rank:
+            return value
+    return None  # not reached: the counts add up to `total`
