@@ -122,7 +122,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{kept_map_s * 1e3:.0f} ms / {map_s * 1e3:.0f} ms | trace list first page "
             f"{list_s * 1e3:.1f} ms; `usage_by(agent)` {usage_s * 1e3:.0f} ms |"
         )
-        helped = "read here: too few traces" if helper_s is None else f"{helper_s * 1e3:.0f} ms"
+        helped = (
+            "no helper started: the kept map (or too few traces to hand over) read here"
+            if helper_s is None
+            else f"{helper_s * 1e3:.0f} ms"
+        )
         print(
             f"| the same first call on a store opened as the dashboard opens it (`map_process=True`: "
             f"read by a helper process, its start included) | {helped} | "
