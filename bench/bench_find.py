@@ -6,13 +6,14 @@ about 40 spans (random delegations, some timed out) into a fresh store, then tim
 `TraceStore` (medians of `--runs`):
 
 - the trace list's first page and count (the baseline every row is compared with);
-- find by span attribute, agent anywhere and error text (SQL over the store's find indexes);
+- find by span attribute (SQLite's JSON functions over the spans), agent anywhere and error text
+  (SQL over `agent_links` and the error-text index);
 - find by failure reason: the first call of a process that never saw the traces (rebuilds the ones
   that can have a reason, keeps their facts beside the store), later calls, and a new process
   (reads the kept facts);
 - what the Traces page did before: read the newest 1,000 traces of the filter and rebuild them.
 
-Also the write path's CPU time per span with the find indexes, which the store's write path pays.
+Also the write path's CPU time per span with the error-text index, which the store's write path pays.
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
     print("|---|---:|---:|---|")
     for name, seconds, note in rows:
         print(f"| {name} | {seconds * 1000:,.1f} ms | {seconds / base:,.1f}x | {note} |")
-    print(f"\nstore write path: {rate:,.0f} spans per CPU second (staging and writer, find indexes included)")
+    print(f"\nstore write path: {rate:,.0f} spans per CPU second (staging, writer, error-text index)")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ from janux.tracing.sources.store.summary_rows import ROOT_FIRST, SUMMARY_COLUMNS
 _STORE = f"INSERT OR IGNORE INTO main.otel_traces ({', '.join(SPAN_COLUMNS)})"
 
 _STORE_USAGE = f"INSERT INTO main.span_usage ({', '.join(USAGE_COLUMNS)})"
-_STORE_TERMS = "INSERT OR IGNORE INTO main.span_terms (Key, Value, TraceId)"
 _STORE_ERRORS = "INSERT OR IGNORE INTO main.span_errors (TraceId, Text)"
 
 _SUMMARY = f"INSERT INTO main.trace_summary ({', '.join(SUMMARY_COLUMNS)})"
@@ -199,7 +198,6 @@ def _apply(conn: sqlite3.Connection, batch: StagedBatch) -> tuple[int, set[tuple
         stored_keys = set(new.fetchall())
         batch = batch.only(stored_keys)
     insert_rows(conn, _STORE_USAGE, len(USAGE_COLUMNS), batch.usage)
-    insert_rows(conn, _STORE_TERMS, 3, batch.terms)
     insert_rows(conn, _STORE_ERRORS, 2, batch.errors)
     insert_rows(conn, _SUMMARY, len(SUMMARY_COLUMNS), batch.traces, _SUMMARY_MERGE)
     wanted = to_derive(conn, {row[_TRACE] for row in batch.rows})

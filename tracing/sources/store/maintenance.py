@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from dataclasses import dataclass
 
-from janux.tracing.analysis.trace_find import attribute_terms
 from janux.tracing.sources.store.lock import WriteLock
 
 PRUNE_CHUNK_TRACES = 200
@@ -35,20 +33,6 @@ def prune_before(conn: sqlite3.Connection, cutoff_ns: int, lock: WriteLock) -> P
         result.spans += deleted[1]
 
 
-def _drop_terms(conn: sqlite3.Connection, ids: list[str], marks: str) -> None:
-    """Delete the `span_terms` rows of `ids` (keyed by value, so found again from their spans)."""
-    terms: set[tuple[str, str, str]] = set()
-    rows = conn.execute(f"SELECT TraceId, SpanAttributes FROM otel_traces WHERE TraceId IN ({marks})", ids)
-    for trace_id, attributes in rows:
-        try:
-            decoded = json.loads(attributes)
-        except ValueError:
-            continue
-        if isinstance(decoded, dict):
-            terms.update(attribute_terms(decoded, trace_id))
-    conn.executemany("DELETE FROM span_terms WHERE Key = ? AND Value = ? AND TraceId = ?", terms)
-
-
 def _prune_chunk(conn: sqlite3.Connection, cutoff_ns: int) -> tuple[int, int] | None:
     """Delete one chunk of old traces in one transaction; None when nothing is left."""
     conn.execute("BEGIN IMMEDIATE")
@@ -61,7 +45,6 @@ def _prune_chunk(conn: sqlite3.Connection, cutoff_ns: int) -> tuple[int, int] | 
             return None
         ids = [r[0] for r in rows]
         marks = ", ".join("?" * len(ids))
-        _drop_terms(conn, ids, marks)  # from the spans, so before they go
         spans = conn.execute(f"DELETE FROM otel_traces WHERE TraceId IN ({marks})", ids).rowcount
         conn.execute(f"DELETE FROM trace_summary WHERE TraceId IN ({marks})", ids)
         conn.execute(f"DELETE FROM span_usage WHERE TraceId IN ({marks})", ids)

@@ -17,7 +17,7 @@ from typing import Any
 
 from janux.tracing.analysis.readers.spans import classify
 from janux.tracing.analysis.readers.structure import is_janux_span
-from janux.tracing.analysis.trace_find import attribute_terms, span_error_texts
+from janux.tracing.analysis.trace_find import span_error_texts
 from janux.tracing.analysis.usage_rows import safe_float, safe_int, span_usage
 from janux.tracing.columns import picker
 from janux.tracing.conventions import (
@@ -144,9 +144,6 @@ class StagedBatch:
     """`agent_links` rows (`links.LINK_COLUMNS`) of the agent and tool spans."""
     links_of: list[int] = field(default_factory=list)
     """Index in `rows` of the span of each `links` row."""
-    terms: list[tuple[str, str, str]] = field(default_factory=list)
-    """`span_terms` rows (attribute key, `trace_find.term_value`, trace), each once per batch. Kept
-    whole by `only`: a skipped span is a copy of a stored one, so its rows are there (OR IGNORE)."""
     errors: list[tuple[str, str]] = field(default_factory=list)
     """`span_errors` rows (trace, lower-case `trace_find.span_error_texts`), each once per batch."""
 
@@ -175,7 +172,6 @@ class StagedBatch:
             merged.spans += batch.spans
             merged.links += batch.links
             merged.links_of += [index + offset for index in batch.links_of]
-            merged.terms += batch.terms
             merged.errors += batch.errors
         return merged
 
@@ -201,7 +197,7 @@ class StagedBatch:
         )  # fmt: skip
         links = [(position[i], r) for i, r in zip(self.links_of, self.links, strict=True) if i in position]
         batch.links, batch.links_of = [r for _, r in links], [i for i, _ in links]
-        batch.terms, batch.errors = self.terms, self.errors
+        batch.errors = self.errors
         batch.summarize()
         return batch
 
@@ -218,7 +214,6 @@ class StagedBatch:
         self.roots = _cleaned(self.roots)
         self.spans = []  # the records hold the text before repair: read the stored rows instead
         self.links = _cleaned(self.links)
-        self.terms = _cleaned(self.terms)  # type: ignore[arg-type]
         self.errors = _cleaned(self.errors)  # type: ignore[arg-type]
         self.summarize()
 
@@ -229,7 +224,6 @@ def batch_rows(spans: Iterable[SpanRecord]) -> StagedBatch:
     batch = StagedBatch([], [], [], [], [], [])
     add_row = batch.rows.append
     add_flags = batch.flags.append
-    terms: set[tuple[str, str, str]] = set()
     errors: set[tuple[str, str]] = set()
     for index, span in enumerate(spans):
         resource = resources.get(id(span.resource_attributes))
@@ -267,10 +261,9 @@ def batch_rows(spans: Iterable[SpanRecord]) -> StagedBatch:
             batch.links.append(link)
             batch.links_of.append(index)
         trace_id = span.trace_id
-        terms.update(attribute_terms(attrs, trace_id))
         if span.status_message or span.events or JANUX_HANDOFF_ERROR in attrs or ERROR_TYPE in attrs:
             errors.update([(trace_id, text.lower()) for text in span_error_texts(span)])
-    batch.terms, batch.errors = list(terms), list(errors)
+    batch.errors = list(errors)
     batch.spans = _without_janux_traces(batch.spans, batch.flags)
     batch.summarize()
     return batch

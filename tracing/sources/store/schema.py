@@ -4,10 +4,11 @@
 (attribute maps, events and links as JSON, values typed) plus two derived columns (`Op`,
 `HandoffStatus`) that let the write path maintain `trace_summary` with plain SQL joins.
 `trace_summary` is one row per trace, maintained at write time, so the trace list never scans
-spans. `span_terms` (each distinct attribute key and `trace_find.term_value` of a trace) and
-`span_errors` (each distinct error text of a trace, lower case) are the find indexes, also
-written with the spans, so finding inside traces never reads span JSON. `store_counters` and
-`ingest_errors` say what was refused or seen twice.
+spans. `span_errors` (each distinct error text of a trace, lower case) is the find index of error
+text, written with the few spans that carry one. Attribute values have no index: one of every
+attribute of every span cost the write path a third of its speed, so `key=value` is looked up in
+the spans' JSON when asked (`store.find`). `store_counters` and `ingest_errors` say what was
+refused or seen twice.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ SCHEMA_VERSION = 7
 (trace, parent, span), so finding a tool span's attempts needs no second index on the write path;
 5 reads other runtimes' conventions (`span_usage.Unread`, the coverage, transfer and `Janux` /
 `Derived` columns of `trace_summary`); 6 keeps an integration's `janux.bill.cost_estimate`
-(`BillEstimate`); 7 adds the find indexes (`span_terms`, `span_errors`). An older store is rebuilt
+(`BillEstimate`); 7 adds the find index of error text (`span_errors`). An older store is rebuilt
 from its spans when opened."""
 
 BUSY_TIMEOUT_MS = 30_000
@@ -111,12 +112,6 @@ CREATE TABLE IF NOT EXISTS span_usage (
     Failed INTEGER NOT NULL,
     Unread INTEGER,
     PRIMARY KEY (TraceId, ParentSpanId, SpanId)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS span_terms (
-    Key TEXT NOT NULL,
-    Value TEXT NOT NULL,
-    TraceId TEXT NOT NULL,
-    PRIMARY KEY (Key, Value, TraceId)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS span_errors (
     TraceId TEXT NOT NULL,
@@ -205,7 +200,7 @@ def ensure_schema(conn: sqlite3.Connection, rebuild: Callable[[sqlite3.Connectio
         if upgrade:
             conn.execute("DROP INDEX IF EXISTS otel_traces_agent_children")
             conn.execute(f"ALTER TABLE otel_traces RENAME TO {OLD_SPANS_TABLE}")
-            for table in ("trace_summary", "span_usage", "span_terms", "span_errors"):
+            for table in ("trace_summary", "span_usage", "span_errors"):
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
         for statement in _TABLES.split(";"):
             if statement.strip():

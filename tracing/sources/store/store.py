@@ -179,8 +179,8 @@ class TraceStore:
         self, flt: TraceFilter, query: TraceQuery, limit: int = 50, offset: int = 0
     ) -> FoundTraces:
         """The traces matching `flt` with what `query` asks for inside, over all of them: one page and
-        the count, from the find indexes (`store.find`)."""
-        return find.find_traces(self._conn(), flt, query, self._reasons_of, limit, offset)
+        the count (`store.find`)."""
+        return find.find_traces(self._conn(), flt, query, self._reasons_of, self.get_traces, limit, offset)
 
     def _reasons_of(self, versions: dict[str, int]) -> dict[str, frozenset[str]]:
         facts = self._find_cache.facts(versions, self.get_traces)
