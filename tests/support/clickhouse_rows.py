@@ -136,3 +136,16 @@ def insert_statement(spans: list[SpanRecord]) -> str:
         "StatusMessage, Events.Timestamp, Events.Name, Events.Attributes, Links.TraceId, Links.SpanId, "
         f"Links.TraceState, Links.Attributes) VALUES\n{rows}"
     )
+
+
+class RecordingClient:
+    """A ClickHouse client that remembers every query it ran (to see which tables a source read)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.queries: list[str] = []
+
+    def query(self, query: str, parameters: dict[str, Any] | None = None) -> Any:
+        """Run `query` on the wrapped client, remembering its text."""
+        self.queries.append(query)
+        return self.client.query(query, parameters=parameters)

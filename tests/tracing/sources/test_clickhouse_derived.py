@@ -14,6 +14,7 @@ from janux.tracing.sources.clickhouse.source import ClickHouseSource
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import USAGE_DIMENSIONS, TraceFilter, TraceSource
 from janux.tracing.sources.store import open_store
+from tests.support.clickhouse_rows import RecordingClient
 from tests.support.demo_traces import demo_traces
 from tests.support.foreign.load import all_spans
 from tests.support.three_sources import derived_clickhouse
@@ -97,21 +98,9 @@ def test_every_page_query_equals_the_reference_under_every_filter(
         assert clickhouse.distinct_values(what) == expected.distinct_values(what), what  # type: ignore[arg-type]
 
 
-class _Recording:
-    """A client that remembers every query it ran (to see which tables a source read)."""
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-        self.queries: list[str] = []
-
-    def query(self, query: str, parameters: dict[str, Any] | None = None) -> Any:
-        self.queries.append(query)
-        return self.client.query(query, parameters=parameters)
-
-
 def test_lists_and_aggregates_read_facts_never_spans(sources: dict[str, Any]) -> None:
     # Without the derived tables every one of these reads otel_traces (and pulls spans into Python).
-    recording = _Recording(sources["client"])
+    recording = RecordingClient(sources["client"])
     source = ClickHouseSource(recording)
     flt = TraceFilter(status="error")
     assert source.list_traces(flt) and source.count_traces(flt)

@@ -12,11 +12,8 @@ import random
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.clickhouse import schema
@@ -46,17 +43,6 @@ def copies(spans: list[SpanRecord], count: int) -> list[SpanRecord]:
             trace_id = hashlib.md5(f"{n}:{span.trace_id}".encode()).hexdigest()
             out.append(dataclasses.replace(span, trace_id=trace_id))
     return out
-
-
-@pytest.fixture
-def client(tmp_path: Path) -> Iterator[ChdbClient]:
-    found = ChdbClient(str(tmp_path / "chdb"))
-    try:
-        found.command(EXPORTER_DDL)
-        schema.init(found)
-        yield found
-    finally:
-        found.close()
 
 
 def _insert(client: ChdbClient, spans: list[SpanRecord]) -> None:

@@ -7,11 +7,7 @@ database (its map rollup back-filled once)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.clickhouse import map_parts, schema
@@ -20,21 +16,8 @@ from janux.tracing.sources.clickhouse.deriver import derive_pending
 from janux.tracing.sources.clickhouse.source import ClickHouseSource
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter
-from tests.support.clickhouse_rows import EXPORTER_DDL, insert_statement
-from tests.tracing.sources.test_clickhouse_rollup import BASE_NS, HOUR_NS, _Recording, _spread
-
-MINUTE = 60 * 10**9
-
-
-@pytest.fixture
-def client(tmp_path: Path) -> Iterator[ChdbClient]:
-    found = ChdbClient(str(tmp_path / "chdb"))
-    found.command(EXPORTER_DDL)
-    schema.init(found)
-    try:
-        yield found
-    finally:
-        found.close()
+from tests.support.clickhouse_rows import RecordingClient, insert_statement
+from tests.tracing.sources.test_clickhouse_rollup import BASE_NS, HOUR_NS, HOUR_SPLIT_RANGES, MINUTE, _spread
 
 
 def _map_rollup(client: ChdbClient) -> list[tuple[Any, ...]]:
@@ -127,17 +110,9 @@ def test_maps_over_ranges_split_at_hours_equal_the_memory_source(client: ChdbCli
     # rerun leaves them until a merge: the partial hours' reads must count each once
     for table in (schema.LOOPS, schema.DELEGATIONS):
         client.command(f"INSERT INTO {table} SELECT * FROM {table}")
-    recording = _Recording(client)
+    recording = RecordingClient(client)
     source = ClickHouseSource(recording)
-    for flt in (
-        TraceFilter(),
-        TraceFilter(start_ns=BASE_NS + 37 * MINUTE),
-        TraceFilter(end_ns=BASE_NS + 201 * MINUTE),
-        TraceFilter(start_ns=BASE_NS + 37 * MINUTE, end_ns=BASE_NS + 201 * MINUTE),
-        TraceFilter(start_ns=BASE_NS + HOUR_NS, end_ns=BASE_NS + 3 * HOUR_NS),  # whole hours only
-        TraceFilter(start_ns=BASE_NS + 5 * MINUTE, end_ns=BASE_NS + 50 * MINUTE),  # no whole hour
-        TraceFilter(start_ns=BASE_NS + 37 * MINUTE, status="error"),  # not in the rollup's key
-    ):
+    for flt in HOUR_SPLIT_RANGES:
         _assert_map_equals_memory(source, spans, flt)
     recording.queries.clear()
     source.agent_map(TraceFilter(), HOUR_NS)

@@ -6,11 +6,7 @@ and `init` migrates a schema-1 database (its rollup backfilled once)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.clickhouse import schema
@@ -20,10 +16,22 @@ from janux.tracing.sources.clickhouse.source import ClickHouseSource
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import USAGE_DIMENSIONS, TraceFilter
 from janux.tracing.testing import synthetic_trace
-from tests.support.clickhouse_rows import EXPORTER_DDL, insert_statement
+from tests.support.clickhouse_rows import RecordingClient, insert_statement
 
 HOUR_NS = schema.HOUR_NS
 BASE_NS = 1_767_225_600 * 10**9  # 2026-01-01T00:00Z
+MINUTE = 60 * 10**9
+HOUR_SPLIT_RANGES = (
+    TraceFilter(),
+    TraceFilter(start_ns=BASE_NS + 37 * MINUTE),
+    TraceFilter(end_ns=BASE_NS + 201 * MINUTE),
+    TraceFilter(start_ns=BASE_NS + 37 * MINUTE, end_ns=BASE_NS + 201 * MINUTE),
+    TraceFilter(start_ns=BASE_NS + HOUR_NS, end_ns=BASE_NS + 3 * HOUR_NS),  # whole hours only
+    TraceFilter(start_ns=BASE_NS + 5 * MINUTE, end_ns=BASE_NS + 50 * MINUTE),  # no whole hour
+    TraceFilter(start_ns=BASE_NS + 37 * MINUTE, status="error"),  # not in the rollup's key
+)
+"""Ranges that start and end inside hours, on whole hours, inside one hour, and with a filter the
+rollups are not keyed by: each reads the rollup, the per-trace rows of partial hours, or both."""
 
 
 def _spread(count: int = 12) -> list[SpanRecord]:
@@ -34,17 +42,6 @@ def _spread(count: int = 12) -> list[SpanRecord]:
         shift = BASE_NS + i * 25 * 60 * 10**9 - min(s.start_ns for s in trace)
         spans += [dataclasses.replace(s, start_ns=s.start_ns + shift) for s in trace]
     return spans
-
-
-@pytest.fixture
-def client(tmp_path: Path) -> Iterator[ChdbClient]:
-    found = ChdbClient(str(tmp_path / "chdb"))
-    try:
-        found.command(EXPORTER_DDL)
-        schema.init(found)
-        yield found
-    finally:
-        found.close()
 
 
 def _rollup(client: ChdbClient) -> list[Any]:
@@ -118,18 +115,6 @@ def test_a_trace_derived_again_takes_its_earlier_version_back(client: ChdbClient
     _assert_usage_equals_memory(source, everything, TraceFilter(start_ns=start + HOUR_NS // 3))
 
 
-class _Recording:
-    """A client that remembers every query it ran."""
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-        self.queries: list[str] = []
-
-    def query(self, query: str, parameters: dict[str, Any] | None = None) -> Any:
-        self.queries.append(query)
-        return self.client.query(query, parameters=parameters)
-
-
 def test_ranges_split_at_hours_equal_the_memory_source(client: ChdbClient) -> None:
     spans = _spread()
     client.command(insert_statement(spans))
@@ -137,18 +122,9 @@ def test_ranges_split_at_hours_equal_the_memory_source(client: ChdbClient) -> No
     # every per-trace usage row written twice, as a deriver killed after its children and rerun
     # leaves them until a merge: the partial hours' reads must count each once
     client.command(f"INSERT INTO {schema.USAGE} SELECT * FROM {schema.USAGE}")
-    recording = _Recording(client)
+    recording = RecordingClient(client)
     source = ClickHouseSource(recording)
-    minute = 60 * 10**9
-    for flt in (
-        TraceFilter(),
-        TraceFilter(start_ns=BASE_NS + 37 * minute),
-        TraceFilter(end_ns=BASE_NS + 201 * minute),
-        TraceFilter(start_ns=BASE_NS + 37 * minute, end_ns=BASE_NS + 201 * minute),
-        TraceFilter(start_ns=BASE_NS + HOUR_NS, end_ns=BASE_NS + 3 * HOUR_NS),  # whole hours only
-        TraceFilter(start_ns=BASE_NS + 5 * minute, end_ns=BASE_NS + 50 * minute),  # no whole hour
-        TraceFilter(start_ns=BASE_NS + 37 * minute, status="error"),  # not in the rollup's key
-    ):
+    for flt in HOUR_SPLIT_RANGES:
         _assert_usage_equals_memory(source, spans, flt)
     recording.queries.clear()
     source.usage_by("model", TraceFilter())

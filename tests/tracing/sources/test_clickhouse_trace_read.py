@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -15,21 +14,9 @@ from janux.tracing.records import SpanRecord
 from janux.tracing.sources.clickhouse.chdb_client import ChdbClient
 from janux.tracing.sources.clickhouse.source import ClickHouseSource
 from janux.tracing.sources.memory import MemoryTraceSource
-from tests.support.clickhouse_rows import EXPORTER_DDL, TRACE_ID_TS_DDL, insert_statement
+from tests.support.clickhouse_rows import EXPORTER_DDL, TRACE_ID_TS_DDL, RecordingClient, insert_statement
 from tests.support.demo_traces import demo_traces
 from tests.support.foreign.load import all_spans
-
-
-class _Recording:
-    """A client that remembers every query it ran."""
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-        self.queries: list[str] = []
-
-    def query(self, query: str, parameters: dict[str, Any] | None = None) -> Any:
-        self.queries.append(query)
-        return self.client.query(query, parameters=parameters)
 
 
 @pytest.fixture
@@ -62,7 +49,7 @@ def test_a_trace_read_is_bounded_by_the_lookup_table_and_complete(client: ChdbCl
     for statement in TRACE_ID_TS_DDL:
         client.command(statement)
     client.command(insert_statement([s for s in spans if s.trace_id not in before]))
-    recording = _Recording(client)
+    recording = RecordingClient(client)
     source, memory = ClickHouseSource(recording), MemoryTraceSource(spans)
     for trace_id in traces:
         recording.queries.clear()
@@ -76,7 +63,7 @@ def test_a_trace_read_is_bounded_by_the_lookup_table_and_complete(client: ChdbCl
 def test_without_the_lookup_table_the_read_is_unbounded(client: ChdbClient) -> None:
     spans = list(demo_traces().spans)
     client.command(insert_statement(spans))
-    recording = _Recording(client)
+    recording = RecordingClient(client)
     source, memory = ClickHouseSource(recording), MemoryTraceSource(spans)
     trace_id = spans[0].trace_id
     assert _ids(source.get_trace(trace_id)) == _ids(memory.get_trace(trace_id))
