@@ -11,7 +11,6 @@ records (scripted usage ledgers, raw SDK spans), never from Janux's reading of t
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -23,25 +22,12 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.sdk.trace.id_generator import IdGenerator
 
+from tests.support.foreign.isolated import SeededIds as SeededIds
 from tests.support.foreign.truth import Truth as Truth
 
 FIXTURES = Path(__file__).parent / "fixtures"
 """Where the committed fixtures live."""
-
-
-class SeededIds(IdGenerator):
-    """Trace and span ids from a seeded generator, so a regenerated fixture has the same ids."""
-
-    def __init__(self, seed: int) -> None:
-        self._rng = random.Random(seed)
-
-    def generate_span_id(self) -> int:
-        return self._rng.getrandbits(64) or 1
-
-    def generate_trace_id(self) -> int:
-        return self._rng.getrandbits(128) or 1
 
 
 class Capture:
