@@ -59,6 +59,41 @@ def test_init_derive_then_traces_and_trace_equal_the_store(dirs: tuple[Path, Pat
     )
 
 
+def test_the_printed_sql_leaves_the_database_where_init_does(
+    dirs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """SQL applied by hand from `--print` (as a user without `init`'s access would) records the
+    schema version, so the deriver runs on it and the pages answer what the store answers."""
+    printed = _ok("clickhouse", "init", "--print")
+    chdb = tmp_path / "chdb"
+    client = ChdbClient(str(chdb))
+    try:
+        client.command(EXPORTER_DDL)
+        client.command(insert_statement(all_spans()))
+        for statement in printed.split(";\n\n"):
+            client.command(statement.rstrip(";"))
+        assert schema.applied_version(client) == schema.SCHEMA_VERSION
+    finally:
+        client.close()
+    traces = len({s.trace_id for s in all_spans()})
+    assert f"derived {traces} trace(s)" in _ok(
+        "derive", "--once", "--quiet-seconds", "0", "--chdb", str(chdb)
+    )
+    assert _ok("traces", "--json", "--limit", "100", "--chdb", str(chdb)) == _ok(
+        "traces", "--json", "--limit", "100", "--data-dir", str(dirs[1])
+    )
+    upgrade = _ok("clickhouse", "init", "--print", "--from-version", "2")
+    assert "MATERIALIZE COLUMN" not in upgrade  # stored spans keep their insertion time
+    assert upgrade.count(f"INSERT INTO {schema.MAP_HOURLY}") == 3  # loops, delegations, traces
+    assert f"INSERT INTO {schema.USAGE_HOURLY}" not in upgrade  # schema 2 has its usage rollup
+    assert "INSERT INTO janux_schema (version, applied) VALUES (3," in upgrade
+    cluster = _ok("clickhouse", "init", "--cluster", "prod", "--from-version", "1")
+    assert f"INSERT INTO {schema.USAGE_HOURLY} (" in cluster
+    assert "SETTINGS distributed_product_mode = 'local'" in cluster
+    bad = janux("clickhouse", "init", "--print", "--from-version", "9")
+    assert bad.returncode != 0 and "--from-version must be 0..3, got 9" in bad.stderr
+
+
 def test_bad_input_gets_a_clear_error(tmp_path: Path) -> None:
     shard = janux("derive", "--once", "--shard", "2/2", "--chdb", str(tmp_path / "x"))
     assert shard.returncode != 0 and "shard 2/2: need 0 <= i < n" in shard.stderr

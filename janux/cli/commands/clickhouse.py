@@ -1,7 +1,9 @@
 """`janux clickhouse init`: create (or keep) Janux's derived tables next to the Collector's `otel_traces`.
 
 Idempotent and versioned (`janux.tracing.sources.clickhouse.schema`); `--print` shows the DDL
-instead of running it, `--cluster NAME` the `ON CLUSTER` / `Replicated*` / `Distributed` variant.
+instead of running it (the same statements `init` runs, back-fills of an upgrade from
+`--from-version N` and the version row included), `--cluster NAME` the `ON CLUSTER` /
+`Replicated*` / `Distributed` variant.
 """
 
 from __future__ import annotations
@@ -33,6 +35,16 @@ def register(subparsers: Any) -> None:
     init.add_argument(
         "--cluster", default=None, help="print the DDL for this cluster (ON CLUSTER, Replicated)"
     )
+    init.add_argument(
+        "--from-version",
+        type=int,
+        default=0,
+        metavar="N",
+        help=(
+            "with --print/--cluster: the schema version the database is at (0: none yet); the "
+            "printed SQL includes that upgrade's one-time back-fills and records the new version"
+        ),
+    )
     add_clickhouse_arguments(init)
     init.set_defaults(func=_init)
 
@@ -40,8 +52,15 @@ def register(subparsers: Any) -> None:
 def _init(args: argparse.Namespace) -> int:
     table = table_from_args(args)
     if args.cluster or args.print:
-        statements = (
-            schema.cluster_ddl(args.cluster, table=table) if args.cluster else schema.ddl(table=table)
+        if not 0 <= args.from_version <= schema.SCHEMA_VERSION:
+            raise SystemExit(
+                f"janux clickhouse init: --from-version must be 0..{schema.SCHEMA_VERSION}, "
+                f"got {args.from_version}"
+            )
+        # an upgrade's database has the insertion-time column already: materializing it again
+        # would stamp every stored span as new and have the deriver derive them all again
+        statements = schema.init_statements(
+            args.from_version, table=table, cluster=args.cluster, had_column=args.from_version > 0
         )
         print(";\n\n".join(statements) + ";")
         return 0

@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import pytest
+
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.clickhouse import map_parts, schema
 from janux.tracing.sources.clickhouse.chdb_client import ChdbClient
@@ -17,7 +19,14 @@ from janux.tracing.sources.clickhouse.source import ClickHouseSource
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter
 from tests.support.clickhouse_rows import RecordingClient, insert_statement
-from tests.tracing.sources.test_clickhouse_rollup import BASE_NS, HOUR_NS, HOUR_SPLIT_RANGES, MINUTE, _spread
+from tests.tracing.sources.test_clickhouse_rollup import (
+    BASE_NS,
+    HOUR_NS,
+    HOUR_SPLIT_RANGES,
+    MINUTE,
+    _spread,
+    upgrade,
+)
 
 
 def _map_rollup(client: ChdbClient) -> list[tuple[Any, ...]]:
@@ -123,7 +132,8 @@ def test_maps_over_ranges_split_at_hours_equal_the_memory_source(client: ChdbCli
     )
 
 
-def test_init_migrates_a_schema_2_database_once(client: ChdbClient) -> None:
+@pytest.mark.parametrize("cluster", [None, "prod"])
+def test_init_migrates_a_schema_2_database_once(client: ChdbClient, cluster: str | None) -> None:
     spans = _spread()
     client.command(insert_statement(spans))
     derive_pending(client, quiet_s=0)
@@ -138,7 +148,7 @@ def test_init_migrates_a_schema_2_database_once(client: ChdbClient) -> None:
     client.command(f"TRUNCATE TABLE {schema.SCHEMA}")
     client.command(f"INSERT INTO {schema.SCHEMA} (version, applied) VALUES (2, now64(3))")
     _assert_map_equals_memory(ClickHouseSource(client), spans, TraceFilter())  # schema 2: per-trace rows
-    for _ in range(2):  # the second run adds nothing
-        assert schema.init(client) == schema.SCHEMA_VERSION
+    for run in range(2):  # the second run (`init`) adds nothing
+        upgrade(client, 2, cluster if run == 0 else None)
         assert _map_rollup(client) == expected
     _assert_map_equals_memory(ClickHouseSource(client), spans, TraceFilter(start_ns=BASE_NS + 37 * MINUTE))

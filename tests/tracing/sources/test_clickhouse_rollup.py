@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import pytest
+
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.clickhouse import schema
 from janux.tracing.sources.clickhouse.chdb_client import ChdbClient
@@ -132,7 +134,24 @@ def test_ranges_split_at_hours_equal_the_memory_source(client: ChdbClient) -> No
     assert all(schema.USAGE_HOURLY in q and f"{schema.USAGE} FINAL" not in q for q in recording.queries[-2:])
 
 
-def test_init_migrates_a_schema_1_database_once(client: ChdbClient) -> None:
+def upgrade(client: ChdbClient, before: int, cluster: str | None) -> None:
+    """`init` on this database at schema `before`; or, with `cluster`, the single server's DDL and
+    then what `janux clickhouse init --cluster NAME --from-version before` prints that is no DDL: its
+    back-fills and version row, which read and write the `Distributed` tables, named as a single
+    server's tables are."""
+    if cluster is None:
+        assert schema.init(client) == schema.SCHEMA_VERSION
+        return
+    for statement in schema.ddl():
+        client.command(statement)
+    for statement in schema.init_statements(before, cluster=cluster, had_column=True):
+        if "ON CLUSTER" not in statement:
+            client.command(statement)
+    assert schema.applied_version(client) == schema.SCHEMA_VERSION
+
+
+@pytest.mark.parametrize("cluster", [None, "prod"])
+def test_init_migrates_a_schema_1_database_once(client: ChdbClient, cluster: str | None) -> None:
     spans = _spread()
     client.command(insert_statement(spans))
     derive_pending(client, quiet_s=0)
@@ -147,7 +166,7 @@ def test_init_migrates_a_schema_1_database_once(client: ChdbClient) -> None:
     client.command(f"INSERT INTO {schema.SCHEMA} (version, applied) VALUES (1, now64(3))")
     assert _rollup(client) == []
     _assert_usage_equals_memory(ClickHouseSource(client), spans, TraceFilter())  # schema 1: per-trace rows
-    for _ in range(2):  # the second run changes nothing
-        assert schema.init(client) == schema.SCHEMA_VERSION
+    for run in range(2):  # the second run (`init`) changes nothing
+        upgrade(client, 1, cluster if run == 0 else None)
         assert _same_sums(_rollup(client), _recomputed(client))
     _assert_usage_equals_memory(ClickHouseSource(client), spans, TraceFilter())

@@ -401,7 +401,12 @@ def map_rollup_ddl(ttl: tuple[str, int] | None, cluster: str | None = None) -> l
     return statements
 
 
-def map_backfill_sql() -> list[str]:
+_ON_SHARDS = " SETTINGS distributed_product_mode = 'local'"
+"""On a cluster a back-fill reads the `Distributed` tables; every derived table is sharded by trace
+id, so its `IN`/`JOIN` over facts rows can stay on each shard."""
+
+
+def map_backfill_sql(cluster: str | None = None) -> list[str]:
     """INSERTs adding to the rollup the loops, delegations and traces of the current facts rows
     written before schema 3 (`map_rows` = 0: the views never saw them). Run once, when `init` moves
     from 2 to 3 (as `backfill_sql`: let that `init` finish)."""
@@ -421,7 +426,7 @@ def map_backfill_sql() -> list[str]:
         )
     traces = map_parts.trace_parts(f"SELECT fs AS s, toInt64(1) AS g FROM ({old})")
     statements.append(f"INSERT INTO {MAP_HOURLY} ({columns}) {traces}")
-    return statements
+    return [statement + (_ON_SHARDS if cluster else "") for statement in statements]
 
 
 def facts_migration_ddl(cluster: str | None = None) -> list[str]:
@@ -527,27 +532,48 @@ def init(client: CommandClient, table: str = "otel_traces") -> int:
 
     Idempotent: every statement is `IF NOT EXISTS`, and the rows already in `table` get an
     insertion time only when the column is new (so they are derived once)."""
-    ttl = otel_ttl(client, table)
-    had_column = _has_column(client, table)
-    for statement in ddl(ttl, table):
+    steps = init_statements(
+        applied_version(client), otel_ttl(client, table), table, had_column=_has_column(client, table)
+    )
+    for statement in steps:
         client.command(statement)
-    if not had_column:  # rows stored before `init` get one insertion time now, written once
-        client.command(
-            f"ALTER TABLE {table} MATERIALIZE COLUMN {INSERTED_COLUMN} SETTINGS mutations_sync = 2"
-        )
-    before = applied_version(client)
-    if before == 1:  # facts rows of schema 1 carry no usage arrays: their rollup comes from janux_usage
-        client.command(f"ALTER TABLE {FACTS} MATERIALIZE INDEX idx_janux_start SETTINGS mutations_sync = 2")
-        client.command(backfill_sql())
-    if 0 < before < 3:  # facts rows before schema 3 carry no loop arrays: their map comes from the rows
-        for statement in map_backfill_sql():
-            client.command(statement)
-    if before < SCHEMA_VERSION:
-        client.command(f"INSERT INTO {SCHEMA} (version, applied) VALUES ({SCHEMA_VERSION}, now64(3))")
     return SCHEMA_VERSION
 
 
-def backfill_sql() -> str:
+def init_statements(
+    before: int,
+    ttl: tuple[str, int] | None = None,
+    table: str = "otel_traces",
+    cluster: str | None = None,
+    *,
+    had_column: bool = False,
+) -> list[str]:
+    """Every statement `init` runs on a database at schema `before` (0: none yet), in order: the
+    DDL, the one-time back-fills of an upgrade, and the row recording the new version (without it
+    `janux derive` refuses to run). `janux clickhouse init --print` prints the same list, so SQL a
+    user applies by hand leaves the database where `init` would."""
+    on_cluster = f" ON CLUSTER {cluster}" if cluster else ""
+    local = "_local" if cluster else ""
+    statements = cluster_ddl(cluster, ttl, table) if cluster else ddl(ttl, table)
+    if not had_column:  # rows stored before `init` get one insertion time now, written once
+        statements.append(
+            f"ALTER TABLE {table}{local}{on_cluster} MATERIALIZE COLUMN {INSERTED_COLUMN} "
+            "SETTINGS mutations_sync = 2"
+        )
+    if before == 1:  # facts rows of schema 1 carry no usage arrays: their rollup comes from janux_usage
+        statements.append(
+            f"ALTER TABLE {FACTS}{local}{on_cluster} MATERIALIZE INDEX idx_janux_start "
+            "SETTINGS mutations_sync = 2"
+        )
+        statements.append(backfill_sql(cluster))
+    if 0 < before < 3:  # facts rows before schema 3 carry no loop arrays: their map comes from the rows
+        statements.extend(map_backfill_sql(cluster))
+    if before < SCHEMA_VERSION:
+        statements.append(f"INSERT INTO {SCHEMA} (version, applied) VALUES ({SCHEMA_VERSION}, now64(3))")
+    return statements
+
+
+def backfill_sql(cluster: str | None = None) -> str:
     """Adds to the rollup the usage rows of the current facts rows written by schema 1 (no usage
     arrays: the views never saw them). A row written since (arrays set, or no usage rows at all)
     is either counted by the views or adds nothing here, so derivers may run meanwhile. Run once,
@@ -564,7 +590,7 @@ def backfill_sql() -> str:
         f"INSERT INTO {USAGE_HOURLY} ({', '.join(column_names(ROLLUP_COLUMNS))}) "
         f"SELECT d, intDiv(s, {HOUR_NS}) * {HOUR_NS} AS hour_ns, k, "
         "toDate(fromUnixTimestamp64Nano(hour_ns, 'UTC')), 1, c, f, "
-        f"{sums}, r FROM ({inner})"
+        f"{sums}, r FROM ({inner})" + (_ON_SHARDS if cluster else "")
     )
 
 
