@@ -20,9 +20,8 @@ from janux.tracing.records import STATUS_ERROR, SpanRecord, attr_float, attr_int
 
 def failed_edge_spans(facts: StructureFacts, by_id: dict[str, SpanRecord]) -> list[SpanRecord]:
     """The tool (else last attempt) span of every failed delegation or transfer of a trace, given its
-    facts and its spans by span id; each span once (the edges into a Strands graph node fed by
-    several nodes share its failed run)."""
-    found: dict[str, SpanRecord] = {}
+    facts and its spans by span id."""
+    found = []
     for edge in facts.edges:
         if not edge.failed:
             continue
@@ -30,8 +29,8 @@ def failed_edge_spans(facts: StructureFacts, by_id: dict[str, SpanRecord]) -> li
         if span_id is None and edge.attempt_agents:
             span_id = facts.agents[edge.attempt_agents[-1]].span_id
         if span_id in by_id:
-            found.setdefault(span_id, by_id[span_id])
-    return list(found.values())
+            found.append(by_id[span_id])
+    return found
 
 
 def newest_spans(spans: list[SpanRecord], limit: int) -> list[SpanRecord]:

@@ -47,12 +47,13 @@ def test_the_planners_run_is_counted_once(case: Case) -> None:
     assert sum(loop.own_input for loop in loops) == case.truth["input_tokens"]
 
 
-def test_a_failed_fan_in_lists_its_failed_run_once() -> None:
+def test_a_failed_fan_in_is_a_failed_handoff_per_edge_on_its_one_run() -> None:
     case = next(case for case in FAN_IN if case.truth["scenario"] == "graph_fan_in_failed")
     facts = structure_facts(case.spans)
     assert facts.failed_handoffs == 2  # flights -> planner and hotels -> planner both failed
     spans = failed_edge_spans(facts, {span.span_id: span for span in case.spans})
-    assert [span.name for span in spans] == ["invoke_agent planner"]
+    assert [span.name for span in spans] == ["invoke_agent planner"] * 2
+    assert [a.name for a in facts.agents if a.status == "error"] == ["planner"]
 
 
 def test_no_other_fixture_shares_a_run() -> None:
