@@ -150,7 +150,7 @@ def assign_costs(index: SpanIndex, tree: HandoffTree, *, estimate: bool = True) 
             tree.nodes[node.parent].inclusive.add(node.inclusive)
     for delegation in tree.delegations:
         total = Usage()
-        for attempt in delegation.attempts:
+        for attempt in () if delegation.shares_run else delegation.attempts:  # carried by another edge
             total.add(tree.nodes[attempt.node].inclusive)
         delegation.cost = total
     return sorted(sources)

@@ -64,12 +64,15 @@ def _delegations(index: SpanIndex, s: Structure, tree: HandoffTree) -> None:
         elif edge.attempts:
             prefix = "transfer" if edge.kind == "transfer" else "direct"
             key = f"{prefix}:{tree.nodes[edge.attempts[0]].span_id}"
+            if edge.shares_run and edge.caller is not None:  # another edge has that key
+                key += f":{tree.nodes[edge.caller].span_id}"
         else:
             key = f"transfer:{number}"
         delegation = Delegation(
             index=number, key=key,
             tool_span_id=index.spans[edge.tool_pos].span_id if edge.tool_pos != NO_PARENT else None,
             parent_node=edge.caller, tool="", kind=edge.kind, target=edge.target, status="completed",
+            shares_run=edge.shares_run,
         )  # fmt: skip
         delegation.attempts = [
             Attempt(number=0, node=node, span_id=tree.nodes[node].span_id, duration_ms=None, status="ok")

@@ -112,7 +112,11 @@ class Delegation:
     has_end: bool = False
     """A HANDOFF_END event was seen."""
     cost: Usage = field(default_factory=Usage)
-    """Inclusive usage of every attempt (and everything they delegated)."""
+    """Inclusive usage of every attempt (and everything they delegated); nothing when it shares
+    its attempts with another delegation, which carries them."""
+    shares_run: bool = False
+    """Its attempts are another delegation's (a Strands graph node fed by several nodes runs once):
+    that one counts them, this one adds nothing to any sum (`readers.structure.Edge.shares_run`)."""
     recorded: bool = False
     """True for janux delegations (events or `janux.handoff.*` attributes present)."""
     caller: str | None = None

@@ -8,8 +8,12 @@ is written from what each scenario does.
 Scenarios: a swarm whose triage agent hands off to billing (`handoff_to_agent`), the same with
 a billing agent whose model fails, an orchestrator that runs a researcher agent inside one of its
 tools (agents as tools), and a graph researcher -> writer (`graph`). A graph's edges are in no span
-attribute: the writer's recorded input names the node feeding it. (A node fed by several nodes is
-not committed: Janux reads it unconnected, see docs/trace-contract.md.)
+attribute: the writer's recorded input names the node feeding it.
+
+A second fixture, `strands_graph_fanin`, holds graphs whose planner node is fed by two nodes
+(flights -> planner, hotels -> planner): both entry nodes run in one batch, then the planner runs
+once with both results in its input; once answering, once with its model failing. Its scenarios
+run after the first fixture's, so the first fixture's ids do not change.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from tests.support.foreign import venvs
 from tests.support.foreign.truth import Truth
 
 NAME = "strands_agents"
+FAN_IN_NAME = "strands_graph_fanin"
 LIBRARY = "strands-agents 1.62.0 (its own OpenTelemetry spans)"
 REQUIREMENTS = ("strands-agents==1.62.0", "opentelemetry-sdk==1.45.1")
 """The pinned versions the fixture was generated with."""
@@ -151,6 +156,44 @@ def _graph(truth: Truth) -> None:
     builder.build()("What is the capital of France?")
 
 
+def _graph_fan_in(truth: Truth, planner_fails: bool = False) -> None:
+    """Two entry nodes (flights, hotels) both feed the planner, which runs once after both (Strands
+    starts every entry node in the first batch; the planner is ready when that batch completes, and
+    its input lists both results)."""
+    from strands import Agent
+    from strands.multiagent import GraphBuilder
+
+    def agent(name: str, script: list[Reply | Exception]) -> Any:
+        return Agent(name=name, model=_model(f"{name}-model", script, truth), callback_handler=None)
+
+    planner_script: list[Reply | Exception] = (
+        [RuntimeError("model overloaded")] if planner_fails else [("Fly Tuesday, stay at the Ritz.", 260, 13)]
+    )
+    builder = GraphBuilder()
+    builder.add_node(agent("flights", [("Tuesday flight is cheapest.", 120, 7)]), "flights")
+    builder.add_node(agent("hotels", [("The Ritz has rooms.", 130, 6)]), "hotels")
+    builder.add_node(agent("planner", planner_script), "planner")
+    builder.add_edge("flights", "planner")
+    builder.add_edge("hotels", "planner")
+    truth.agents, truth.root_agent = ["flights", "hotels", "planner"], "planner"
+    status = "failed" if planner_fails else "completed"
+    truth.edge("flights", "planner", kind="transfer", status=status)
+    truth.edge("hotels", "planner", kind="transfer", status=status)
+    builder.set_max_node_executions(5)
+    builder.build()("Plan a trip to Paris.")
+
+
+def _run(writer: Any, exporter: Any, scenarios: Any) -> None:
+    """Run each (name, scenario) and add its trace and truth to `writer`."""
+    for name, run in scenarios:
+        truth = Truth(scenario=name, library=LIBRARY)
+        try:
+            run(truth)
+        except Exception:
+            truth.raised = True
+        writer.take(exporter, truth)
+
+
 def inner(out: Path) -> None:
     """Run every scenario (inside the virtualenv) and write the fixture."""
     from opentelemetry import trace
@@ -166,14 +209,14 @@ def inner(out: Path) -> None:
         ("agents_as_tools", _agents_as_tools),
         ("graph", _graph),
     )
-    for name, run in scenarios:
-        truth = Truth(scenario=name, library=LIBRARY)
-        try:
-            run(truth)
-        except Exception:
-            truth.raised = True
-        writer.take(exporter, truth)
+    _run(writer, exporter, scenarios)
     writer.write(out)
+    fan_in = Writer(FAN_IN_NAME)
+    _run(fan_in, exporter, (
+        ("graph_fan_in", _graph_fan_in),
+        ("graph_fan_in_failed", lambda truth: _graph_fan_in(truth, planner_fails=True)),
+    ))  # fmt: skip
+    fan_in.write(out)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ NAMES = (
     "crewai_openinference",
     "llamaindex_openinference",
     "langgraph_openllmetry",
+    "strands_graph_fanin",
 )
 """Every committed fixture (`smolagents_openinference`, `strands` and `openllmetry` are hand-built)."""
 

@@ -336,12 +336,18 @@ def test_strands_graph_edges_are_read_from_the_nodes_input() -> None:
     loose = structure_facts([record("a" * 16, "", "invoke_swarm", {c.GEN_AI_OPERATION_NAME: "invoke_swarm"}),
                              *spans[1:]])  # fmt: skip
     assert loose.edges == []
-    # A node fed by two nodes: a loop is the attempt of one edge at most, so it reads unconnected.
+    # A node fed by two nodes: an edge from each, both with its one run as attempt; the run is the
+    # first edge's (its `via`), the other shares it, so no sum counts it twice.
     both = fed.replace("ghost", "checker")
     fan_in = structure_facts([*spans[:2], _graph_node("d", "checker", "[]", "a" * 16, 200),
                               _graph_node("c", "writer", both, "a" * 16, 1_000)])  # fmt: skip
     assert [a.name for a in fan_in.agents] == ["researcher", "checker", "writer"]
-    assert fan_in.edges == []
+    got = [(e.caller, e.target, e.kind, e.attempts, e.attempt_agents, e.shares_run) for e in fan_in.edges]
+    assert got == [
+        ("researcher", "writer", "transfer", 1, [2], False),
+        ("checker", "writer", "transfer", 1, [2], True),
+    ]
+    assert (fan_in.agents[2].via, fan_in.root_agent, fan_in.transfers) == (0, "writer", 2)
 
 
 def test_openllmetry_langgraph_runs_are_one_loop_per_agent() -> None:

@@ -7,6 +7,10 @@ and one edge row (role tool) per delegation or transfer (its calling loop, targe
 facts' status and error). The embedded store writes them when it reads such a trace whole after a
 batch (`store/derive.py`); the in-memory and ClickHouse sources build them when they read it.
 `resolved_trace` folds them back into loops and delegations without walking any span.
+
+An edge that shares its run with another (`Edge.shares_run`: a Strands graph node fed by several
+nodes runs once) has that edge's span id (the run's) and records its attempts in `attempt` instead
+of owning attempt rows: the run, its usage and its cost count once, under the edge that owns it.
 """
 
 from __future__ import annotations
@@ -114,10 +118,11 @@ class _Writer:
         start, duration = (span.start_ns, span.duration_ns) if span is not None else (0, -1)
         caller = self.loop_ids[edge.caller] if edge.caller is not None else ""
         kind = c.KIND_TRANSFER if read.kind == "transfer" else c.KIND_DELEGATE
+        shared = len(edge.attempts) if edge.shares_run else None  # recorded, not owned: see the docstring
         return _row(LinkRow, (
             s.index.trace_id, self.edge_ids[number], caller, ROLE_TOOL, start, duration, read.tool,
-            read.status, error_type, None, None, False, None, None, None, None, False, None, None, True, kind,
-            read.target, None, read.error, None, False, False, "", True,
+            read.status, error_type, None, shared, False, None, None, None, None, False, None, None, True,
+            kind, read.target, None, read.error, None, False, False, "", True,
         ))  # fmt: skip
 
 
@@ -139,11 +144,14 @@ def resolved_trace(links: TraceLinks) -> MapFacts:
     """The loops and delegations of resolved rows: every relation is in the rows, nothing is walked."""
     loops: dict[str, MapLoop] = {}
     edges: dict[str, MapDelegation] = {}
+    sharing: dict[tuple[str, str], MapDelegation] = {}  # edges sharing another's run: no attempt rows
     for row in links.rows:
         if not row.resolved:
             continue
         if row.role == ROLE_AGENT:
             loops.setdefault(row.span_id, MapLoop(row, own=turn_usage(row)))
+        elif row.attempt is not None:
+            sharing.setdefault((row.span_id, row.parent_span_id), MapDelegation(row, None))
         else:
             edges.setdefault(row.span_id, MapDelegation(row, None))
     for loop in loops.values():
@@ -152,9 +160,10 @@ def resolved_trace(links: TraceLinks) -> MapFacts:
         edge = edges.get(row.via) if row.via else None
         if edge is not None:
             edge.attempts.append(loop)
-    for edge in edges.values():
+    every = [*edges.values(), *sharing.values()]
+    for edge in every:
         parent = edge.tool.parent_span_id if edge.tool is not None else ""
         edge.caller = loops.get(parent) if parent else None
     found = list(loops.values())
     fold_inclusive(found)
-    return loop_facts(links.trace_id, found), [delegation_facts(edge) for edge in edges.values()]
+    return loop_facts(links.trace_id, found), [delegation_facts(edge) for edge in every]

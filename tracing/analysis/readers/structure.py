@@ -17,7 +17,9 @@ two of them can disagree on a count:
   its attempt; when the agent that handed off with a LangGraph handoff tool runs again at the top
   without being handed to (langgraph-supervisor's edge back to the supervisor), the handoff was a
   delegation and that run continues the caller's loop; a Strands graph node whose recorded input
-  names one earlier node (`From NODE:`) is the target of a transfer from it;
+  names earlier nodes (`From NODE:` each) is the target of a transfer from each of them, and its one
+  run is the attempt of every such edge: it is counted (runs, attempts, usage, cost) under the first
+  only, the others share it (`Edge.shares_run`);
 - an inference span belongs to its nearest loop; its usage counts once, there; usage an agent span
   reports for itself (accumulated, aggregated) is never added;
 - a delegation failed when its last attempt failed (or, for Janux, by its recorded final status).
@@ -76,6 +78,10 @@ class Edge:
     """Target agent (recorded, else the first attempt's name)."""
     attempts: list[int] = field(default_factory=list)
     """Loops that ran it, in start order."""
+    shares_run: bool = False
+    """True when its attempts are another edge's (a Strands graph node fed by several nodes runs
+    once for all of them): that edge owns the run (it is the loop's `via`) and counts it; this
+    one reads its status from it but adds no attempt, usage or cost to any sum."""
 
 
 @dataclass(slots=True)
@@ -325,10 +331,11 @@ class _Builder:
         return waiting.pop(0)
 
     def _graph_edges(self, pos: int, parent: int, loop: Loop) -> int | None:
-        """Strands graph: a node agent (below `invoke_graph`) fed by one earlier node is the target of
-        a transfer from it (the latest loop of that name); returns that edge. A name no earlier loop
-        has (not a node, or the text of some result) is no edge. A node fed by several nodes reads
-        unconnected: a loop is the attempt of one edge at most (the agent map's rows hold one)."""
+        """Strands graph: a node agent (below `invoke_graph`) is the target of a transfer from each
+        earlier node its input names (the latest loop of that name); returns the edge from the first
+        one named, which owns the run (`loop.via`). The run is also the attempt of the edges from the
+        others, which share it (`Edge.shares_run`: counted once). A name no earlier loop has (not a
+        node, or the text of some result) is no edge."""
         s = self.s
         above = s.index.spans[parent].attributes if parent != NO_PARENT else {}
         if above.get(c.GEN_AI_OPERATION_NAME) != c.OP_INVOKE_GRAPH:
@@ -338,10 +345,14 @@ class _Builder:
             earlier[s.loops[number].name] = number  # the loops started since the last node
         self.synced = len(s.loops) - 1
         known = [earlier[name] for name in genai.graph_inputs(s.index.spans[pos]) if name in earlier]
-        if len(known) != 1:
+        if not known:
             return None
         edge = self._new_edge("transfer", NO_PARENT, known[0])
         s.edges[edge].target = loop.name
+        for feeder in known[1:]:  # the same run: attempt of each edge, counted under the first
+            shared = s.edges[self._new_edge("transfer", NO_PARENT, feeder)]
+            shared.target, shared.shares_run = loop.name, True
+            shared.attempts.append(len(s.loops) - 1)
         return edge
 
     def _resume(self, pos: int, loop: Loop) -> None:
@@ -486,6 +497,8 @@ class EdgeFacts:
     """Why it failed: the tool span's or the last failed attempt's error text."""
     attempt_agents: list[int] = field(default_factory=list)
     """Indexes (in `StructureFacts.agents`) of its attempts."""
+    shares_run: bool = False
+    """Its attempts are counted under another edge (`Edge.shares_run`): no sum adds them again."""
 
 
 @dataclass(slots=True)
@@ -528,8 +541,8 @@ class StructureFacts:
 
     @property
     def attempts(self) -> int:
-        """Attempt loops of delegations."""
-        return sum(e.attempts for e in self.edges if e.kind == "delegate")
+        """Attempt loops of delegations (a run several edges share counted once)."""
+        return sum(e.attempts for e in self.edges if e.kind == "delegate" and not e.shares_run)
 
     @property
     def failed_handoffs(self) -> int:
@@ -613,6 +626,7 @@ def _edge_facts(s: Structure) -> list[EdgeFacts]:
                 target=target, tool=(s.read(edge.tool_pos).tool or "") if tool else target,
                 tool_span_id=tool.span_id if tool else None, attempts=len(edge.attempts), status=status,
                 failed=status in c.FAILING_STATUSES, error=error, attempt_agents=list(edge.attempts),
+                shares_run=edge.shares_run,
             )
         )
     return found
