@@ -21,6 +21,7 @@ from janux.dashboard.views.chart_marks import haloed_text
 from janux.dashboard.views.handoff_labels import (
     DEFAULT_MAX_NODES,
     children_of,
+    drawn_parents,
     edge_lines,
     ghost_lines,
     hidden_below,
@@ -43,7 +44,10 @@ STATE_COLORS = {"ok": "#2e7d32", "failed": "#c62828", "open": "#6a1b9a", "more":
 open, collapsed loops."""
 SELECTED_COLOR = "#1565c0"
 """Outline of the marks of the span shown in the detail."""
-ITEM_SHAPES = {"loop": "circle", "not run": "square", "handoff": "diamond", "more": "triangle-down"}
+ITEM_SHAPES = {
+    "loop": "circle", "not run": "square", "shared run": "square", "handoff": "diamond",
+    "more": "triangle-down",
+}  # fmt: skip
 """Shape of each kind of clickable mark."""
 _POINT_COLUMNS = ["row", "depth", "kind", "label", "detail", "state", "span_id"]
 _EDGE_COLUMNS = ["depth", "row", "depth2", "row2", "state", "dashed"]
@@ -137,7 +141,9 @@ def _loop(layout: _Layout, index: int, via: tuple[int, int] | None) -> None:
     for delegation in layout.not_run.get(index, []):
         state = _state(delegation.status)  # completed (a transfer that ran on), open, else failed
         span = delegation.tool_span_id or node.span_id
-        note = _point(layout, "not run", depth + 1, ghost_lines(delegation), state, span)
+        owner = layout.attempt_of.get(delegation.attempts[0].node) if delegation.shares_run else None
+        lines = ghost_lines(delegation, owner[0].caller if owner else None)
+        note = _point(layout, "shared run" if owner else "not run", depth + 1, lines, state, span)
         _handoff(layout, (depth, row), note, edge_lines(delegation, None), state, span, False)
     if index in layout.hidden:
         more = _point(layout, "more", depth + 1, [f"+{layout.hidden[index]:,} more loops"], "more", "")
@@ -154,16 +160,17 @@ def handoff_frames(
     of span `selected` are outlined."""
     shown = visible_loops(view, max_nodes)
     not_run: dict[int, list[Delegation]] = {}
-    for delegation in view.delegations:
-        if not delegation.attempts and delegation.parent_node is not None:
+    for delegation in view.delegations:  # a run several transfers share is drawn under its owner's
+        if (not delegation.attempts or delegation.shares_run) and delegation.parent_node is not None:
             not_run.setdefault(delegation.parent_node, []).append(delegation)
+    parents = drawn_parents(view)
+    attempt_of = {a.node: (d, a) for d in view.delegations if not d.shares_run for a in d.attempts}
     layout = _Layout(
-        view, shown, children_of(view), {a.node: (d, a) for d in view.delegations for a in d.attempts},
-        not_run, hidden_below(view, shown),
-    )  # fmt: skip
-    for node in view.nodes:
-        if node.parent is None:
-            _loop(layout, node.index, None)
+        view, shown, children_of(view, parents), attempt_of, not_run, hidden_below(view, shown)
+    )
+    for index, parent in enumerate(parents):
+        if parent is None:
+            _loop(layout, index, None)
     points = pd.DataFrame(layout.points, columns=_POINT_COLUMNS)
     points["selected"] = points["span_id"] == (selected or "\0")
     edges = pd.DataFrame(layout.edges, columns=_EDGE_COLUMNS)

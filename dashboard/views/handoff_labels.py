@@ -19,20 +19,38 @@ MAX_DRAWN_DEPTH = 24
 thousands deep would be drawn as one unreadable line)."""
 
 
-def children_of(view: TraceView) -> dict[int, list[int]]:
-    """The loops directly below each loop, in the trace's order."""
+def drawn_parents(view: TraceView) -> list[int | None]:
+    """The loop each loop is drawn below: the loop it ran inside; or, for a loop a transfer started
+    outside its caller's loop (a swarm's or graph's next agent, ADK's `transfer_to_agent`: spans
+    side by side), the caller's loop, so the transfer is drawn as an edge between the two. Only
+    below an earlier loop (loops are in start order, so the drawing has no cycle); a run that
+    several transfers feed hangs below the one that owns it (the others are drawn as notes)."""
+    parents = [node.parent for node in view.nodes]
+    for delegation in view.delegations:
+        caller = delegation.parent_node
+        if delegation.kind != "transfer" or delegation.shares_run or caller is None:
+            continue
+        for attempt in delegation.attempts:
+            if caller < attempt.node and parents[attempt.node] != caller:
+                parents[attempt.node] = caller
+    return parents
+
+
+def children_of(view: TraceView, parents: list[int | None] | None = None) -> dict[int, list[int]]:
+    """The loops drawn directly below each loop (`drawn_parents`), in the trace's order."""
     children: dict[int, list[int]] = {}
-    for node in view.nodes:
-        if node.parent is not None:
-            children.setdefault(node.parent, []).append(node.index)
+    for index, parent in enumerate(drawn_parents(view) if parents is None else parents):
+        if parent is not None:
+            children.setdefault(parent, []).append(index)
     return children
 
 
 def visible_loops(view: TraceView, max_nodes: int) -> set[int]:
     """Loops drawn: breadth first from the roots (so top levels stay visible), up to `max_nodes`
     and `MAX_DRAWN_DEPTH` levels."""
-    children = children_of(view)
-    queue = deque(n.index for n in view.nodes if n.parent is None)
+    parents = drawn_parents(view)
+    children = children_of(view, parents)
+    queue = deque(index for index, parent in enumerate(parents) if parent is None)
     shown: set[int] = set()
     while queue and len(shown) < max_nodes:
         index = queue.popleft()
@@ -46,13 +64,13 @@ def hidden_below(view: TraceView, shown: set[int]) -> dict[int, int]:
     """For each drawn loop whose delegated loops were not all drawn: how many loops below it are not."""
     hidden: dict[int, int] = {}
     anchor_of: dict[int, int] = {}
-    for node in view.nodes:  # parents come first, so each hidden loop finds its drawn ancestor
-        if node.index in shown or node.parent is None:
+    for index, parent in enumerate(drawn_parents(view)):  # parents come first: each finds its anchor
+        if index in shown or parent is None:
             continue
-        anchor = node.parent if node.parent in shown else anchor_of.get(node.parent)
+        anchor = parent if parent in shown else anchor_of.get(parent)
         if anchor is None:
             continue
-        anchor_of[node.index] = anchor
+        anchor_of[index] = anchor
         hidden[anchor] = hidden.get(anchor, 0) + 1
     return hidden
 
@@ -86,10 +104,13 @@ def edge_lines(delegation: Delegation, attempt: Attempt | None) -> list[str]:
     return [delegation.tool, " · ".join(parts)]
 
 
-def ghost_lines(delegation: Delegation) -> list[str]:
-    """The note standing for a handoff that started no loop: what it would have run, and why not."""
+def ghost_lines(delegation: Delegation, drawn_below: str | None = None) -> list[str]:
+    """The note standing for a handoff that started no loop: what it would have run, and why not;
+    or, for one whose run another transfer owns, the agent below whose transfer that run is drawn."""
     kind = "transfer to" if delegation.kind == "transfer" else "not run:"
-    if delegation.kind == "transfer" and delegation.status == "completed":
+    if delegation.kind == "transfer" and delegation.status == "completed" and not delegation.shares_run:
         kind = "continues in this loop as"
+    if delegation.shares_run:  # its run is drawn once, below the transfer that owns it
+        return [f"{kind} {delegation.target}", f"the run drawn below {drawn_below or 'another caller'}"]
     reason = delegation.deny_reason or delegation.stop_reason or delegation.error or ""
     return [line for line in (f"{kind} {delegation.target}", reason) if line]

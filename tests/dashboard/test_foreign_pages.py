@@ -139,6 +139,28 @@ def test_a_failed_agent_reads_error_never_error_error() -> None:
         assert len(drawn_failed) >= len(failed), case.id  # drawn as failed all the same
 
 
+@pytest.mark.parametrize("case", [c for c in CASES if c.truth.get("edges")], ids=lambda c: c.id)
+def test_the_handoff_graph_draws_every_edge_of_the_truth(case: Any) -> None:
+    """Each edge (a delegation, or a transfer whose target ran beside its caller, as swarms, graphs
+    and ADK record them) is a line from the caller's loop to a mark below it: the target's loop,
+    or for a run another transfer owns (graph fan-in) a note naming that target."""
+    view = reconstruct(list(case.spans))
+    frames = handoff_frames(view)
+    agents = {n.span_id: n.agent for n in view.nodes}
+    marks = {(r.row, r.depth): r for r in frames.points.itertuples() if r.kind != "handoff"}
+
+    def agent(mark: Any) -> str:  # a loop's agent; a note's first line ends in its target
+        return agents[mark.span_id] if mark.kind == "loop" else str(mark.label).split("\n")[0].split()[-1]
+
+    drawn = set()
+    for e in frames.edges.itertuples():  # an elbow's first stretch: down from the caller's mark
+        below = marks.get((e.row2, e.depth + 1))
+        if e.depth == e.depth2 and e.row != e.row2 and below is not None and below.kind != "more":
+            drawn.add((agent(marks[(e.row, e.depth)]), agent(below)))
+    truth = {(edge["caller"], edge["target"]) for edge in case.truth["edges"]}
+    assert truth <= drawn, (truth, drawn)
+
+
 def test_a_managed_agent_never_exported_marks_its_trace_incomplete() -> None:
     # smolagents never ends the span of a managed agent that raised: its spans hang below a missing
     # parent. The trace says so, and the failed delegation is still read from the manager's step.
