@@ -47,12 +47,16 @@ class ChdbClient:
 
     def query(self, query: str, parameters: dict[str, Any] | None = None) -> ChdbResult:
         """Run a SELECT and return its rows."""
-        params = {k: _literal(v) for k, v in (parameters or {}).items()}
-        result = self._session.query(query, "JSONCompact", params=params)
-        text = result.data()
+        text = self.raw_query(query, parameters, "JSONCompact").decode(errors="replace")
         if not text.strip():
             return ChdbResult()
         return ChdbResult(json.loads(text).get("data", []))
+
+    def raw_query(self, query: str, parameters: dict[str, Any] | None = None, fmt: str = "Native") -> bytes:
+        """Run a SELECT and return its output in ClickHouse's format `fmt` (as `clickhouse_connect`'s
+        `raw_query`)."""
+        params = {k: _literal(v) for k, v in (parameters or {}).items()}
+        return bytes(self._session.query(query, fmt, params=params).bytes())
 
     def command(self, statement: str) -> None:
         """Run a statement that returns nothing (DDL, INSERT)."""
