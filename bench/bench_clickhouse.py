@@ -15,7 +15,9 @@ time; the copies of the seed's facts rows feed the hourly usage rollup through i
 - cold: each query as the first call of a new process (chdb session opened, the OS page cache
   kept warm: what a restarted dashboard sees);
 - the read-time path (the same source with `derived=False`, once each) up to 1M spans;
-- the embedded store holding the same traces (Python copies of the seed), median of 3.
+- the embedded store holding the same traces (Python copies of the seed), median of 3;
+- the CPU time of reading the 10,000-span trace, and of its decoding into records next to a
+  same-run baseline (the same JSON texts into plain dicts with the standard library).
 Targets (design.md): every query under 0.3 s warm and 1 s cold at 10M spans. A 100M-span line is
 projected from the measured growth between the two sizes, and labelled as a projection.
 """
@@ -40,6 +42,7 @@ from janux.tracing.sources.clickhouse import schema
 from janux.tracing.sources.clickhouse.chdb_client import ChdbClient
 from janux.tracing.sources.clickhouse.deriver import derive_pending
 from janux.tracing.sources.clickhouse.source import ClickHouseSource
+from janux.tracing.sources.clickhouse.span_json import SPAN_JSON, decode_spans
 from janux.tracing.sources.protocol import TraceFilter
 from janux.tracing.testing import synthetic_trace
 from tests.support.clickhouse_rows import EXPORTER_DDL, TRACE_ID_TS_DDL, insert_statement
@@ -288,6 +291,8 @@ class SizeResult:
     cold: dict[str, float]
     read_time: dict[str, float | None]
     store: dict[str, float | None]
+    decode: dict[str, float] = dataclasses.field(default_factory=dict)
+    """`decode_cpu`: CPU seconds of reading the 10,000-span trace, by part."""
 
 
 def _build_and_derive(
@@ -318,6 +323,7 @@ def measure(size: int, work: Path, with_store: bool, read_time_up_to: int) -> Si
         traces = source.count_traces(ALL)
         warm = {name: _median(_bound(fn, source)) for name, fn in QUERIES.items()}
         answers = {name: QUERIES[name](source) for name in _CHECKED}
+        decode = decode_cpu(client, source)
         read_time: dict[str, float | None] = dict.fromkeys(QUERIES)
         if spans <= read_time_up_to:
             print(f"[{size:,}] read-time path ...", file=sys.stderr, flush=True)
@@ -331,7 +337,51 @@ def measure(size: int, work: Path, with_store: bool, read_time_up_to: int) -> Si
     if with_store:
         print(f"[{size:,}] embedded store ...", file=sys.stderr, flush=True)
         store = dict(store_times(work, seed_spans, copies, answers))
-    return SizeResult(spans, traces, rate, seconds, warm, cold_s, read_time, store)
+    return SizeResult(spans, traces, rate, seconds, warm, cold_s, read_time, store, decode)
+
+
+DECODE_PARTS = (
+    "get_trace, whole (SQL, client rows, records)",
+    "of which: JSON texts -> SpanRecords (span_json.decode_spans)",
+    "baseline: the same texts -> plain dicts (stdlib json.loads)",
+)
+
+
+def _cpu_median(fn: Callable[[], object], repeats: int = 3) -> float:
+    """Median CPU seconds of this process (chdb's threads included): other load on the machine
+    does not inflate it, unlike the wall-clock figures."""
+    times = []
+    for _ in range(repeats):
+        began = time.process_time()
+        fn()
+        times.append(time.process_time() - began)
+    return statistics.median(times)
+
+
+def decode_cpu(client: ChdbClient, source: ClickHouseSource) -> dict[str, float]:
+    """CPU seconds of reading the 10,000-span trace: whole, its decoding into records, and a
+    same-run baseline decoding the same JSON texts into plain dicts."""
+    rows = client.query(
+        f"SELECT {SPAN_JSON} FROM otel_traces WHERE TraceId = {{id:String}}", {"id": BIG_TRACE}
+    ).result_rows
+    texts = [str(row[0]) for row in rows]
+    return {
+        "spans": float(len(texts)),
+        DECODE_PARTS[0]: _cpu_median(lambda: source.get_trace(BIG_TRACE)),
+        DECODE_PARTS[1]: _cpu_median(lambda: decode_spans(texts)),
+        DECODE_PARTS[2]: _cpu_median(lambda: [json.loads(text) for text in texts]),
+    }
+
+
+def _decode_report(results: list[SizeResult]) -> None:
+    print()
+    print("| spans | reading one 10k-span trace (CPU of this process, median of 3) | CPU | spans/s |")
+    print("|---|---|---:|---:|")
+    for r in results:
+        for part in DECODE_PARTS:
+            seconds = r.decode[part]
+            rate = r.decode["spans"] / max(seconds, 1e-9)
+            print(f"| {r.spans:,} | {part} | {_ms(seconds)} | {rate:,.0f} |")
 
 
 def _ms(value: float | None) -> str:
@@ -359,6 +409,7 @@ def report(results: list[SizeResult]) -> bool:
     print("|---|---:|---:|---:|")
     for r in results:
         print(f"| {r.spans:,} | {r.traces:,} | {r.derive_spans_per_s:,.0f} spans/s | {r.catch_up_s:,.1f} s |")
+    _decode_report(results)
     if len(results) >= 2:
         _projection(results[-2], results[-1])
     last = results[-1]

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 
 @dataclass(slots=True)
 class ChdbResult:
@@ -47,12 +49,20 @@ class ChdbClient:
 
     def query(self, query: str, parameters: dict[str, Any] | None = None) -> ChdbResult:
         """Run a SELECT and return its rows."""
-        params = {k: _literal(v) for k, v in (parameters or {}).items()}
-        result = self._session.query(query, "JSONCompact", params=params)
-        text = result.data()
-        if not text.strip():
+        raw = self.raw_query(query, parameters, "JSONCompact")
+        if not raw.strip():
             return ChdbResult()
-        return ChdbResult(json.loads(text).get("data", []))
+        try:  # msgspec: the same values as `json.loads`, in half the time (10k-span traces)
+            document = msgspec.json.decode(raw)
+        except msgspec.DecodeError:  # not UTF-8 (ClickHouse's JSON output normally replaces it)
+            document = json.loads(raw.decode(errors="replace"))
+        return ChdbResult(document.get("data", []))
+
+    def raw_query(self, query: str, parameters: dict[str, Any] | None = None, fmt: str = "Native") -> bytes:
+        """Run a SELECT and return its output in ClickHouse's format `fmt` (as `clickhouse_connect`'s
+        `raw_query`)."""
+        params = {k: _literal(v) for k, v in (parameters or {}).items()}
+        return bytes(self._session.query(query, fmt, params=params).bytes())
 
     def command(self, statement: str) -> None:
         """Run a statement that returns nothing (DDL, INSERT)."""

@@ -38,7 +38,7 @@ from janux.tracing.sources.clickhouse.fact_rows import (
     fact_rows,
     failure_rows,
 )
-from janux.tracing.sources.clickhouse.source import ANALYSED_SPAN_SELECT, _span
+from janux.tracing.sources.clickhouse.span_json import ANALYSED_SPAN_JSON, decode_spans, span_texts
 
 logger = logging.getLogger(__name__)
 
@@ -291,19 +291,19 @@ def _as_date(value: Any) -> dt.date:
 
 
 def _spans(rows: Sequence[Sequence[Any]], wanted: set[str]) -> dict[str, tuple[list[SpanRecord], int]]:
-    """Rows (span columns, then insertion ms) grouped by trace: spans and newest insertion."""
+    """Rows (`_SELECT`) grouped by trace: spans and newest insertion; only the `wanted` traces'
+    spans are decoded."""
+    kept = [row for row in rows if str(row[0]) in wanted]
     by_trace: dict[str, tuple[list[SpanRecord], int]] = {}
-    for row in rows:
-        trace_id = str(row[1])
-        if trace_id not in wanted:
-            continue
+    for row, span in zip(kept, decode_spans(span_texts(kept, 2)), strict=True):
+        trace_id = str(row[0])  # as the window and `wanted` spell it
         spans, newest = by_trace.get(trace_id, ([], 0))
-        spans.append(_span(row))
-        by_trace[trace_id] = (spans, max(newest, int(row[-1])))
+        spans.append(span)
+        by_trace[trace_id] = (spans, max(newest, int(row[1])))
     return by_trace
 
 
-_SELECT = f"SELECT {ANALYSED_SPAN_SELECT}, toUnixTimestamp64Milli({s.INSERTED_COLUMN})"
+_SELECT = f"SELECT TraceId, toUnixTimestamp64Milli({s.INSERTED_COLUMN}), {ANALYSED_SPAN_JSON}"
 
 
 def _fresh_batches(

@@ -17,6 +17,7 @@ from janux.tracing.analysis.agentmap.classify import LinkRow, classify_span
 from janux.tracing.analysis.agentmap.loops import TraceLinks
 from janux.tracing.analysis.agentmap.parents import resolve_parents
 from janux.tracing.analysis.trace_parts import Usage
+from janux.tracing.records import SpanRecord
 
 Rows = Callable[[str, dict[str, Any]], list[Any]]
 """Runs SQL with parameters and returns the result rows."""
@@ -26,17 +27,18 @@ _IS_LINK = " OR ".join(f"SpanAttributes['{c.GEN_AI_OPERATION_NAME}'] = '{op}'" f
 
 
 def clickhouse_links(
-    rows: Rows, table: str, traces_sql: str, parameters: dict[str, Any], span_columns: str,
-    to_span: Callable[[Any], Any], inference_sql: str,
+    rows: Rows, table: str, traces_sql: str, parameters: dict[str, Any], span_json: str,
+    spans: Callable[[str, dict[str, Any]], list[SpanRecord]], inference_sql: str,
 ) -> list[TraceLinks]:  # fmt: skip
-    """The links of the Janux traces `traces_sql` selects (a query returning TraceId)."""
+    """The links of the Janux traces `traces_sql` selects (a query returning TraceId); `spans`
+    reads the spans of a query selecting `span_json`."""
     by_trace: dict[str, TraceLinks] = {}
     sql = (
-        f"SELECT {span_columns} FROM {table} WHERE TraceId IN ({traces_sql}) AND ({_IS_LINK}) "
+        f"SELECT {span_json} FROM {table} WHERE TraceId IN ({traces_sql}) AND ({_IS_LINK}) "
         "LIMIT 1 BY TraceId, SpanId"
     )
-    for raw in rows(sql, parameters):
-        row = classify_span(to_span(raw))
+    for span in spans(sql, parameters):
+        row = classify_span(span)
         if row is not None:
             by_trace.setdefault(row.trace_id, TraceLinks(row.trace_id, [])).rows.append(row)  # type: ignore[attr-defined]
     inference = (

@@ -42,13 +42,13 @@ from janux.tracing.analysis.usage_rows import (
     finish,
     group_select,
 )
-from janux.tracing.columns import names, picker, positions, select_list
-from janux.tracing.otlp.enums import KIND_BY_NAME, STATUS_BY_NAME
-from janux.tracing.records import EventRecord, LinkRecord, SpanRecord
+from janux.tracing.columns import positions
+from janux.tracing.records import SpanRecord
 from janux.tracing.sources.clickhouse.derived import DerivedReads
 from janux.tracing.sources.clickhouse.foreign import ForeignTraces
 from janux.tracing.sources.clickhouse.links import clickhouse_links
 from janux.tracing.sources.clickhouse.schema import applied_version
+from janux.tracing.sources.clickhouse.span_json import SPAN_JSON, decode_spans, span_texts
 from janux.tracing.sources.find_cache import FindFactsCache
 from janux.tracing.sources.find_scan import chunked_list, scan_find
 from janux.tracing.sources.protocol import (
@@ -182,36 +182,6 @@ _SUMMARY_COLUMNS = (
 )  # fmt: skip
 """What `list_traces` selects from `_SUMMARY_SELECT` (by alias) and `_summary` reads by name."""
 _SUMMARY_AT = positions(_SUMMARY_COLUMNS)
-
-_SPAN_COLUMNS = (
-    ("start_ns", "toUnixTimestamp64Nano(Timestamp)"), ("TraceId", "TraceId"), ("SpanId", "SpanId"),
-    ("ParentSpanId", "ParentSpanId"), ("TraceState", "TraceState"), ("SpanName", "SpanName"),
-    ("SpanKind", "SpanKind"), ("ServiceName", "ServiceName"), ("ResourceAttributes", "ResourceAttributes"),
-    ("ScopeName", "ScopeName"), ("ScopeVersion", "ScopeVersion"), ("SpanAttributes", "SpanAttributes"),
-    ("duration_ns", "toInt64(Duration)"), ("StatusCode", "StatusCode"), ("StatusMessage", "StatusMessage"),
-    ("event_times", "arrayMap(t -> toUnixTimestamp64Nano(t), Events.Timestamp)"),
-    ("event_names", "Events.Name"), ("event_attributes", "Events.Attributes"),
-    ("link_traces", "Links.TraceId"), ("link_spans", "Links.SpanId"), ("link_states", "Links.TraceState"),
-    ("link_attributes", "Links.Attributes"),
-)  # fmt: skip
-"""(name, expression) of every column `_span` reads."""
-_SPAN_SELECT = select_list(_SPAN_COLUMNS)
-_NOT_ANALYSED = {
-    "ResourceAttributes": "map()", "ScopeName": "''", "ScopeVersion": "''", "TraceState": "''",
-    "link_traces": "[]", "link_spans": "[]", "link_states": "[]", "link_attributes": "[]",
-}  # fmt: skip
-ANALYSED_SPAN_SELECT = select_list(tuple((name, _NOT_ANALYSED.get(name, e)) for name, e in _SPAN_COLUMNS))
-"""`_SPAN_SELECT` with empty values for what the analysis layer never reads (resource attributes,
-scope, trace state, links): the deriver's read, which `_span` converts the same way. The parity
-tests of the derived tables would fail if the analysis started reading one of them."""
-_SPAN_FIELDS = picker(
-    names(_SPAN_COLUMNS),
-    ("start_ns", "TraceId", "SpanId", "ParentSpanId", "TraceState", "SpanName", "SpanKind", "ServiceName",
-     "ResourceAttributes", "ScopeName", "ScopeVersion", "SpanAttributes", "duration_ns", "StatusCode",
-     "StatusMessage"),
-)  # fmt: skip
-_EVENT_FIELDS = picker(names(_SPAN_COLUMNS), ("event_times", "event_names", "event_attributes"))
-_LINK_FIELDS = picker(names(_SPAN_COLUMNS), ("link_traces", "link_spans", "link_states", "link_attributes"))
 
 MAX_DISTINCT_VALUES = 5_000
 """Most values `distinct_values` returns."""
@@ -384,13 +354,16 @@ class ClickHouseSource:
         if not ids:
             return out
         sql = (
-            f"SELECT {_SPAN_SELECT} FROM {self._table} WHERE TraceId IN {{ids:Array(String)}} "
+            f"SELECT {SPAN_JSON} FROM {self._table} WHERE TraceId IN {{ids:Array(String)}} "
             f"AND {self._time_bounds(ids)} ORDER BY TraceId, Timestamp, SpanId LIMIT 1 BY TraceId, SpanId"
         )
-        for row in self._rows(sql, {"ids": ids}):
-            span = _span(row)
+        for span in self._spans(sql, {"ids": ids}):
             out.setdefault(span.trace_id, []).append(span)
         return out
+
+    def _spans(self, sql: str, parameters: dict[str, Any]) -> list[SpanRecord]:
+        """The spans a query selecting `SPAN_JSON` (its first column) returns."""
+        return decode_spans(span_texts(self._rows(sql, parameters)))
 
     def failed_handoff_spans(self, flt: TraceFilter, limit: int = 500) -> list[SpanRecord]:
         """The failed handoffs' spans, newest first: of Janux traces, failing `execute_tool` spans and
@@ -409,12 +382,12 @@ class ClickHouseSource:
             f"AND {_IS_TOOL} AND {_STATUS_ATTR} = ''"
         )
         sql = (
-            f"SELECT {_SPAN_SELECT} FROM {self._table} WHERE TraceId IN ({traces}) AND ("
+            f"SELECT {SPAN_JSON} FROM {self._table} WHERE TraceId IN ({traces}) AND ("
             f"({_IS_TOOL} AND {_STATUS_ATTR} IN {_FAILING}) OR "
             f"({_IS_AGENT} AND {_IS_ERROR} AND (TraceId, ParentSpanId) IN ({foreign_tools}))) "
             "ORDER BY Timestamp DESC LIMIT 1 BY TraceId, SpanId LIMIT {limit:UInt64}"
         )
-        found = [_span(row) for row in self._rows(sql, parameters)]
+        found = self._spans(sql, parameters)
         failing = [s.trace_id for s in self._foreign.matching(flt) if s.failed_handoffs > 0][: max(0, limit)]
         for spans in self._foreign.read_whole(failing):
             found += failed_edge_spans(structure_facts(spans), {span.span_id: span for span in spans})
@@ -425,12 +398,12 @@ class ClickHouseSource:
         if not pairs:
             return []
         sql = (
-            f"SELECT {_SPAN_SELECT} FROM {self._table} WHERE TraceId IN {{traces:Array(String)}} "
+            f"SELECT {SPAN_JSON} FROM {self._table} WHERE TraceId IN {{traces:Array(String)}} "
             "AND SpanId IN {spans:Array(String)} LIMIT 1 BY TraceId, SpanId"
         )
         parameters = {"traces": sorted({t for t, _ in pairs}), "spans": sorted({span for _, span in pairs})}
         wanted = set(pairs)
-        spans = map(_span, self._rows(sql, parameters))
+        spans = self._spans(sql, parameters)
         found = [span for span in spans if (span.trace_id, span.span_id) in wanted]
         return newest_spans(found, limit)
 
@@ -488,7 +461,9 @@ class ClickHouseSource:
         traces = self._janux_ids_sql(flt, parameters)
         spans = f"SELECT * FROM {self._table} WHERE TraceId IN ({traces}) LIMIT 1 BY TraceId, SpanId"
         inference = f"WITH spans AS ({spans}) {_span_rows('model')}"
-        janux = clickhouse_links(self._rows, self._table, traces, parameters, _SPAN_SELECT, _span, inference)
+        janux = clickhouse_links(
+            self._rows, self._table, traces, parameters, SPAN_JSON, self._spans, inference
+        )
         foreign = (foreign_links(spans[0].trace_id, spans) for spans in self._foreign_spans(flt))
         with gc_paused():
             return build_agent_map(chain(janux, foreign), bucket_ns)
@@ -647,51 +622,6 @@ def _summary(row: Any) -> TraceSummary:
         inference_spans=int(row[at["calls"]]),
         usage_read_spans=int(row[at["read_calls"]]),
         bill_reconciled=bill_reconciled(has_bill, bill, turns),
-    )
-
-
-def _attributes(value: Any) -> dict[str, Any]:
-    """A ClickHouse map as a dict (clickhouse_connect gives dicts; be lenient with pair lists)."""
-    if isinstance(value, dict):  # keys are text already (JSON objects, clickhouse_connect's maps)
-        return dict(value)
-    if isinstance(value, (list, tuple)):
-        return {str(pair[0]): pair[1] for pair in value if isinstance(pair, (list, tuple)) and len(pair) == 2}
-    return {}
-
-
-def _span(row: Any) -> SpanRecord:
-    """A `_SPAN_COLUMNS` row as a record."""
-    (
-        start, trace_id, span_id, parent_id, trace_state, name, kind, service, resource, scope_name,
-        scope_version, attributes, duration, status, status_message,
-    ) = _SPAN_FIELDS(row)  # fmt: skip
-    times, event_names, event_attributes = _EVENT_FIELDS(row)
-    events = [
-        EventRecord(int(t), str(n), _attributes(a))
-        for t, n, a in zip(times, event_names, event_attributes, strict=False)
-    ]
-    links = [
-        LinkRecord(str(t), str(s), str(ts), _attributes(a))
-        for t, s, ts, a in zip(*_LINK_FIELDS(row), strict=False)
-    ]
-    return SpanRecord(
-        trace_id=str(trace_id),
-        span_id=str(span_id),
-        parent_span_id=str(parent_id),
-        name=str(name),
-        start_ns=int(start),
-        duration_ns=int(duration),
-        kind=KIND_BY_NAME.get(str(kind).upper().removeprefix("SPAN_KIND_"), str(kind)),
-        status_code=STATUS_BY_NAME.get(str(status).upper().removeprefix("STATUS_CODE_"), str(status)),
-        status_message=str(status_message),
-        service_name=str(service),
-        attributes=_attributes(attributes),
-        resource_attributes=_attributes(resource),
-        scope_name=str(scope_name),
-        scope_version=str(scope_version),
-        trace_state=str(trace_state),
-        events=events,
-        links=links,
     )
 
 
