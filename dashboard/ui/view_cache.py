@@ -35,6 +35,12 @@ SPAN_OVERHEAD_BYTES = 1_500
 PREFETCH_THREAD = "janux-trace-prefetch"
 """Name of the thread that rebuilds traces asked for ahead (one per cache: one connection per source)."""
 
+FREEZE_MIN_SPANS = 2_000
+"""Rebuilt traces of at least this many spans are frozen out of the collector's scans; smaller
+ones add too few objects for their scans to matter."""
+SWEEP_EVERY = 16
+"""Every this many freezes, everything is unfrozen and collected once (see `freeze_out_of_collector`)."""
+
 _Key = tuple[str, str]
 
 
@@ -58,20 +64,43 @@ def view_bytes(view: TraceView) -> int:
 
 
 def rebuild(source: TraceSource, trace_ids: list[str]) -> dict[str, TraceView]:
-    """Read and rebuild `trace_ids` (unknown ids give empty views), then take the result out of the
-    cyclic collector's scans.
+    """Read and rebuild `trace_ids` (unknown ids give empty views) with the cyclic collector paused;
+    a big result is then taken out of its scans (`freeze_out_of_collector`).
 
-    A 10,000-span trace allocates about 80,000 objects: with the collector running, one or two full
-    collections start midway (each walking all of them), and Streamlit runs another after every
-    script run (`runner.postScriptGC`): together 0.1-0.3 s of the page that shows the trace, and of
-    every click on it. A rebuilt trace holds no reference cycles (tested), so reference counting
-    alone frees it when the cache drops it; freezing it (`gc.freeze`) only spares those walks.
+    A 10,000-span trace allocates about 80,000 objects: with the collector running, a full
+    collection starts midway (walking all of them), and Streamlit runs another after every script
+    run (`runner.postScriptGC`): together 0.1-0.3 s of the page that shows the trace, and of every
+    click on it. A rebuilt trace holds no reference cycles (tested), so reference counting alone
+    frees it when the cache drops it: freezing it only spares those walks.
     """
     with gc_paused():
         spans = source.get_traces(trace_ids)
         views = {trace_id: reconstruct(spans.get(trace_id, [])) for trace_id in trace_ids}
-    gc.freeze()
+    if sum(len(view.index.spans) for view in views.values()) >= FREEZE_MIN_SPANS:
+        freeze_out_of_collector()
     return views
+
+
+_freezes = 0
+_freeze_lock = threading.Lock()
+
+
+def freeze_out_of_collector() -> None:
+    """`gc.freeze()`, and on every `SWEEP_EVERY`-th call, first `gc.unfreeze()` and a full collection.
+
+    A freeze takes every object alive at that moment out of the collector's scans, the garbage of
+    the script runs going on meanwhile too (Streamlit's runs leave some hundreds of objects in
+    reference cycles, which only the collector frees): without the sweep, each freeze would keep
+    those for good. The sweep (a full collection over everything, the modules frozen at start too:
+    0.1-0.3 s) bounds them to `SWEEP_EVERY` freezes' worth, on one big rebuild in `SWEEP_EVERY`.
+    """
+    global _freezes
+    with _freeze_lock:
+        _freezes += 1
+        if _freezes % SWEEP_EVERY == 0:
+            gc.unfreeze()
+            gc.collect()
+        gc.freeze()
 
 
 class ViewCache:

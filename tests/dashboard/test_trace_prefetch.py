@@ -6,12 +6,19 @@ from __future__ import annotations
 
 import gc
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
-from janux.dashboard.ui.view_cache import PREFETCH_THREAD, ViewCache
+from janux.dashboard.ui.view_cache import (
+    FREEZE_MIN_SPANS,
+    PREFETCH_THREAD,
+    SWEEP_EVERY,
+    ViewCache,
+    freeze_out_of_collector,
+)
 from janux.tracing.analysis.trace_view import TraceView, reconstruct
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.memory import MemoryTraceSource
@@ -94,11 +101,34 @@ def test_cleared_cache_keeps_nothing_a_build_under_way_returns() -> None:
     assert view.index.spans and len(source.reads) == 2
 
 
-def test_rebuilt_trace_is_left_out_of_the_collectors_scans() -> None:
-    spans = synthetic_trace(300, seed=3)
-    view = ViewCache().view(MemoryTraceSource(spans), "k", spans[0].trace_id)
+def test_big_rebuilt_trace_is_left_out_of_the_collectors_scans() -> None:
+    big, small = synthetic_trace(FREEZE_MIN_SPANS, seed=3), synthetic_trace(40, seed=4)
+    source = MemoryTraceSource(big + small)
+    cache = ViewCache()
+    view = cache.view(source, "k", big[0].trace_id)
+    kept_small = cache.view(source, "k", small[0].trace_id)
     tracked = gc.get_objects()  # frozen objects are not among them
     assert not any(obj is view or obj is view.index for obj in tracked)
+    assert any(obj is kept_small for obj in tracked)  # a small trace is left to the collector
+
+
+class _Cyclic:
+    """An object that refers to itself: only the cyclic collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_freezing_keeps_no_cyclic_garbage_past_a_sweep() -> None:
+    """Garbage frozen with a rebuilt trace (a script run's, say) is freed by the next sweep."""
+    gc.disable()  # only the freezes and their sweep may collect here
+    try:
+        garbage = weakref.ref(_Cyclic())
+        for _ in range(SWEEP_EVERY):
+            freeze_out_of_collector()
+        assert garbage() is None
+    finally:
+        gc.enable()
 
 
 @pytest.mark.parametrize(
