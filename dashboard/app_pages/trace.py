@@ -10,13 +10,15 @@ import streamlit as st
 
 from janux.dashboard.ui import nav
 from janux.dashboard.ui import trace_sections as sections
-from janux.dashboard.ui.state import active_source, get_views
+from janux.dashboard.ui.state import active_source, get_views, prefetch_view
 from janux.dashboard.ui.trace_explorer import VIEW_TAB, explorer
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.sources.protocol import TraceFilter, TraceSource
 
 # The tab below the explorer that once held the graph; links to it open the explorer's Graph tab.
 OLD_GRAPH_SECTION = "Handoff graph"
+# Length of a whole trace id (hex); a shorter one is a prefix, resolved first.
+TRACE_ID_CHARS = 32
 
 
 def _resolve(source: TraceSource, wanted: str) -> str | None:
@@ -45,11 +47,13 @@ def _bar(trace_id: str) -> None:
 
 def main() -> None:
     """Draw the page."""
+    wanted = str(st.query_params.get("trace_id", "")).strip().lower()
+    if len(wanted) == TRACE_ID_CHARS:
+        prefetch_view(wanted)  # read and rebuilt on a worker thread while the title and bar draw
     st.title("Trace")
     active = active_source()
     if active is None:
         return
-    wanted = str(st.query_params.get("trace_id", "")).strip().lower()
     if not wanted:
         nav.back_link()
         st.info("Open a trace from the Traces, Failures or Agent map page (one click on its row).")
@@ -57,7 +61,7 @@ def main() -> None:
         if typed:
             nav.open_trace(typed.lower())
         return
-    trace_id = _resolve(active[1], wanted) if len(wanted) < 32 else wanted
+    trace_id = _resolve(active[1], wanted) if len(wanted) < TRACE_ID_CHARS else wanted
     if trace_id is None:
         return
     if trace_id != wanted:

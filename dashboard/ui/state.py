@@ -222,3 +222,11 @@ def get_views(trace_ids: list[str]) -> dict[str, TraceView]:
         return {}
     key, source = active
     return SHARED.views(source, key, trace_ids)
+
+
+def prefetch_view(trace_id: str) -> None:
+    """Start rebuilding a trace of the active source on the cache's worker thread (a later
+    `get_views` waits for it): the page draws what comes before the trace meanwhile."""
+    source = st.session_state.get("janux_active_source")
+    if source is not None:
+        SHARED.prefetch(source, str(st.session_state["janux_active_key"]), trace_id)

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from janux.dashboard.ui import nav
+from janux.dashboard.ui.copy_text import copy_text
 from janux.dashboard.ui.table import show_table
 from janux.dashboard.views import tables
 from janux.tracing.analysis import formatting as fmt
@@ -40,7 +41,7 @@ def headline(view: TraceView) -> None:
     counts[3].metric("Unpriced tokens", f"{total.unpriced_tokens:,}")
     with counts[4]:
         st.caption("Trace id")
-        st.code(view.trace_id, language=None)
+        copy_text(view.trace_id, label="Copy trace id", key="trace_copy_id")
     unread = total.unread_rounds
     if unread:
         st.warning(
@@ -89,24 +90,46 @@ def _table_or_note(frame: pd.DataFrame, key: str, note: str) -> bool:
     return True
 
 
+ATTEMPT_PICKS = 200
+"""Delegations the "Attempts of" picker lists at most: a drop-down of thousands (2,138 in a
+10,000-span trace) cost the browser a tenth of a second or more to build on every page load."""
+
+
+def attempt_picks(view: TraceView) -> list[int]:
+    """Positions of the delegations the "Attempts of" picker lists: all of them, in order, up to
+    `ATTEMPT_PICKS`; of more, the retried and failed ones first (their attempts are the ones to
+    read), then the others in order, `ATTEMPT_PICKS` in all."""
+    every = range(len(view.delegations))
+    if len(every) <= ATTEMPT_PICKS:
+        return list(every)
+    worth = [
+        i
+        for i in every
+        if len(view.delegations[i].attempts) > 1 or outcomes.is_failed_handoff(view.delegations[i])
+    ]
+    chosen = set(worth)
+    return (worth + [i for i in every if i not in chosen])[:ATTEMPT_PICKS]
+
+
 def delegations(view: TraceView) -> None:
     """Every delegation, then the attempts of the chosen one."""
     if not _table_or_note(
         tables.delegations_frame(view), "trace_delegations", "No delegations in this trace."
     ):
         return
-    labels = [
-        f"{i + 1}. {d.tool} → {d.target} ({d.status}, {fmt.count(d.attempt_count, 'attempt')})"
-        for i, d in enumerate(view.delegations)
-    ]
-    default = next((i for i, d in enumerate(view.delegations) if len(d.attempts) > 1), 0)
-    chosen = st.selectbox(
-        "Attempts of",
-        range(len(labels)),
-        index=default,
-        format_func=labels.__getitem__,
-        key="trace_attempts_of",
-    )
+
+    def label(i: int) -> str:
+        d = view.delegations[i]
+        return f"{i + 1}. {d.tool} → {d.target} ({d.status}, {fmt.count(d.attempt_count, 'attempt')})"
+
+    picks = attempt_picks(view)
+    default = next((n for n, i in enumerate(picks) if len(view.delegations[i].attempts) > 1), 0)
+    chosen = st.selectbox("Attempts of", picks, index=default, format_func=label, key="trace_attempts_of")
+    if len(picks) < len(view.delegations):
+        st.caption(
+            f"{len(picks):,} of {len(view.delegations):,} delegations listed: the retried and failed "
+            "ones first, then in order (the table above lists them all)."
+        )
     picked = view.delegations[int(chosen)]
     # A retried handoff completed: there is no failed handoff to explain (its attempts are listed).
     failed = next((f for f in view.failures if f.delegation == picked.index and f.kind != "retried"), None)

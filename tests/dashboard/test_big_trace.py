@@ -11,10 +11,12 @@ import re
 import pytest
 from streamlit import dataframe_util
 
+from janux.dashboard.ui.table import MAX_ROWS
 from janux.dashboard.ui.trace_explorer import TREE_ROWS
+from janux.dashboard.ui.trace_sections import ATTEMPT_PICKS
 from janux.dashboard.views.handoff_labels import DEFAULT_MAX_NODES
 from janux.dashboard.views.timeline import DEFAULT_MAX_ROWS
-from janux.tracing.analysis import TraceView, reconstruct
+from janux.tracing.analysis import TraceView, outcomes, reconstruct
 from janux.tracing.analysis.trace_outline import outline
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.memory import MemoryTraceSource
@@ -69,3 +71,25 @@ def test_big_trace_page_is_collapsed_by_default(
     at.text_input(key="trace_search").set_value(view.index.spans[-1].span_id).run()
     assert list(tree_rows(at)["span_id"]) == [view.index.spans[-1].span_id]
     assert not at.exception
+
+
+def test_big_trace_attempts_picker_lists_a_bounded_choice(
+    open_page: OpenPage, big: tuple[list[SpanRecord], TraceView]
+) -> None:
+    """Of thousands of delegations, the "Attempts of" picker lists ATTEMPT_PICKS: the retried and
+    failed ones first (the first retried one chosen); the table above still lists every one."""
+    spans, view = big
+    at = open_page(MemoryTraceSource(spans), "trace.py", trace_id=spans[0].trace_id)
+    picker = at.selectbox(key="trace_attempts_of")
+    assert len(picker.options) == ATTEMPT_PICKS < len(view.delegations)
+    listed = [int(option.split(".", 1)[0]) - 1 for option in picker.options]
+    worth = [
+        i for i, d in enumerate(view.delegations) if len(d.attempts) > 1 or outcomes.is_failed_handoff(d)
+    ]
+    assert (
+        listed == (worth + [i for i in range(len(view.delegations)) if i not in set(worth)])[:ATTEMPT_PICKS]
+    )
+    assert len(view.delegations[picker.value].attempts) > 1
+    note = f"{ATTEMPT_PICKS:,} of {len(view.delegations):,} delegations listed"
+    assert any(note in caption.value for caption in at.caption)
+    assert any(len(table.value) == min(len(view.delegations), MAX_ROWS) for table in at.dataframe)
