@@ -127,6 +127,8 @@ def _copy_facts_sql(table: str, first: int, count: int, stamp_ms: int) -> str:
         _SHIFTED[table]: shifted,
         "day": f"toDate(fromUnixTimestamp64Nano({shifted}))",
         "last_inserted_ms": str(stamp_ms),
+        # the loops a facts row carries for the map rollup's views: their starts move with the copy
+        "loop_start_ns": f"arrayMap(x -> x + toInt64(n.number) * {COPY_SHIFT_S * 10**9}, loop_start_ns)",
     }
     names = [name for name, _ in columns]
     select = ", ".join(special.get(name, name) for name in names)

@@ -198,8 +198,8 @@ def _parts_without(client: ChdbClient, table: str, column: str) -> int:
     """Active parts of `table` that do not store `column` (it is computed when read)."""
     rows = client.query(
         "SELECT count() FROM system.parts WHERE database = currentDatabase() AND table = {t:String} "
-        "AND active AND name NOT IN (SELECT name FROM system.parts_columns WHERE database = currentDatabase() "
-        "AND table = {t:String} AND active AND column = {c:String})",
+        "AND active AND name NOT IN (SELECT name FROM system.parts_columns "
+        "WHERE database = currentDatabase() AND table = {t:String} AND active AND column = {c:String})",
         parameters={"t": table, "c": column},
     ).result_rows
     return int(rows[0][0])
