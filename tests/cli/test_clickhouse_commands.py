@@ -115,12 +115,12 @@ def test_init_prints_the_single_server_and_the_cluster_ddl() -> None:
     assert "ENGINE = Distributed(prod, currentDatabase(), janux_map_hourly_local, rand())" in cluster
     assert "ALTER TABLE janux_trace_facts ON CLUSTER prod ADD COLUMN IF NOT EXISTS loop_agent" in cluster
     # schema 4: each loop and delegation row's map key hash, on the local tables and the Distributed ones
-    for table, key in (("janux_loops", "[agent]"), ("janux_delegations", "[caller, target, toString(kind)]")):
+    for name, key in (("janux_loops", "[agent]"), ("janux_delegations", "[caller, target, toString(kind)]")):
         column = f"ADD COLUMN IF NOT EXISTS group_hash UInt64 MATERIALIZED cityHash64({key})"
-        assert f"ALTER TABLE {table} {column}" in single
-        assert f"ALTER TABLE {table}_local ON CLUSTER prod {column}" in cluster
-        assert f"ALTER TABLE {table} ON CLUSTER prod {column}" in cluster
+        assert f"ALTER TABLE {name} {column}" in single
+        assert f"ALTER TABLE {name}_local ON CLUSTER prod {column}" in cluster
+        assert f"ALTER TABLE {name} ON CLUSTER prod {column}" in cluster
         # after the table it alters
-        assert cluster.index(f"ALTER TABLE {table}_local ON CLUSTER") > cluster.index(
-            f"CREATE TABLE IF NOT EXISTS {table} ON CLUSTER prod AS {table}_local"
+        assert cluster.index(f"ALTER TABLE {name}_local ON CLUSTER") > cluster.index(
+            f"CREATE TABLE IF NOT EXISTS {name} ON CLUSTER prod AS {name}_local"
         )
