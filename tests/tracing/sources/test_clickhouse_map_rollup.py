@@ -231,23 +231,3 @@ def test_init_migrates_a_schema_3_database_once(client: ChdbClient) -> None:
         f"SELECT count() FROM {schema.LOOPS} WHERE {schema.GROUP_HASH} != cityHash64({map_parts.NODE_KEY})"
     ).result_rows
     assert int(wrong[0][0]) == 0
-
-
-def _without_references(found: AgentMap) -> AgentMap:
-    nodes = [dataclasses.replace(node, recent=[]) for node in found.nodes]
-    edges = [dataclasses.replace(edge, recent=[], recent_failures=[]) for edge in found.edges]
-    return dataclasses.replace(found, nodes=nodes, edges=edges)
-
-
-def test_partial_hours_are_summed_from_the_loops_their_facts_rows_carry(client: ChdbClient) -> None:
-    spans = _spread()
-    client.command(insert_statement(spans))
-    derive_pending(client, quiet_s=0)
-    flt = TraceFilter(start_ns=BASE_NS + 37 * MINUTE)  # the trace at 50 minutes is in a partial hour
-    expected = MemoryTraceSource(spans).agent_map(flt)
-    assert ClickHouseSource(client).agent_map(flt) == expected
-    # without the per-trace rows only the newest references are missing: the partial hour's sums
-    # come from the loops and delegations its facts rows carry, not from janux_loops/janux_delegations
-    for table in (schema.LOOPS, schema.DELEGATIONS):
-        client.command(f"TRUNCATE TABLE {table}")
-    assert _without_references(ClickHouseSource(client).agent_map(flt)) == _without_references(expected)

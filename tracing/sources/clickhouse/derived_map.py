@@ -37,9 +37,9 @@ from janux.tracing.sources.clickhouse.map_rollup import (
     counted_percentile,
     expand,
     groups,
-    partial_parts,
     read_sql,
     rollup_rows,
+    rows_parts,
 )
 from janux.tracing.sources.clickhouse.schema import HOUR_NS
 from janux.tracing.sources.clickhouse.usage_rollup import HourSplit
@@ -290,8 +290,7 @@ class RolledMap:
         hourly = bucket_ns is not None and bucket_ns % HOUR_NS == 0
         parts = [rollup_rows(self._split.rollup_where())]
         if self._split.has_edges():
-            edges = f"{self._split.bounds('start_ns')} AND {self._split.edge_condition()}"
-            parts += partial_parts(self._current, edges)
+            parts += rows_parts(self._current(self._split.edge_condition()))
         found = groups(self._rows(read_sql(parts, hourly), dict(parameters)))
         by_part: dict[str, list[MapGroup]] = {}
         for group in found:

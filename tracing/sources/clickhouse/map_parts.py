@@ -165,18 +165,6 @@ def _facts_source(prefix: str, fields: Sequence[str], start: str, sign: int, fir
     return f"SELECT s0 AS s, toInt64({sign}) AS g, {renamed}, x_first = 1 AS first FROM ({inner})"
 
 
-def carried_parts(facts: str, loops: Sequence[str], delegations: Sequence[str]) -> list[str]:
-    """Rollup rows of the loops and delegations the facts rows `facts` selects carry (their arrays,
-    `loops`/`delegations` the fields), added: what the `*_add` views write for those rows. How a
-    range's partial hours are read from one range scan of the facts, not from the per-trace rows."""
-    edge = "{p}caller, {p}target, {p}kind"
-    parts = [
-        loop_parts(_facts_source("loop_", loops, "start_ns", 1, "{p}agent")),
-        delegation_parts(_facts_source("delegation_", delegations, "start_ns", 1, edge)),
-    ]
-    return [part.replace("{facts}", facts) for part in parts]
-
-
 def views(facts: str, loops: Sequence[str], delegations: Sequence[str]) -> list[tuple[str, str]]:
     """(name, SELECT) of every view feeding the rollup from the facts table `facts`, whose rows
     carry the loop fields `loops` and the delegation fields `delegations` as arrays."""

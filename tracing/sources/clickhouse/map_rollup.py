@@ -12,7 +12,7 @@ turns the groups into the `AgentMap`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 from typing import Any
@@ -44,19 +44,6 @@ def rows_parts(current: str) -> list[str]:
         ),
         map_parts.trace_parts(f"SELECT toInt64(0) AS s, toInt64(1) AS g FROM ({current})"),
     ]
-
-
-def partial_parts(current: Callable[[str], str], where: str) -> list[str]:
-    """Rollup rows of the current facts rows `where` selects (a range's partial hours; `current(extra)`
-    selects (trace_id, version) of the current facts matching the range and `extra`). Facts rows
-    written since schema 3 carry their loops and delegations (`map_rows` = 1): one range read of
-    `janux_trace_facts`, as the views read them (the per-trace tables are ordered by trace id, so
-    reading a few thousand traces' rows there scans every granule). Older ones (`map_rows` = 0,
-    back-filled at the upgrade) are read from their per-trace rows (`rows_parts`)."""
-    carried = f"(SELECT * FROM {s.FACTS} FINAL WHERE {where} AND map_rows = 1)"
-    legacy = rows_parts(current(f"{where} AND map_rows = 0"))[:2]
-    counted = map_parts.trace_parts(f"SELECT toInt64(0) AS s, toInt64(1) AS g FROM ({current(where)})")
-    return [*map_parts.carried_parts(carried, s.MAP_LOOP_FIELDS, s.MAP_DELEGATION_FIELDS), *legacy, counted]
 
 
 @dataclass(slots=True)
