@@ -159,8 +159,9 @@ def build(path: Path, copies: int, seed_spans: list[SpanRecord]) -> tuple[float,
             client.command(f"CREATE TABLE stage_{table} AS {table}")
             client.command(f"INSERT INTO stage_{table} SELECT * FROM {table} FINAL")
             client.command(f"TRUNCATE TABLE {table}")
-        # the rollup the seed's facts rows fed: the copies below (copy 0 is the seed) feed it again
+        # the rollups the seed's facts rows fed: the copies below (copy 0 is the seed) feed them again
         client.command(f"TRUNCATE TABLE {schema.USAGE_HOURLY}")
+        client.command(f"TRUNCATE TABLE {schema.MAP_HOURLY}")
         for first in range(0, copies, 20):
             client.command(_copy_sql(first, min(20, copies - first)))
         stamp = int(client.query("SELECT toUnixTimestamp64Milli(now64(3))").result_rows[0][0])
