@@ -398,21 +398,18 @@ class RolledMap:
         )
         names = "caller, target, kind"
         sql = self._newest(s.DELEGATIONS, names, f"{names}, failure IS NULL", past, ", failure, reason")
-        refs: dict[tuple[str, str, str], list[tuple[Any, ...]]] = {}
+        # The rows come newest first, ordered as `agentmap.sums` orders references (start, trace,
+        # span; strings compared as bytes, which for UTF-8 is the order Python compares them in), so
+        # each edge keeps its first rows as they come (no list and re-sort per edge: that cost more
+        # than the query at 23,000 rows).
         for caller, target, kind, start, trace_id, span_id, failure, reason in self._rows(sql, bounds):
-            failed = None if failure is None else str(failure)
-            refs.setdefault((str(caller), str(target), str(kind)), []).append(
-                (int(start), str(trace_id), str(span_id), failed, str(reason))
-            )
-        for key, found_refs in refs.items():
-            if key not in edges:
+            edge = edges.get((caller, target, kind))
+            if edge is None:
                 continue
-            recent = _newest_refs([(start, t, span) for start, t, span, _, _ in found_refs])
-            edges[key].recent = [TraceRef(t, start, span) for start, t, span in recent]
-            edges[key].recent_failures = [
-                FailureRef(t, span, start, kind, reason)
-                for start, t, span, kind, reason in _newest_refs([r for r in found_refs if r[3] is not None])
-            ]
+            if len(edge.recent) < TRACE_REFS_KEPT:
+                edge.recent.append(TraceRef(trace_id, int(start), span_id))
+            if failure is not None and len(edge.recent_failures) < TRACE_REFS_KEPT:
+                edge.recent_failures.append(FailureRef(trace_id, span_id, int(start), failure, reason))
 
 
 def _rolled_timeline(found: list[MapGroup], bucket_ns: int) -> dict[tuple[int, str], Usage]:
