@@ -130,6 +130,8 @@ def _copy_facts_sql(table: str, first: int, count: int, stamp_ms: int) -> str:
         _SHIFTED[table]: shifted,
         "day": f"toDate(fromUnixTimestamp64Nano({shifted}))",
         "last_inserted_ms": str(stamp_ms),
+        # the loops a facts row carries for the map rollup's views: their starts move with the copy
+        "loop_start_ns": f"arrayMap(x -> x + toInt64(n.number) * {COPY_SHIFT_S * 10**9}, loop_start_ns)",
     }
     names = [name for name, _ in columns]
     select = ", ".join(special.get(name, name) for name in names)
@@ -160,8 +162,9 @@ def build(path: Path, copies: int, seed_spans: list[SpanRecord]) -> tuple[float,
             client.command(f"CREATE TABLE stage_{table} AS {table}")
             client.command(f"INSERT INTO stage_{table} SELECT * FROM {table} FINAL")
             client.command(f"TRUNCATE TABLE {table}")
-        # the rollup the seed's facts rows fed: the copies below (copy 0 is the seed) feed it again
+        # the rollups the seed's facts rows fed: the copies below (copy 0 is the seed) feed them again
         client.command(f"TRUNCATE TABLE {schema.USAGE_HOURLY}")
+        client.command(f"TRUNCATE TABLE {schema.MAP_HOURLY}")
         for first in range(0, copies, 20):
             client.command(_copy_sql(first, min(20, copies - first)))
         stamp = int(client.query("SELECT toUnixTimestamp64Milli(now64(3))").result_rows[0][0])

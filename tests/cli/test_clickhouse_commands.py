@@ -44,7 +44,7 @@ def test_init_derive_then_traces_and_trace_equal_the_store(dirs: tuple[Path, Pat
     missing = janux("derive", "--once", "--chdb", str(chdb))
     assert missing.returncode != 0 and "run `janux clickhouse init` first" in missing.stderr
     for _ in range(2):  # idempotent
-        assert "schema version 3 ready" in _ok("clickhouse", "init", "--chdb", str(chdb))
+        assert "schema version 4 ready" in _ok("clickhouse", "init", "--chdb", str(chdb))
     traces = len({s.trace_id for s in all_spans()})
     assert f"derived {traces} trace(s)" in _ok(
         "derive", "--once", "--quiet-seconds", "0", "--chdb", str(chdb)
@@ -149,3 +149,13 @@ def test_init_prints_the_single_server_and_the_cluster_ddl() -> None:
     )
     assert "ENGINE = Distributed(prod, currentDatabase(), janux_map_hourly_local, rand())" in cluster
     assert "ALTER TABLE janux_trace_facts ON CLUSTER prod ADD COLUMN IF NOT EXISTS loop_agent" in cluster
+    # schema 4: each loop and delegation row's map key hash, on the local tables and the Distributed ones
+    for name, key in (("janux_loops", "[agent]"), ("janux_delegations", "[caller, target, toString(kind)]")):
+        column = f"ADD COLUMN IF NOT EXISTS group_hash UInt64 MATERIALIZED cityHash64({key})"
+        assert f"ALTER TABLE {name} {column}" in single
+        assert f"ALTER TABLE {name}_local ON CLUSTER prod {column}" in cluster
+        assert f"ALTER TABLE {name} ON CLUSTER prod {column}" in cluster
+        # after the table it alters
+        assert cluster.index(f"ALTER TABLE {name}_local ON CLUSTER") > cluster.index(
+            f"CREATE TABLE IF NOT EXISTS {name} ON CLUSTER prod AS {name}_local"
+        )

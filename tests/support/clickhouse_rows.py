@@ -144,8 +144,11 @@ class RecordingClient:
     def __init__(self, client: Any) -> None:
         self.client = client
         self.queries: list[str] = []
+        self.parameters: list[dict[str, Any]] = []
+        """The parameters of each query, in the same order."""
 
     def query(self, query: str, parameters: dict[str, Any] | None = None) -> Any:
-        """Run `query` on the wrapped client, remembering its text."""
+        """Run `query` on the wrapped client, remembering its text and parameters."""
         self.queries.append(query)
+        self.parameters.append(dict(parameters or {}))
         return self.client.query(query, parameters=parameters)

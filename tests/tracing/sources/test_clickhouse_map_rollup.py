@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.clickhouse import map_parts, schema
 from janux.tracing.sources.clickhouse.chdb_client import ChdbClient
@@ -18,6 +19,7 @@ from janux.tracing.sources.clickhouse.deriver import derive_pending
 from janux.tracing.sources.clickhouse.source import ClickHouseSource
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter
+from janux.tracing.testing import synthetic_trace
 from tests.support.clickhouse_rows import RecordingClient, insert_statement
 from tests.tracing.sources.test_clickhouse_rollup import (
     BASE_NS,
@@ -152,3 +154,90 @@ def test_init_migrates_a_schema_2_database_once(client: ChdbClient, cluster: str
         upgrade(client, 2, cluster if run == 0 else None)
         assert _map_rollup(client) == expected
     _assert_map_equals_memory(ClickHouseSource(client), spans, TraceFilter(start_ns=BASE_NS + 37 * MINUTE))
+
+
+def _dense(count: int = 150) -> list[SpanRecord]:
+    """`count` synthetic traces, one a minute from 7 minutes past `BASE_NS`: the busiest agents
+    have more than `TRACE_REFS_KEPT` loops in their newest hour, so their newest references are
+    bounded by an hour (the sparse `_spread` never reaches the bound)."""
+    spans: list[SpanRecord] = []
+    for i in range(count):
+        trace = synthetic_trace(12, seed=i, janux=i % 4 != 0)
+        shift = BASE_NS + (7 + i) * MINUTE - min(s.start_ns for s in trace)
+        spans += [dataclasses.replace(s, start_ns=s.start_ns + shift) for s in trace]
+    return spans
+
+
+def _last_bits(found: AgentMap) -> AgentMap:
+    return dataclasses.replace(found, turn_costs=[round(cost, 12) for cost in found.turn_costs])
+
+
+def test_the_newest_references_are_found_by_the_rows_map_key_hash(client: ChdbClient) -> None:
+    spans = _dense()
+    client.command(insert_statement(spans))
+    derive_pending(client, quiet_s=0)
+    # every row's group_hash is the hash of its rollup key (the bounds name groups by it)
+    for table, part in ((schema.LOOPS, "node"), (schema.DELEGATIONS, "edge")):
+        unknown = client.query(
+            f"SELECT count() FROM {table} WHERE {schema.GROUP_HASH} NOT IN "
+            f"(SELECT cityHash64(key) FROM {schema.MAP_HOURLY} WHERE part = '{part}')"
+        ).result_rows
+        assert int(unknown[0][0]) == 0
+    recording = RecordingClient(client)
+    source, memory = ClickHouseSource(recording), MemoryTraceSource(spans)
+    for flt in (TraceFilter(), TraceFilter(start_ns=BASE_NS + 37 * MINUTE)):
+        # references and all else equal; a turn cost may differ in its last bit (summed in another
+        # order by the deriver: 0.007 vs 0.007000000000000001, with or without this change)
+        assert _last_bits(source.agent_map(flt)) == _last_bits(memory.agent_map(flt)), flt
+        recording.queries.clear()
+        recording.parameters.clear()
+        source.agent_map(flt)
+        refs = [
+            (q, p) for q, p in zip(recording.queries, recording.parameters, strict=True)
+            if "groups" in p and "starts" in p
+        ]  # fmt: skip
+        assert len(refs) == 2  # the loops' and the delegations' newest references
+        for sql, parameters in refs:
+            assert f"transform({schema.GROUP_HASH}, " in sql and "cityHash64(" not in sql
+            assert len(parameters["groups"]) == len(parameters["starts"]) > 0
+        # the busiest agent's references are read from its newest hour on, not from all its rows
+        assert max(refs[0][1]["starts"]) >= BASE_NS + HOUR_NS
+
+
+def _parts_without(client: ChdbClient, table: str, column: str) -> int:
+    """Active parts of `table` that do not store `column` (it is computed when read)."""
+    rows = client.query(
+        "SELECT count() FROM system.parts WHERE database = currentDatabase() AND table = {t:String} "
+        "AND active AND name NOT IN (SELECT name FROM system.parts_columns "
+        "WHERE database = currentDatabase() AND table = {t:String} AND active AND column = {c:String})",
+        parameters={"t": table, "c": column},
+    ).result_rows
+    return int(rows[0][0])
+
+
+def test_init_migrates_a_schema_3_database_once(client: ChdbClient) -> None:
+    spans = _dense(80)
+    client.command(insert_statement(spans))
+    derive_pending(client, quiet_s=0)
+    expected = _last_bits(MemoryTraceSource(spans).agent_map(TraceFilter()))
+    # back to what schema 3 left: loop and delegation rows without their map key's hash
+    for table in (schema.LOOPS, schema.DELEGATIONS):
+        client.command(f"ALTER TABLE {table} DROP COLUMN {schema.GROUP_HASH}")
+    client.command(f"TRUNCATE TABLE {schema.SCHEMA}")
+    client.command(f"INSERT INTO {schema.SCHEMA} (version, applied) VALUES (3, now64(3))")
+    assert _last_bits(ClickHouseSource(client).agent_map(TraceFilter())) == expected  # hashes strings per row
+    for _ in range(2):  # the second run changes nothing
+        assert schema.init(client) == schema.SCHEMA_VERSION == 4
+        for table in (schema.LOOPS, schema.DELEGATIONS):
+            assert _parts_without(client, table, schema.GROUP_HASH) == 0  # written, not computed per read
+    recording = RecordingClient(client)
+    assert _last_bits(ClickHouseSource(recording).agent_map(TraceFilter())) == expected
+    assert any(f"transform({schema.GROUP_HASH}, " in q for q in recording.queries)
+    # rows derived after the upgrade get it at insert (the deriver never names the column)
+    late = [dataclasses.replace(s, trace_id="f" * 32) for s in synthetic_trace(12, seed=999)]
+    client.command(insert_statement(late))
+    assert derive_pending(client, quiet_s=0).traces == 1
+    wrong = client.query(
+        f"SELECT count() FROM {schema.LOOPS} WHERE {schema.GROUP_HASH} != cityHash64({map_parts.NODE_KEY})"
+    ).result_rows
+    assert int(wrong[0][0]) == 0

@@ -79,12 +79,16 @@ class DerivedReads:
     """`TraceSource` queries over the derived tables (the spans are read only for failed handoffs,
     a bounded page, by the caller)."""
 
-    def __init__(self, rows: Rows, rollup: bool = True, map_rollup: bool = True) -> None:
+    def __init__(
+        self, rows: Rows, rollup: bool = True, map_rollup: bool = True, group_hash: bool = True
+    ) -> None:
         self._rows: Rows = lambda sql, parameters: rows(with_final_settings(sql), parameters)
         self._rollup = rollup
         """True when the hourly usage rollup exists (schema 2): ranges read it (`usage_rollup`)."""
         self._map_rollup = map_rollup
         """True when the hourly agent-map rollup exists (schema 3): ranges read it (`map_rollup`)."""
+        self._group_hash = group_hash
+        """True when loop and delegation rows carry their map key's hash (schema 4)."""
 
     def _current(self, flt: TraceFilter, parameters: dict[str, Any], extra: str = "1") -> str:
         """(trace_id, version) of the current facts of every trace matching `flt` (and `extra`)."""
@@ -148,7 +152,9 @@ class DerivedReads:
         parameters: dict[str, Any] = {}
         split = split_hours(flt) if self._map_rollup else None
         if split is not None:
-            rolled = RolledMap(self._rows, split, lambda extra: self._current(flt, parameters, extra))
+            rolled = RolledMap(
+                self._rows, split, lambda extra: self._current(flt, parameters, extra), self._group_hash
+            )
             self._current(flt, parameters)  # fills `parameters` before the query runs
             return rolled.build(bucket_ns, parameters)
         current = self._current(flt, parameters)

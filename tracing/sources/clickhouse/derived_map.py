@@ -30,6 +30,7 @@ from janux.tracing.analysis.agentmap.fleet_stats import (
     TraceRef,
 )
 from janux.tracing.analysis.agentmap.sums import edge_order, node_order, path_order
+from janux.tracing.sources.clickhouse import map_parts
 from janux.tracing.sources.clickhouse import schema as s
 from janux.tracing.sources.clickhouse.map_rollup import (
     MapGroup,
@@ -268,11 +269,21 @@ class RolledMap:
     `janux_map_hourly`, its partial hours from the per-trace rows, summed in one query; the newest
     references from the per-trace rows, `LIMIT k BY` group."""
 
-    def __init__(self, rows: Rows, split: HourSplit, current: Callable[[str], str]) -> None:
+    def __init__(
+        self, rows: Rows, split: HourSplit, current: Callable[[str], str], group_hash: bool = True
+    ) -> None:
         self._rows = rows
         self._split = split
         self._current = current
         """`current(extra)`: (trace_id, version) of the current facts matching the filter and `extra`."""
+        self._group_hash = group_hash
+        """True when the loop and delegation rows carry `schema.GROUP_HASH` (schema 4): the newest
+        references find their groups by it (a column of numbers) instead of hashing strings per row."""
+
+    def _group(self, key: str) -> str:
+        """How a loop (delegation) row names its group in the newest references' bounds: the rollup
+        key's hash (`key`: `map_parts.NODE_KEY` or `EDGE_KEY`)."""
+        return s.GROUP_HASH if self._group_hash else f"cityHash64({key})"
 
     def build(self, bucket_ns: int | None, parameters: dict[str, Any]) -> AgentMap:
         """The whole map (the timeline too when `bucket_ns` is set)."""
@@ -323,10 +334,11 @@ class RolledMap:
             if named is not None:
                 named.p50_ms, named.p95_ms = _percentile_pair(group.vals)
                 named.traces = int(group.sums["traces"])
-        starts = {g.key[0]: g.newest_hour(TRACE_REFS_KEPT) for g in found if g.key[0] in nodes}
-        names = sorted(starts)
-        bounds = {**parameters, "agents": names, "starts": [starts[n] for n in names]}
-        past = f"start_ns >= transform(agent, {{agents:Array(String)}}, {{starts:Array(Int64)}}, {_NEVER})"
+        shown = sorted((g for g in found if g.key[0] in nodes), key=lambda g: g.key)
+        bounds = {**parameters, "groups": [g.hash for g in shown],
+                  "starts": [g.newest_hour for g in shown]}  # fmt: skip
+        hashed = self._group(map_parts.NODE_KEY)
+        past = f"start_ns >= transform({hashed}, {{groups:Array(UInt64)}}, {{starts:Array(Int64)}}, {_NEVER})"
         for agent, start, trace_id, span_id in self._rows(
             self._newest(s.LOOPS, "agent", "agent", past), bounds
         ):
@@ -376,31 +388,28 @@ class RolledMap:
         keys = sorted(edges)
         bounds = {
             **parameters, "groups": [by_key[k].hash for k in keys],
-            "starts": [by_key[k].newest_hour(TRACE_REFS_KEPT) for k in keys],
-            "failed_starts": [by_key[k].newest_hour(TRACE_REFS_KEPT, failed=True) for k in keys],
+            "starts": [by_key[k].newest_hour for k in keys],
+            "failed_starts": [by_key[k].newest_failed_hour for k in keys],
         }  # fmt: skip
-        group = "cityHash64([caller, target, toString(kind)])"  # the rollup key's hash
+        group = self._group(map_parts.EDGE_KEY)
         at = f"transform({group}, {{groups:Array(UInt64)}}, {{%s:Array(Int64)}}, {_NEVER})"
         past = (
             f"(start_ns >= {at % 'starts'} OR (failure IS NOT NULL AND start_ns >= {at % 'failed_starts'}))"
         )
         names = "caller, target, kind"
         sql = self._newest(s.DELEGATIONS, names, f"{names}, failure IS NULL", past, ", failure, reason")
-        refs: dict[tuple[str, str, str], list[tuple[Any, ...]]] = {}
+        # The rows come newest first, ordered as `agentmap.sums` orders references (start, trace,
+        # span; strings compared as bytes, which for UTF-8 is the order Python compares them in), so
+        # each edge keeps its first rows as they come (no list and re-sort per edge: that cost more
+        # than the query at 23,000 rows).
         for caller, target, kind, start, trace_id, span_id, failure, reason in self._rows(sql, bounds):
-            failed = None if failure is None else str(failure)
-            refs.setdefault((str(caller), str(target), str(kind)), []).append(
-                (int(start), str(trace_id), str(span_id), failed, str(reason))
-            )
-        for key, found_refs in refs.items():
-            if key not in edges:
+            edge = edges.get((caller, target, kind))
+            if edge is None:
                 continue
-            recent = _newest_refs([(start, t, span) for start, t, span, _, _ in found_refs])
-            edges[key].recent = [TraceRef(t, start, span) for start, t, span in recent]
-            edges[key].recent_failures = [
-                FailureRef(t, span, start, kind, reason)
-                for start, t, span, kind, reason in _newest_refs([r for r in found_refs if r[3] is not None])
-            ]
+            if len(edge.recent) < TRACE_REFS_KEPT:
+                edge.recent.append(TraceRef(trace_id, int(start), span_id))
+            if failure is not None and len(edge.recent_failures) < TRACE_REFS_KEPT:
+                edge.recent_failures.append(FailureRef(trace_id, span_id, int(start), failure, reason))
 
 
 def _rolled_timeline(found: list[MapGroup], bucket_ns: int) -> dict[tuple[int, str], Usage]:

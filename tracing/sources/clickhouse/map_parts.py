@@ -29,6 +29,10 @@ from collections.abc import Sequence
 
 _H = 3_600 * 10**9  # `schema.HOUR_NS` (this module is below `schema`: it builds its views)
 _EMPTY_INT_MAP = "CAST(map(), 'Map(Int64, Int64)')"
+NODE_KEY = "[agent]"
+"""The rollup key of an agent (`node`, `timeline`), over a loop row."""
+EDGE_KEY = "[caller, target, toString(kind)]"
+"""The rollup key of an edge, over a delegation row."""
 _EMPTY_TEXT_MAP = "CAST(map(), 'Map(String, Int64)')"
 
 MAP_SUMS = (
@@ -99,7 +103,7 @@ def loop_parts(source: str) -> str:
     values = {
         "part": "part",
         "hour_ns": _hour("s"),
-        "key": "multiIf(part = 'path', path, part = 'turn', CAST([], 'Array(String)'), [agent])",
+        "key": f"multiIf(part = 'path', path, part = 'turn', CAST([], 'Array(String)'), {NODE_KEY})",
         "at_ns": f"if(part = 'timeline', {_hour('start_ns')}, 0)",
         "day": f"toDate(fromUnixTimestamp64Nano({_hour('s')}, 'UTC'))",
         "rows": "g",
@@ -125,7 +129,7 @@ def delegation_parts(source: str) -> str:
     values = {
         "part": "'edge'",
         "hour_ns": _hour("s"),
-        "key": "[caller, target, toString(kind)]",
+        "key": EDGE_KEY,
         "at_ns": "0",
         "day": f"toDate(fromUnixTimestamp64Nano({_hour('s')}, 'UTC'))",
         "rows": "g",

@@ -19,6 +19,9 @@ into these tables; the ClickHouse source reads them instead of re-deriving spans
 - `janux_map_hourly` (schema 3): the agent map's sums per (part, hour of trace start, key), an
   `AggregatingMergeTree` fed by six views on `janux_trace_facts` the same way from the loops and
   delegations each facts row carries (`map_rollup_ddl`; its rows: `map_parts`; read by `map_rollup`).
+- `janux_loops.group_hash`, `janux_delegations.group_hash` (schema 4): the hash of the row's
+  map-rollup key (`MATERIALIZED`, so writers never name it), so the map's newest references find
+  each agent's (edge's) rows by one number instead of hashing its strings per row (`group_hash_ddl`).
 - `janux_derive_state`: the watermark of each deriver shard of each source table (insertion time
   of the rows derived so far); `janux_schema`: the schema versions applied.
 
@@ -39,10 +42,11 @@ from typing import Any, Protocol
 
 from janux.tracing.sources.clickhouse import map_parts
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Version of the DDL below; `init` records it in `janux_schema`. 1: the per-trace tables; 2: the
 hourly usage rollup (`janux_usage_hourly`, fed from the facts rows' usage arrays); 3: the hourly
-agent-map rollup (`janux_map_hourly`, fed from the facts rows' loop and delegation arrays)."""
+agent-map rollup (`janux_map_hourly`, fed from the facts rows' loop and delegation arrays); 4: the
+map-key hash of each loop and delegation row (`GROUP_HASH`)."""
 
 INSERTED_COLUMN = "JanuxInsertedAt"
 """The insertion-time column `init` adds to `otel_traces` (the deriver's watermark)."""
@@ -63,6 +67,9 @@ STATE = "janux_derive_state"
 """Watermark per deriver shard."""
 SCHEMA = "janux_schema"
 """Applied schema versions."""
+GROUP_HASH = "group_hash"
+"""The column (schema 4) of `janux_loops`/`janux_delegations` holding `cityHash64` of the row's
+map-rollup key (`map_parts.NODE_KEY`/`EDGE_KEY`): equal to the rollup's `cityHash64(key)`."""
 
 
 class CommandClient(Protocol):
@@ -446,6 +453,22 @@ def facts_migration_ddl(cluster: str | None = None) -> list[str]:
     return statements
 
 
+def group_hash_ddl(cluster: str | None = None) -> list[str]:
+    """`GROUP_HASH` on the loop and delegation tables: `MATERIALIZED`, so the deriver's INSERTs
+    (which name their columns) never see it and `SELECT *` leaves it out; rows stored before it
+    compute it when read until `init` materializes it. On a cluster the `Distributed` table declares
+    it the same way (it reads the local tables' column and never sends one)."""
+    on_cluster = f" ON CLUSTER {cluster}" if cluster else ""
+    statements = []
+    for table, key in ((LOOPS, map_parts.NODE_KEY), (DELEGATIONS, map_parts.EDGE_KEY)):
+        for target in (f"{table}_local", table) if cluster else (table,):
+            statements.append(
+                f"ALTER TABLE {target}{on_cluster} ADD COLUMN IF NOT EXISTS {GROUP_HASH} UInt64 "
+                f"MATERIALIZED cityHash64({key})"
+            )
+    return statements
+
+
 def source_ddl(table: str = "otel_traces", cluster: str | None = None) -> list[str]:
     """The column (and its minmax index) `init` adds to the Collector's table."""
     on_cluster = f" ON CLUSTER {cluster}" if cluster else ""
@@ -468,6 +491,7 @@ def ddl(ttl: tuple[str, int] | None = None, table: str = "otel_traces") -> list[
     return [
         *source_ddl(table),
         *(create_table(t, ttl) for t in TABLES),
+        *group_hash_ddl(),
         *facts_migration_ddl(),
         *rollup_ddl(ttl),
         *map_rollup_ddl(ttl),
@@ -490,7 +514,7 @@ def cluster_ddl(cluster: str, ttl: tuple[str, int] | None = None, table: str = "
             f"ENGINE = Distributed({cluster}, currentDatabase(), {t.name}_local, {sharding})"
         )
     return [
-        *statements, *facts_migration_ddl(cluster), *rollup_ddl(ttl, cluster),
+        *statements, *group_hash_ddl(cluster), *facts_migration_ddl(cluster), *rollup_ddl(ttl, cluster),
         *map_rollup_ddl(ttl, cluster),
     ]  # fmt: skip
 
@@ -568,6 +592,11 @@ def init_statements(
         statements.append(backfill_sql(cluster))
     if 0 < before < 3:  # facts rows before schema 3 carry no loop arrays: their map comes from the rows
         statements.extend(map_backfill_sql(cluster))
+    if 0 < before < 4:  # rows before schema 4 would hash their strings at every read until merged
+        statements.extend(
+            f"ALTER TABLE {name}{local}{on_cluster} MATERIALIZE COLUMN {GROUP_HASH} SETTINGS mutations_sync = 2"
+            for name in (LOOPS, DELEGATIONS)
+        )
     if before < SCHEMA_VERSION:
         statements.append(f"INSERT INTO {SCHEMA} (version, applied) VALUES ({SCHEMA_VERSION}, now64(3))")
     return statements

@@ -221,7 +221,9 @@ class ClickHouseSource:
         if self._derived_reads is None and self._use_derived:
             version = applied_version(self._client)
             if version >= 1:
-                self._derived_reads = DerivedReads(self._rows, rollup=version >= 2, map_rollup=version >= 3)
+                self._derived_reads = DerivedReads(
+                    self._rows, rollup=version >= 2, map_rollup=version >= 3, group_hash=version >= 4
+                )
         return self._derived_reads
 
     def pending_traces(self) -> int:
