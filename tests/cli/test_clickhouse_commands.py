@@ -83,15 +83,16 @@ def test_the_printed_sql_leaves_the_database_where_init_does(
         "traces", "--json", "--limit", "100", "--data-dir", str(dirs[1])
     )
     upgrade = _ok("clickhouse", "init", "--print", "--from-version", "2")
-    assert "MATERIALIZE COLUMN" not in upgrade  # stored spans keep their insertion time
+    assert f"MATERIALIZE COLUMN {schema.INSERTED_COLUMN}" not in upgrade  # spans keep their insertion time
     assert upgrade.count(f"INSERT INTO {schema.MAP_HOURLY}") == 3  # loops, delegations, traces
     assert f"INSERT INTO {schema.USAGE_HOURLY}" not in upgrade  # schema 2 has its usage rollup
-    assert "INSERT INTO janux_schema (version, applied) VALUES (3," in upgrade
+    assert f"INSERT INTO janux_schema (version, applied) VALUES ({schema.SCHEMA_VERSION}," in upgrade
+    assert upgrade.count(f"MATERIALIZE COLUMN {schema.GROUP_HASH}") == 2  # schema 4's hash, once
     cluster = _ok("clickhouse", "init", "--cluster", "prod", "--from-version", "1")
     assert f"INSERT INTO {schema.USAGE_HOURLY} (" in cluster
     assert "SETTINGS distributed_product_mode = 'local'" in cluster
     bad = janux("clickhouse", "init", "--print", "--from-version", "9")
-    assert bad.returncode != 0 and "--from-version must be 0..3, got 9" in bad.stderr
+    assert bad.returncode != 0 and f"--from-version must be 0..{schema.SCHEMA_VERSION}, got 9" in bad.stderr
 
 
 def test_bad_input_gets_a_clear_error(tmp_path: Path) -> None:

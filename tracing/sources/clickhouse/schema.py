@@ -594,7 +594,8 @@ def init_statements(
         statements.extend(map_backfill_sql(cluster))
     if 0 < before < 4:  # rows before schema 4 would hash their strings at every read until merged
         statements.extend(
-            f"ALTER TABLE {name}{local}{on_cluster} MATERIALIZE COLUMN {GROUP_HASH} SETTINGS mutations_sync = 2"
+            f"ALTER TABLE {name}{local}{on_cluster} MATERIALIZE COLUMN {GROUP_HASH} "
+            "SETTINGS mutations_sync = 2"
             for name in (LOOPS, DELEGATIONS)
         )
     if before < SCHEMA_VERSION:
