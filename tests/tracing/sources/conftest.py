@@ -13,13 +13,19 @@ from tests.support.clickhouse_rows import EXPORTER_DDL
 
 
 @pytest.fixture
-def client(tmp_path: Path) -> Iterator[ChdbClient]:
-    """A chdb database with the Collector exporter's `otel_traces` and Janux's derived tables
-    (`janux clickhouse init`); a module that needs another database defines its own `client`."""
+def exporter_client(tmp_path: Path) -> Iterator[ChdbClient]:
+    """A chdb database with the Collector exporter's `otel_traces` only (no Janux tables)."""
     found = ChdbClient(str(tmp_path / "chdb"))
     try:
         found.command(EXPORTER_DDL)
-        schema.init(found)
         yield found
     finally:
         found.close()
+
+
+@pytest.fixture
+def client(exporter_client: ChdbClient) -> ChdbClient:
+    """`exporter_client` with Janux's derived tables (`janux clickhouse init`); a module that needs
+    another database defines its own `client`."""
+    schema.init(exporter_client)
+    return exporter_client

@@ -6,7 +6,6 @@ decoding of the Native format (the production client). The source and the derive
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,13 +78,9 @@ def _as_written(span: SpanRecord) -> SpanRecord:
 
 
 @pytest.fixture
-def chdb(tmp_path: Path) -> Iterator[ChdbClient]:
-    found = ChdbClient(str(tmp_path / "chdb"))
-    try:
-        found.command(EXPORTER_DDL)
-        yield found
-    finally:
-        found.close()
+def chdb(exporter_client: ChdbClient) -> ChdbClient:
+    """The exporter's table only: these tests read `otel_traces` as the Collector writes it."""
+    return exporter_client
 
 
 def _client(chdb: ChdbClient, kind: str) -> Any:

@@ -5,28 +5,21 @@ not know."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.clickhouse.chdb_client import ChdbClient
 from janux.tracing.sources.clickhouse.source import ClickHouseSource
 from janux.tracing.sources.memory import MemoryTraceSource
-from tests.support.clickhouse_rows import EXPORTER_DDL, TRACE_ID_TS_DDL, RecordingClient, insert_statement
+from tests.support.clickhouse_rows import TRACE_ID_TS_DDL, RecordingClient, insert_statement
 from tests.support.demo_traces import demo_traces
 from tests.support.foreign.load import all_spans
 
 
 @pytest.fixture
-def client(tmp_path: Path) -> Iterator[ChdbClient]:
-    found = ChdbClient(str(tmp_path / "chdb"))
-    try:
-        found.command(EXPORTER_DDL)
-        yield found
-    finally:
-        found.close()
+def client(exporter_client: ChdbClient) -> ChdbClient:
+    """The exporter's table only: these tests read `otel_traces` as the Collector writes it."""
+    return exporter_client
 
 
 def _ids(spans: list[SpanRecord]) -> list[tuple[str, str, int, int]]:

@@ -151,16 +151,7 @@ class MapSums:
         return found
 
     def _nodes(self, paths: list[PathStats]) -> list[AgentStats]:
-        nodes: dict[str, AgentStats] = {}
-        for path in paths:
-            name = path.path[-1]
-            node = nodes.get(name)
-            if node is None:
-                node = nodes[name] = AgentStats(name)
-            node.runs += path.runs
-            node.errors += path.errors
-            node.own.add(path.own)
-            node.inclusive.add(path.inclusive)
+        nodes = nodes_of_paths(paths)
         for name, node in nodes.items():
             durations = self.node_ms.get(name, [])
             node.p50_ms, node.p95_ms = percentile(durations, 50), percentile(durations, 95)
@@ -201,6 +192,22 @@ class MapSums:
 def path_order(path: PathStats) -> tuple[int, float, tuple[str, ...]]:
     """How a map lists its paths: shortest, then most expensive (inclusive) first."""
     return len(path.path), -(path.inclusive.cost or 0.0), path.path
+
+
+def nodes_of_paths(paths: list[PathStats]) -> dict[str, AgentStats]:
+    """Each agent's node, the sum of the paths ending at it (runs, errors, own and inclusive usage):
+    the one rule every source's agent map builds its nodes by."""
+    nodes: dict[str, AgentStats] = {}
+    for path in paths:
+        name = path.path[-1]
+        node = nodes.get(name)
+        if node is None:
+            node = nodes[name] = AgentStats(name)
+        node.runs += path.runs
+        node.errors += path.errors
+        node.own.add(path.own)
+        node.inclusive.add(path.inclusive)
+    return nodes
 
 
 def node_order(node: AgentStats) -> tuple[float, int, str]:

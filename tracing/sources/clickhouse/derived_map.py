@@ -29,7 +29,7 @@ from janux.tracing.analysis.agentmap.fleet_stats import (
     PathStats,
     TraceRef,
 )
-from janux.tracing.analysis.agentmap.sums import edge_order, node_order, path_order
+from janux.tracing.analysis.agentmap.sums import edge_order, node_order, nodes_of_paths, path_order
 from janux.tracing.sources.clickhouse import map_parts
 from janux.tracing.sources.clickhouse import schema as s
 from janux.tracing.sources.clickhouse.map_rollup import (
@@ -138,13 +138,7 @@ class MapQueries:
         ]
 
     def _nodes(self, paths: list[PathStats]) -> list[AgentStats]:
-        nodes: dict[str, AgentStats] = {}
-        for path in paths:  # as `MapSums._nodes`: a node is the sum of the paths ending at it
-            node = nodes.setdefault(path.path[-1], AgentStats(path.path[-1]))
-            node.runs += path.runs
-            node.errors += path.errors
-            node.own.add(path.own)
-            node.inclusive.add(path.inclusive)
+        nodes = nodes_of_paths(paths)
         sql = (
             f"SELECT agent, {_percentiles('duration_ms', 'duration_ms IS NOT NULL')}, uniqExact(trace_id), "
             f"{_threshold()} FROM {self._loops} GROUP BY agent"
@@ -322,13 +316,7 @@ class RolledMap:
     def _nodes(
         self, paths: list[PathStats], found: list[MapGroup], parameters: dict[str, Any]
     ) -> list[AgentStats]:
-        nodes: dict[str, AgentStats] = {}
-        for path in paths:  # as `MapSums._nodes`: a node is the sum of the paths ending at it
-            node = nodes.setdefault(path.path[-1], AgentStats(path.path[-1]))
-            node.runs += path.runs
-            node.errors += path.errors
-            node.own.add(path.own)
-            node.inclusive.add(path.inclusive)
+        nodes = nodes_of_paths(paths)
         for group in found:
             named = nodes.get(group.key[0])
             if named is not None:

@@ -38,6 +38,7 @@ from janux.tracing.sources.clickhouse.fact_rows import (
     day_of,
     fact_rows,
     failure_rows,
+    typed_value,
 )
 from janux.tracing.sources.clickhouse.span_json import ANALYSED_SPAN_JSON, decode_spans, span_texts
 
@@ -226,21 +227,6 @@ def _replaced(client: DeriveClient, known: dict[str, _Known], trace_ids: list[st
     return found
 
 
-def _typed(kind: str, value: Any) -> Any:
-    """A value read back (chdb gives 64-bit ints as text) as the Python type of ClickHouse `kind`."""
-    if value is None:
-        return None
-    if kind.startswith("Array"):
-        return [str(v) for v in value]
-    if "Float" in kind:
-        return float(value)
-    if "Int" in kind:
-        return int(value)
-    if "Bool" in kind:
-        return bool(value) if not isinstance(value, str) else value == "true"
-    return str(value)
-
-
 def _map_rows(
     client: DeriveClient, table: str, fields: Sequence[str], ids: list[str], versions: list[int]
 ) -> dict[str, list[tuple[Any, ...]]]:
@@ -254,7 +240,7 @@ def _map_rows(
     found: dict[str, list[tuple[Any, ...]]] = {}
     for row in rows:
         found.setdefault(str(row[0]), []).append(
-            tuple(_typed(kinds[name], value) for name, value in zip(fields, row[1:], strict=True))
+            tuple(typed_value(kinds[name], value) for name, value in zip(fields, row[1:], strict=True))
         )
     return found
 

@@ -132,10 +132,12 @@ def _float(value: Any) -> float | None:
 _SUMMARY_KINDS = {name: kind for name, kind in s.SUMMARY_COLUMNS}
 
 
-def _summary_value(name: str, value: Any) -> Any:
-    kind = _SUMMARY_KINDS[name]
+def typed_value(kind: str, value: Any) -> Any:
+    """A value read back (chdb gives 64-bit ints as text) as the Python type of ClickHouse `kind`."""
     if value is None:
         return None
+    if kind.startswith("Array"):
+        return [str(v) for v in value]
     if "Float" in kind:
         return float(value)
     if "Int" in kind:
@@ -143,6 +145,10 @@ def _summary_value(name: str, value: Any) -> Any:
     if "Bool" in kind:
         return bool(value) if not isinstance(value, str) else value == "true"
     return str(value)
+
+
+def _summary_value(name: str, value: Any) -> Any:
+    return typed_value(_SUMMARY_KINDS[name], value)
 
 
 def summary_of(row: Sequence[Any]) -> TraceSummary:
