@@ -1,12 +1,14 @@
 """Agent map: which agent delegates to which, how often each edge fails, where the money goes.
 
 Nodes and edges are the source's exact aggregate over every trace in the range (`agent_map`);
-click a node or an edge (on the map or in its tables) to list its traces and its failures.
+click a node or an edge (on the map or in its tables) to list its traces and its failures (read
+for that node or edge alone, `map_refs`).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import altair as alt
 import pandas as pd
@@ -14,7 +16,7 @@ import streamlit as st
 
 from janux.dashboard.ui import headline, nav
 from janux.dashboard.ui.filters import trace_filter
-from janux.dashboard.ui.map_data import bucket_for, cached_map, rules_report
+from janux.dashboard.ui.map_data import bucket_for, cached_map, cached_refs, rules_report
 from janux.dashboard.ui.state import active_source
 from janux.dashboard.ui.table import show_table
 from janux.dashboard.views import map_tables as views
@@ -22,7 +24,7 @@ from janux.dashboard.views.map_chart import map_chart, map_frames
 from janux.tracing.alerts import Report, badges
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import money_cells as cells
-from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, AgentStats, EdgeStats
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, AgentStats, EdgeStats, MapKey, MapRefs
 
 INSPECT = "map_inspect"
 GRAPH_KEY = "map_graph"
@@ -44,7 +46,7 @@ def _refs_table(refs: list[tuple[str, int, str]], key: str) -> None:
         nav.open_trace(refs[picked][0], refs[picked][2])
 
 
-def _node(node: AgentStats) -> None:
+def _node(node: AgentStats, refs: MapRefs) -> None:
     cols = st.columns(5)
     headline.count(cols[0], "Runs", node.runs)
     cols[1].metric("Error rate", f"{node.error_rate:.1%}")
@@ -52,10 +54,10 @@ def _node(node: AgentStats) -> None:
     headline.cost(cols[3], "Inclusive cost", node.inclusive)
     headline.durations(cols[4], "p50 duration", views.ms(node.p50_ms), views.ms(node.p95_ms))
     st.subheader(fmt.markdown_text(f"Newest traces of {node.agent} ({node.traces:,} in the range)"))
-    _refs_table([(r.trace_id, r.start_ns, r.span_id) for r in node.recent], "map_node_traces")
+    _refs_table([(r.trace_id, r.start_ns, r.span_id) for r in refs.recent], "map_node_traces")
 
 
-def _edge(edge: EdgeStats) -> None:
+def _edge(edge: EdgeStats, refs: MapRefs) -> None:
     cols = st.columns(5)
     headline.count(cols[0], "Delegations", edge.count)
     # Counted, not divided: denied handoffs run no attempt, so a ratio would read "0.25 attempts".
@@ -69,7 +71,7 @@ def _edge(edge: EdgeStats) -> None:
         if st.button("All failures of this edge ›", key="map_edge_all_failures"):
             nav.go(nav.FAILURES, caller=edge.caller, target=edge.target)
         show_table(views.reasons_frame(edge), key="map_edge_reasons")
-        recent = edge.recent_failures
+        recent = refs.failures
         failures = pd.DataFrame(
             [{"started (UTC)": fmt.utc(f.start_ns), "kind": f.kind, "reason": f.reason, "trace": f.trace_id}
              for f in recent],
@@ -81,10 +83,12 @@ def _edge(edge: EdgeStats) -> None:
         if picked is not None:
             nav.open_handoff(recent[picked].trace_id, recent[picked].span_id)
     st.subheader(fmt.markdown_text(f"Newest delegations ({edge.traces:,} traces in the range)"))
-    _refs_table([(r.trace_id, r.start_ns, r.span_id) for r in edge.recent], "map_edge_traces")
+    _refs_table([(r.trace_id, r.start_ns, r.span_id) for r in refs.recent], "map_edge_traces")
 
 
-def _inspect(agent_map: AgentMap) -> None:
+def _inspect(agent_map: AgentMap, refs: Callable[[MapKey], MapRefs]) -> None:
+    """The inspected node or edge: its figures from the map, its newest traces read for it alone
+    (`refs`: the source's `map_refs` over the page's range)."""
     options = views.choices(agent_map)
     labels = [c.label for c in options]
     label = st.selectbox("Inspect a node or an edge", labels, key=INSPECT, on_change=_publish)
@@ -92,11 +96,11 @@ def _inspect(agent_map: AgentMap) -> None:
     if choice.agent is not None:
         node = agent_map.node(choice.agent)
         if node is not None:
-            _node(node)
+            _node(node, refs(node.agent))
     elif choice.edge is not None:
         edge = agent_map.edge(*choice.edge)
         if edge is not None:
-            _edge(edge)
+            _edge(edge, refs(edge.key))
 
 
 def _publish() -> None:
@@ -198,7 +202,7 @@ def main() -> None:
     if graph_tab.open is not False:
         with graph_tab:
             _map(agent_map, report)
-            _inspect(agent_map)
+            _inspect(agent_map, lambda group: cached_refs(key, source, flt, group))
     if table_tab.open:
         with table_tab:
             _tables(agent_map, report)

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from janux.dashboard.ui import headline, nav
-from janux.dashboard.ui.map_data import bucket_for, cached_map
+from janux.dashboard.ui.map_data import bucket_for, cached_map, cached_refs
 from janux.dashboard.ui.state import active_source, get_views
 from janux.dashboard.ui.table import show_table
 from janux.dashboard.views.handoff_story import RULE_DOC_REF, HandoffStory, burn_frame, handoff_story
@@ -91,7 +91,8 @@ def _same_way(story: HandoffStory, view: TraceView) -> None:
     edge = cached_map(key, source, flt, bucket_for(flt, time.time_ns())).edge(
         d.caller or "", d.target, d.kind
     )
-    same = [f for f in (edge.recent_failures if edge else []) if f.reason == failure.reason]
+    newest = cached_refs(key, source, flt, edge.key).failures if edge else []
+    same = [f for f in newest if f.reason == failure.reason]
     total = edge.reasons.get(failure.reason, 0) if edge else 0
     st.metric(
         fmt.markdown_text(f"{failure.kind}: {failure.reason}"), f"{total:,} of {edge.count if edge else 0:,}"

@@ -6,13 +6,15 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TypeVar
 
 import streamlit as st
 
 from janux.tracing.alerts import Report, RuleFile, RulesError, evaluate, load_rules
-from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, MapKey, MapRefs
 from janux.tracing.sources.protocol import TraceFilter, TraceSource
 
 RULES_ENV = "JANUX_RULES"
@@ -20,7 +22,9 @@ RULES_ENV = "JANUX_RULES"
 ROUND_NS = 60 * 1_000_000_000
 """A relative range's start is rounded down to the minute, so reruns within it reuse the map."""
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 _CACHE = "janux_map_cache"
+_REFS_CACHE = "janux_map_refs_cache"
 _KEPT = 4
 
 
@@ -34,23 +38,43 @@ def bucket_for(flt: TraceFilter, now_ns: int, oldest_ns: int | None = None) -> i
     return max(ROUND_NS, span // 48 // ROUND_NS * ROUND_NS)
 
 
-def cached_map(key: str, source: TraceSource, flt: TraceFilter, bucket_ns: int) -> AgentMap:
-    """`source.agent_map(flt)`, reused while the source holds the same number of spans."""
-    if flt.start_ns is not None:
-        flt = replace(flt, start_ns=flt.start_ns // ROUND_NS * ROUND_NS)
+def _rounded(flt: TraceFilter) -> TraceFilter:
+    return flt if flt.start_ns is None else replace(flt, start_ns=flt.start_ns // ROUND_NS * ROUND_NS)
+
+
+def _spans(source: TraceSource) -> int:
     try:
-        spans = source.ingest_stats().spans
+        return source.ingest_stats().spans
     except Exception:  # no stats: never reuse
-        spans = -1
-    cache_key = (key, repr(flt), bucket_ns, spans)
-    cache: dict[object, AgentMap] = st.session_state.setdefault(_CACHE, {})
-    found = cache.get(cache_key) if spans >= 0 else None
+        return -1
+
+
+def _cached(name: str, cache_key: tuple[object, ...], read: Callable[[], T]) -> T:
+    """`read()`, kept in this session's cache `name` (the newest `_KEPT`) under `cache_key`; never
+    reused when the key's span count (its last part) is unknown (-1)."""
+    cache: dict[object, T] = st.session_state.setdefault(name, {})
+    found = cache.get(cache_key) if cache_key[-1] != -1 else None
     if found is None:
-        found = source.agent_map(flt, bucket_ns)
+        found = read()
         while len(cache) >= _KEPT:
             cache.pop(next(iter(cache)))
         cache[cache_key] = found
     return found
+
+
+def cached_map(key: str, source: TraceSource, flt: TraceFilter, bucket_ns: int) -> AgentMap:
+    """`source.agent_map(flt)`, reused while the source holds the same number of spans."""
+    flt = _rounded(flt)
+    cache_key = (key, repr(flt), bucket_ns, _spans(source))
+    return _cached(_CACHE, cache_key, lambda: source.agent_map(flt, bucket_ns))
+
+
+def cached_refs(key: str, source: TraceSource, flt: TraceFilter, group: MapKey) -> MapRefs:
+    """`source.map_refs` of one node or edge of `cached_map`'s map (the same rounded range), read
+    when it is inspected and reused like the map."""
+    flt = _rounded(flt)
+    cache_key = (key, repr(flt), group, _spans(source))
+    return _cached(_REFS_CACHE, cache_key, lambda: source.map_refs(flt, group))
 
 
 _warming: set[str] = set()

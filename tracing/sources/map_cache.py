@@ -16,8 +16,9 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from janux.tracing.analysis.agentmap.build import aggregate, gc_paused, map_facts
-from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, MapKey, MapRefs
 from janux.tracing.analysis.agentmap.loops import MapFacts, TraceLinks
+from janux.tracing.analysis.agentmap.sums import newest_refs
 
 MAX_TRACES = 300_000
 """Traces whose facts are kept; beyond this the oldest entries are dropped (and re-read if needed)."""
@@ -109,6 +110,33 @@ class MapCache:
                 self._last = (key, kept)
         return kept
 
+    def _known(self, versions: dict[str, int], load_all: LoadAll, load_some: LoadSome) -> dict[str, MapFacts]:
+        """The facts of the traces in `versions`, reading only those not kept here or in `KeptFacts`."""
+        # One reader at a time: a second caller (another session, the warm-up) waits for the
+        # first one's facts instead of reading the same traces again.
+        with self._reading:
+            with self._lock:
+                known = {t: entry[1] for t, entry in self._facts.items() if versions.get(t) == entry[0]}
+            stale = [t for t in versions if t not in known]
+            if stale and self._kept is not None:
+                found = self._store(versions, self._kept.load({t: versions[t] for t in stale}))
+                known.update(found)
+                stale = [t for t in stale if t not in found]
+            if stale:
+                loaded = load_all() if len(stale) > len(versions) // 2 else load_some(stale)
+                fresh = self._compute(versions, loaded)
+                known.update((t, f) for t, f in fresh.items() if t in versions)
+        return known
+
+    def map_refs(
+        self, versions: dict[str, int], load_all: LoadAll, load_some: LoadSome, key: MapKey
+    ) -> MapRefs:
+        """The newest references of one node or edge over the traces in `versions` (their facts
+        read as `agent_map` reads them)."""
+        with gc_paused():
+            known = self._known(versions, load_all, load_some)
+            return newest_refs(((t, known[t]) for t in versions if t in known), key)
+
     def agent_map(
         self, versions: dict[str, int], load_all: LoadAll, load_some: LoadSome, bucket_ns: int | None
     ) -> AgentMap:
@@ -120,20 +148,7 @@ class MapCache:
         if kept is not None:
             return kept
         with gc_paused():
-            # One reader at a time: a second caller (another session, the warm-up) waits for the
-            # first one's facts instead of reading the same traces again.
-            with self._reading:
-                with self._lock:
-                    known = {t: entry[1] for t, entry in self._facts.items() if versions.get(t) == entry[0]}
-                stale = [t for t in versions if t not in known]
-                if stale and self._kept is not None:
-                    found = self._store(versions, self._kept.load({t: versions[t] for t in stale}))
-                    known.update(found)
-                    stale = [t for t in stale if t not in found]
-                if stale:
-                    loaded = load_all() if len(stale) > len(versions) // 2 else load_some(stale)
-                    fresh = self._compute(versions, loaded)
-                    known.update((t, f) for t, f in fresh.items() if t in versions)
+            known = self._known(versions, load_all, load_some)
             # A trace in the range with no agent or tool span adds nothing but still counts as read.
             empty: MapFacts = ([], [])
             built = aggregate(((t, known.get(t, empty)) for t in versions), bucket_ns)

@@ -13,7 +13,8 @@ from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from janux.tracing.analysis.agentmap.build import aggregate
-from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, MapKey, MapRefs
+from janux.tracing.analysis.agentmap.sums import newest_refs
 from janux.tracing.analysis.summary import matches, newest_spans
 from janux.tracing.analysis.trace_facts import TraceFacts, analyse
 from janux.tracing.analysis.trace_find import FoundTraces, TraceQuery, spans_have_attribute
@@ -149,6 +150,10 @@ class MemoryTraceSource:
     def agent_map(self, flt: TraceFilter, bucket_ns: int | None = None) -> AgentMap:
         """Agents and the delegations between them over the traces matching `flt`."""
         return aggregate(((f.trace_id, (f.loops, f.delegations)) for f in self._matching(flt)), bucket_ns)
+
+    def map_refs(self, flt: TraceFilter, key: MapKey) -> MapRefs:
+        """The newest traces (and failures) of one node or edge of `agent_map(flt)`."""
+        return newest_refs(((f.trace_id, (f.loops, f.delegations)) for f in self._matching(flt)), key)
 
     def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, Usage]]:
         """Usage per (bucket of trace start, model) over the traces matching `flt`."""

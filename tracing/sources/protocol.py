@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, MapKey, MapRefs
 from janux.tracing.analysis.facts import (
     USAGE_DIMENSIONS,
     TraceFilter,
@@ -103,6 +103,12 @@ class TraceSource(Protocol):
         """Agents (nodes) and delegations/transfers between them (edges) over every trace matching
         `flt`, with the Trace page's accounting (see `janux.tracing.analysis.agentmap`); `bucket_ns`
         also fills the map's timeline (own usage per agent per bucket)."""
+        ...
+
+    def map_refs(self, flt: TraceFilter, key: MapKey) -> MapRefs:
+        """The newest traces of one node (`key`: the agent) or edge ((caller, target, kind)) of
+        `agent_map(flt)`, and an edge's newest failed delegations (`agentmap.sums.newest_refs`):
+        read when the node or edge is inspected, not with every map."""
         ...
 
     def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, Usage]]:

@@ -85,6 +85,10 @@ def test_filters_agree_with_the_embedded_store(
     from_store = store.agent_map(flt)
     assert from_store.traces > 0
     assert actual(clickhouse.agent_map(flt)) == actual(from_store)
+    # each node's and edge's newest traces, read spans at query time, equal the store's
+    for key in [*(n.agent for n in from_store.nodes), *(e.key for e in from_store.edges)]:
+        refs = store.map_refs(flt, key)
+        assert refs.recent and clickhouse.map_refs(flt, key) == refs, key
 
 
 def test_alert_rules_read_the_same_on_clickhouse(sources: tuple[ClickHouseSource, TraceStore]) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, MapKey, MapRefs
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.clickhouse.source import ClickHouseSource
 from janux.tracing.sources.memory import MemoryTraceSource
@@ -65,6 +66,18 @@ def _ids(spans: list[SpanRecord]) -> list[tuple[str, str, int]]:
     return [(s.trace_id, s.span_id, s.start_ns) for s in spans]
 
 
+def _assert_refs_equal(
+    source: TraceSource, expected: TraceSource, flt: TraceFilter, agent_map: AgentMap
+) -> None:
+    """Every node's and edge's newest traces (and failures) equal the reference's."""
+    keys: list[MapKey] = [*(n.agent for n in agent_map.nodes), *(e.key for e in agent_map.edges)]
+    for key in keys:
+        refs = expected.map_refs(flt, key)
+        assert refs.recent, (key, flt)  # a node or edge on the map has traces
+        assert source.map_refs(flt, key) == refs, (key, flt)
+    assert source.map_refs(flt, "nobody") == MapRefs() == expected.map_refs(flt, "nobody")
+
+
 def test_the_derived_tables_hold_every_trace(sources: dict[str, Any]) -> None:
     traces = {s.trace_id for s in _spans()}
     assert sources["clickhouse"].count_traces(TraceFilter()) == len(traces)
@@ -88,7 +101,9 @@ def test_every_page_query_equals_the_reference_under_every_filter(
                 dimension,
                 flt,
             )
-        assert clickhouse.agent_map(flt, HOUR_NS) == expected.agent_map(flt, HOUR_NS), flt
+        agent_map = expected.agent_map(flt, HOUR_NS)
+        assert clickhouse.agent_map(flt, HOUR_NS) == agent_map, flt
+        _assert_refs_equal(clickhouse, expected, flt, agent_map)
         assert clickhouse.model_timeline(flt, HOUR_NS) == expected.model_timeline(flt, HOUR_NS), flt
         assert _ids(clickhouse.failed_handoff_spans(flt, 5)) == _ids(expected.failed_handoff_spans(flt, 5)), (
             flt

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
+from janux.tracing.analysis.agentmap.fleet_stats import TRACE_REFS_KEPT, AgentMap, MapKey
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.clickhouse import map_parts, schema
 from janux.tracing.sources.clickhouse.chdb_client import ChdbClient
@@ -70,9 +70,22 @@ def _recomputed(client: ChdbClient) -> list[tuple[Any, ...]]:
 
 def _assert_map_equals_memory(source: ClickHouseSource, spans: list[SpanRecord], flt: TraceFilter) -> None:
     memory = MemoryTraceSource(spans)
-    assert source.agent_map(flt) == memory.agent_map(flt), flt
+    agent_map = memory.agent_map(flt)
+    assert source.agent_map(flt) == agent_map, flt
     for bucket in (HOUR_NS, 3 * HOUR_NS, HOUR_NS // 4):
         assert source.agent_map(flt, bucket) == memory.agent_map(flt, bucket), (bucket, flt)
+    _assert_refs_equal_memory(source, memory, flt, agent_map)
+
+
+def _assert_refs_equal_memory(
+    source: ClickHouseSource, memory: MemoryTraceSource, flt: TraceFilter, agent_map: AgentMap
+) -> None:
+    """Every node's and edge's newest traces and failures, read for it alone, equal the memory
+    source's."""
+    keys: list[MapKey] = [*(n.agent for n in agent_map.nodes), *(e.key for e in agent_map.edges)]
+    for key in keys:
+        refs = memory.map_refs(flt, key)
+        assert refs.recent and source.map_refs(flt, key) == refs, (key, flt)
 
 
 def _moved(spans: list[SpanRecord]) -> tuple[list[SpanRecord], list[SpanRecord]]:
@@ -80,8 +93,9 @@ def _moved(spans: list[SpanRecord]) -> tuple[list[SpanRecord], list[SpanRecord]]
     earlier, so its start hour, loops, paths and delegations change when it is derived again."""
     memory = MemoryTraceSource(spans)
     with_edges = sorted(
-        {ref.trace_id for edge in memory.agent_map(TraceFilter()).edges for ref in edge.recent}
-    )
+        {ref.trace_id for edge in memory.agent_map(TraceFilter()).edges
+         for ref in memory.map_refs(TraceFilter(), edge.key).recent}
+    )  # fmt: skip
     mine = sorted((s for s in spans if s.trace_id == with_edges[0]), key=lambda s: s.start_ns)
     late = [dataclasses.replace(s, start_ns=s.start_ns - 2 * HOUR_NS) for s in mine[: len(mine) // 2]]
     early = [s for s in spans if s not in mine[: len(mine) // 2]]
@@ -127,11 +141,10 @@ def test_maps_over_ranges_split_at_hours_equal_the_memory_source(client: ChdbCli
         _assert_map_equals_memory(source, spans, flt)
     recording.queries.clear()
     source.agent_map(TraceFilter(), HOUR_NS)
-    # the sums come from the rollup; only the newest references read rows (no FINAL on them)
-    assert any(schema.MAP_HOURLY in q for q in recording.queries)
-    assert not any(
-        f"{table} FINAL" in q for q in recording.queries for table in (schema.LOOPS, schema.DELEGATIONS)
-    )
+    # whole hours: one query of the rollup, no loop or delegation row read (the newest references
+    # are read only for an inspected node or edge, `map_refs`)
+    assert len(recording.queries) == 1 and schema.MAP_HOURLY in recording.queries[0]
+    assert not any(table in recording.queries[0] for table in (schema.LOOPS, schema.DELEGATIONS))
 
 
 @pytest.mark.parametrize("cluster", [None, "prod"])
@@ -172,11 +185,16 @@ def _last_bits(found: AgentMap) -> AgentMap:
     return dataclasses.replace(found, turn_costs=[round(cost, 12) for cost in found.turn_costs])
 
 
-def test_the_newest_references_are_found_by_the_rows_map_key_hash(client: ChdbClient) -> None:
+def _bounds(recording: RecordingClient) -> list[dict[str, Any]]:
+    """The parameters of each `map_refs` query reading rows past a bound, in order."""
+    return [p for p in recording.parameters if "bound" in p]
+
+
+def test_the_newest_references_of_one_group_are_read_past_a_bound(client: ChdbClient) -> None:
     spans = _dense()
     client.command(insert_statement(spans))
     derive_pending(client, quiet_s=0)
-    # every row's group_hash is the hash of its rollup key (the bounds name groups by it)
+    # every row's group_hash is the hash of its rollup key (what `map_refs` names a group by)
     for table, part in ((schema.LOOPS, "node"), (schema.DELEGATIONS, "edge")):
         unknown = client.query(
             f"SELECT count() FROM {table} WHERE {schema.GROUP_HASH} NOT IN "
@@ -185,23 +203,29 @@ def test_the_newest_references_are_found_by_the_rows_map_key_hash(client: ChdbCl
         assert int(unknown[0][0]) == 0
     recording = RecordingClient(client)
     source, memory = ClickHouseSource(recording), MemoryTraceSource(spans)
-    for flt in (TraceFilter(), TraceFilter(start_ns=BASE_NS + 37 * MINUTE)):
-        # references and all else equal; a turn cost may differ in its last bit (summed in another
-        # order by the deriver: 0.007 vs 0.007000000000000001, with or without this change)
-        assert _last_bits(source.agent_map(flt)) == _last_bits(memory.agent_map(flt)), flt
-        recording.queries.clear()
-        recording.parameters.clear()
-        source.agent_map(flt)
-        refs = [
-            (q, p) for q, p in zip(recording.queries, recording.parameters, strict=True)
-            if "groups" in p and "starts" in p
-        ]  # fmt: skip
-        assert len(refs) == 2  # the loops' and the delegations' newest references
-        for sql, parameters in refs:
-            assert f"transform({schema.GROUP_HASH}, " in sql and "cityHash64(" not in sql
-            assert len(parameters["groups"]) == len(parameters["starts"]) > 0
-        # the busiest agent's references are read from its newest hour on, not from all its rows
-        assert max(refs[0][1]["starts"]) >= BASE_NS + HOUR_NS
+    early = TraceFilter(end_ns=BASE_NS + 60 * MINUTE)  # the newest rows of every group are later
+    for flt in (
+        TraceFilter(),
+        TraceFilter(start_ns=BASE_NS + 37 * MINUTE),
+        early,
+        TraceFilter(status="error"),
+    ):
+        _assert_refs_equal_memory(source, memory, flt, memory.agent_map(flt))
+    busiest = max(memory.agent_map(TraceFilter()).nodes, key=lambda n: n.runs)
+    assert busiest.runs > 2 * TRACE_REFS_KEPT
+    recording.queries.clear()
+    recording.parameters.clear()
+    source.map_refs(TraceFilter(), busiest.agent)
+    # one bound, by the rows' map-key hash: only the newest rows read, then joined to the facts
+    assert len(_bounds(recording)) == 1 and all(
+        f"{schema.GROUP_HASH} = cityHash64(" in q for q in recording.queries
+    )
+    assert _bounds(recording)[0]["bound"] >= BASE_NS + HOUR_NS
+    recording.parameters.clear()
+    assert source.map_refs(early, busiest.agent) == memory.map_refs(early, busiest.agent)
+    # the filter left too few rows past the first bound: it was moved back until enough were found
+    assert len(_bounds(recording)) >= 2
+    assert _bounds(recording)[-1]["bound"] < _bounds(recording)[0]["bound"]
 
 
 def _parts_without(client: ChdbClient, table: str, column: str) -> int:
@@ -225,14 +249,22 @@ def test_init_migrates_a_schema_3_database_once(client: ChdbClient) -> None:
         client.command(f"ALTER TABLE {table} DROP COLUMN {schema.GROUP_HASH}")
     client.command(f"TRUNCATE TABLE {schema.SCHEMA}")
     client.command(f"INSERT INTO {schema.SCHEMA} (version, applied) VALUES (3, now64(3))")
-    assert _last_bits(ClickHouseSource(client).agent_map(TraceFilter())) == expected  # hashes strings per row
+    assert _last_bits(ClickHouseSource(client).agent_map(TraceFilter())) == expected
+    memory = MemoryTraceSource(spans)
+    edge = max(expected.edges, key=lambda e: e.count)
+    assert ClickHouseSource(client).map_refs(TraceFilter(), edge.key) == memory.map_refs(
+        TraceFilter(), edge.key
+    )
     for _ in range(2):  # the second run changes nothing
         assert schema.init(client) == schema.SCHEMA_VERSION == 4
         for table in (schema.LOOPS, schema.DELEGATIONS):
             assert _parts_without(client, table, schema.GROUP_HASH) == 0  # written, not computed per read
     recording = RecordingClient(client)
     assert _last_bits(ClickHouseSource(recording).agent_map(TraceFilter())) == expected
-    assert any(f"transform({schema.GROUP_HASH}, " in q for q in recording.queries)
+    assert ClickHouseSource(recording).map_refs(TraceFilter(), edge.key) == memory.map_refs(
+        TraceFilter(), edge.key
+    )
+    assert any(f"{schema.GROUP_HASH} = cityHash64(" in q for q in recording.queries)
     # rows derived after the upgrade get it at insert (the deriver never names the column)
     late = [dataclasses.replace(s, trace_id="f" * 32) for s in synthetic_trace(12, seed=999)]
     client.command(insert_statement(late))

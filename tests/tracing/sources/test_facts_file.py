@@ -10,6 +10,7 @@ import pytest
 from janux.tracing.analysis.agentmap.build import map_facts
 from janux.tracing.analysis.agentmap.from_spans import links_of_spans
 from janux.tracing.records import SpanRecord
+from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter
 from janux.tracing.sources.store import facts_file, open_store
 from tests.support.demo_traces import demo_traces
@@ -106,7 +107,12 @@ def test_a_new_process_asked_the_same_map_reads_it_whole(tmp_path: Path) -> None
         assert store._map_cache.computed == 0
         assert again == first
         # A map rebuilt from the file is made of the map's own classes, not plain tuples.
-        assert type(again.edges[0].cost).__name__ == "Usage" and again.nodes[0].recent
+        assert type(again.edges[0].cost).__name__ == "Usage" and type(again.nodes[0]).__name__ == "AgentStats"
+        # an inspected edge's newest traces come from the facts the other process kept
+        edge = max(again.edges, key=lambda e: e.failed)
+        refs = store.map_refs(TraceFilter(), edge.key)
+        assert refs == MemoryTraceSource(spans).map_refs(TraceFilter(), edge.key) and refs.failures
+        assert store._map_cache.computed == 0
     with open_store(tmp_path) as store:  # another range: not kept yet, built from the kept facts
         bucketed = store.agent_map(TraceFilter(), 60 * 10**9)
         assert store._map_cache.computed == 0 and bucketed.timeline

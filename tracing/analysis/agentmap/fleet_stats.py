@@ -11,7 +11,10 @@ from dataclasses import dataclass, field
 from janux.tracing.analysis.trace_parts import Usage
 
 TRACE_REFS_KEPT = 50
-"""How many of the newest traces (and failures) each node and edge keeps for click-through."""
+"""How many of the newest traces (and failures) a source's `map_refs` gives for one node or edge."""
+
+MapKey = str | tuple[str, str, str]
+"""A node of the map (its agent) or an edge (caller, target, kind)."""
 
 
 @dataclass(slots=True)
@@ -43,6 +46,19 @@ class FailureRef:
 
 
 @dataclass(slots=True)
+class MapRefs:
+    """The newest traces of one node or edge of a map, read only when someone inspects it
+    (`TraceSource.map_refs`): a map itself carries none, so its cost does not grow with the
+    references of every group."""
+
+    recent: list[TraceRef] = field(default_factory=list)
+    """The newest loops of the agent (delegations of the edge), at most `TRACE_REFS_KEPT`, newest
+    first (by start, then trace id, then span id)."""
+    failures: list[FailureRef] = field(default_factory=list)
+    """An edge's newest failed delegations, at most `TRACE_REFS_KEPT`, newest first (a node: none)."""
+
+
+@dataclass(slots=True)
 class AgentStats:
     """One node of the map: every loop of one agent in the range."""
 
@@ -62,8 +78,6 @@ class AgentStats:
     """95th percentile loop duration."""
     traces: int = 0
     """Distinct traces the agent runs in."""
-    recent: list[TraceRef] = field(default_factory=list)
-    """The newest traces (at most `TRACE_REFS_KEPT`), newest first."""
 
     @property
     def error_rate(self) -> float:
@@ -99,10 +113,6 @@ class EdgeStats:
     """Inclusive usage carried by the edge (every attempt and what it delegated)."""
     traces: int = 0
     """Distinct traces the edge occurs in."""
-    recent: list[TraceRef] = field(default_factory=list)
-    """The newest delegations (at most `TRACE_REFS_KEPT`), newest first."""
-    recent_failures: list[FailureRef] = field(default_factory=list)
-    """The newest failed delegations (at most `TRACE_REFS_KEPT`), newest first."""
 
     @property
     def key(self) -> tuple[str, str, str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from janux.tracing.analysis.agentmap.fleet_stats import (
@@ -19,10 +19,12 @@ from janux.tracing.analysis.agentmap.fleet_stats import (
     AgentStats,
     EdgeStats,
     FailureRef,
+    MapKey,
+    MapRefs,
     PathStats,
     TraceRef,
 )
-from janux.tracing.analysis.agentmap.loops import DelegationFacts, LoopFacts
+from janux.tracing.analysis.agentmap.loops import DelegationFacts, LoopFacts, MapFacts
 from janux.tracing.analysis.trace_parts import Usage
 
 EdgeKey = tuple[str, str, str]
@@ -76,15 +78,12 @@ class MapSums:
         self.traces = 0
         self.paths: dict[tuple[str, ...], list[Any]] = {}
         self.node_ms: dict[str, list[float]] = {}
-        self.node_refs: dict[str, list[tuple[int, str, str]]] = {}
         self.node_traces: dict[str, int] = {}
         self.turn_costs: list[float] = []
         self.unpriced_turns = 0
         self.timeline: dict[tuple[int, str], list[Any]] = {}
         self.edges: dict[EdgeKey, EdgeStats] = {}
         self.edge_ms: dict[EdgeKey, list[float]] = {}
-        self.edge_refs: dict[EdgeKey, list[tuple[int, str, str]]] = {}
-        self.edge_fails: dict[EdgeKey, list[tuple[int, str, str, str, str]]] = {}
 
     def add_trace(
         self, trace_id: str, loops: Sequence[LoopFacts], delegations: Sequence[DelegationFacts]
@@ -93,7 +92,7 @@ class MapSums:
         self.traces += 1
         self._add_loops(loops)
         for delegation in delegations:
-            self._add_delegation(trace_id, delegation)
+            self._add_delegation(delegation)
         for name in {loop.agent for loop in loops}:
             self.node_traces[name] = self.node_traces.get(name, 0) + 1
         for key in {(f.caller, f.target, f.kind) for f in delegations}:
@@ -101,11 +100,10 @@ class MapSums:
 
     def _add_loops(self, loops: Sequence[LoopFacts]) -> None:
         """Count each loop under its delegation path (nodes are summed from the paths at the end)."""
-        paths, durations, refs, bucket = self.paths, self.node_ms, self.node_refs, self.bucket_ns
+        paths, durations, bucket = self.paths, self.node_ms, self.bucket_ns
         for agent, path, ref, duration, error, top, oi, oo, oc, ou, ii, io, ic, iu in loops:
             if duration is not None:
                 _append(durations, agent, duration)
-            _append(refs, agent, ref)
             sums = paths.get(path)
             if sums is None:
                 sums = paths[path] = [0, 0, 0, 0, None, 0, 0, 0, None, 0]
@@ -125,7 +123,7 @@ class MapSums:
                     usage = self.timeline[key] = [0, 0, None, 0]
                 _add(usage, 0, oi, oo, oc, ou)
 
-    def _add_delegation(self, trace_id: str, facts: DelegationFacts) -> None:
+    def _add_delegation(self, facts: DelegationFacts) -> None:
         key = (facts.caller, facts.target, facts.kind)
         edge = self.edges.get(key)
         if edge is None:
@@ -135,13 +133,10 @@ class MapSums:
         edge.cost.add(facts.cost)
         if facts.duration_ms is not None:
             _append(self.edge_ms, key, facts.duration_ms)
-        _append(self.edge_refs, key, (facts.start_ns, trace_id, facts.span_id))
         if facts.failure is not None:
             edge.failed += 1
             edge.failures[facts.failure] = edge.failures.get(facts.failure, 0) + 1
             edge.reasons[facts.reason] = edge.reasons.get(facts.reason, 0) + 1
-            ref = (facts.start_ns, trace_id, facts.span_id, facts.failure, facts.reason)
-            _append(self.edge_fails, key, ref)
 
     def _path_stats(self) -> list[PathStats]:
         found = []
@@ -157,7 +152,6 @@ class MapSums:
             node.p50_ms, node.p95_ms = percentile(durations, 50), percentile(durations, 95)
             node.own, node.inclusive = node.own.rounded(), node.inclusive.rounded()
             node.traces = self.node_traces.get(name, 0)
-            node.recent = [TraceRef(t, s, span) for s, t, span in _newest(self.node_refs.get(name, []))]
         return sorted(nodes.values(), key=node_order)
 
     def _edges(self) -> list[EdgeStats]:
@@ -165,11 +159,6 @@ class MapSums:
             durations = self.edge_ms.get(key, [])
             edge.p50_ms, edge.p95_ms = percentile(durations, 50), percentile(durations, 95)
             edge.cost = edge.cost.rounded()
-            edge.recent = [TraceRef(t, s, span) for s, t, span in _newest(self.edge_refs.get(key, []))]
-            edge.recent_failures = [
-                FailureRef(t, span, s, kind, reason)
-                for s, t, span, kind, reason in _newest(self.edge_fails.get(key, []))
-            ]
         return sorted(self.edges.values(), key=edge_order)
 
     def finish(self) -> AgentMap:
@@ -187,6 +176,27 @@ class MapSums:
             unpriced_turns=self.unpriced_turns,
             timeline={key: _usage(sums, 0).rounded() for key, sums in sorted(self.timeline.items())},
         )
+
+
+def newest_refs(facts: Iterable[tuple[str, MapFacts]], key: MapKey) -> MapRefs:
+    """The newest references of one node (`key`: its agent) or edge (caller, target, kind) over
+    per-trace facts (trace id, facts): its `TRACE_REFS_KEPT` newest loops (delegations) and, for an
+    edge, failed delegations, newest first by (start, trace id, span id)."""
+    refs: list[tuple[int, str, str]] = []
+    failed: list[tuple[int, str, str, str, str]] = []
+    for trace_id, (loops, delegations) in facts:
+        if isinstance(key, str):
+            refs += [loop.ref for loop in loops if loop.agent == key]
+            continue
+        for f in delegations:
+            if (f.caller, f.target, f.kind) == key:
+                refs.append((f.start_ns, trace_id, f.span_id))
+                if f.failure is not None:
+                    failed.append((f.start_ns, trace_id, f.span_id, f.failure, f.reason))
+    return MapRefs(
+        [TraceRef(t, s, span) for s, t, span in _newest(refs)],
+        [FailureRef(t, span, s, kind, reason) for s, t, span, kind, reason in _newest(failed)],
+    )
 
 
 def path_order(path: PathStats) -> tuple[int, float, tuple[str, ...]]:

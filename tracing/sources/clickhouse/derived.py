@@ -16,12 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, MapKey, MapRefs
 from janux.tracing.analysis.facts import TraceFilter, TraceSummary, UsageAggregate
 from janux.tracing.analysis.usage_rows import finish
 from janux.tracing.sources.clickhouse import schema as s
 from janux.tracing.sources.clickhouse.derived_map import MapQueries, RolledMap
 from janux.tracing.sources.clickhouse.fact_rows import summary_of, usage_group
+from janux.tracing.sources.clickhouse.map_refs import GroupRefs
 from janux.tracing.sources.clickhouse.usage_rollup import HourSplit, split_hours, timeline_sql, usage_sql
 from janux.tracing.sources.store.model_timeline import finish_timeline
 from janux.usage import Usage
@@ -152,13 +153,20 @@ class DerivedReads:
         parameters: dict[str, Any] = {}
         split = split_hours(flt) if self._map_rollup else None
         if split is not None:
-            rolled = RolledMap(
-                self._rows, split, lambda extra: self._current(flt, parameters, extra), self._group_hash
-            )
+            rolled = RolledMap(self._rows, split, lambda extra: self._current(flt, parameters, extra))
             self._current(flt, parameters)  # fills `parameters` before the query runs
             return rolled.build(bucket_ns, parameters)
         current = self._current(flt, parameters)
         return MapQueries(self._rows, current, parameters).build(bucket_ns)
+
+    def map_refs(self, flt: TraceFilter, key: MapKey) -> MapRefs:
+        """The newest traces (and failures) of one node or edge of `agent_map(flt)` (`map_refs`)."""
+        parameters: dict[str, Any] = {}
+        refs = GroupRefs(
+            self._rows, lambda extra: self._current(flt, parameters, extra), parameters, self._group_hash
+        )
+        self._current(flt, parameters)  # fills `parameters` before the queries run
+        return refs.map_refs(key)
 
     def failed_handoff_ids(self, flt: TraceFilter, limit: int) -> list[tuple[str, str]]:
         """(trace id, span id) of the newest `limit` failed handoffs (the order of `newest_spans`)."""

@@ -3,34 +3,26 @@
 SQL that mirrors `analysis.agentmap.sums.MapSums` (held to it by the parity tests of
 `tests/tracing/sources/test_clickhouse_derived.py`, which compare whole maps): per path, runs,
 errors and own/inclusive usage summed (NULL cost + x = x); per node, the path sums of its paths,
-nearest-rank p50/p95 of closed loops' durations (`sums.percentile`), distinct traces and the
-`TRACE_REFS_KEPT` newest (start, trace, span) references; the sorted priced turn costs and the
-unpriced turns; per edge (caller, target, kind), counts, attempts, inclusive usage, failures by
-kind and by reason, percentiles, distinct traces and the newest references and failures; the
-timeline as own usage per (bucket of loop start, agent). The newest references are read in two
-passes: the group queries keep only the start of each group's `TRACE_REFS_KEPT`-th newest row, and
-one more query reads the rows at or after it (about `TRACE_REFS_KEPT` per group, ties included),
-which Python orders as `sums` does. So only groups and those rows come back to Python, never a row
-per loop: the map costs what it shows plus a few scans of the rows in the range.
+nearest-rank p50/p95 of closed loops' durations (`sums.percentile`) and distinct traces; the
+sorted priced turn costs and the unpriced turns; per edge (caller, target, kind), counts, attempts,
+inclusive usage, failures by kind and by reason, percentiles and distinct traces; the timeline as
+own usage per (bucket of loop start, agent). Only groups come back to Python, never a row per loop:
+the map costs what it shows plus a few scans of the rows in the range. A node's or edge's newest
+traces are read when it is inspected (`map_refs`), not with the map.
 """
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from janux.tracing.analysis.agentmap.fleet_stats import (
-    TRACE_REFS_KEPT,
     AgentMap,
     AgentStats,
     EdgeStats,
-    FailureRef,
     PathStats,
-    TraceRef,
 )
 from janux.tracing.analysis.agentmap.sums import edge_order, node_order, nodes_of_paths, path_order
-from janux.tracing.sources.clickhouse import map_parts
 from janux.tracing.sources.clickhouse import schema as s
 from janux.tracing.sources.clickhouse.map_rollup import (
     MapGroup,
@@ -66,19 +58,6 @@ def _percentiles(column: str, condition: str) -> str:
     return ", ".join(
         f"if(length({values}) = 0, NULL, {values}[{rank.format(v=values, q=q)}])" for q in (50, 95)
     )
-
-
-def _threshold(condition: str = "1") -> str:
-    """The start of the `TRACE_REFS_KEPT`-th newest row of the group meeting `condition` (of the
-    oldest when fewer; 0 when none): every row of the newest references starts at or after it.
-    Only numbers are kept per group, so this costs little more than a count; the references are
-    then read from the rows past it (`MapQueries._recent_*`)."""
-    return f"-arrayMax(groupArraySortedIf({TRACE_REFS_KEPT})(-start_ns, {condition}))"
-
-
-def _newest_refs(rows: list[tuple[Any, ...]]) -> list[Any]:
-    """`heapq.nlargest` of the references, as `agentmap.sums` keeps them."""
-    return heapq.nlargest(TRACE_REFS_KEPT, rows)
 
 
 def _counts(summed: Sequence[Any]) -> dict[str, int]:
@@ -140,98 +119,34 @@ class MapQueries:
     def _nodes(self, paths: list[PathStats]) -> list[AgentStats]:
         nodes = nodes_of_paths(paths)
         sql = (
-            f"SELECT agent, {_percentiles('duration_ms', 'duration_ms IS NOT NULL')}, uniqExact(trace_id), "
-            f"{_threshold()} FROM {self._loops} GROUP BY agent"
+            f"SELECT agent, {_percentiles('duration_ms', 'duration_ms IS NOT NULL')}, uniqExact(trace_id) "
+            f"FROM {self._loops} GROUP BY agent"
         )
-        thresholds: dict[str, int] = {}
-        for agent, p50, p95, traces, threshold in self._query(sql):
+        for agent, p50, p95, traces in self._query(sql):
             found = nodes.get(str(agent))
-            if found is None:
-                continue
-            node = found
-            node.p50_ms, node.p95_ms, node.traces = _float(p50), _float(p95), int(traces)
-            thresholds[str(agent)] = int(threshold)
-        for name, refs in self._recent_loops(thresholds).items():
-            nodes[name].recent = [TraceRef(t, start, span) for start, t, span in _newest_refs(refs)]
+            if found is not None:
+                found.p50_ms, found.p95_ms, found.traces = _float(p50), _float(p95), int(traces)
         for node in nodes.values():
             node.own, node.inclusive = node.own.rounded(), node.inclusive.rounded()
         return sorted(nodes.values(), key=node_order)
-
-    def _recent_loops(self, thresholds: dict[str, int]) -> dict[str, list[tuple[int, str, str]]]:
-        """(start, trace, span) of every loop of each agent starting at or after its threshold."""
-        if not thresholds:
-            return {}
-        names = sorted(thresholds)
-        parameters = {**self._parameters, "agents": names, "starts": [thresholds[n] for n in names]}
-        sql = (
-            f"SELECT agent, start_ns, trace_id, span_id FROM {self._loops} WHERE "
-            "start_ns >= transform(agent, {agents:Array(String)}, {starts:Array(Int64)}, toInt64(0))"
-        )
-        found: dict[str, list[tuple[int, str, str]]] = {}
-        for agent, start, trace_id, span_id in self._rows(sql, parameters):
-            found.setdefault(str(agent), []).append((int(start), str(trace_id), str(span_id)))
-        return found
-
-    def _recent_delegations(self, thresholds: dict[tuple[str, str, str], tuple[int, int, int]]) -> dict[
-        tuple[str, str, str], list[tuple[Any, ...]]
-    ]:  # fmt: skip
-        """(start, trace, span, failure, reason) of every delegation of each edge starting at or
-        after its threshold, or failed and starting at or after its failures' threshold."""
-        if not thresholds:
-            return {}
-        keys = sorted(thresholds)
-        parameters = {
-            **self._parameters, "groups": [thresholds[k][2] for k in keys],
-            "starts": [thresholds[k][0] for k in keys], "failed_starts": [thresholds[k][1] for k in keys],
-        }  # fmt: skip
-        group = "cityHash64(caller, target, kind)"
-        at = f"transform({group}, {{groups:Array(UInt64)}}, {{%s:Array(Int64)}}, toInt64(0))"
-        sql = (
-            "SELECT caller, target, kind, start_ns, trace_id, span_id, failure, reason "
-            f"FROM {self._delegations} WHERE start_ns >= {at % 'starts'} "
-            f"OR (failure IS NOT NULL AND start_ns >= {at % 'failed_starts'})"
-        )
-        found: dict[tuple[str, str, str], list[tuple[Any, ...]]] = {}
-        for caller, target, kind, start, trace_id, span_id, failure, reason in self._rows(sql, parameters):
-            ref = (
-                int(start),
-                str(trace_id),
-                str(span_id),
-                None if failure is None else str(failure),
-                str(reason),
-            )
-            found.setdefault((str(caller), str(target), str(kind)), []).append(ref)
-        return found
 
     def _edges(self) -> list[EdgeStats]:
         failed = "failure IS NOT NULL"
         sql = (
             f"SELECT caller, target, kind, count(), sum(attempts), {_sums('cost')}, countIf({failed}), "
-            f"{_percentiles('duration_ms', 'duration_ms IS NOT NULL')}, uniqExact(trace_id), {_threshold()}, "
-            f"{_threshold(failed)}, "
+            f"{_percentiles('duration_ms', 'duration_ms IS NOT NULL')}, uniqExact(trace_id), "
             f"sumMapIf([assumeNotNull(failure)], [toUInt64(1)], {failed}), "
-            f"sumMapIf([reason], [toUInt64(1)], {failed}), cityHash64(caller, target, kind) "
+            f"sumMapIf([reason], [toUInt64(1)], {failed}) "
             f"FROM {self._delegations} GROUP BY caller, target, kind"
         )
         edges = {}
-        thresholds: dict[tuple[str, str, str], tuple[int, int, int]] = {}
         for row in self._query(sql):
             edge = EdgeStats(str(row[0]), str(row[1]), str(row[2]), count=int(row[3]), attempts=int(row[4]))
             edge.cost, edge.failed = _usage(row[5:9]).rounded(), int(row[9])
             edge.p50_ms, edge.p95_ms, edge.traces = _float(row[10]), _float(row[11]), int(row[12])
-            thresholds[edge.key] = (int(row[13]), int(row[14]), int(row[17]))
-            edge.failures = _counts(row[15])
-            edge.reasons = _counts(row[16])
+            edge.failures = _counts(row[13])
+            edge.reasons = _counts(row[14])
             edges[edge.key] = edge
-        for key, refs in self._recent_delegations(thresholds).items():
-            edge, (start_at, failed_at, _) = edges[key], thresholds[key]
-            recent = [(start, t, span) for start, t, span, _, _ in refs if start >= start_at]
-            edge.recent = [TraceRef(t, start, span) for start, t, span in _newest_refs(recent)]
-            failures = [ref for ref in refs if ref[3] is not None and ref[0] >= failed_at]
-            edge.recent_failures = [
-                FailureRef(t, span, start, kind, reason)
-                for start, t, span, kind, reason in _newest_refs(failures)
-            ]
         return sorted(edges.values(), key=edge_order)
 
     def timeline(self, bucket_ns: int) -> dict[tuple[int, str], Usage]:
@@ -241,10 +156,6 @@ class MapQueries:
             f"FROM {self._loops} GROUP BY b, agent ORDER BY b, agent"
         )
         return {(int(row[0]), str(row[1])): _usage(row[2:6]).rounded() for row in self._query(sql)}
-
-
-_NEVER = "toInt64(9223372036854775807)"
-"""The start bound of a group not in the map (its rows are never references)."""
 
 
 def _group_usage(sums: dict[str, float], prefix: str) -> Usage:
@@ -260,24 +171,13 @@ def _percentile_pair(vals: Sequence[tuple[float, int]]) -> tuple[float | None, f
 
 class RolledMap:
     """The agent map from the hourly rollup (`map_rollup`): the whole hours of a range from
-    `janux_map_hourly`, its partial hours from the per-trace rows, summed in one query; the newest
-    references from the per-trace rows, `LIMIT k BY` group."""
+    `janux_map_hourly`, its partial hours from the per-trace rows, summed in one query."""
 
-    def __init__(
-        self, rows: Rows, split: HourSplit, current: Callable[[str], str], group_hash: bool = True
-    ) -> None:
+    def __init__(self, rows: Rows, split: HourSplit, current: Callable[[str], str]) -> None:
         self._rows = rows
         self._split = split
         self._current = current
         """`current(extra)`: (trace_id, version) of the current facts matching the filter and `extra`."""
-        self._group_hash = group_hash
-        """True when the loop and delegation rows carry `schema.GROUP_HASH` (schema 4): the newest
-        references find their groups by it (a column of numbers) instead of hashing strings per row."""
-
-    def _group(self, key: str) -> str:
-        """How a loop (delegation) row names its group in the newest references' bounds: the rollup
-        key's hash (`key`: `map_parts.NODE_KEY` or `EDGE_KEY`)."""
-        return s.GROUP_HASH if self._group_hash else f"cityHash64({key})"
 
     def build(self, bucket_ns: int | None, parameters: dict[str, Any]) -> AgentMap:
         """The whole map (the timeline too when `bucket_ns` is set)."""
@@ -294,7 +194,7 @@ class RolledMap:
                       _group_usage(g.sums, "b"))
             for g in by_part.get("path", [])
         ]  # fmt: skip
-        nodes = self._nodes(paths, by_part.get("node", []), parameters)
+        nodes = self._nodes(paths, by_part.get("node", []))
         for path in paths:
             path.own, path.inclusive = path.own.rounded(), path.inclusive.rounded()
         turns = by_part.get("turn", [])
@@ -305,7 +205,7 @@ class RolledMap:
             timeline = MapQueries(self._rows, self._current("1"), parameters).timeline(bucket_ns)
         return AgentMap(
             nodes=nodes,
-            edges=self._edges(by_part.get("edge", []), parameters),
+            edges=self._edges(by_part.get("edge", [])),
             paths=sorted(paths, key=path_order),
             traces=sum(int(g.sums["rows"]) for g in by_part.get("trace", [])),
             turn_costs=expand(turns[0].vals) if turns else [],
@@ -313,48 +213,18 @@ class RolledMap:
             timeline=timeline,
         )
 
-    def _nodes(
-        self, paths: list[PathStats], found: list[MapGroup], parameters: dict[str, Any]
-    ) -> list[AgentStats]:
+    def _nodes(self, paths: list[PathStats], found: list[MapGroup]) -> list[AgentStats]:
         nodes = nodes_of_paths(paths)
         for group in found:
             named = nodes.get(group.key[0])
             if named is not None:
                 named.p50_ms, named.p95_ms = _percentile_pair(group.vals)
                 named.traces = int(group.sums["traces"])
-        shown = sorted((g for g in found if g.key[0] in nodes), key=lambda g: g.key)
-        bounds = {**parameters, "groups": [g.hash for g in shown],
-                  "starts": [g.newest_hour for g in shown]}  # fmt: skip
-        hashed = self._group(map_parts.NODE_KEY)
-        past = f"start_ns >= transform({hashed}, {{groups:Array(UInt64)}}, {{starts:Array(Int64)}}, {_NEVER})"
-        for agent, start, trace_id, span_id in self._rows(
-            self._newest(s.LOOPS, "agent", "agent", past), bounds
-        ):
-            if str(agent) in nodes:
-                nodes[str(agent)].recent.append(TraceRef(str(trace_id), int(start), str(span_id)))
         for node in nodes.values():
             node.own, node.inclusive = node.own.rounded(), node.inclusive.rounded()
         return sorted(nodes.values(), key=node_order)
 
-    def _newest(self, table: str, names: str, group: str, past: str, extra: str = "") -> str:
-        """(`names`, start, trace, span, `extra`) of the `TRACE_REFS_KEPT` newest rows of `table`
-        per `group` among those `past` keeps (the
-        rows from each group's `MapGroup.newest_hour` on), of the current facts; the current facts
-        are looked up by the trace ids of those rows only, and rows written twice count once.
-        `PREWHERE`: the bound first (a column scan), the tuple `IN` only on the rows past it (left
-        to the optimizer, the `IN` ran over every row: 2.5x slower at 10M spans)."""
-        columns = f"{names}, start_ns, trace_id, span_id{extra}"
-        current = self._current(f"trace_id IN (SELECT trace_id FROM {table} WHERE {past})")
-        rows = (
-            f"SELECT {columns}, version, seq FROM {table} PREWHERE {past} "
-            f"WHERE (trace_id, version) IN ({current}) LIMIT 1 BY trace_id, version, seq"
-        )
-        return (
-            f"SELECT {columns} FROM ({rows}) ORDER BY start_ns DESC, trace_id DESC, span_id DESC "
-            f"LIMIT {TRACE_REFS_KEPT} BY {group}"
-        )
-
-    def _edges(self, found: list[MapGroup], parameters: dict[str, Any]) -> list[EdgeStats]:
+    def _edges(self, found: list[MapGroup]) -> list[EdgeStats]:
         edges: dict[tuple[str, str, str], EdgeStats] = {}
         for g in found:
             caller, target, kind = g.key
@@ -365,39 +235,7 @@ class RolledMap:
             edge.p50_ms, edge.p95_ms = _percentile_pair(g.vals)
             edge.traces, edge.failures, edge.reasons = int(g.sums["traces"]), g.failures, g.reasons
             edges[edge.key] = edge
-        self._edge_refs(found, edges, parameters)
         return sorted(edges.values(), key=edge_order)
-
-    def _edge_refs(
-        self, found: list[MapGroup], edges: dict[tuple[str, str, str], EdgeStats], parameters: dict[str, Any]
-    ) -> None:
-        """Each edge's newest delegations and newest failed ones, from its rollup hours on."""
-        by_key = {g.key: g for g in found}
-        keys = sorted(edges)
-        bounds = {
-            **parameters, "groups": [by_key[k].hash for k in keys],
-            "starts": [by_key[k].newest_hour for k in keys],
-            "failed_starts": [by_key[k].newest_failed_hour for k in keys],
-        }  # fmt: skip
-        group = self._group(map_parts.EDGE_KEY)
-        at = f"transform({group}, {{groups:Array(UInt64)}}, {{%s:Array(Int64)}}, {_NEVER})"
-        past = (
-            f"(start_ns >= {at % 'starts'} OR (failure IS NOT NULL AND start_ns >= {at % 'failed_starts'}))"
-        )
-        names = "caller, target, kind"
-        sql = self._newest(s.DELEGATIONS, names, f"{names}, failure IS NULL", past, ", failure, reason")
-        # The rows come newest first, ordered as `agentmap.sums` orders references (start, trace,
-        # span; strings compared as bytes, which for UTF-8 is the order Python compares them in), so
-        # each edge keeps its first rows as they come (no list and re-sort per edge: that cost more
-        # than the query at 23,000 rows).
-        for caller, target, kind, start, trace_id, span_id, failure, reason in self._rows(sql, bounds):
-            edge = edges.get((caller, target, kind))
-            if edge is None:
-                continue
-            if len(edge.recent) < TRACE_REFS_KEPT:
-                edge.recent.append(TraceRef(trace_id, int(start), span_id))
-            if failure is not None and len(edge.recent_failures) < TRACE_REFS_KEPT:
-                edge.recent_failures.append(FailureRef(trace_id, span_id, int(start), failure, reason))
 
 
 def _rolled_timeline(found: list[MapGroup], bucket_ns: int) -> dict[tuple[int, str], Usage]:

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from itertools import chain, repeat
 from typing import Any
 
-from janux.tracing.analysis.agentmap.fleet_stats import TRACE_REFS_KEPT
 from janux.tracing.sources.clickhouse import map_parts
 from janux.tracing.sources.clickhouse import schema as s
 
@@ -58,26 +57,6 @@ class MapGroup:
     """(value, count) of the durations (turn costs for `turn`), counts > 0."""
     failures: dict[str, int] = field(default_factory=dict)
     reasons: dict[str, int] = field(default_factory=dict)
-    hash: int = 0
-    """`cityHash64(key)`: how the newest references' query names a group (`schema.GROUP_HASH`)."""
-    newest_hour: int = 0
-    """The newest hour of trace start from which on the group's traces hold `TRACE_REFS_KEPT` rows,
-    0 when none (or when only the partial hours' rows make up the count): a loop (delegation)
-    starts no earlier than its trace, so the `TRACE_REFS_KEPT` newest start at or after it."""
-    newest_failed_hour: int = 0
-    """The same for the group's failed delegations."""
-
-
-def _newest_hour(counted: str) -> str:
-    """`MapGroup.newest_hour` in SQL: the newest hour (of the group's rows' `hour_ns`, 0 for the
-    partial hours) at which the `counted` column, summed from the newest hour down, reaches
-    `TRACE_REFS_KEPT`; 0 when it never does. One number per group instead of its counts per hour
-    (decoding those maps in Python cost more than the query)."""
-    hours = f"sumMap(map(toInt64(hour_ns), toInt64({counted})))"
-    return (
-        f"arrayFirst((h, c) -> c >= {TRACE_REFS_KEPT}, arrayReverse(mapKeys({hours})), "
-        f"arrayCumSum(arrayReverse(mapValues({hours}))))"
-    )
 
 
 def read_sql(parts: Iterable[str], timeline: bool) -> str:
@@ -88,8 +67,7 @@ def read_sql(parts: Iterable[str], timeline: bool) -> str:
     return (
         f"SELECT part, key, at_ns, {sums}, "
         "arrayMap(k -> reinterpretAsFloat64(k), mapKeys(sumMap(vals))) AS vk, mapValues(sumMap(vals)), "
-        f"sumMap(failures), sumMap(reasons), cityHash64(key), {_newest_hour('runs')}, "
-        f"{_newest_hour('failed')} FROM ({inner}){where} "
+        f"sumMap(failures), sumMap(reasons) FROM ({inner}){where} "
         "GROUP BY part, key, at_ns HAVING sum(rows) > 0"
     )
 
@@ -114,11 +92,10 @@ def groups(rows: Iterable[Sequence[Any]]) -> list[MapGroup]:
             n: float(v) if n.endswith("_cost") else int(v)
             for n, v in zip(map_parts.MAP_SUMS, rest[:width], strict=True)
         }
-        keys, counts, failures, reasons, hashed, newest, newest_failed = rest[width:]
+        keys, counts, failures, reasons = rest[width:]
         vals = [(float(k), int(c)) for k, c in zip(keys, counts, strict=True) if int(c)]
         found.append(MapGroup(str(part), tuple(str(k) for k in key), int(at_ns), sums, vals,
-                              _counts(failures), _counts(reasons), int(hashed), int(newest),
-                              int(newest_failed)))  # fmt: skip
+                              _counts(failures), _counts(reasons)))  # fmt: skip
     return found
 
 

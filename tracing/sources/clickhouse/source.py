@@ -27,9 +27,11 @@ from itertools import chain, islice
 from typing import Any, Literal, Protocol
 
 from janux.tracing import conventions as c
-from janux.tracing.analysis.agentmap.build import build_agent_map, gc_paused
-from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
+from janux.tracing.analysis.agentmap.build import build_agent_map, gc_paused, map_facts
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, MapKey, MapRefs
 from janux.tracing.analysis.agentmap.foreign_rows import foreign_links
+from janux.tracing.analysis.agentmap.loops import TraceLinks
+from janux.tracing.analysis.agentmap.sums import newest_refs
 from janux.tracing.analysis.readers.structure import JANUX_LOOP_MARKERS, structure_facts
 from janux.tracing.analysis.summary import failed_edge_spans, newest_spans
 from janux.tracing.analysis.trace_find import FoundTraces, TraceQuery, parse_attribute
@@ -461,6 +463,19 @@ class ClickHouseSource:
         derived = self._derived()
         if derived is not None:
             return derived.agent_map(flt, bucket_ns)
+        with gc_paused():
+            return build_agent_map(self._map_links(flt), bucket_ns)
+
+    def map_refs(self, flt: TraceFilter, key: MapKey) -> MapRefs:
+        """The newest traces (and failures) of one node or edge of `agent_map(flt)`."""
+        derived = self._derived()
+        if derived is not None:
+            return derived.map_refs(flt, key)
+        with gc_paused():
+            return newest_refs(((links.trace_id, map_facts(links)) for links in self._map_links(flt)), key)
+
+    def _map_links(self, flt: TraceFilter) -> Iterator[TraceLinks]:
+        """The link rows of every trace matching `flt`, read at query time (no derived tables)."""
         parameters: dict[str, Any] = {}
         traces = self._janux_ids_sql(flt, parameters)
         spans = f"SELECT * FROM {self._table} WHERE TraceId IN ({traces}) LIMIT 1 BY TraceId, SpanId"
@@ -469,8 +484,7 @@ class ClickHouseSource:
             self._rows, self._table, traces, parameters, SPAN_JSON, self._spans, inference
         )
         foreign = (foreign_links(spans[0].trace_id, spans) for spans in self._foreign_spans(flt))
-        with gc_paused():
-            return build_agent_map(chain(janux, foreign), bucket_ns)
+        return chain(janux, foreign)
 
     def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, Usage]]:
         """Usage per (bucket of trace start, model) over the traces matching `flt`."""

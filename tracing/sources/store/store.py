@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from janux.tracing.analysis.agentmap.build import gc_paused
-from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
+from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, MapKey, MapRefs
 from janux.tracing.analysis.trace_find import FoundTraces, TraceQuery
 from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.records import SpanRecord
@@ -260,6 +260,18 @@ class TraceStore:
             lambda: read_links(conn, where, params),
             lambda ids: read_links_of(conn, ids),
             bucket_ns,
+        )
+
+    def map_refs(self, flt: TraceFilter, key: MapKey) -> MapRefs:
+        """The newest traces (and failures) of one node or edge of `agent_map(flt)`, from the same
+        per-trace facts (kept by the map helper's facts file when a helper built the map)."""
+        conn = self._conn()
+        where, params = queries.filter_sql(flt)
+        return self._map_cache.map_refs(
+            self._map_versions(flt),
+            lambda: read_links(conn, where, params),
+            lambda ids: read_links_of(conn, ids),
+            key,
         )
 
     def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, Usage]]:
