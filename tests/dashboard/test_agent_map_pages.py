@@ -59,13 +59,13 @@ def test_clicking_a_node_lists_its_traces_newest_first(open_page: OpenPage, demo
     at.selectbox(key="map_inspect").set_value("agent: fact_checker").run()
     assert not at.exception
     frame = _table(at, "started (UTC)", "trace", "span")
-    node = source.agent_map(TraceFilter()).node("fact_checker")
-    assert node is not None and list(frame["trace"]) == [r.trace_id for r in node.recent]
+    recent = source.map_refs(TraceFilter(), "fact_checker").recent
+    assert recent and list(frame["trace"]) == [r.trace_id for r in recent]
     drawn = chart_data(at, "choice", "detail")
     assert list(drawn[drawn["selected"]]["choice"]) == ["agent: fact_checker"]  # outlined on the map
     # One click on a row opens that trace at the agent's span, in this session.
     opened = _click(at, "map_node_traces", 0)
-    assert opened == {"trace_id": node.recent[0].trace_id, "span": node.recent[0].span_id}
+    assert opened == {"trace_id": recent[0].trace_id, "span": recent[0].span_id}
     assert at.title[0].value == "Trace"
 
 
@@ -116,8 +116,9 @@ def test_clicking_an_edge_lists_failures_linking_to_failures_and_the_handoff_scr
     reasons = _table(at, "reason", "delegations")
     assert dict(zip(reasons["reason"], reasons["delegations"], strict=True)) == edge.reasons
     failures = _table(at, "started (UTC)", "kind", "reason")
-    assert len(failures) == len(edge.recent_failures)
-    first = edge.recent_failures[0]
+    newest = source.map_refs(TraceFilter(), edge.key).failures
+    assert list(failures["trace"]) == [f.trace_id for f in newest] and newest
+    first = newest[0]
     assert _click(at, "map_edge_failures", 0) == {"trace_id": first.trace_id, "span_id": first.span_id}
     assert at.title[0].value == "Failed handoff"
     at = open_page(source, "agent_map.py")
@@ -140,7 +141,7 @@ def test_failed_handoff_screen_explains_a_budget_cut(open_page: OpenPage, demo: 
     source = MemoryTraceSource(demo[0])
     trace_id = demo[1]["cut_max_turns"]
     edge = next(e for e in source.agent_map(TraceFilter()).edges if e.failures.get("cut"))
-    failure = next(f for f in edge.recent_failures if f.trace_id == trace_id)
+    failure = next(f for f in source.map_refs(TraceFilter(), edge.key).failures if f.trace_id == trace_id)
     at = open_page(source, "handoff.py", trace_id=trace_id, span_id=failure.span_id)
     text = " ".join(e.value for e in at.text) + " ".join(rendered(e.value) for e in at.error)
     assert "max_turns" in text
@@ -158,7 +159,8 @@ def test_failed_handoff_screen_explains_a_budget_cut(open_page: OpenPage, demo: 
 def test_failed_handoff_screen_shows_denial_rule_and_unknown_span(open_page: OpenPage, demo: Demo) -> None:
     source = MemoryTraceSource(demo[0])
     trace_id = demo[1]["denied_denied_tools"]
-    view_failures = [f for f in source.agent_map(TraceFilter()).edges for f in f.recent_failures]
+    edges = source.agent_map(TraceFilter()).edges
+    view_failures = [f for e in edges for f in source.map_refs(TraceFilter(), e.key).failures]
     failure = next(f for f in view_failures if f.trace_id == trace_id)
     at = open_page(source, "handoff.py", trace_id=trace_id, span_id=failure.span_id)
     assert any("denied_tools" in rendered(e.value) for e in at.error)
@@ -174,7 +176,7 @@ def test_map_and_handoff_pages_show_no_raw_missing_values(open_page: OpenPage, d
     at = open_page(source, "agent_map.py")
     at.selectbox(key="map_inspect").set_value("edge: triage → researcher (delegate)").run()
     assert _bad_cells(at) == []
-    failure = source.agent_map(TraceFilter()).edge("triage", "researcher").recent_failures[0]  # type: ignore[union-attr]
+    failure = source.map_refs(TraceFilter(), ("triage", "researcher", "delegate")).failures[0]
     at = open_page(source, "handoff.py", trace_id=failure.trace_id, span_id=failure.span_id)
     assert _bad_cells(at) == []
 

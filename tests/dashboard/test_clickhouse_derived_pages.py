@@ -62,6 +62,15 @@ def test_traces_trace_costs_and_failures_pages(
     assert expected.nodes
     for node in expected.nodes:  # the memory source's map, drawn from the derived tables
         assert f"{node.agent} · {node.runs:,} runs" in dot
+    # an inspected edge lists its newest failures and delegations, read for it alone (`map_refs`)
+    memory = MemoryTraceSource(contract_trace() + plain_trace())
+    edge = next(e for e in expected.edges if e.failed)
+    refs = memory.map_refs(TraceFilter(), edge.key)
+    at.selectbox(key="map_inspect").set_value(f"edge: {edge.caller} → {edge.target} ({edge.kind})").run()
+    assert not at.exception, at.exception
+    assert list(_table(at, "started (UTC)", "kind", "reason")["trace"]) == [f.trace_id for f in refs.failures]
+    delegations = _table(at, "started (UTC)", "trace", "span")
+    assert list(delegations["span"]) == [r.span_id for r in refs.recent] and refs.recent
 
 
 def test_the_traces_page_says_how_many_traces_are_still_being_derived(

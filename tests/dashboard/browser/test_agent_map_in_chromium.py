@@ -62,8 +62,12 @@ def test_costs_over_time_and_the_path_icicle(served: Served, page: Page) -> None
 
 def test_failed_handoff_screen_explains_a_cut(served: Served, page: Page) -> None:
     with open_store(served.data_dir) as store:
-        agent_map = store.agent_map(TraceFilter())
-    cut = next(f for e in agent_map.edges for f in e.recent_failures if f.reason == "max_turns")
+        newest = [
+            f
+            for e in store.agent_map(TraceFilter()).edges
+            for f in store.map_refs(TraceFilter(), e.key).failures
+        ]
+    cut = next(f for f in newest if f.reason == "max_turns")
     _open(page, f"{served.url}/handoff?trace_id={cut.trace_id}&span_id={cut.span_id}", "Failed handoff")
     expect(page.get_by_text("Decided by: max_turns", exact=True)).to_be_visible(timeout=UI_WAIT_MS)
     expect(page.get_by_role("heading", name="Budget burn at the cut")).to_be_visible()

@@ -6,6 +6,7 @@ derived."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -20,7 +21,15 @@ from janux.tracing.analysis.formatting import compact_usd, usd
 from janux.tracing.sources.clickhouse import schema
 from janux.tracing.sources.clickhouse.chdb_client import ChdbClient
 from janux.tracing.sources.clickhouse.deriver import derive_pending
-from tests.dashboard.browser.test_dashboard_in_chromium import UI_WAIT_MS, _free_port, _open
+from janux.tracing.sources.memory import MemoryTraceSource
+from janux.tracing.sources.protocol import TraceFilter
+from tests.dashboard.browser.test_dashboard_in_chromium import (
+    TABLE_HEADER_PX,
+    TABLE_ROW_PX,
+    UI_WAIT_MS,
+    _free_port,
+    _open,
+)
 from tests.support.clickhouse_rows import EXPORTER_DDL, insert_statement
 from tests.support.contract_traces import TOTAL_COST, contract_trace, plain_trace
 from tests.support.demo_traces import demo_traces
@@ -81,3 +90,26 @@ def test_trace_costs_failures_and_agent_map_pages(derived: Derived, page: Page) 
     expect(denied.first).to_contain_text("1", timeout=UI_WAIT_MS)
     _open(page, f"{derived.url}/agent-map", "Agent map")
     expect(page.locator("svg").get_by_text("researcher", exact=True).first).to_be_visible(timeout=UI_WAIT_MS)
+
+
+def test_an_inspected_edge_on_the_derived_map_lists_its_newest_traces(derived: Derived, page: Page) -> None:
+    """A click on an edge reads its newest delegations from the derived rows (`map_refs`, not with
+    the map); a click on the first opens that trace at the edge's span."""
+    memory = MemoryTraceSource(contract_trace() + plain_trace())
+    edge = next(e for e in memory.agent_map(TraceFilter()).edges if e.failed)
+    newest = memory.map_refs(TraceFilter(), edge.key).recent[0]
+    _open(page, f"{derived.url}/agent-map", "Agent map")
+    graph = page.locator("[data-testid='stVegaLiteChart'] svg")
+    graph.locator(f"[aria-label*='inspect: edge: {edge.caller} → {edge.target} ({edge.kind})']").first.click()
+    heading = page.get_by_role("heading", name="Newest delegations", exact=False)
+    expect(heading).to_be_visible(timeout=UI_WAIT_MS)
+    expect(page.get_by_role("heading", name="Newest failures")).to_be_visible()
+    heading.evaluate("e => e.scrollIntoView({block: 'start'})")
+    table = page.locator("[data-testid='stDataFrame']").last  # the edge's delegations, under the heading
+    expect(table).to_be_visible(timeout=UI_WAIT_MS)
+    box = table.bounding_box()
+    assert box is not None
+    # The table is drawn on a canvas: a cell of its first row.
+    page.mouse.click(box["x"] + 150, box["y"] + TABLE_HEADER_PX + TABLE_ROW_PX / 2)
+    expect(page.get_by_role("heading", name="Trace", exact=True)).to_be_visible(timeout=UI_WAIT_MS)
+    expect(page).to_have_url(re.compile(f"trace_id={newest.trace_id}.*span={newest.span_id}"))
