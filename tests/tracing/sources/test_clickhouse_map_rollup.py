@@ -31,6 +31,16 @@ from tests.tracing.sources.test_clickhouse_rollup import (
 )
 
 
+LONG_EDGES = (
+    TraceFilter(start_ns=BASE_NS + 7 * MINUTE),
+    TraceFilter(end_ns=BASE_NS + 175 * MINUTE),
+    TraceFilter(start_ns=BASE_NS + 7 * MINUTE, end_ns=BASE_NS + 175 * MINUTE),
+    TraceFilter(start_ns=BASE_NS + 7 * MINUTE, end_ns=BASE_NS + 150 * MINUTE),
+)
+"""Ranges whose partial hours are longer than half an hour: the map reads each as its whole rollup
+hour with the rows of the rest of that hour taken back (a trace starts exactly at 175 minutes)."""
+
+
 def _map_rollup(client: ChdbClient) -> list[tuple[Any, ...]]:
     """The rollup summed per (part, hour, key, loop hour), keys with rows left only; costs rounded
     (added and taken back in another order), zero counts of the maps dropped."""
@@ -139,6 +149,10 @@ def test_maps_over_ranges_split_at_hours_equal_the_memory_source(client: ChdbCli
     source = ClickHouseSource(recording)
     for flt in HOUR_SPLIT_RANGES:
         _assert_map_equals_memory(source, spans, flt)
+    for flt in LONG_EDGES:
+        recording.queries.clear()
+        _assert_map_equals_memory(source, spans, flt)
+        assert any("toInt64(-1) AS g" in q for q in recording.queries), flt  # rows taken back
     recording.queries.clear()
     source.agent_map(TraceFilter(), HOUR_NS)
     # whole hours: one query of the rollup, no loop or delegation row read (the newest references

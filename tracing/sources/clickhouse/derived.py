@@ -23,6 +23,7 @@ from janux.tracing.sources.clickhouse import schema as s
 from janux.tracing.sources.clickhouse.derived_map import MapQueries, RolledMap
 from janux.tracing.sources.clickhouse.fact_rows import summary_of, usage_group
 from janux.tracing.sources.clickhouse.map_refs import GroupRefs
+from janux.tracing.sources.clickhouse.map_rollup import RowsOf
 from janux.tracing.sources.clickhouse.usage_rollup import HourSplit, split_hours, timeline_sql, usage_sql
 from janux.tracing.sources.store.model_timeline import finish_timeline
 from janux.usage import Usage
@@ -97,6 +98,12 @@ class DerivedReads:
             f"SELECT trace_id, version FROM {s.FACTS} FINAL WHERE {filter_sql(flt, parameters)} AND {extra}"
         )
 
+    def _rows_of(self, flt: TraceFilter, parameters: dict[str, Any], extra: str, sign: int) -> RowsOf:
+        """The per-trace rows of the current facts matching `flt` and `extra`, counted `sign` times
+        (`map_rollup.RowsOf`)."""
+        candidates = f"SELECT trace_id, day FROM {s.FACTS} WHERE {filter_sql(flt, parameters)} AND {extra}"
+        return RowsOf(self._current(flt, parameters, extra), candidates, sign)
+
     def _split(self, flt: TraceFilter) -> HourSplit | None:
         return split_hours(flt) if self._rollup else None
 
@@ -153,7 +160,11 @@ class DerivedReads:
         parameters: dict[str, Any] = {}
         split = split_hours(flt) if self._map_rollup else None
         if split is not None:
-            rolled = RolledMap(self._rows, split, lambda extra: self._current(flt, parameters, extra))
+            rolled = RolledMap(
+                self._rows, split, lambda extra: self._current(flt, parameters, extra),
+                lambda extra, filtered, sign: self._rows_of(flt if filtered else TraceFilter(), parameters,
+                                                            extra, sign),
+            )  # fmt: skip
             self._current(flt, parameters)  # fills `parameters` before the query runs
             return rolled.build(bucket_ns, parameters)
         current = self._current(flt, parameters)

@@ -26,7 +26,9 @@ from janux.tracing.analysis.agentmap.sums import edge_order, node_order, nodes_o
 from janux.tracing.sources.clickhouse import schema as s
 from janux.tracing.sources.clickhouse.map_rollup import (
     MapGroup,
+    RowsOf,
     counted_percentile,
+    edge_plan,
     expand,
     groups,
     read_sql,
@@ -169,22 +171,35 @@ def _percentile_pair(vals: Sequence[tuple[float, int]]) -> tuple[float | None, f
     return counted_percentile(vals, 50), counted_percentile(vals, 95)
 
 
+RowsOfFacts = Callable[[str, bool, int], RowsOf]
+"""`rows_of(extra, filtered, sign)`: the per-trace rows of the current facts matching `extra` (and
+the map's filter when `filtered`), counted `sign` times."""
+
+
 class RolledMap:
     """The agent map from the hourly rollup (`map_rollup`): the whole hours of a range from
-    `janux_map_hourly`, its partial hours from the per-trace rows, summed in one query."""
+    `janux_map_hourly`, its partial hours from the per-trace rows (`map_rollup.edge_plan`: added,
+    or taken back from their whole hour), summed in one query."""
 
-    def __init__(self, rows: Rows, split: HourSplit, current: Callable[[str], str]) -> None:
+    def __init__(
+        self, rows: Rows, split: HourSplit, current: Callable[[str], str], rows_of: RowsOfFacts
+    ) -> None:
         self._rows = rows
         self._split = split
         self._current = current
         """`current(extra)`: (trace_id, version) of the current facts matching the filter and `extra`."""
+        self._rows_of = rows_of
 
     def build(self, bucket_ns: int | None, parameters: dict[str, Any]) -> AgentMap:
         """The whole map (the timeline too when `bucket_ns` is set)."""
         hourly = bucket_ns is not None and bucket_ns % HOUR_NS == 0
-        parts = [rollup_rows(self._split.rollup_where())]
-        if self._split.has_edges():
-            parts += rows_parts(self._current(self._split.edge_condition()))
+        split = self._split
+        plan = edge_plan(split.lo, split.hi, split.flt.start_ns, split.flt.end_ns)
+        parts = [rollup_rows(plan.rollup_where)]
+        if plan.added is not None:
+            parts += rows_parts(self._rows_of(plan.added, True, 1))
+        if plan.taken is not None:
+            parts += rows_parts(self._rows_of(plan.taken, False, -1))
         found = groups(self._rows(read_sql(parts, hourly), dict(parameters)))
         by_part: dict[str, list[MapGroup]] = {}
         for group in found:

@@ -187,8 +187,10 @@ def views(facts: str, loops: Sequence[str], delegations: Sequence[str]) -> list[
     return [(n, select.replace("{facts}", facts)) for n, select in views]
 
 
-def numbered(rows: str, fields: Sequence[str], group: str, start: str) -> str:
-    """`rows` (of `janux_loops`/`janux_delegations`) as a rollup source: `s` = `start`, `g` = 1, the
-    `fields`, and `first` (the trace's first row of its `group`, as `arrayEnumerateUniq` in the views)."""
+def numbered(rows: str, fields: Sequence[str], group: str, start: str, sign: int = 1) -> str:
+    """`rows` (of `janux_loops`/`janux_delegations`) as a rollup source: `s` = `start`, `g` = `sign`
+    (1 added, -1 taken back), the `fields`, and `first` (the trace's first row of its `group`, as
+    `arrayEnumerateUniq` in the views)."""
     first = f"row_number() OVER (PARTITION BY trace_id, version, {group} ORDER BY seq) = 1"
-    return f"SELECT {start} AS s, toInt64(1) AS g, {', '.join(fields)}, {first} AS first FROM ({rows})"
+    columns = f"{start} AS s, toInt64({int(sign)}) AS g, {', '.join(fields)}, {first} AS first"
+    return f"SELECT {columns} FROM ({rows})"

@@ -20,29 +20,84 @@ from typing import Any
 from janux.tracing.sources.clickhouse import map_parts
 from janux.tracing.sources.clickhouse import schema as s
 
+HOUR_NS = 3_600 * 10**9
 
-def _rows_source(table: str, fields: Sequence[str], group: str, current: str) -> str:
-    """The rows of `table` of the current facts `current` selects, deduplicated (a row written twice
-    after a kill is one identical row) without `FINAL`, as a rollup source. The trace ids first, by
-    the primary key (granules of other traces are skipped), then the (trace, version) pairs."""
+
+def _rows_source(table: str, fields: Sequence[str], group: str, rows_of: RowsOf) -> str:
+    """The rows of `table` of the current facts `rows_of` selects, deduplicated (a row written twice
+    after a kill is one identical row) without `FINAL`, as a rollup source. The partitions of the
+    traces' days only (a trace's rows share its facts row's day), in them the rows of the
+    candidate traces first (by the primary key: granules of other traces are skipped), then the
+    current (trace, version) pairs."""
     rows = (
         f"SELECT trace_id, version, seq, {', '.join(fields)} FROM {table} "
-        f"PREWHERE trace_id IN (SELECT trace_id FROM ({current})) WHERE (trace_id, version) IN ({current}) "
-        "LIMIT 1 BY trace_id, version, seq"
+        f"PREWHERE day IN (SELECT day FROM ({rows_of.candidates})) "
+        f"AND trace_id IN (SELECT trace_id FROM ({rows_of.candidates})) "
+        f"WHERE (trace_id, version) IN ({rows_of.current}) LIMIT 1 BY trace_id, version, seq"
     )
-    return map_parts.numbered(rows, fields, group, "0")
+    return map_parts.numbered(rows, fields, group, "0", rows_of.sign)
 
 
-def rows_parts(current: str) -> list[str]:
-    """Rollup rows computed from the per-trace rows of the current facts `current` selects (trace_id,
-    version); hours are not set (reads sum them away)."""
+@dataclass(frozen=True, slots=True)
+class RowsOf:
+    """Per-trace rows to add up as rollup rows: those of the current facts `current` selects
+    (trace_id, version), each counted `sign` times."""
+
+    current: str
+    candidates: str
+    """(trace_id, day) of every facts row (any version, no `FINAL`: a few column reads) matching
+    the same conditions: a superset of the current traces, and their partitions (a trace's day
+    never changes)."""
+    sign: int = 1
+
+
+def rows_parts(rows_of: RowsOf) -> list[str]:
+    """Rollup rows computed from the per-trace rows `rows_of` names; hours are not set (reads sum
+    them away)."""
     return [
-        map_parts.loop_parts(_rows_source(s.LOOPS, s.MAP_LOOP_FIELDS, "agent", current)),
+        map_parts.loop_parts(_rows_source(s.LOOPS, s.MAP_LOOP_FIELDS, "agent", rows_of)),
         map_parts.delegation_parts(
-            _rows_source(s.DELEGATIONS, s.MAP_DELEGATION_FIELDS, "caller, target, kind", current)
+            _rows_source(s.DELEGATIONS, s.MAP_DELEGATION_FIELDS, "caller, target, kind", rows_of)
         ),
-        map_parts.trace_parts(f"SELECT toInt64(0) AS s, toInt64(1) AS g FROM ({current})"),
+        map_parts.trace_parts(
+            f"SELECT toInt64(0) AS s, toInt64({int(rows_of.sign)}) AS g FROM ({rows_of.current})"
+        ),
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class EdgePlan:
+    """How a range split at hours (`usage_rollup.HourSplit`) reads its partial hours. A partial
+    hour longer than half an hour is read as its whole rollup hour minus the rows of the rest of
+    that hour (taken back, as the rollup's views take back a replaced version), so at most half an
+    hour of per-trace rows is read at each edge of a range."""
+
+    rollup_where: str
+    """The rollup hours summed."""
+    added: str | None
+    """The partial hours' rows added (a condition on the facts' start_ns), None when none."""
+    taken: str | None
+    """The rows taken back from the whole hours summed, None when none."""
+
+
+def edge_plan(lo: int | None, hi: int | None, start: int | None, end: int | None) -> EdgePlan:
+    """The plan of a range [`start`, `end`) whose whole hours are [`lo`, `hi`) (None: unbounded)."""
+    added, taken = [], []
+    if start is not None and lo is not None and start < lo:
+        if lo - start > HOUR_NS // 2:
+            lo -= HOUR_NS
+            taken.append(f"(start_ns >= {lo} AND start_ns < {start})")
+        else:
+            added.append(f"(start_ns >= {start} AND start_ns < {lo})")
+    if end is not None and hi is not None and end > hi:
+        if end - hi > HOUR_NS // 2:
+            hi += HOUR_NS
+            taken.append(f"(start_ns >= {end} AND start_ns < {hi})")
+        else:
+            added.append(f"(start_ns >= {hi} AND start_ns < {end})")
+    where = " AND ".join(["1", *([f"hour_ns >= {lo}"] if lo is not None else []),
+                          *([f"hour_ns < {hi}"] if hi is not None else [])])  # fmt: skip
+    return EdgePlan(where, " OR ".join(added) or None, " OR ".join(taken) or None)
 
 
 @dataclass(slots=True)
