@@ -67,6 +67,11 @@ SEED_START_NS = 1_700_000_000 * 10**9
 FROM_67TH_MINUTE = TraceFilter(start_ns=SEED_START_NS + 67 * 60 * 10**9)
 """A range starting inside an hour: the rollup answers its whole hours, the per-trace rows its
 partial first hour."""
+BUSIEST_AGENT = "planner"
+"""The agent of every seed trace (the most loops of any node)."""
+FAILING_EDGE = ("worker15", "agent2_7", "delegate")
+"""The seed's edge with the most failed delegations (half of them): the map page lists its newest
+delegations and failures when it is inspected (`map_refs`)."""
 QUERIES: dict[str, Callable[[Any], object]] = {
     "trace list, first page": lambda s: s.list_traces(ALL, 50),
     "count": lambda s: s.count_traces(ALL),
@@ -77,6 +82,9 @@ QUERIES: dict[str, Callable[[Any], object]] = {
     "usage_by(model), range from the 67th minute": lambda s: s.usage_by("model", FROM_67TH_MINUTE),
     "agent map": lambda s: s.agent_map(ALL),
     "agent map, range from the 67th minute": lambda s: s.agent_map(FROM_67TH_MINUTE),
+    "agent map, inspect an agent (its newest traces)": lambda s: s.map_refs(ALL, BUSIEST_AGENT),
+    "agent map, inspect an edge (newest delegations, failures)": lambda s: s.map_refs(ALL, FAILING_EDGE),
+    "agent map, inspect an edge, from the 67th minute": lambda s: s.map_refs(FROM_67TH_MINUTE, FAILING_EDGE),
     "model timeline (by day)": lambda s: s.model_timeline(ALL, DAY_NS),
     "failures page (500 newest)": lambda s: s.failed_handoff_spans(ALL, 500),
     "one 10k-span trace": lambda s: s.get_trace(BIG_TRACE),
@@ -242,7 +250,9 @@ def _store_copies(seed_spans: list[SpanRecord], copies: int) -> Iterator[list[Sp
 _CHECKED = (
     "count", "usage_by(agent)", "usage_by(tool)", "usage_by(model)", "usage_by(conversation)",
     "usage_by(model), range from the 67th minute", "model timeline (by day)", "agent map",
-    "agent map, range from the 67th minute",
+    "agent map, range from the 67th minute", "agent map, inspect an agent (its newest traces)",
+    "agent map, inspect an edge (newest delegations, failures)",
+    "agent map, inspect an edge, from the 67th minute",
 )  # fmt: skip
 """Answers the bench compares between ClickHouse and the store (the copies' facts are right)."""
 

@@ -92,17 +92,22 @@ class DerivedReads:
         self._group_hash = group_hash
         """True when loop and delegation rows carry their map key's hash (schema 4)."""
 
-    def _current(self, flt: TraceFilter, parameters: dict[str, Any], extra: str = "1") -> str:
-        """(trace_id, version) of the current facts of every trace matching `flt` (and `extra`)."""
+    def _current(self, flt: TraceFilter, parameters: dict[str, Any], extra: str = "1", days: str = "") -> str:
+        """(trace_id, version) of the current facts of every trace matching `flt` (and `extra`);
+        `days`, a query of partition days, limits `FINAL` to those partitions (every version of a
+        trace is in its day's, so a trace is either read whole or not at all)."""
+        prewhere = f"PREWHERE day IN ({days}) " if days else ""
         return (
-            f"SELECT trace_id, version FROM {s.FACTS} FINAL WHERE {filter_sql(flt, parameters)} AND {extra}"
+            f"SELECT trace_id, version FROM {s.FACTS} FINAL {prewhere}WHERE {filter_sql(flt, parameters)} "
+            f"AND {extra}"
         )
 
     def _rows_of(self, flt: TraceFilter, parameters: dict[str, Any], extra: str, sign: int) -> RowsOf:
         """The per-trace rows of the current facts matching `flt` and `extra`, counted `sign` times
         (`map_rollup.RowsOf`)."""
         candidates = f"SELECT trace_id, day FROM {s.FACTS} WHERE {filter_sql(flt, parameters)} AND {extra}"
-        return RowsOf(self._current(flt, parameters, extra), candidates, sign)
+        current = self._current(flt, parameters, extra, days=f"SELECT day FROM ({candidates})")
+        return RowsOf(current, candidates, sign)
 
     def _split(self, flt: TraceFilter) -> HourSplit | None:
         return split_hours(flt) if self._rollup else None
@@ -174,8 +179,9 @@ class DerivedReads:
         """The newest traces (and failures) of one node or edge of `agent_map(flt)` (`map_refs`)."""
         parameters: dict[str, Any] = {}
         refs = GroupRefs(
-            self._rows, lambda extra: self._current(flt, parameters, extra), parameters, self._group_hash
-        )
+            self._rows, lambda extra, days: self._current(flt, parameters, extra, days), parameters,
+            self._group_hash,
+        )  # fmt: skip
         self._current(flt, parameters)  # fills `parameters` before the queries run
         return refs.map_refs(key)
 

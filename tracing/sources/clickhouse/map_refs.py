@@ -81,10 +81,11 @@ class _Bound:
 
 
 class GroupRefs:
-    """`map_refs` over the loop and delegation rows of the current facts (`current(extra)`: the
-    (trace_id, version) of the facts matching the filter and the SQL condition `extra`)."""
+    """`map_refs` over the loop and delegation rows of the current facts (`current(extra, days)`:
+    the (trace_id, version) of the facts matching the filter and the SQL condition `extra`, read in
+    the partitions the query `days` gives)."""
 
-    def __init__(self, rows: Rows, current: Callable[[str], str], parameters: dict[str, Any],
+    def __init__(self, rows: Rows, current: Callable[[str, str], str], parameters: dict[str, Any],
                  group_hash: bool = True) -> None:  # fmt: skip
         self._rows = rows
         self._current = current
@@ -115,7 +116,8 @@ class GroupRefs:
             past = f"({past} OR (failure IS NOT NULL AND start_ns >= {{failed_bound:Int64}}))"
         past = f"{self._hashed(group)} AND {past}"
         failure = "failure, reason" if group.failures else _NO_FAILURE
-        current = self._current(f"trace_id IN (SELECT trace_id FROM {group.table} WHERE {past})")
+        found = f"SELECT trace_id, day FROM {group.table} WHERE {past}"
+        current = self._current(f"trace_id IN (SELECT trace_id FROM ({found}))", f"SELECT day FROM ({found})")
         rows = (
             f"SELECT start_ns, trace_id, span_id, {failure}, version, seq "
             f"FROM {group.table} PREWHERE {past} WHERE {group.equal} AND (trace_id, version) IN ({current}) "
