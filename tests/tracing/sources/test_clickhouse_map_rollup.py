@@ -30,7 +30,6 @@ from tests.tracing.sources.test_clickhouse_rollup import (
     upgrade,
 )
 
-
 LONG_EDGES = (
     TraceFilter(start_ns=BASE_NS + 7 * MINUTE),
     TraceFilter(end_ns=BASE_NS + 175 * MINUTE),
