@@ -1,0 +1,118 @@
+"""A big trace's Trace page in a real Chromium: what its first draw leaves out arrives when asked for.
+
+The tree is sent a part at a time (its first `FIRST_ROWS` rows, then `MORE_ROWS` more when its last
+row is scrolled to or clicked), and the sections below the explorer are drawn only once one is
+chosen. Served by `janux ui` on a store holding one synthetic trace.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from janux.cli.commands.ui import free_port, launch_ui
+from janux.dashboard.ui.trace_explorer import FIRST_ROWS, MORE_ROWS
+from janux.dashboard.ui.trace_tree import row_cells
+from janux.tracing.analysis import reconstruct
+from janux.tracing.analysis.trace_outline import OutlineRow, outline
+from janux.tracing.sources.store import open_store
+from janux.tracing.testing import synthetic_trace
+from tests.dashboard.browser.test_dashboard_in_chromium import UI_WAIT_MS, _wait_for_ui
+
+SPANS = 1_500
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+
+
+@dataclass
+class BigTrace:
+    url: str
+    """The Trace page of the big trace."""
+    rows: list[OutlineRow]
+    """Its tree rows, in order."""
+
+
+@pytest.fixture(scope="module")
+def big_trace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BigTrace]:
+    data_dir: Path = tmp_path_factory.mktemp("big-store")
+    spans = synthetic_trace(SPANS, seed=19)
+    with open_store(data_dir) as store:
+        store.write(spans)
+    port = free_port()
+    server = launch_ui(data_dir, port=port, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        _wait_for_ui(url, 60)
+        yield BigTrace(f"{url}/trace?trace_id={spans[0].trace_id}", outline(reconstruct(spans)))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def _drawn(page: Page) -> list[str]:
+    """The tree's rows as drawn, each as its cells' text joined by tabs."""
+    texts: list[str] = page.locator("tr.row").evaluate_all(
+        "trs => trs.map(tr => [...tr.cells].map(td => td.textContent).join('\\t'))"
+    )
+    return texts
+
+
+def _expected(rows: list[OutlineRow]) -> list[str]:
+    return ["\t".join(row_cells(r)) for r in rows]
+
+
+def test_big_tree_sends_its_first_rows_and_the_next_when_scrolled_to_or_clicked(
+    big_trace: BigTrace, page: Page
+) -> None:
+    page.goto(big_trace.url)
+    rows = page.locator("tr.row")
+    expect(rows.first).to_be_visible(timeout=UI_WAIT_MS)
+    expect(page.locator(IDLE)).to_have_count(1, timeout=UI_WAIT_MS)
+    assert _drawn(page) == _expected(big_trace.rows[:FIRST_ROWS])
+    more = page.locator("tr.more")
+    expect(more).to_have_text(
+        f"{MORE_ROWS:,} more of {len(big_trace.rows) - FIRST_ROWS:,} not drawn yet: click or scroll here"
+    )
+    expect(page.locator("tr.row.on")).to_have_count(1)  # the selected span (the first) is marked
+    # Scrolled to the bottom of the tree's box: the next MORE_ROWS rows, below the ones drawn; the
+    # box stays where the reader scrolled (not back up to the selected row).
+    page.locator(".tree").evaluate("box => { box.scrollTop = box.scrollHeight; }")
+    expect(rows).to_have_count(FIRST_ROWS + MORE_ROWS, timeout=UI_WAIT_MS)
+    assert _drawn(page) == _expected(big_trace.rows[: FIRST_ROWS + MORE_ROWS])
+    assert page.locator(".tree").evaluate("box => box.scrollTop") > 0
+    # A click on the last row asks for the next part too.
+    more.click()
+    expect(rows).to_have_count(FIRST_ROWS + 2 * MORE_ROWS, timeout=UI_WAIT_MS)
+    assert _drawn(page) == _expected(big_trace.rows[: FIRST_ROWS + 2 * MORE_ROWS])
+    expect(page.locator("tr.row.on")).to_have_count(1)
+    # A row that came later selects its span like any other.
+    label = big_trace.rows[FIRST_ROWS + MORE_ROWS + 5]
+    rows.nth(FIRST_ROWS + MORE_ROWS + 5).click()
+    expect(page).to_have_url(re.compile(f"span={label.span_id}"), timeout=UI_WAIT_MS)
+    expect(page.get_by_role("heading", name=f"{label.label} ({label.kind})")).to_be_visible(
+        timeout=UI_WAIT_MS
+    )
+
+
+def test_sections_below_the_explorer_are_drawn_once_chosen(big_trace: BigTrace, page: Page) -> None:
+    page.goto(big_trace.url)
+    expect(page.locator("tr.row").first).to_be_visible(timeout=UI_WAIT_MS)
+    expect(page.locator(IDLE)).to_have_count(1, timeout=UI_WAIT_MS)
+    tables = page.locator("[data-testid='stMain'] [data-testid='stDataFrame']")
+    expect(tables).to_have_count(0)
+    page.get_by_role("radio", name="Delegations & attempts").click()
+    expect(page).to_have_url(re.compile(r"trace_section=Delegations"), timeout=UI_WAIT_MS)
+    expect(tables.first).to_be_visible(timeout=UI_WAIT_MS)
+    expect(page.get_by_text("Attempts of", exact=True)).to_be_visible()
+    # A second click closes it again.
+    page.get_by_role("radio", name="Delegations & attempts").click()
+    expect(tables).to_have_count(0, timeout=UI_WAIT_MS)
+    expect(page).not_to_have_url(re.compile("trace_section="))
+    # A link naming a section opens the page with it drawn.
+    page.goto(f"{big_trace.url}&trace_section=Checks")
+    expect(tables.first).to_be_visible(timeout=UI_WAIT_MS)
