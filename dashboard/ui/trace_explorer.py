@@ -18,6 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from janux.dashboard.ui.nav import chart_pick
+from janux.dashboard.ui.text_tables import TextTable, text_tables
 from janux.dashboard.ui.trace_tree import trace_tree
 from janux.dashboard.views.handoff_chart import handoff_chart, handoff_frames
 from janux.dashboard.views.handoff_labels import DEFAULT_MAX_NODES
@@ -37,6 +38,7 @@ TREE_KEY = "trace_tree"
 """Widget key of the tree (`trace_tree`: a click there selects the span in the URL's `span`)."""
 _WATERFALL_KEY = "trace_waterfall"
 _GRAPH_KEY = "trace_handoff_graph"
+_DETAIL_KEY = "trace_detail_tables"
 FIRST_ROWS = 100
 """Tree rows sent with the page: about five screens of the tree's box. On a 10,000-span trace's
 first visit, 500 rows (their cells sent, built and laid out in the browser) cost several times
@@ -193,12 +195,6 @@ def _waterfall(view: TraceView) -> None:
     st.caption(note)
 
 
-def _plain_table(frame: pd.DataFrame) -> None:
-    """A small text table drawn as plain HTML (no grid to start: a span's detail shows at once);
-    every cell is already text, wrapped when long, never cut."""
-    st.table(frame.set_index(frame.columns[0]), border="horizontal")
-
-
 def _detail(view: TraceView, current: str | None) -> None:
     span = view.span(current) if current else None
     if span is None:
@@ -208,19 +204,17 @@ def _detail(view: TraceView, current: str | None) -> None:
     st.subheader(fmt.markdown_text(detail.title))
     if detail.error:
         st.error(fmt.markdown_text(detail.error))
-    facts = pd.DataFrame(detail.facts + detail.usage, columns=["", "value"])
-    _plain_table(facts)
+    # Plain text tables in one element (no data grid, no Arrow script to load): the detail shows at once.
+    tables = [TextTable("facts", "", pd.DataFrame(detail.facts + detail.usage, columns=["", "value"]))]
     price = round_price_text(view, span)
     if price is not None:
-        st.caption(fmt.markdown_text(price))
+        tables.append(TextTable("price", price))
     if detail.budget is not None:
-        st.caption("Budget")
-        _plain_table(detail.budget)
-    st.caption("Attributes")
-    _plain_table(detail.attributes)
+        tables.append(TextTable("budget", "Budget", detail.budget))
+    tables.append(TextTable("attributes", "Attributes", detail.attributes))
     if not detail.events.empty:
-        st.caption("Events")
-        _plain_table(detail.events)
+        tables.append(TextTable("events", "Events", detail.events))
+    text_tables(tables, key=_DETAIL_KEY)
     if detail.content:
         st.caption("Captured content")
         for key, value in detail.content.items():

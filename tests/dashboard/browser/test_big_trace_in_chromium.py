@@ -74,6 +74,12 @@ def test_big_tree_sends_its_first_rows_and_the_next_when_scrolled_to_or_clicked(
     expect(rows.first).to_be_visible(timeout=UI_WAIT_MS)
     expect(page.locator(IDLE)).to_have_count(1, timeout=UI_WAIT_MS)
     assert _drawn(page) == _expected(big_trace.rows[:FIRST_ROWS])
+    # The selected span's detail is plain text tables: no table or grid element (and its scripts)
+    # on the first draw.
+    expect(page.locator(".tables table[data-name='facts']")).to_be_visible()
+    expect(
+        page.locator("[data-testid='stMain'] :is([data-testid='stTable'], [data-testid='stDataFrame'])")
+    ).to_have_count(0)
     more = page.locator("tr.more")
     expect(more).to_have_text(
         f"{MORE_ROWS:,} more of {len(big_trace.rows) - FIRST_ROWS:,} not drawn yet: click or scroll here"
