@@ -100,12 +100,19 @@ export default function (component) {
     for (const tr of body.querySelectorAll('tr.on')) tr.classList.remove('on');
     if (at < 0 || at >= rows.length) return;
     rows[at].classList.add('on');
-    if (!scroll) return;  // within the tree only: the page itself never jumps
-    const row = rows[at], top = row.offsetTop - body.offsetTop, head = body.offsetTop;
-    if (top < box.scrollTop) box.scrollTop = top;
-    else if (top + row.offsetHeight + head > box.scrollTop + box.clientHeight) {
-      box.scrollTop = top + row.offsetHeight + head - box.clientHeight;
-    }
+    if (!scroll) return;
+    // Within the tree only (the page itself never jumps), and in the next frame: reading where the
+    // row is lays out the page, which while the page is still being drawn (its first draw) is a
+    // whole layout done twice.
+    requestAnimationFrame(() => {
+      const row = rows[at];
+      if (!row.isConnected) return;
+      const top = row.offsetTop - body.offsetTop, head = body.offsetTop;
+      if (top < box.scrollTop) box.scrollTop = top;
+      else if (top + row.offsetHeight + head > box.scrollTop + box.clientHeight) {
+        box.scrollTop = top + row.offsetHeight + head - box.clientHeight;
+      }
+    });
   };
   const pick = (at) => {
     if (at < 0 || at >= rows.length || at === current) return;

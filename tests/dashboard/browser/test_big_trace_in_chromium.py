@@ -24,6 +24,7 @@ from janux.tracing.analysis.trace_outline import OutlineRow, outline
 from janux.tracing.sources.store import open_store
 from janux.tracing.testing import synthetic_trace
 from tests.dashboard.browser.test_dashboard_in_chromium import UI_WAIT_MS, _wait_for_ui
+from tests.support.wait import wait_until
 
 SPANS = 1_500
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
@@ -122,3 +123,25 @@ def test_sections_below_the_explorer_are_drawn_once_chosen(big_trace: BigTrace, 
     # A link naming a section opens the page with it drawn.
     page.goto(f"{big_trace.url}&trace_section=Checks")
     expect(tables.first).to_be_visible(timeout=UI_WAIT_MS)
+
+
+def test_a_link_to_a_span_far_down_opens_the_tree_scrolled_to_it(big_trace: BigTrace, page: Page) -> None:
+    """The tree holds the rows down to the linked span, marks it and scrolls its box (not the page)
+    to it."""
+    far = big_trace.rows[FIRST_ROWS + 150]
+    page.goto(f"{big_trace.url}&span={far.span_id}")
+    expect(page.get_by_role("heading", name=f"{far.label} ({far.kind})")).to_be_visible(timeout=UI_WAIT_MS)
+    marked = page.locator("tr.row.on")
+    expect(marked).to_have_count(1, timeout=UI_WAIT_MS)
+    assert marked.evaluate("tr => tr.dataset.at") == str(FIRST_ROWS + 150)
+    box = page.locator(".tree")
+
+    def in_box() -> bool:
+        inside: bool = box.evaluate(
+            "box => { const row = box.querySelector('tr.row.on').getBoundingClientRect();"
+            " const view = box.getBoundingClientRect();"
+            " return box.scrollTop > 0 && row.top >= view.top && row.bottom <= view.bottom; }"
+        )
+        return inside
+
+    wait_until(in_box, timeout_s=UI_WAIT_MS / 1000, what="the linked span's row scrolled into the tree's box")
