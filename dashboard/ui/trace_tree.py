@@ -58,6 +58,7 @@ export default function (component) {
   let body = box.querySelector('tbody');
   const rebuilt = !body || drawn.length > keys.length || drawn.some((key, at) => key !== keys[at]);
   if (rebuilt) {
+    if (body) box.scrollTop = 0;  // other rows (a search) start at the top; a first draw has no scroll
     const table = document.createElement('table');
     const head = table.createTHead().insertRow();
     for (const name of data.columns) {
@@ -68,6 +69,7 @@ export default function (component) {
     body = table.createTBody();
     box.replaceChildren(table);
     box.drawnKeys = [];
+    delete box.dataset.asked;  // other rows (a search, another trace): their next part not asked yet
   }
   body.querySelector('tr.more')?.remove();
   for (let at = box.drawnKeys.length; at < data.rows.length; at++) {
@@ -93,7 +95,8 @@ export default function (component) {
   const askMore = () => {
     if (!more || box.dataset.asked === String(rows.length)) return;
     box.dataset.asked = String(rows.length);  // once per length: the next rows are on their way
-    setTriggerValue('more', rows.length);
+    // With a time: a value equal to the last one sent (100 rows again, after a search) is not sent.
+    setTriggerValue('more', { drawn: rows.length, at: Date.now() });
   };
   let current = data.selected;
   const mark = (at, scroll) => {
@@ -179,8 +182,8 @@ def trace_tree(
 
     def asked() -> None:
         held = state().get("more") if state() is not None else None
-        if held is not None and on_more is not None:
-            on_more(int(held))
+        if isinstance(held, dict) and on_more is not None:
+            on_more(int(held.get("drawn") or 0))
 
     _TREE(
         key=key,

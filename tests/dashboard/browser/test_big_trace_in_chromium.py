@@ -20,7 +20,8 @@ from janux.cli.commands.ui import free_port, launch_ui
 from janux.dashboard.ui.trace_explorer import FIRST_ROWS, MORE_ROWS
 from janux.dashboard.ui.trace_tree import row_cells
 from janux.tracing.analysis import reconstruct
-from janux.tracing.analysis.trace_outline import OutlineRow, outline
+from janux.tracing.analysis.trace_outline import OutlineRow, matches, outline
+from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.sources.store import open_store
 from janux.tracing.testing import synthetic_trace
 from tests.dashboard.browser.test_dashboard_in_chromium import UI_WAIT_MS, _wait_for_ui
@@ -36,6 +37,8 @@ class BigTrace:
     """The Trace page of the big trace."""
     rows: list[OutlineRow]
     """Its tree rows, in order."""
+    view: TraceView
+    """The trace, rebuilt."""
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +52,8 @@ def big_trace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BigTrace]:
     try:
         url = f"http://127.0.0.1:{port}"
         _wait_for_ui(url, 60)
-        yield BigTrace(f"{url}/trace?trace_id={spans[0].trace_id}", outline(reconstruct(spans)))
+        view = reconstruct(spans)
+        yield BigTrace(f"{url}/trace?trace_id={spans[0].trace_id}", outline(view), view)
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -145,3 +149,27 @@ def test_a_link_to_a_span_far_down_opens_the_tree_scrolled_to_it(big_trace: BigT
         return inside
 
     wait_until(in_box, timeout_s=UI_WAIT_MS / 1000, what="the linked span's row scrolled into the tree's box")
+
+
+def test_a_search_draws_its_first_rows_and_the_next_on_scroll(big_trace: BigTrace, page: Page) -> None:
+    """After more rows of the whole tree, a search's rows come a part at a time too (the tree asks
+    again for the next part of the new rows, even of the length it last asked at)."""
+    page.goto(big_trace.url)
+    rows = page.locator("tr.row")
+    expect(rows).to_have_count(FIRST_ROWS, timeout=UI_WAIT_MS)
+    box = page.locator(".tree")
+    box.evaluate("box => { box.scrollTop = box.scrollHeight; }")
+    expect(rows).to_have_count(FIRST_ROWS + MORE_ROWS, timeout=UI_WAIT_MS)
+    found = [r for r in big_trace.rows if matches(big_trace.view, r, "chat")]
+    assert len(found) > FIRST_ROWS + MORE_ROWS
+    search = page.get_by_label("Search this trace")
+    search.fill("chat")
+    search.press("Enter")
+    expect(page.get_by_text(f"{len(found):,} of {len(big_trace.rows):,} spans match.")).to_be_visible(
+        timeout=UI_WAIT_MS
+    )
+    expect(rows).to_have_count(FIRST_ROWS, timeout=UI_WAIT_MS)
+    assert _drawn(page) == _expected(found[:FIRST_ROWS])
+    box.evaluate("box => { box.scrollTop = box.scrollHeight; }")
+    expect(rows).to_have_count(FIRST_ROWS + MORE_ROWS, timeout=UI_WAIT_MS)
+    assert _drawn(page) == _expected(found[: FIRST_ROWS + MORE_ROWS])
