@@ -77,13 +77,7 @@ def main() -> None:
     sections.headline(view)
     sections.issues(view)
     explorer(view)
-    # Only the chosen tab is drawn (and named in the URL, `?trace_section=`): the page opens with
-    # the delegations table.
-    tabs = st.tabs(list(sections.SECTIONS), key="trace_section", on_change="rerun", bind="query-params")
-    for tab, draw in zip(tabs, sections.SECTIONS.values(), strict=True):
-        if tab.open is not False:
-            with tab:
-                draw(view)
+    sections.chosen_section(view)
 
 
 main()

@@ -18,6 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from janux.dashboard.ui.nav import chart_pick
+from janux.dashboard.ui.text_tables import TextTable, text_tables
 from janux.dashboard.ui.trace_tree import trace_tree
 from janux.dashboard.views.handoff_chart import handoff_chart, handoff_frames
 from janux.dashboard.views.handoff_labels import DEFAULT_MAX_NODES
@@ -37,20 +38,28 @@ TREE_KEY = "trace_tree"
 """Widget key of the tree (`trace_tree`: a click there selects the span in the URL's `span`)."""
 _WATERFALL_KEY = "trace_waterfall"
 _GRAPH_KEY = "trace_handoff_graph"
-TREE_ROWS = 500
-"""Tree rows drawn at once (a search narrows a bigger trace): 2,000 cost a 10,000-span trace's first
-visit about 0.3 s (their cells sent and laid out), for rows far below the tree's scroll box."""
+_DETAIL_KEY = "trace_detail_tables"
+FIRST_ROWS = 100
+"""Tree rows sent with the page: about five screens of the tree's box. On a 10,000-span trace's
+first visit, 500 rows (their cells sent, built and laid out in the browser) cost several times
+what 100 do; the next rows come when asked for (`MORE_ROWS` at a time)."""
+MORE_ROWS = 400
+"""Tree rows added when the tree's last row is clicked or scrolled to."""
+TREE_ROWS = 2_000
+"""Most rows the tree holds (a search narrows a bigger trace)."""
+_SHOWN_KEY = "trace_tree_shown"
+"""Session key of (what the tree shows, how many of its rows were asked for)."""
 OUTLINES_KEPT = 4
-"""Traces whose tree rows are kept between runs (a span click reruns the split view of the same trace)."""
+"""Traces whose tree rows are kept between runs (a search types on the same trace)."""
 
 _outlines: OrderedDict[tuple[int, str, int], list[OutlineRow]] = OrderedDict()
 _outlines_lock = threading.Lock()
 
 
 def outline_rows(view: TraceView) -> list[OutlineRow]:
-    """`trace_outline.outline(view)`, computed once per rebuilt trace (50-90 ms for 10,000 spans):
-    the newest `OUTLINES_KEPT` are kept, keyed by the view and what its rows depend on (its trace
-    and span count), never holding the view itself."""
+    """`trace_outline.outline(view)` (all rows, for a search or a narrowed kind), computed once per
+    rebuilt trace (50-90 ms for 10,000 spans): the newest `OUTLINES_KEPT` are kept, keyed by the
+    view and what its rows depend on (its trace and span count), never holding the view itself."""
     spans = view.index.spans
     key = (id(view), spans[0].trace_id if spans else "", len(spans))
     with _outlines_lock:
@@ -123,18 +132,52 @@ def _graph(view: TraceView) -> None:
         st.caption(f"Incomplete trace: {orphans:,} span(s) with a missing parent (loops drawn as roots).")
 
 
-def _tree(view: TraceView, rows: list[OutlineRow], current: str | None) -> None:
+def _tree_rows(view: TraceView, needle: str, kinds: Sequence[str]) -> tuple[list[OutlineRow] | None, int]:
+    """(the matching rows, how many) for a search or a narrowed kind; (None, every span) otherwise:
+    the rows shown then are the outline's first ones, computed alone."""
+    if not needle and set(kinds) >= set(KINDS):
+        return None, len(view.index.spans)
+    found = [r for r in outline_rows(view) if r.kind in kinds and outline.matches(view, r, needle)]
+    return found, len(found)
+
+
+def _position(view: TraceView, found: list[OutlineRow] | None, span_id: str | None) -> int:
+    """Position of `span_id`'s row among the rows shown (-1 when it is not one of them)."""
+    if span_id is None:
+        return -1
+    if found is not None:
+        return next((at for at, r in enumerate(found) if r.span_id == span_id), -1)
+    pos = view.index.by_id.get(span_id)
+    return -1 if pos is None else view.index.order.index(pos)
+
+
+def _tree(view: TraceView, current: str | None) -> None:
     left, right = st.columns([3, 2])
     hint = "span name, agent, attribute value"
     needle = left.text_input("Search this trace", key="trace_search", placeholder=hint)
     kinds = right.multiselect("Show", KINDS, default=list(KINDS), key="trace_tree_kinds")
-    shown = [r for r in rows if r.kind in kinds and outline.matches(view, r, needle)]
+    found, matched = _tree_rows(view, needle, kinds)
     if needle:
-        st.caption(f"{len(shown):,} of {len(rows):,} spans match.")
-    if len(shown) > TREE_ROWS:
-        st.caption(f"Showing the first {TREE_ROWS:,} of {len(shown):,} spans: search to find the others.")
-        shown = shown[:TREE_ROWS]
-    trace_tree(shown, current, key=TREE_KEY, on_pick=lambda span_id: _select(view, span_id))
+        st.caption(f"{matched:,} of {len(view.index.spans):,} spans match.")
+    if matched > TREE_ROWS:
+        st.caption(f"The tree holds the first {TREE_ROWS:,} of {matched:,} spans: search to find the others.")
+    # How many rows: the first FIRST_ROWS, more as asked for, down to the selected span's row.
+    what = (view.trace_id, needle, tuple(kinds))
+    held = st.session_state.get(_SHOWN_KEY)
+    asked = held[1] if isinstance(held, tuple) and held[0] == what else FIRST_ROWS
+    count = min(max(asked, _position(view, found, current) + 1), TREE_ROWS, matched)
+    shown = found[:count] if found is not None else outline.outline_head(view, count)
+    left_over = min(matched, TREE_ROWS) - count
+
+    def more(drawn: int) -> None:
+        st.session_state[_SHOWN_KEY] = (what, drawn + MORE_ROWS)
+
+    trace_tree(
+        shown, current, key=TREE_KEY, on_pick=lambda span_id: _select(view, span_id),
+        more=f"{min(MORE_ROWS, left_over):,} more of {left_over:,} not drawn yet: click or scroll here"
+        if left_over > 0 else "",
+        on_more=more,
+    )  # fmt: skip
 
 
 def _waterfall(view: TraceView) -> None:
@@ -152,35 +195,26 @@ def _waterfall(view: TraceView) -> None:
     st.caption(note)
 
 
-def _plain_table(frame: pd.DataFrame) -> None:
-    """A small text table drawn as plain HTML (no grid to start: a span's detail shows at once);
-    every cell is already text, wrapped when long, never cut."""
-    st.table(frame.set_index(frame.columns[0]), border="horizontal")
-
-
-def _detail(view: TraceView, rows: list[OutlineRow], current: str | None) -> None:
+def _detail(view: TraceView, current: str | None) -> None:
     span = view.span(current) if current else None
     if span is None:
         st.info("Pick a span in the tree or the waterfall.")
         return
-    row = next((r for r in rows if r.span_id == span.span_id), None)
-    detail = span_detail(view, span, row)
+    detail = span_detail(view, span, outline.outline_row(view, span.span_id))
     st.subheader(fmt.markdown_text(detail.title))
     if detail.error:
         st.error(fmt.markdown_text(detail.error))
-    facts = pd.DataFrame(detail.facts + detail.usage, columns=["", "value"])
-    _plain_table(facts)
+    # Plain text tables in one element (no data grid, no Arrow script to load): the detail shows at once.
+    tables = [TextTable("facts", "", pd.DataFrame(detail.facts + detail.usage, columns=["", "value"]))]
     price = round_price_text(view, span)
     if price is not None:
-        st.caption(fmt.markdown_text(price))
+        tables.append(TextTable("price", price))
     if detail.budget is not None:
-        st.caption("Budget")
-        _plain_table(detail.budget)
-    st.caption("Attributes")
-    _plain_table(detail.attributes)
+        tables.append(TextTable("budget", "Budget", detail.budget))
+    tables.append(TextTable("attributes", "Attributes", detail.attributes))
     if not detail.events.empty:
-        st.caption("Events")
-        _plain_table(detail.events)
+        tables.append(TextTable("events", "Events", detail.events))
+    text_tables(tables, key=_DETAIL_KEY)
     if detail.content:
         st.caption("Captured content")
         for key, value in detail.content.items():
@@ -229,7 +263,6 @@ def explorer(view: TraceView) -> None:
     """
     _clicked_in_chart(view, _WATERFALL_KEY)
     _clicked_in_chart(view, _GRAPH_KEY)
-    rows = outline_rows(view)
     current = selected_span(view)
     left, right = st.columns([3, 2], gap="medium")
     with left:
@@ -238,10 +271,10 @@ def explorer(view: TraceView) -> None:
         tabs = _view_tabs(view)
         if tabs[0].open is not False:
             with tabs[0]:
-                _tree(view, rows, current)
+                _tree(view, current)
         for tab, draw in zip(tabs[1:], (_waterfall, _graph), strict=True):
             if tab.open:
                 with tab:
                     draw(view)
     with right:
-        _detail(view, rows, current)
+        _detail(view, current)

@@ -172,4 +172,21 @@ SECTIONS: dict[str, Callable[[TraceView], None]] = {
     "Budgets": budgets,
     "Checks": checks,
 }
-"""The tabs below the Trace page's explorer, by title, each drawn by its function."""
+"""The sections below the Trace page's explorer, by title, each drawn by its function."""
+SECTION_KEY = "trace_section"
+"""Widget key (and URL parameter, `?trace_section=Budgets`) of the section shown below the explorer."""
+
+
+def chosen_section(view: TraceView) -> None:
+    """The sections' picker, and below it the one chosen (none until asked for; a second click on
+    it closes it again).
+
+    The page opens without them: a person reads the header, the tree and the selected span first,
+    and the delegations table alone (a data grid of every delegation, 2,138 of them in a
+    10,000-span trace, and the grid's script, loaded on first use) was about a third of the
+    browser's work on a big trace's first visit. A link naming a section opens it."""
+    chosen = st.segmented_control(
+        "More about this trace", list(SECTIONS), default=None, key=SECTION_KEY, bind="query-params"
+    )
+    if chosen in SECTIONS:
+        SECTIONS[chosen](view)

@@ -175,10 +175,12 @@ class ViewCache:
     def _build(
         self, source: TraceSource, source_key: str, claimed: dict[str, Future[TraceView]], now: float
     ) -> None:
-        """Rebuild the claimed traces, keep them, and hand each to whoever waits for it (or the error)."""
+        """Rebuild the claimed traces, hand each to whoever waits for it (or the error), then keep
+        them: their memory estimate (25-40 ms for 10,000 spans) is taken after the hand-over, so the
+        page waiting for the trace does not wait for it too. Until kept, a trace is still "being
+        built": whoever asks for it meanwhile gets the finished build."""
         try:
             views = rebuild(source, list(claimed))
-            sizes = {trace_id: view_bytes(view) for trace_id, view in views.items()}
         except BaseException as exc:
             with self._lock:
                 for trace_id, future in claimed.items():
@@ -189,13 +191,20 @@ class ViewCache:
             raise
         with self._lock:
             self.rebuilt += len(views)
-            for trace_id, future in claimed.items():
-                key = (source_key, trace_id)
-                if self._building.get(key) is future:  # not cleared meanwhile
-                    del self._building[key]
-                    self._put(key, views[trace_id], now, sizes[trace_id])
         for trace_id, future in claimed.items():
             future.set_result(views[trace_id])
+        sizes: dict[str, int] = {}
+        try:
+            for trace_id, view in views.items():
+                sizes[trace_id] = view_bytes(view)
+        finally:  # never left "being built": kept if estimated, else read again when next asked for
+            with self._lock:
+                for trace_id, future in claimed.items():
+                    key = (source_key, trace_id)
+                    if self._building.get(key) is future:  # not cleared meanwhile
+                        del self._building[key]
+                        if trace_id in sizes:
+                            self._put(key, views[trace_id], now, sizes[trace_id])
 
     def views(self, source: TraceSource, source_key: str, trace_ids: list[str]) -> dict[str, TraceView]:
         """Rebuilt traces for `trace_ids` (reading only those neither cached nor being rebuilt);

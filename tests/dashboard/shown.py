@@ -47,3 +47,10 @@ def tree_rows(at: Any) -> pd.DataFrame:
     frame = pd.DataFrame(data["rows"], columns=data["columns"])
     frame["span_id"] = data["ids"]
     return frame
+
+
+def detail_tables(at: Any) -> dict[str, dict[str, Any]]:
+    """The Trace page's span detail (`janux.dashboard.ui.text_tables`) as sent: each table by name
+    (`facts`, `price`, `budget`, `attributes`, `events`), with its `caption`, `columns` and `rows`."""
+    (tables,) = [e for e in at.get("bidi_component") if e.proto.component_name == "janux_text_tables"]
+    return {block["name"]: block for block in json.loads(tables.proto.json)["blocks"]}

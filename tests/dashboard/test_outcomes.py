@@ -11,9 +11,10 @@ from janux.dashboard.views.handoff_chart import handoff_frames
 from janux.tracing import conventions as c
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import outcomes, reconstruct
-from janux.tracing.analysis.trace_outline import headline, matches, outline
+from janux.tracing.analysis.trace_outline import headline, matches, outline, outline_head, outline_row
 from janux.tracing.analysis.trace_parts import Attempt
 from janux.tracing.analysis.trace_view import TraceView
+from janux.tracing.testing import synthetic_trace
 
 Demo = tuple[list[Any], dict[str, str]]
 
@@ -110,6 +111,19 @@ def test_outline_lists_every_span_and_the_search_finds_by_attribute(demo: Demo) 
     conversation = next(n.conversation_id for n in view.nodes if n.conversation_id)
     assert all(matches(view, r, conversation) for r in rows if r.kind == "loop")
     assert [r for r in rows if matches(view, r, "")] == rows
+
+
+@pytest.mark.parametrize("scenario", ["nested_delegation", "retry_then_success", "synthetic"])
+def test_first_rows_and_one_row_alone_equal_the_whole_outline(demo: Demo, scenario: str) -> None:
+    """The Trace page computes the tree's first rows, and the selected span's row, alone: the same
+    rows as the whole outline's."""
+    view = reconstruct(synthetic_trace(600, seed=5)) if scenario == "synthetic" else _view(demo, scenario)
+    rows = outline(view)
+    assert {r.kind for r in rows} >= {"loop", "delegation", "attempt", "round"}
+    for count in (0, 1, 7, len(rows), len(rows) + 10):
+        assert outline_head(view, count) == rows[:count]
+    assert [outline_row(view, r.span_id) for r in rows] == rows
+    assert outline_row(view, "0" * 16) is None
 
 
 def test_compare_tells_two_loops_that_failed_differently_apart(demo: Demo) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from janux.dashboard.ui import view_cache
 from janux.dashboard.ui.view_cache import (
     FREEZE_MIN_SPANS,
     PREFETCH_THREAD,
@@ -26,6 +27,7 @@ from janux.tracing.testing import synthetic_trace
 from tests.dashboard.app_helpers import OpenPage
 from tests.support.contract_traces import contract_trace, plain_trace
 from tests.support.hostile_traces import nested_agents
+from tests.support.wait import wait_until
 
 NO_HANG_S = 30
 """Bound of every wait here: only to turn a hang into a failure."""
@@ -64,6 +66,29 @@ def test_prefetched_trace_is_rebuilt_once_for_every_waiter() -> None:
     assert views[0] is views[1] is cache.view(source, "k", trace_id)
     assert len(source.reads) == 1 and source.reads[0][1].startswith(PREFETCH_THREAD)
     assert cache.rebuilt == 1
+
+
+def test_waiter_gets_the_trace_before_its_memory_is_estimated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The page waiting for a trace rebuilt ahead goes on drawing while the worker estimates the
+    trace's memory (`view_bytes`, 25-40 ms for 10,000 spans); then the trace is kept as before."""
+    spans = contract_trace()
+    trace_id = spans[0].trace_id
+    source = _Recording(spans)
+    handed_over = threading.Event()
+    seen: list[bool] = []  # per estimate: had the waiter already got the trace?
+
+    def estimate(view: TraceView) -> int:
+        seen.append(handed_over.wait(NO_HANG_S))
+        return 1_000
+
+    monkeypatch.setattr(view_cache, "view_bytes", estimate)
+    cache = ViewCache()
+    cache.prefetch(source, "k", trace_id)
+    view = cache.view(source, "k", trace_id)
+    handed_over.set()
+    wait_until(lambda: cache.held_bytes, timeout_s=NO_HANG_S, what="the trace kept")
+    assert seen == [True] and cache.held_bytes == 1_000
+    assert cache.view(source, "k", trace_id) is view and len(source.reads) == 1 and cache.rebuilt == 1
 
 
 def test_failed_prefetch_reaches_the_waiter_and_is_not_kept() -> None:

@@ -113,17 +113,15 @@ def _heading(page: Page, name: str) -> None:
 
 
 def _detail_value(page: Page, label: str) -> str:
-    """A value of the selected span's detail panel (the facts table beside the tree), once drawn."""
+    """A value of the selected span's detail panel (the facts table beside the tree, drawn by
+    `janux.dashboard.ui.text_tables`), once drawn."""
 
-    script = (
-        "els => els.flatMap(el => [...el.querySelectorAll('tr')]"
-        ".map(tr => [...tr.children].map(c => c.innerText.trim())))"
-    )
+    script = "trs => trs.map(tr => [...tr.children].map(c => c.innerText.trim()))"
 
     def value() -> str | None:
         if page.locator(IDLE).count() == 0:
             return None  # still drawing: a value now may be the previous span's
-        rows: Any = page.locator("[data-testid='stTable']").evaluate_all(script)
+        rows: Any = page.locator(".tables table[data-name='facts'] tr").evaluate_all(script)
         return next((str(row[1]) for row in rows if len(row) > 1 and row[0] == label), None)
 
     return wait_until(value, timeout_s=UI_WAIT_MS / 1000, interval_s=0.1, what=f"{label} in the span detail")

@@ -28,6 +28,7 @@ from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter
 from janux.tracing.sources.store import open_store
 from tests.dashboard.app_helpers import run_page, show_section
+from tests.dashboard.shown import detail_tables
 from tests.integrations.openai_agents.scripts import COSTS, MODEL_NAME, calls, model, price, reply, run
 from tests.integrations.openai_agents.verify import checked, spans_named
 from tests.support.contract_checker import Traced
@@ -113,7 +114,7 @@ async def test_trace_page_shows_the_recorded_estimate_as_an_estimate_with_its_so
     by_tool = {str(row["tool"]): row for row in delegations.to_dict("records")}
     assert by_tool["researcher"]["cost"] == fmt.usd(ESTIMATE, estimated=True)
     assert by_tool["researcher"]["unpriced tokens"] == 0
-    assert not any(cap.startswith("Price:") for cap in captions)  # the root loop is selected: no round
+    assert "price" not in detail_tables(at)  # the root loop is selected: no round, no price
 
 
 async def test_span_inspector_gives_each_rounds_price_and_its_source(traced: Traced) -> None:
@@ -132,7 +133,7 @@ async def test_span_inspector_gives_each_rounds_price_and_its_source(traced: Tra
     }
     for span_id, line in expected.items():
         at = run_page(source, "trace.py", trace_id=records[0].trace_id, span=span_id)
-        assert fmt.markdown_text(line) in [cap.value for cap in at.caption]
+        assert detail_tables(at)["price"]["caption"] == line
 
 
 async def test_trace_json_reports_an_estimated_cost_and_its_parts(

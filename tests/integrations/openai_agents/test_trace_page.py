@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 from janux.dashboard.ui.view_cache import SHARED
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.sources.memory import MemoryTraceSource
-from tests.dashboard.app_helpers import graph_text, run_page
+from tests.dashboard.app_helpers import graph_text, run_page, show_section
 from tests.integrations.openai_agents.scripts import calls, model, price, reply, run
 from tests.integrations.openai_agents.verify import checked
 from tests.support.contract_checker import Traced
@@ -76,7 +76,7 @@ async def test_trace_page_shows_the_sdk_runs_tree_attempts_and_costs(traced: Tra
     assert (metrics["Agent loops"], metrics["Delegations"], metrics["Attempts"]) == ("2", "2", "1")
     assert metrics["Unpriced tokens"] == "0" and metrics["Failed handoffs"] == "0"
     assert [s.value for s in at.success] == ["All reconciliation checks pass."]
-    delegations = _table(at, {"caller", "tool", "attempt errors"})
+    delegations = _table(show_section(at, "Delegations & attempts"), {"caller", "tool", "attempt errors"})
     assert delegations["researcher"]["kind"] == "delegate" and delegations["researcher"]["attempts"] == 1
     assert delegations["researcher"]["cost"] == fmt.usd(researcher_cost)
     assert delegations["handoff.billing"]["kind"] == "transfer"

@@ -86,7 +86,7 @@ def test_a_span_twice_in_one_batch_is_stored_as_its_first_copy(tmp_path: Path) -
 
 def test_stored_attribute_text_is_compact_json(tmp_path: Path) -> None:
     attrs = {"s": "zß\u2603\"\\\n", "i": -(2**62), "f": 0.1, "b": False, "n": None, "l": [1, "a", [2.5]],
-             "m": {"k": {"x": [True]}}, "inf": math.inf}  # fmt: skip
+             "m": {"k": {"x": [True]}}, "inf": math.inf, "-inf": -math.inf, "big": 2**70}  # fmt: skip
     odd = {"bytes": b"\x00\xff", "tuple": (1, 2), "set": frozenset({3}), "obj": Path("p")}
     with open_store(tmp_path) as store:
         store.write([record("1" * 16, attrs={**attrs, **odd}, trace_id=T)])
