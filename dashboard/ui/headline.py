@@ -63,6 +63,17 @@ def tokens(col: Any, label: str, input_tokens: int, output_tokens: int, note: st
     _show(col, label, value, below, _help(f"{input_tokens:,} in / {output_tokens:,} out", note))
 
 
+def usage_tokens(col: Any, label: str, usage: Usage) -> None:
+    """Tokens of a `Usage`, exact and never cut: `790,241 in` over `195,862 out` on the line below
+    (`+ unknown` appended there when some model calls' usage could not be read); `unknown` alone
+    when none could. Help: the pair on one line."""
+    if usage.is_unknown:
+        _show(col, label, fmt.UNKNOWN, None, "No model call's usage could be read: unknown, never 0.")
+        return
+    below = f"{usage.output_tokens:,} out" + (f" + {fmt.UNKNOWN}" if usage.unread_rounds else "")
+    _show(col, label, f"{usage.input_tokens:,} in", below, _help(fmt.token_pair(usage), None))
+
+
 def durations(col: Any, label: str, p50: str, p95: str) -> None:
     """A p50 over its p95 (`36 ms`, below it `p95 64 ms`): two durations in one column, never cut."""
     _show(col, label, p50, f"p95 {p95}", f"p50 {p50} · p95 {p95}")

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
+from janux.dashboard.ui import headline as headline_figures
 from janux.dashboard.ui import nav
 from janux.dashboard.ui.copy_text import copy_text
 from janux.dashboard.ui.table import show_table
@@ -28,8 +29,7 @@ def headline(view: TraceView) -> None:
     top = st.columns([3, 2, 1.3, 1.3, 1.3])  # the cost may read "≈ $0.001234 (est.) + unknown": room for it
     label = "Total cost (estimated)" if total.is_estimated else "Total cost"
     top[0].metric(label, fmt.usage_cost(total), help=fmt.usage_cost_full(total))
-    tokens = fmt.token_pair(total)
-    top[1].metric("Tokens in / out", tokens)
+    headline_figures.usage_tokens(top[1], "Tokens in / out", total)
     top[2].metric("Checks", badge(view), help=CHECKS_HELP)
     failed = sum(1 for d in view.delegations if outcomes.is_failed_handoff(d))
     top[3].metric("Failed handoffs", f"{failed:,}", help=outcomes.is_failed_handoff.__doc__)

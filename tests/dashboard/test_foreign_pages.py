@@ -74,10 +74,13 @@ def test_trace_page_shows_what_janux_trace_prints(
         report = trace_report(reconstruct(source.get_trace(case.trace_id)))
         metrics = _metrics(at)
         truth = case.truth
-        pair = f"{truth['input_tokens']:,} / {truth['output_tokens']:,}"
-        if truth["unread_calls"]:  # unknown, or the tokens read + unknown: never a silent 0
-            pair = fmt.UNKNOWN if not truth["inference_calls"] else f"{pair} + {fmt.UNKNOWN}"
-        assert metrics["Tokens in / out"] == pair, case.id
+        tokens = next(m for m in at.metric if m.label == "Tokens in / out")
+        # Unknown, or the tokens read (+ unknown below them): never a silent 0.
+        if truth["unread_calls"] and not truth["inference_calls"]:
+            assert (tokens.value, tokens.proto.delta) == (fmt.UNKNOWN, ""), case.id
+        else:
+            out = f"{truth['output_tokens']:,} out" + (f" + {fmt.UNKNOWN}" if truth["unread_calls"] else "")
+            assert (tokens.value, tokens.proto.delta) == (f"{truth['input_tokens']:,} in", out), case.id
         assert metrics["Delegations"] == str(report["delegations"] + report["transfers"]), case.id
         assert metrics["Failed handoffs"] == str(report["failed_handoffs"]), case.id
         assert metrics["Agent loops"] == str(len(truth["agents"])), case.id

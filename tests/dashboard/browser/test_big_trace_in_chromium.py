@@ -24,7 +24,7 @@ from janux.tracing.analysis.trace_outline import OutlineRow, matches, outline
 from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.sources.store import open_store
 from janux.tracing.testing import synthetic_trace
-from tests.dashboard.browser.test_dashboard_in_chromium import UI_WAIT_MS, _wait_for_ui
+from tests.dashboard.browser.test_dashboard_in_chromium import UI_WAIT_MS, _wait_for_ui, cut_metrics
 from tests.support.wait import wait_until
 
 SPANS = 1_500
@@ -173,3 +173,17 @@ def test_a_search_draws_its_first_rows_and_the_next_on_scroll(big_trace: BigTrac
     box.evaluate("box => { box.scrollTop = box.scrollHeight; }")
     expect(rows).to_have_count(FIRST_ROWS + MORE_ROWS, timeout=UI_WAIT_MS)
     assert _drawn(page) == _expected(found[: FIRST_ROWS + MORE_ROWS])
+
+
+def test_big_trace_header_figures_are_never_cut(big_trace: BigTrace, page: Page) -> None:
+    """Hundreds of thousands of tokens in and out still read whole in the header (issue 19, item 5)."""
+    page.goto(big_trace.url)
+    expect(page.locator("[data-testid='stMetric']").filter(has_text="Tokens").first).to_be_visible(
+        timeout=UI_WAIT_MS
+    )
+    expect(page.locator(IDLE)).to_have_count(1, timeout=UI_WAIT_MS)
+    total = big_trace.view.total
+    tokens = page.locator("[data-testid='stMetric']").filter(has_text="Tokens").first
+    expect(tokens).to_contain_text(f"{total.input_tokens:,}")
+    expect(tokens).to_contain_text(f"{total.output_tokens:,}")
+    assert cut_metrics(page) == []

@@ -69,7 +69,9 @@ async def test_trace_page_shows_the_sdk_runs_tree_attempts_and_costs(traced: Tra
     at = run_page(MemoryTraceSource(records), "trace.py", trace_id=records[0].trace_id)
     metrics = {m.label: m.value for m in at.metric}
     usage = outcome.usage  # the SDK's own account: result.context_wrapper.usage
-    assert metrics["Tokens in / out"] == f"{usage.input_tokens:,} / {usage.output_tokens:,}"
+    tokens = next(m for m in at.metric if m.label == "Tokens in / out")
+    expected = (f"{usage.input_tokens:,} in", f"{usage.output_tokens:,} out")
+    assert (tokens.value, tokens.proto.delta) == expected
     researcher_cost = price("researcher", 300, 8)
     bill = price("triage", 400, 30) + price("triage", 600, 12) + researcher_cost + price("billing", 700, 25)
     assert metrics["Total cost"] == fmt.usd(bill)
@@ -94,5 +96,5 @@ async def test_trace_page_shows_a_round_of_unknown_usage_as_unknown_never_zero(t
     at = run_page(MemoryTraceSource(records), "trace.py", trace_id=records[0].trace_id)
     assert not at.exception
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Tokens in / out"] != "0 / 0"
+    assert metrics["Tokens in / out"] == fmt.UNKNOWN  # no usage read: unknown, never "0 in"
     assert any("1 of 1 model call(s)" in w.value and "unknown" in w.value for w in at.warning)
