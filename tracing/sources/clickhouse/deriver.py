@@ -26,23 +26,21 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from janux.tracing.analysis.agentmap.build import gc_paused
+from janux.tracing.analysis.trace_facts import analyse
+from janux.tracing.records import SpanRecord
 from janux.tracing.sources.clickhouse import schema as s
-from janux.tracing.sources.clickhouse.derive_work import (
-    PART_SPANS,
-    DerivedRows,
-    DerivePool,
-    TraceJob,
-    rows_of_traces,
-)
 from janux.tracing.sources.clickhouse.fact_rows import (
     NO_MAP_REPLACED,
     NOTHING_REPLACED,
     Replaced,
     ReplacedMap,
     TableRows,
+    day_of,
+    fact_rows,
+    failure_rows,
     typed_value,
 )
-from janux.tracing.sources.clickhouse.span_json import ANALYSED_SPAN_JSON
+from janux.tracing.sources.clickhouse.span_json import ANALYSED_SPAN_JSON, decode_spans, span_texts
 
 logger = logging.getLogger(__name__)
 
@@ -93,8 +91,6 @@ class DeriveStats:
     """The watermark committed (Unix ms of insertion time)."""
     seconds: float = 0.0
     """Wall clock of the run."""
-    worker_cpu_s: float = 0.0
-    """CPU time of the worker processes (`workers`), 0 without them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,19 +277,16 @@ def _as_date(value: Any) -> dt.date:
     return value if isinstance(value, dt.date) else dt.date.fromisoformat(str(value)[:10])
 
 
-_Batch = dict[str, tuple[list[str | bytes], int]]
-"""Traces read: their spans' JSON texts and newest insertion (Unix ms), by trace id."""
-
-
-def _texts(rows: Sequence[Sequence[Any]], wanted: set[str]) -> _Batch:
-    """Rows (`_SELECT`) grouped by trace, the `wanted` traces only (decoded where they are derived)."""
-    by_trace: _Batch = {}
-    for trace_id, inserted, text in rows:
-        trace_id = str(trace_id)  # as the window and `wanted` spell it
-        if trace_id in wanted:
-            texts, newest = by_trace.get(trace_id, ([], 0))
-            texts.append(text)
-            by_trace[trace_id] = (texts, max(newest, int(inserted)))
+def _spans(rows: Sequence[Sequence[Any]], wanted: set[str]) -> dict[str, tuple[list[SpanRecord], int]]:
+    """Rows (`_SELECT`) grouped by trace: spans and newest insertion; only the `wanted` traces'
+    spans are decoded."""
+    kept = [row for row in rows if str(row[0]) in wanted]
+    by_trace: dict[str, tuple[list[SpanRecord], int]] = {}
+    for row, span in zip(kept, decode_spans(span_texts(kept, 2)), strict=True):
+        trace_id = str(row[0])  # as the window and `wanted` spell it
+        spans, newest = by_trace.get(trace_id, ([], 0))
+        spans.append(span)
+        by_trace[trace_id] = (spans, max(newest, int(row[1])))
     return by_trace
 
 
@@ -302,7 +295,7 @@ _SELECT = f"SELECT TraceId, toUnixTimestamp64Milli({s.INSERTED_COLUMN}), {ANALYS
 
 def _fresh_batches(
     client: DeriveClient, table: str, shard: Shard, window: _Window, fresh: dict[str, int], batch_spans: int
-) -> Iterator[_Batch]:
+) -> Iterator[dict[str, tuple[list[SpanRecord], int]]]:
     """The spans of traces derived for the first time, from the window, in hash buckets of about
     `batch_spans` spans (one scan of the window each). When they are a few of the window's traces
     (the others up to date, or still receiving spans), the scan names them, so only their rows
@@ -316,15 +309,17 @@ def _fresh_batches(
             f"{window.sub_bucket(shard, buckets, bucket)} "
             f"{'AND TraceId IN {ids:Array(String)} ' if named else ''}LIMIT 1 BY TraceId, SpanId"
         )
-        yield _texts(client.query(sql, parameters=parameters).result_rows, set(fresh))
+        yield _spans(client.query(sql, parameters=parameters).result_rows, set(fresh))
 
 
-def _whole_batches(client: DeriveClient, table: str, trace_ids: list[str]) -> Iterator[_Batch]:
+def _whole_batches(
+    client: DeriveClient, table: str, trace_ids: list[str]
+) -> Iterator[dict[str, tuple[list[SpanRecord], int]]]:
     """The spans of traces derived before that received late spans, read whole by trace id."""
     for start in range(0, len(trace_ids), IDS_PER_QUERY // 4):
         chunk = trace_ids[start : start + IDS_PER_QUERY // 4]
         sql = f"{_SELECT} FROM {table} WHERE TraceId IN {{ids:Array(String)}} LIMIT 1 BY TraceId, SpanId"
-        yield _texts(client.query(sql, parameters={"ids": chunk}).result_rows, set(chunk))
+        yield _spans(client.query(sql, parameters={"ids": chunk}).result_rows, set(chunk))
 
 
 def write(client: DeriveClient, rows: TableRows) -> None:
@@ -337,6 +332,25 @@ def write(client: DeriveClient, rows: TableRows) -> None:
             client.insert(table, data, s.column_names(columns))
 
 
+def _derive_batch(
+    client: DeriveClient, batch: dict[str, tuple[list[SpanRecord], int]], known: dict[str, _Known],
+    stats: DeriveStats,
+) -> None:  # fmt: skip
+    rows: TableRows = {}
+    again = sorted(t for t in batch if t in known)
+    replaced, replaced_map = _replaced(client, known, again), _replaced_map(client, known, again)
+    for trace_id, (spans, newest) in batch.items():
+        facts = analyse(trace_id, spans)
+        day = _as_date(known[trace_id].day) if trace_id in known else day_of(facts.summary.start_ns)
+        fact_rows(facts, day, newest, rows, replaced.get(trace_id, NOTHING_REPLACED),
+                  replaced_map.get(trace_id, NO_MAP_REPLACED))  # fmt: skip
+        failure_rows(facts, day, spans, rows)
+        stats.traces += 1
+        stats.spans += len(spans)
+    write(client, rows)
+    logger.debug("wrote the facts of %d trace(s) (%d so far)", len(batch), stats.traces)
+
+
 @dataclass(slots=True)
 class _Limits:
     """When a trace is ready, and how much is read at once."""
@@ -346,34 +360,6 @@ class _Limits:
     oldest_open_ms: int
     """A trace receiving spans since before this is derived anyway."""
     batch_spans: int
-    pool: DerivePool | None = None
-    """Worker processes deriving the traces (None: this process)."""
-
-
-def _derive_batch(
-    client: DeriveClient, batch: _Batch, known: dict[str, _Known], stats: DeriveStats, limits: _Limits
-) -> None:
-    """Derive and write the traces of one batch: in this process, or by `limits.pool`'s workers in
-    parts, each group of parts written as soon as it is ready."""
-    again = sorted(t for t in batch if t in known)
-    replaced, replaced_map = _replaced(client, known, again), _replaced_map(client, known, again)
-    jobs = [
-        TraceJob(trace_id, texts, newest, _as_date(known[trace_id].day) if trace_id in known else None,
-                 replaced.get(trace_id, NOTHING_REPLACED), replaced_map.get(trace_id, NO_MAP_REPLACED))
-        for trace_id, (texts, newest) in batch.items()
-    ]  # fmt: skip
-    if limits.pool is None:
-        groups: Iterator[DerivedRows] = iter([rows_of_traces(jobs)])
-    else:
-        # one write per batch, as without workers: each insert has a fixed cost (new parts in every
-        # partition, the rollups' views), about a third of a 44k-span batch's write on chdb
-        groups = limits.pool.rows(jobs, min(limits.batch_spans, PART_SPANS), limits.batch_spans)
-    for derived in groups:
-        write(client, derived.rows)
-        stats.traces += derived.traces
-        stats.spans += derived.spans
-        stats.worker_cpu_s += derived.cpu_s if limits.pool is not None else 0.0
-        logger.debug("wrote the facts of %d trace(s) (%d so far)", derived.traces, stats.traces)
 
 
 def _derive_window(
@@ -394,9 +380,9 @@ def _derive_window(
     fresh = {t: count for t, (count, _) in ready.items() if t not in known}
     if fresh:
         for batch in _fresh_batches(client, table, shard, window, fresh, limits.batch_spans):
-            _derive_batch(client, batch, known, stats, limits)
+            _derive_batch(client, batch, known, stats)
     for batch in _whole_batches(client, table, late):
-        _derive_batch(client, batch, known, stats, limits)
+        _derive_batch(client, batch, known, stats)
     return held_from
 
 
@@ -404,32 +390,22 @@ def derive_pending(
     client: DeriveClient, table: str = "otel_traces", quiet_s: float = QUIET_SECONDS,
     shard: Shard | tuple[int, int] = Shard(), max_open_s: float = MAX_OPEN_SECONDS,
     batch_spans: int = BATCH_SPANS, max_window_spans: int = MAX_WINDOW_SPANS,
-    workers: int | DerivePool = 1,
 ) -> DeriveStats:  # fmt: skip
     """Derive every trace of `shard` that is pending and quiet; commit the watermark; return stats.
 
     A large backlog (a first run over a full table) is read in hash parts of about
-    `max_window_spans` rows, so memory stays bounded; the watermark moves once, after all parts.
-    `workers`: processes deciding the facts (`derive_work`): 1 is this process; a number starts
-    that many for this run; a `DerivePool` (what a long-running deriver keeps) is used as it is.
-    The rows are the same whatever the workers."""
+    `max_window_spans` rows, so memory stays bounded; the watermark moves once, after all parts."""
     shard = shard if isinstance(shard, Shard) else Shard(*shard)
     if s.applied_version(client) < s.SCHEMA_VERSION:
         raise RuntimeError(
             f"Janux's tables are at schema {s.applied_version(client)}, the deriver writes "
             f"{s.SCHEMA_VERSION}: run `janux clickhouse init` first"
         )
-    if isinstance(workers, int) and workers > 1:
-        with DerivePool(workers) as pool:
-            return derive_pending(
-                client, table, quiet_s, shard, max_open_s, batch_spans, max_window_spans, workers=pool
-            )
     began = time.perf_counter()
     stats = DeriveStats()
     start = watermark(client, shard, table)
     end, size = _end_and_size(client, table, shard, start)
-    limits = _Limits(end - int(quiet_s * 1000), end - int(max_open_s * 1000), batch_spans,
-                     workers if isinstance(workers, DerivePool) else None)  # fmt: skip
+    limits = _Limits(end - int(quiet_s * 1000), end - int(max_open_s * 1000), batch_spans)
     held_from = [limits.cutoff_ms]
     parts = max(1, math.ceil(size / max(1, max_window_spans)))
     for k in range(parts if size else 0):
