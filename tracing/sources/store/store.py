@@ -24,7 +24,7 @@ from janux.tracing.analysis.trace_find import FoundTraces, TraceQuery
 from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.find_cache import FindFactsCache
-from janux.tracing.sources.map_cache import MapCache
+from janux.tracing.sources.map_cache import LoadAll, LoadSome, MapCache
 from janux.tracing.sources.protocol import (
     IngestStats,
     TraceFilter,
@@ -252,27 +252,24 @@ class TraceStore:
             rows = self._conn().execute(f"SELECT TraceId, SpanCount FROM trace_summary{where}", params)
             return dict(rows.fetchall())
 
-    def _agent_map_here(self, flt: TraceFilter, bucket_ns: int | None) -> AgentMap:
+    def _map_inputs(self, flt: TraceFilter) -> tuple[dict[str, int], LoadAll, LoadSome]:
+        """What the map cache reads the traces matching `flt` from: their versions, and readers of
+        all their links or of some traces' links."""
         conn = self._conn()
         where, params = queries.filter_sql(flt)
-        return self._map_cache.agent_map(
+        return (
             self._map_versions(flt),
             lambda: read_links(conn, where, params),
             lambda ids: read_links_of(conn, ids),
-            bucket_ns,
         )
+
+    def _agent_map_here(self, flt: TraceFilter, bucket_ns: int | None) -> AgentMap:
+        return self._map_cache.agent_map(*self._map_inputs(flt), bucket_ns)
 
     def map_refs(self, flt: TraceFilter, key: MapKey) -> MapRefs:
         """The newest traces (and failures) of one node or edge of `agent_map(flt)`, from the same
         per-trace facts (kept by the map helper's facts file when a helper built the map)."""
-        conn = self._conn()
-        where, params = queries.filter_sql(flt)
-        return self._map_cache.map_refs(
-            self._map_versions(flt),
-            lambda: read_links(conn, where, params),
-            lambda ids: read_links_of(conn, ids),
-            key,
-        )
+        return self._map_cache.map_refs(*self._map_inputs(flt), key)
 
     def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, Usage]]:
         """Usage per (bucket of trace start, model) over the traces matching `flt`."""
