@@ -35,6 +35,21 @@ MAX_DISTINCT_VALUES = 5_000
 """Most values `distinct_values` returns."""
 _HEX = frozenset("0123456789abcdef")
 _SUMMARY = ", ".join(name for name, _ in s.SUMMARY_COLUMNS)
+_CARRIED = ", ".join(n for n, _ in s.MAP_FACTS_COLUMNS if n.startswith(("loop_", "delegation_")))
+"""The loop and delegation arrays a facts row carries (schema 3)."""
+_REPLACING = f"SELECT trace_id, version FROM {s.FACTS} PREWHERE replaced_version > 0"
+_NEWEST_CARRIED = (
+    f"(replaced_version = 0 AND trace_id NOT IN (SELECT trace_id FROM ({_REPLACING}))) OR "
+    f"(replaced_version > 0 AND (trace_id, version) IN (SELECT trace_id, max(version) FROM ({_REPLACING}) "
+    "GROUP BY trace_id))"
+)
+"""A facts row written at schema 3 or later (`map_rows` = 1) is its trace's current one, without
+`FINAL` (which merges every facts row of the traces' days, most of a partial hour's time): every
+row written after it replaced a version (the deriver names it, `replaced_version` > 0, so the
+rollup's views take it back) and has a higher version (a span count: derived again with more
+spans). So a row that replaced nothing is current while its trace has no such row, one that did
+while it has the highest version of its trace's. Rows that replaced a version are few (traces with
+late spans): both sets are read from one small column and stay small."""
 _DISTINCT = {"service": "service_name", "root_agent": "root_agent", "conversation": "conversation_id"}
 
 
@@ -105,9 +120,22 @@ class DerivedReads:
     def _rows_of(self, flt: TraceFilter, parameters: dict[str, Any], extra: str, sign: int) -> RowsOf:
         """The per-trace rows of the current facts matching `flt` and `extra`, counted `sign` times
         (`map_rollup.RowsOf`)."""
-        candidates = f"SELECT trace_id, day FROM {s.FACTS} WHERE {filter_sql(flt, parameters)} AND {extra}"
-        current = self._current(flt, parameters, extra, days=f"SELECT day FROM ({candidates})")
-        return RowsOf(current, candidates, sign)
+        where = f"{filter_sql(flt, parameters)} AND ({extra})"  # `extra` may be an OR of ranges
+        facts = (
+            f"SELECT start_ns, {_CARRIED} FROM {s.FACTS} PREWHERE {where} AND map_rows = 1 "
+            f"WHERE {_NEWEST_CARRIED} LIMIT 1 BY trace_id, version"
+        )
+        old_candidates = f"SELECT trace_id, day FROM {s.FACTS} WHERE {where} AND map_rows = 0"
+        if not self._any(old_candidates, parameters):
+            return RowsOf(facts, None, None, sign)  # the normal case: no per-trace table is read
+        old = self._current(
+            flt, parameters, f"({extra}) AND map_rows = 0", days=f"SELECT day FROM ({old_candidates})"
+        )
+        return RowsOf(facts, old, old_candidates, sign)
+
+    def _any(self, sql: str, parameters: dict[str, Any]) -> bool:
+        """True when the query `sql` has a row."""
+        return bool(self._rows(f"SELECT 1 FROM ({sql}) LIMIT 1", dict(parameters)))
 
     def _split(self, flt: TraceFilter) -> HourSplit | None:
         return split_hours(flt) if self._rollup else None
@@ -166,11 +194,11 @@ class DerivedReads:
         split = split_hours(flt) if self._map_rollup else None
         if split is not None:
             rolled = RolledMap(
-                self._rows, split, lambda extra: self._current(flt, parameters, extra),
+                self._rows, split,
                 lambda extra, filtered, sign: self._rows_of(flt if filtered else TraceFilter(), parameters,
                                                             extra, sign),
             )  # fmt: skip
-            self._current(flt, parameters)  # fills `parameters` before the query runs
+            filter_sql(flt, parameters)  # fills `parameters` before the query runs
             return rolled.build(bucket_ns, parameters)
         current = self._current(flt, parameters)
         return MapQueries(self._rows, current, parameters).build(bucket_ns)

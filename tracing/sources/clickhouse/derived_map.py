@@ -31,6 +31,7 @@ from janux.tracing.sources.clickhouse.map_rollup import (
     edge_plan,
     expand,
     groups,
+    loop_sources,
     read_sql,
     rollup_rows,
     rows_parts,
@@ -153,11 +154,17 @@ class MapQueries:
 
     def timeline(self, bucket_ns: int) -> dict[tuple[int, str], Usage]:
         """Own usage per (bucket of loop start, agent), from the loop rows."""
-        sql = (
-            f"SELECT intDiv(start_ns, {int(bucket_ns)}) * {int(bucket_ns)} AS b, agent, {_sums('own')} "
-            f"FROM {self._loops} GROUP BY b, agent ORDER BY b, agent"
-        )
-        return {(int(row[0]), str(row[1])): _usage(row[2:6]).rounded() for row in self._query(sql)}
+        return _timeline(self._query, self._loops, bucket_ns)
+
+
+def _timeline(query: Callable[[str], list[Any]], loops: str, bucket_ns: int) -> dict[tuple[int, str], Usage]:
+    """Own usage per (bucket of loop start, agent) of the loop rows `loops` (a table or a query in
+    parentheses)."""
+    sql = (
+        f"SELECT intDiv(start_ns, {int(bucket_ns)}) * {int(bucket_ns)} AS b, agent, {_sums('own')} "
+        f"FROM {loops} GROUP BY b, agent ORDER BY b, agent"
+    )
+    return {(int(row[0]), str(row[1])): _usage(row[2:6]).rounded() for row in query(sql)}
 
 
 def _group_usage(sums: dict[str, float], prefix: str) -> Usage:
@@ -181,13 +188,9 @@ class RolledMap:
     `janux_map_hourly`, its partial hours from the per-trace rows (`map_rollup.edge_plan`: added,
     or taken back from their whole hour), summed in one query."""
 
-    def __init__(
-        self, rows: Rows, split: HourSplit, current: Callable[[str], str], rows_of: RowsOfFacts
-    ) -> None:
+    def __init__(self, rows: Rows, split: HourSplit, rows_of: RowsOfFacts) -> None:
         self._rows = rows
         self._split = split
-        self._current = current
-        """`current(extra)`: (trace_id, version) of the current facts matching the filter and `extra`."""
         self._rows_of = rows_of
 
     def build(self, bucket_ns: int | None, parameters: dict[str, Any]) -> AgentMap:
@@ -216,8 +219,9 @@ class RolledMap:
         timeline: dict[tuple[int, str], Usage] = {}
         if bucket_ns and hourly:
             timeline = _rolled_timeline(by_part.get("timeline", []), bucket_ns)
-        elif bucket_ns:
-            timeline = MapQueries(self._rows, self._current("1"), parameters).timeline(bucket_ns)
+        elif bucket_ns:  # a bucket the rollup's hours cannot place: the loops the range's facts carry
+            loops = f"({loop_sources(self._rows_of('1', True, 1))})"
+            timeline = _timeline(lambda sql: self._rows(sql, dict(parameters)), loops, bucket_ns)
         return AgentMap(
             nodes=nodes,
             edges=self._edges(by_part.get("edge", [])),

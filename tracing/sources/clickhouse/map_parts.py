@@ -165,26 +165,46 @@ def _facts_source(prefix: str, fields: Sequence[str], start: str, sign: int, fir
     return f"SELECT s0 AS s, toInt64({sign}) AS g, {renamed}, x_first = 1 AS first FROM ({inner})"
 
 
+_LOOP_FIRST = "{p}agent"
+"""What makes a loop its trace's first of a group (`arrayEnumerateUniq` over the facts' arrays)."""
+_EDGE_FIRST = "{p}caller, {p}target, {p}kind"
+
+
+def carried_loops(facts: str, fields: Sequence[str], start: str, sign: int, replaced: bool = False) -> str:
+    """The loops the rows of `facts` (a table, or a query in parentheses) carry as arrays (the
+    `loop_` fields `fields`; `replaced`: the replaced version's), as a `loop_parts` source: `s` =
+    `start`, each counted `sign` times."""
+    prefix = "replaced_loop_" if replaced else "loop_"
+    return _facts_source(prefix, fields, start, sign, _LOOP_FIRST).replace("{facts}", facts)
+
+
+def carried_delegations(
+    facts: str, fields: Sequence[str], start: str, sign: int, replaced: bool = False
+) -> str:
+    """The delegations the rows of `facts` carry, as a `delegation_parts` source (`carried_loops`)."""
+    prefix = "replaced_delegation_" if replaced else "delegation_"
+    return _facts_source(prefix, fields, start, sign, _EDGE_FIRST).replace("{facts}", facts)
+
+
 def views(facts: str, loops: Sequence[str], delegations: Sequence[str]) -> list[tuple[str, str]]:
     """(name, SELECT) of every view feeding the rollup from the facts table `facts`, whose rows
     carry the loop fields `loops` and the delegation fields `delegations` as arrays."""
-    edge = "{p}caller, {p}target, {p}kind"
     views = []
-    for name, prefix, start, sign in (
-        ("add", "", "start_ns", 1),
-        ("retract", "replaced_", "replaced_start_ns", -1),
+    for name, start, sign, replaced in (
+        ("add", "start_ns", 1, False),
+        ("retract", "replaced_start_ns", -1, True),
     ):
         views += [
-            (f"loops_{name}", loop_parts(_facts_source(f"{prefix}loop_", loops, start, sign, "{p}agent"))),
+            (f"loops_{name}", loop_parts(carried_loops(facts, loops, start, sign, replaced))),
             (f"delegations_{name}",
-             delegation_parts(_facts_source(f"{prefix}delegation_", delegations, start, sign, edge))),
+             delegation_parts(carried_delegations(facts, delegations, start, sign, replaced))),
         ]  # fmt: skip
     views += [
-        ("traces_add", trace_parts("SELECT start_ns AS s, toInt64(1) AS g FROM {facts} WHERE map_rows = 1")),
+        ("traces_add", trace_parts(f"SELECT start_ns AS s, toInt64(1) AS g FROM {facts} WHERE map_rows = 1")),
         ("traces_retract", trace_parts(
-            "SELECT replaced_start_ns AS s, toInt64(-1) AS g FROM {facts} WHERE replaced_version > 0")),
+            f"SELECT replaced_start_ns AS s, toInt64(-1) AS g FROM {facts} WHERE replaced_version > 0")),
     ]  # fmt: skip
-    return [(n, select.replace("{facts}", facts)) for n, select in views]
+    return views
 
 
 def numbered(rows: str, fields: Sequence[str], group: str, start: str, sign: int = 1) -> str:

@@ -4,8 +4,9 @@ The same add/take-back scheme as the usage rollup: each facts row carries the tr
 delegations as arrays (`schema.MAP_FACTS_COLUMNS`) and, when it replaces an earlier version of the
 trace, that version's (`replaced_*`); views add the first and take back the second, so a query sums
 what is there without `FINAL`. Reads split the range at hours as `usage_rollup` does: the rollup for
-the whole hours, the same rows computed from `janux_loops`/`janux_delegations` of the current facts
-for the partial hours (`rows_parts`), all summed in one query (`read_sql`); `derived_map.RolledMap`
+the whole hours, the same rows computed from the loops and delegations the current facts rows of
+the partial hours carry (`rows_parts`; `janux_loops`/`janux_delegations` only for facts rows written
+before schema 3), all summed in one query (`read_sql`); `derived_map.RolledMap`
 turns the groups into the `AgentMap`.
 """
 
@@ -24,44 +25,64 @@ HOUR_NS = 3_600 * 10**9
 
 
 def _rows_source(table: str, fields: Sequence[str], group: str, rows_of: RowsOf) -> str:
-    """The rows of `table` of the current facts `rows_of` selects, deduplicated (a row written twice
-    after a kill is one identical row) without `FINAL`, as a rollup source. The partitions of the
-    traces' days only (a trace's rows share its facts row's day), in them the rows of the
-    candidate traces first (by the primary key: granules of other traces are skipped), then the
-    current (trace, version) pairs."""
+    """The rows of `table` of the current facts written before schema 3 (`rows_of.old`),
+    deduplicated (a row written twice after a kill is one identical row) without `FINAL`, as a
+    rollup source. The partitions of those traces' days only (a trace's rows share its facts row's
+    day), in them the rows of the candidate traces first (by the primary key: granules of other
+    traces are skipped), then the current (trace, version) pairs."""
     rows = (
         f"SELECT trace_id, version, seq, {', '.join(fields)} FROM {table} "
-        f"PREWHERE day IN (SELECT day FROM ({rows_of.candidates})) "
-        f"AND trace_id IN (SELECT trace_id FROM ({rows_of.candidates})) "
-        f"WHERE (trace_id, version) IN ({rows_of.current}) LIMIT 1 BY trace_id, version, seq"
+        f"PREWHERE day IN (SELECT day FROM ({rows_of.old_candidates})) "
+        f"AND trace_id IN (SELECT trace_id FROM ({rows_of.old_candidates})) "
+        f"WHERE (trace_id, version) IN ({rows_of.old}) LIMIT 1 BY trace_id, version, seq"
     )
     return map_parts.numbered(rows, fields, group, "0", rows_of.sign)
 
 
 @dataclass(frozen=True, slots=True)
 class RowsOf:
-    """Per-trace rows to add up as rollup rows: those of the current facts `current` selects
-    (trace_id, version), each counted `sign` times."""
+    """Per-trace rows to add up as rollup rows, each counted `sign` times: of the current facts
+    rows written at schema 3 or later (`map_rows` = 1), the loops and delegations they carry as
+    arrays (`schema.MAP_FACTS_COLUMNS`); of older ones, their rows in `janux_loops` and
+    `janux_delegations`."""
 
-    current: str
-    candidates: str
-    """(trace_id, day) of every facts row (any version, no `FINAL`: a few column reads) matching
-    the same conditions: a superset of the current traces, and their partitions (a trace's day
-    never changes)."""
+    facts: str
+    """The current facts rows with `map_rows` = 1: their `start_ns` and loop and delegation
+    arrays. Facts are one row per trace, so a range of them is the range's traces, where the
+    per-trace tables (ordered by trace id) are read for every trace of their days."""
+    old: str | None
+    """(trace_id, version) of the current facts rows with `map_rows` = 0; None when there is none
+    (the normal case: only a database upgraded from schema 2 has such rows)."""
+    old_candidates: str | None
+    """(trace_id, day) of every facts row with `map_rows` = 0 (any version, no `FINAL`) matching
+    the same conditions: a superset of `old`'s traces, and their partitions (a trace's day never
+    changes)."""
     sign: int = 1
+
+
+def loop_sources(rows_of: RowsOf) -> str:
+    """The loops of the per-trace rows `rows_of` names, as a `map_parts.loop_parts` source."""
+    found = map_parts.carried_loops(f"({rows_of.facts})", s.MAP_LOOP_FIELDS, "0", rows_of.sign)
+    if rows_of.old is None:
+        return found
+    return f"{found} UNION ALL {_rows_source(s.LOOPS, s.MAP_LOOP_FIELDS, 'agent', rows_of)}"
 
 
 def rows_parts(rows_of: RowsOf) -> list[str]:
     """Rollup rows computed from the per-trace rows `rows_of` names; hours are not set (reads sum
     them away)."""
+    facts, sign = f"({rows_of.facts})", int(rows_of.sign)
+    delegations = map_parts.carried_delegations(facts, s.MAP_DELEGATION_FIELDS, "0", sign)
+    traces = f"SELECT toInt64(0) AS s, toInt64({sign}) AS g FROM"
+    counted = f"{traces} {facts}"
+    if rows_of.old is not None:
+        old = _rows_source(s.DELEGATIONS, s.MAP_DELEGATION_FIELDS, "caller, target, kind", rows_of)
+        delegations = f"{delegations} UNION ALL {old}"
+        counted = f"{counted} UNION ALL {traces} ({rows_of.old})"
     return [
-        map_parts.loop_parts(_rows_source(s.LOOPS, s.MAP_LOOP_FIELDS, "agent", rows_of)),
-        map_parts.delegation_parts(
-            _rows_source(s.DELEGATIONS, s.MAP_DELEGATION_FIELDS, "caller, target, kind", rows_of)
-        ),
-        map_parts.trace_parts(
-            f"SELECT toInt64(0) AS s, toInt64({int(rows_of.sign)}) AS g FROM ({rows_of.current})"
-        ),
+        map_parts.loop_parts(loop_sources(rows_of)),
+        map_parts.delegation_parts(delegations),
+        map_parts.trace_parts(counted),
     ]
 
 
