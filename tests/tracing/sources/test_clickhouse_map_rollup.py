@@ -17,6 +17,7 @@ from janux.tracing.sources.clickhouse import map_parts, schema
 from janux.tracing.sources.clickhouse.chdb_client import ChdbClient
 from janux.tracing.sources.clickhouse.deriver import derive_pending
 from janux.tracing.sources.clickhouse.source import ClickHouseSource
+from janux.tracing.sources.clickhouse.usage_rollup import split_hours
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter
 from janux.tracing.testing import synthetic_trace
@@ -77,13 +78,18 @@ def _recomputed(client: ChdbClient) -> list[tuple[Any, ...]]:
         client.command(f"ALTER TABLE {schema.FACTS} UPDATE map_rows = 1 WHERE 1 SETTINGS mutations_sync = 2")
 
 
-def _assert_map_equals_memory(source: ClickHouseSource, spans: list[SpanRecord], flt: TraceFilter) -> None:
+def _assert_maps_equal_memory(source: ClickHouseSource, spans: list[SpanRecord], flt: TraceFilter) -> None:
+    """The map, and with timelines by whole and partial hours, equals the memory source's."""
     memory = MemoryTraceSource(spans)
-    agent_map = memory.agent_map(flt)
-    assert source.agent_map(flt) == agent_map, flt
+    assert source.agent_map(flt) == memory.agent_map(flt), flt
     for bucket in (HOUR_NS, 3 * HOUR_NS, HOUR_NS // 4):
         assert source.agent_map(flt, bucket) == memory.agent_map(flt, bucket), (bucket, flt)
-    _assert_refs_equal_memory(source, memory, flt, agent_map)
+
+
+def _assert_map_equals_memory(source: ClickHouseSource, spans: list[SpanRecord], flt: TraceFilter) -> None:
+    _assert_maps_equal_memory(source, spans, flt)
+    memory = MemoryTraceSource(spans)
+    _assert_refs_equal_memory(source, memory, flt, memory.agent_map(flt))
 
 
 def _assert_refs_equal_memory(
@@ -158,6 +164,96 @@ def test_maps_over_ranges_split_at_hours_equal_the_memory_source(client: ChdbCli
     # are read only for an inspected node or edge, `map_refs`)
     assert len(recording.queries) == 1 and schema.MAP_HOURLY in recording.queries[0]
     assert not any(table in recording.queries[0] for table in (schema.LOOPS, schema.DELEGATIONS))
+
+
+ROLLED_RANGES = tuple(f for f in (*HOUR_SPLIT_RANGES, *LONG_EDGES) if split_hours(f) is not None)
+"""The ranges the map reads from the rollup (with partial hours or not)."""
+_MAP_TABLES = (schema.LOOPS, schema.DELEGATIONS)
+
+
+def _delete_rows(client: ChdbClient, trace_ids: list[str]) -> None:
+    """Deletes the loop and delegation rows of `trace_ids` (a partial hour that still read them would
+    miss them)."""
+    for table in _MAP_TABLES:
+        client.command(f"ALTER TABLE {table} DELETE WHERE {_among(trace_ids)} SETTINGS mutations_sync = 2")
+
+
+def _among(trace_ids: list[str]) -> str:
+    """`trace_id` is one of `trace_ids` (hex ids, quoted as they are)."""
+    assert all(t.isalnum() for t in trace_ids)
+    return f"has([{', '.join(repr(t) for t in trace_ids)}], trace_id)"
+
+
+def _as_schema_2_wrote(client: ChdbClient, trace_ids: list[str]) -> None:
+    """The facts rows of `trace_ids` as schema 2 wrote them: `map_rows` = 0, no loop or delegation
+    arrays, nothing replaced (their loops and delegations are only in the per-trace tables)."""
+    emptied = ", ".join(
+        f"{name} = CAST([], '{kind}')" for name, kind in schema.MAP_FACTS_COLUMNS if kind.startswith("Array(")
+    )
+    client.command(
+        f"ALTER TABLE {schema.FACTS} UPDATE map_rows = 0, replaced_version = 0, {emptied} "
+        f"WHERE {_among(trace_ids)} SETTINGS mutations_sync = 2"
+    )
+
+
+def _trace_ids(spans: list[SpanRecord]) -> list[str]:
+    starts: dict[str, int] = {}
+    for span in spans:
+        starts[span.trace_id] = min(starts.get(span.trace_id, span.start_ns), span.start_ns)
+    return sorted(starts, key=lambda t: starts[t])
+
+
+def test_partial_hours_are_read_from_the_facts_rows_not_the_per_trace_tables(client: ChdbClient) -> None:
+    early, late = _moved(_spread())
+    client.command(insert_statement(early))
+    derive_pending(client, quiet_s=0)
+    client.command(insert_statement(late))
+    assert derive_pending(client, quiet_s=0).traces == 1  # one trace's second version replaces its first
+    spans = [*early, *late]
+    # every facts row carries its loops and delegations (schema 3): the partial hours read those,
+    # so the map is the same without a single row of the per-trace tables
+    _delete_rows(client, _trace_ids(spans))
+    assert all(not client.query(f"SELECT 1 FROM {t} LIMIT 1").result_rows for t in _MAP_TABLES)
+    recording = RecordingClient(client)
+    source = ClickHouseSource(recording)
+    start = min(s.start_ns for s in late)
+    for flt in (
+        *ROLLED_RANGES,
+        TraceFilter(start_ns=start + HOUR_NS // 3),
+        TraceFilter(end_ns=start + HOUR_NS),
+    ):
+        _assert_maps_equal_memory(source, spans, flt)
+    assert not any(table in q for q in recording.queries for table in _MAP_TABLES)
+
+
+def test_facts_rows_written_before_schema_3_are_read_from_the_per_trace_tables(client: ChdbClient) -> None:
+    early, late = _moved(_spread())
+    moved = late[0].trace_id
+    client.command(insert_statement(early))
+    derive_pending(client, quiet_s=0)
+    ids = _trace_ids(early)
+    old = [t for i, t in enumerate(ids) if i % 2 == 1 or t == moved]
+    _as_schema_2_wrote(client, old)  # an upgraded database: half its traces derived before schema 3
+    client.command(insert_statement(late))
+    assert derive_pending(client, quiet_s=0).traces == 1  # the moved trace's new version: schema 3
+    spans = [*early, *late]
+    # the traces whose current facts rows carry their loops lose their per-trace rows: each partial
+    # hour must read the facts rows of those, and the per-trace rows of the others only
+    _delete_rows(client, [t for t in ids if t not in old or t == moved])
+    carried = client.query(
+        f"SELECT countIf(map_rows = 0), countIf(map_rows = 1) FROM {schema.FACTS} FINAL"
+    ).result_rows[0]
+    assert int(carried[0]) == len(old) - 1 and int(carried[1]) == len(ids) - len(old) + 1
+    recording = RecordingClient(client)
+    source = ClickHouseSource(recording)
+    start = min(s.start_ns for s in late)
+    for flt in (
+        *ROLLED_RANGES,
+        TraceFilter(start_ns=start + HOUR_NS // 3),
+        TraceFilter(end_ns=start + HOUR_NS),
+    ):
+        _assert_maps_equal_memory(source, spans, flt)
+    assert any(schema.LOOPS in q for q in recording.queries)  # the old traces' rows were read
 
 
 @pytest.mark.parametrize("cluster", [None, "prod"])
