@@ -67,6 +67,13 @@ SEED_START_NS = 1_700_000_000 * 10**9
 FROM_67TH_MINUTE = TraceFilter(start_ns=SEED_START_NS + 67 * 60 * 10**9)
 """A range starting inside an hour: the rollup answers its whole hours, the per-trace rows its
 partial first hour."""
+BUSIEST_DAY_NS = (SEED_START_NS // DAY_NS + 1) * DAY_NS
+"""The copies' first whole day: at 10M spans the partition with the most rows (1.78M loop rows; at
+1M spans the copies end before it)."""
+FROM_BUSY_1120 = TraceFilter(start_ns=BUSIEST_DAY_NS + (11 * 60 + 20) * 60 * 10**9)
+"""A range starting at 11:20 of the busiest day: its first partial hour is in that partition."""
+BUSY_24H = dataclasses.replace(FROM_BUSY_1120, end_ns=FROM_BUSY_1120.start_ns + DAY_NS)
+"""24 hours from there ("the last 24 hours"): the map page's timeline has 30-minute buckets."""
 BUSIEST_AGENT = "planner"
 """The agent of every seed trace (the most loops of any node)."""
 FAILING_EDGE = ("worker15", "agent2_7", "delegate")
@@ -85,6 +92,13 @@ QUERIES: dict[str, Callable[[Any], object]] = {
     "agent map, inspect an agent (its newest traces)": lambda s: s.map_refs(ALL, BUSIEST_AGENT),
     "agent map, inspect an edge (newest delegations, failures)": lambda s: s.map_refs(ALL, FAILING_EDGE),
     "agent map, inspect an edge, from the 67th minute": lambda s: s.map_refs(FROM_67TH_MINUTE, FAILING_EDGE),
+    "agent map, from 11:20 of the busiest day": lambda s: s.agent_map(FROM_BUSY_1120),
+    "agent map, inspect an edge, from 11:20 of the busiest day": lambda s: s.map_refs(
+        FROM_BUSY_1120, FAILING_EDGE
+    ),
+    "agent map and timeline (30 min), 24 h from 11:20 of the busiest day": lambda s: s.agent_map(
+        BUSY_24H, 30 * 60 * 10**9
+    ),
     "model timeline (by day)": lambda s: s.model_timeline(ALL, DAY_NS),
     "failures page (500 newest)": lambda s: s.failed_handoff_spans(ALL, 500),
     "one 10k-span trace": lambda s: s.get_trace(BIG_TRACE),
@@ -252,7 +266,9 @@ _CHECKED = (
     "usage_by(model), range from the 67th minute", "model timeline (by day)", "agent map",
     "agent map, range from the 67th minute", "agent map, inspect an agent (its newest traces)",
     "agent map, inspect an edge (newest delegations, failures)",
-    "agent map, inspect an edge, from the 67th minute",
+    "agent map, inspect an edge, from the 67th minute", "agent map, from 11:20 of the busiest day",
+    "agent map, inspect an edge, from 11:20 of the busiest day",
+    "agent map and timeline (30 min), 24 h from 11:20 of the busiest day",
 )  # fmt: skip
 """Answers the bench compares between ClickHouse and the store (the copies' facts are right)."""
 

@@ -119,23 +119,24 @@ class DerivedReads:
 
     def _rows_of(self, flt: TraceFilter, parameters: dict[str, Any], extra: str, sign: int) -> RowsOf:
         """The per-trace rows of the current facts matching `flt` and `extra`, counted `sign` times
-        (`map_rollup.RowsOf`)."""
+        (`map_rollup.RowsOf`); a kind of facts row the range does not hold is not read at all."""
         where = f"{filter_sql(flt, parameters)} AND ({extra})"  # `extra` may be an OR of ranges
+        held = self._rows(
+            f"SELECT countIf(map_rows = 1), countIf(map_rows = 0) FROM {s.FACTS} WHERE {where}",
+            dict(parameters),
+        )
+        carried, old = (int(held[0][0]), int(held[0][1])) if held else (0, 0)
         facts = (
             f"SELECT start_ns, {_CARRIED} FROM {s.FACTS} PREWHERE {where} AND map_rows = 1 "
             f"WHERE {_NEWEST_CARRIED} LIMIT 1 BY trace_id, version"
         )
+        if not old:  # the normal case: no per-trace table is read
+            return RowsOf(facts if carried else None, None, None, sign)
         old_candidates = f"SELECT trace_id, day FROM {s.FACTS} WHERE {where} AND map_rows = 0"
-        if not self._any(old_candidates, parameters):
-            return RowsOf(facts, None, None, sign)  # the normal case: no per-trace table is read
-        old = self._current(
+        current = self._current(
             flt, parameters, f"({extra}) AND map_rows = 0", days=f"SELECT day FROM ({old_candidates})"
         )
-        return RowsOf(facts, old, old_candidates, sign)
-
-    def _any(self, sql: str, parameters: dict[str, Any]) -> bool:
-        """True when the query `sql` has a row."""
-        return bool(self._rows(f"SELECT 1 FROM ({sql}) LIMIT 1", dict(parameters)))
+        return RowsOf(facts if carried else None, current, old_candidates, sign)
 
     def _split(self, flt: TraceFilter) -> HourSplit | None:
         return split_hours(flt) if self._rollup else None

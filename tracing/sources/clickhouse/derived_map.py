@@ -31,10 +31,10 @@ from janux.tracing.sources.clickhouse.map_rollup import (
     edge_plan,
     expand,
     groups,
-    loop_sources,
     read_sql,
     rollup_rows,
     rows_parts,
+    timeline_loops,
 )
 from janux.tracing.sources.clickhouse.schema import HOUR_NS
 from janux.tracing.sources.clickhouse.usage_rollup import HourSplit
@@ -219,9 +219,8 @@ class RolledMap:
         timeline: dict[tuple[int, str], Usage] = {}
         if bucket_ns and hourly:
             timeline = _rolled_timeline(by_part.get("timeline", []), bucket_ns)
-        elif bucket_ns:  # a bucket the rollup's hours cannot place: the loops the range's facts carry
-            loops = f"({loop_sources(self._rows_of('1', True, 1))})"
-            timeline = _timeline(lambda sql: self._rows(sql, dict(parameters)), loops, bucket_ns)
+        elif bucket_ns:
+            timeline = self._timeline(bucket_ns, parameters)
         return AgentMap(
             nodes=nodes,
             edges=self._edges(by_part.get("edge", [])),
@@ -231,6 +230,14 @@ class RolledMap:
             unpriced_turns=int(turns[0].sums["unpriced_turns"]) if turns else 0,
             timeline=timeline,
         )
+
+    def _timeline(self, bucket_ns: int, parameters: dict[str, Any]) -> dict[tuple[int, str], Usage]:
+        """The timeline by a bucket the rollup's hours cannot place: from the loops the range's
+        current facts rows carry (`map_rollup.timeline_loops`)."""
+        loops = timeline_loops(self._rows_of("1", True, 1))
+        if loops is None:
+            return {}
+        return _timeline(lambda sql: self._rows(sql, dict(parameters)), f"({loops})", bucket_ns)
 
     def _nodes(self, paths: list[PathStats], found: list[MapGroup]) -> list[AgentStats]:
         nodes = nodes_of_paths(paths)

@@ -46,10 +46,11 @@ class RowsOf:
     arrays (`schema.MAP_FACTS_COLUMNS`); of older ones, their rows in `janux_loops` and
     `janux_delegations`."""
 
-    facts: str
+    facts: str | None
     """The current facts rows with `map_rows` = 1: their `start_ns` and loop and delegation
-    arrays. Facts are one row per trace, so a range of them is the range's traces, where the
-    per-trace tables (ordered by trace id) are read for every trace of their days."""
+    arrays; None when there is none. Facts are one row per trace, so a range of them is the
+    range's traces, where the per-trace tables (ordered by trace id) are read for every trace of
+    their days."""
     old: str | None
     """(trace_id, version) of the current facts rows with `map_rows` = 0; None when there is none
     (the normal case: only a database upgraded from schema 2 has such rows)."""
@@ -60,29 +61,57 @@ class RowsOf:
     sign: int = 1
 
 
-def loop_sources(rows_of: RowsOf) -> str:
-    """The loops of the per-trace rows `rows_of` names, as a `map_parts.loop_parts` source."""
-    found = map_parts.carried_loops(f"({rows_of.facts})", s.MAP_LOOP_FIELDS, "0", rows_of.sign)
-    if rows_of.old is None:
-        return found
-    return f"{found} UNION ALL {_rows_source(s.LOOPS, s.MAP_LOOP_FIELDS, 'agent', rows_of)}"
+def loop_sources(rows_of: RowsOf) -> str | None:
+    """The loops of the per-trace rows `rows_of` names, as a `map_parts.loop_parts` source (None:
+    there is none)."""
+    found = []
+    if rows_of.facts is not None:
+        found.append(map_parts.carried_loops(f"({rows_of.facts})", s.MAP_LOOP_FIELDS, "0", rows_of.sign))
+    if rows_of.old is not None:
+        found.append(_rows_source(s.LOOPS, s.MAP_LOOP_FIELDS, "agent", rows_of))
+    return " UNION ALL ".join(found) or None
+
+
+_TIMELINE_FIELDS = "start_ns, agent, own_input, own_output, own_cost, own_unpriced"
+
+
+def timeline_loops(rows_of: RowsOf) -> str | None:
+    """The loops of the per-trace rows `rows_of` names, their start, agent and own usage (what a
+    timeline sums; None: there is none). Loops of facts rows written before schema 3 are read as
+    before schema 3: the loop rows of their (trace, version) (`FINAL`: a timeline reads the
+    whole range, not an edge of it)."""
+    found = []
+    if rows_of.facts is not None:
+        carried = map_parts.carried_loops(f"({rows_of.facts})", s.MAP_LOOP_FIELDS, "0", rows_of.sign)
+        found.append(f"SELECT {_TIMELINE_FIELDS} FROM ({carried})")
+    if rows_of.old is not None:
+        found.append(
+            f"SELECT {_TIMELINE_FIELDS} FROM {s.LOOPS} FINAL WHERE (trace_id, version) IN ({rows_of.old})"
+        )
+    return " UNION ALL ".join(found) or None
 
 
 def rows_parts(rows_of: RowsOf) -> list[str]:
     """Rollup rows computed from the per-trace rows `rows_of` names; hours are not set (reads sum
     them away)."""
-    facts, sign = f"({rows_of.facts})", int(rows_of.sign)
-    delegations = map_parts.carried_delegations(facts, s.MAP_DELEGATION_FIELDS, "0", sign)
-    traces = f"SELECT toInt64(0) AS s, toInt64({sign}) AS g FROM"
-    counted = f"{traces} {facts}"
+    loops, sign = loop_sources(rows_of), int(rows_of.sign)
+    if loops is None:
+        return []
+    delegations, traces = [], []
+    counted = f"SELECT toInt64(0) AS s, toInt64({sign}) AS g FROM"
+    if rows_of.facts is not None:
+        facts = f"({rows_of.facts})"
+        delegations.append(map_parts.carried_delegations(facts, s.MAP_DELEGATION_FIELDS, "0", sign))
+        traces.append(f"{counted} {facts}")
     if rows_of.old is not None:
-        old = _rows_source(s.DELEGATIONS, s.MAP_DELEGATION_FIELDS, "caller, target, kind", rows_of)
-        delegations = f"{delegations} UNION ALL {old}"
-        counted = f"{counted} UNION ALL {traces} ({rows_of.old})"
+        delegations.append(
+            _rows_source(s.DELEGATIONS, s.MAP_DELEGATION_FIELDS, "caller, target, kind", rows_of)
+        )
+        traces.append(f"{counted} ({rows_of.old})")
     return [
-        map_parts.loop_parts(loop_sources(rows_of)),
-        map_parts.delegation_parts(delegations),
-        map_parts.trace_parts(counted),
+        map_parts.loop_parts(loops),
+        map_parts.delegation_parts(" UNION ALL ".join(delegations)),
+        map_parts.trace_parts(" UNION ALL ".join(traces)),
     ]
 
 
