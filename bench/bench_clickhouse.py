@@ -70,9 +70,10 @@ partial first hour."""
 BUSIEST_DAY_NS = (SEED_START_NS // DAY_NS + 1) * DAY_NS
 """The copies' first whole day: at 10M spans the partition with the most rows (1.78M loop rows; at
 1M spans the copies end before it)."""
-FROM_BUSY_1120 = TraceFilter(start_ns=BUSIEST_DAY_NS + (11 * 60 + 20) * 60 * 10**9)
+BUSY_1120_NS = BUSIEST_DAY_NS + (11 * 60 + 20) * 60 * 10**9
+FROM_BUSY_1120 = TraceFilter(start_ns=BUSY_1120_NS)
 """A range starting at 11:20 of the busiest day: its first partial hour is in that partition."""
-BUSY_24H = dataclasses.replace(FROM_BUSY_1120, end_ns=FROM_BUSY_1120.start_ns + DAY_NS)
+BUSY_24H = TraceFilter(start_ns=BUSY_1120_NS, end_ns=BUSY_1120_NS + DAY_NS)
 """24 hours from there ("the last 24 hours"): the map page's timeline has 30-minute buckets."""
 BUSIEST_AGENT = "planner"
 """The agent of every seed trace (the most loops of any node)."""

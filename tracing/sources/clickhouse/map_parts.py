@@ -18,9 +18,10 @@ not take float keys), so the nearest-rank p50/p95 of `sums.percentile` can be re
 map's size is the number of distinct values, not of loops. A trace's distinct-trace +1 sits in the
 hour of its start, so sums over hours count each trace once.
 
-The same row builders (`loop_parts`, `delegation_parts`, `trace_parts`) serve the views (over the
-arrays a facts row carries, `views`), the back-fill and the reads of partial hours (over the rows
-of `janux_loops`/`janux_delegations`, `numbered`), so the three cannot drift.
+The same row builders (`loop_parts`, `delegation_parts`, `trace_parts`) serve the views and the reads
+of partial hours (over the arrays a facts row carries, `carried_loops`/`carried_delegations`) and
+the back-fill and the partial hours' facts rows written before schema 3 (over the rows of
+`janux_loops`/`janux_delegations`, `numbered`), so they cannot drift.
 """
 
 from __future__ import annotations
