@@ -37,19 +37,25 @@ _HEX = frozenset("0123456789abcdef")
 _SUMMARY = ", ".join(name for name, _ in s.SUMMARY_COLUMNS)
 _CARRIED = ", ".join(n for n, _ in s.MAP_FACTS_COLUMNS if n.startswith(("loop_", "delegation_")))
 """The loop and delegation arrays a facts row carries (schema 3)."""
-_REPLACING = f"SELECT trace_id, version FROM {s.FACTS} PREWHERE replaced_version > 0"
-_NEWEST_CARRIED = (
-    f"(replaced_version = 0 AND trace_id NOT IN (SELECT trace_id FROM ({_REPLACING}))) OR "
-    f"(replaced_version > 0 AND (trace_id, version) IN (SELECT trace_id, max(version) FROM ({_REPLACING}) "
-    "GROUP BY trace_id))"
-)
-"""A facts row written at schema 3 or later (`map_rows` = 1) is its trace's current one, without
-`FINAL` (which merges every facts row of the traces' days, most of a partial hour's time): every
-row written after it replaced a version (the deriver names it, `replaced_version` > 0, so the
-rollup's views take it back) and has a higher version (a span count: derived again with more
-spans). So a row that replaced nothing is current while its trace has no such row, one that did
-while it has the highest version of its trace's. Rows that replaced a version are few (traces with
-late spans): both sets are read from one small column and stay small."""
+
+
+def _newest_carried(days: str) -> str:
+    """A facts row written at schema 3 or later (`map_rows` = 1) is its trace's current one, without
+    `FINAL` (which merges every facts row of the traces' days, most of a partial hour's time): every
+    row written after it replaced a version (the deriver names it, `replaced_version` > 0, so the
+    rollup's views take it back) and has a higher version (a span count: derived again with more
+    spans). So a row that replaced nothing is current while its trace has no such row, one that did
+    while it has the highest version of its trace's. Every version of a trace sits in its day's
+    partition, so the rows that replaced one are looked for in the partitions `days` (a query of
+    the days of the rows asked about) only: their number follows those days, not the table."""
+    replacing = f"SELECT trace_id, version FROM {s.FACTS} PREWHERE day IN ({days}) AND replaced_version > 0"
+    return (
+        f"(replaced_version = 0 AND trace_id NOT IN (SELECT trace_id FROM ({replacing}))) OR "
+        f"(replaced_version > 0 AND (trace_id, version) IN (SELECT trace_id, max(version) FROM ({replacing}) "
+        "GROUP BY trace_id))"
+    )
+
+
 _DISTINCT = {"service": "service_name", "root_agent": "root_agent", "conversation": "conversation_id"}
 
 
@@ -126,9 +132,10 @@ class DerivedReads:
             dict(parameters),
         )
         carried, old = (int(held[0][0]), int(held[0][1])) if held else (0, 0)
+        current = _newest_carried(f"SELECT day FROM {s.FACTS} WHERE {where}")
         facts = (
             f"SELECT start_ns, {_CARRIED} FROM {s.FACTS} PREWHERE {where} AND map_rows = 1 "
-            f"WHERE {_NEWEST_CARRIED} LIMIT 1 BY trace_id, version"
+            f"WHERE {current} LIMIT 1 BY trace_id, version"
         )
         if not old:  # the normal case: no per-trace table is read
             return RowsOf(facts if carried else None, None, None, sign)
