@@ -74,7 +74,9 @@ BUSY_1120_NS = BUSIEST_DAY_NS + (11 * 60 + 20) * 60 * 10**9
 FROM_BUSY_1120 = TraceFilter(start_ns=BUSY_1120_NS)
 """A range starting at 11:20 of the busiest day: its first partial hour is in that partition."""
 BUSY_24H = TraceFilter(start_ns=BUSY_1120_NS, end_ns=BUSY_1120_NS + DAY_NS)
-"""24 hours from there ("the last 24 hours"): the map page's timeline has 30-minute buckets."""
+"""24 hours from there ("the last 24 hours"): the map page's timeline has 1-hour buckets."""
+BUSY_12H = TraceFilter(start_ns=BUSY_1120_NS, end_ns=BUSY_1120_NS + DAY_NS // 2)
+"""12 hours from there: the map page's timeline would have 15-minute buckets (below a day)."""
 BUSIEST_AGENT = "planner"
 """The agent of every seed trace (the most loops of any node)."""
 FAILING_EDGE = ("worker15", "agent2_7", "delegate")
@@ -97,8 +99,11 @@ QUERIES: dict[str, Callable[[Any], object]] = {
     "agent map, inspect an edge, from 11:20 of the busiest day": lambda s: s.map_refs(
         FROM_BUSY_1120, FAILING_EDGE
     ),
-    "agent map and timeline (30 min), 24 h from 11:20 of the busiest day": lambda s: s.agent_map(
-        BUSY_24H, 30 * 60 * 10**9
+    "agent map and timeline (1 h), 24 h from 11:20 of the busiest day": lambda s: s.agent_map(
+        BUSY_24H, 60 * 60 * 10**9
+    ),
+    "agent map and timeline (15 min), 12 h from 11:20 of the busiest day": lambda s: s.agent_map(
+        BUSY_12H, 15 * 60 * 10**9
     ),
     "model timeline (by day)": lambda s: s.model_timeline(ALL, DAY_NS),
     "failures page (500 newest)": lambda s: s.failed_handoff_spans(ALL, 500),
@@ -269,7 +274,8 @@ _CHECKED = (
     "agent map, inspect an edge (newest delegations, failures)",
     "agent map, inspect an edge, from the 67th minute", "agent map, from 11:20 of the busiest day",
     "agent map, inspect an edge, from 11:20 of the busiest day",
-    "agent map and timeline (30 min), 24 h from 11:20 of the busiest day",
+    "agent map and timeline (1 h), 24 h from 11:20 of the busiest day",
+    "agent map and timeline (15 min), 12 h from 11:20 of the busiest day",
 )  # fmt: skip
 """Answers the bench compares between ClickHouse and the store (the copies' facts are right)."""
 

@@ -38,10 +38,16 @@ def test_time_buckets_follow_the_range_from_minutes_to_days() -> None:
     now, minute = 10**18, 60 * 10**9
     # "All time" over ten minutes of traces: minute buckets, not one hour-wide bar.
     assert bucket_for(TraceFilter(), now, oldest_ns=now - 10 * minute) == minute
-    week = 7 * 24 * 60 * minute
-    assert bucket_for(TraceFilter(), now, oldest_ns=now - week) == week // 48
-    assert bucket_for(TraceFilter(start_ns=now - week), now) == week // 48
-    assert bucket_for(TraceFilter(), now) == 60 * minute  # no trace to measure from
+    hour = 60 * minute
+    assert bucket_for(TraceFilter(start_ns=now - 12 * hour), now) == 15 * minute
+    # From a day up, whole hours (a ClickHouse source's hourly rollups answer them): a day's 48
+    # half hours become 24 hours, a week's 3.5 hours become 3.
+    assert bucket_for(TraceFilter(start_ns=now - 24 * hour - minute), now) == hour
+    week = 7 * 24 * hour
+    assert bucket_for(TraceFilter(), now, oldest_ns=now - week) == 3 * hour
+    assert bucket_for(TraceFilter(start_ns=now - week), now) == 3 * hour
+    assert bucket_for(TraceFilter(start_ns=now - 30 * 24 * hour), now) == 15 * hour
+    assert bucket_for(TraceFilter(), now) == hour  # no trace to measure from
 
 
 def test_legends_list_only_the_series_drawn(demo: Any) -> None:
