@@ -13,11 +13,14 @@ import random
 import signal
 import subprocess
 import sys
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from janux.tracing.analysis.trace_facts import analyse
 from janux.tracing.records import SpanRecord
-from janux.tracing.sources.clickhouse import schema
+from janux.tracing.sources.clickhouse import deriver, schema
 from janux.tracing.sources.clickhouse.chdb_client import ChdbClient
 from janux.tracing.sources.clickhouse.deriver import derive_pending, watermark
 from janux.tracing.sources.clickhouse.source import ClickHouseSource
@@ -106,6 +109,80 @@ def test_late_spans_derive_a_trace_again(client: ChdbClient) -> None:
         f"SELECT version FROM {schema.FACTS} FINAL WHERE trace_id = {{t:String}}", {"t": biggest}
     )
     assert versions.result_rows == [[len(by_trace[biggest])]]
+
+
+class _FailingFactsWrite:
+    """The chdb client, except that its `failing`-th insert into the facts table raises."""
+
+    def __init__(self, client: ChdbClient, failing: int) -> None:
+        self._client, self._left = client, failing
+        self.query, self.command = client.query, client.command
+
+    def insert(self, table: str, data: Sequence[Sequence[Any]], column_names: Sequence[str]) -> None:
+        if table == schema.FACTS:
+            self._left -= 1
+            if self._left == 0:
+                raise ConnectionError("the server went away")
+        self._client.insert(table, data, column_names)
+
+
+def test_a_failed_write_fails_the_run_and_keeps_the_watermark(client: ChdbClient) -> None:
+    spans = _spans()
+    _insert(client, spans)
+    # batches of ~400 spans, each written on the writing thread while the next is analysed
+    failing = _FailingFactsWrite(client, failing=2)
+    try:
+        derive_pending(failing, quiet_s=0, batch_spans=400, write_spans=400)
+    except ConnectionError:
+        pass
+    else:
+        raise AssertionError("the write's error was lost")
+    assert watermark(client, deriver.Shard()) == 0  # nothing committed past rows not written
+    stats = derive_pending(client, quiet_s=0)
+    traces = len({s.trace_id for s in spans})
+    assert stats.traces + stats.up_to_date == traces
+    rows = client.query(f"SELECT count(), uniqExact(trace_id) FROM {schema.FACTS} FINAL").result_rows
+    assert [int(v) for v in rows[0]] == [traces, traces]
+    _assert_equals_memory(ClickHouseSource(client), spans)
+
+
+class _WaitsForTheNextPart:
+    """The chdb client, whose first facts insert waits (up to `NO_HANG_S`) until the deriver has
+    begun analysing a trace of the next part: it returns only if writing overlaps analysing."""
+
+    NO_HANG_S = 30.0
+
+    def __init__(self, client: ChdbClient) -> None:
+        self._client = client
+        self.query, self.command = client.query, client.command
+        self.next_part_analysed = threading.Event()
+        self.facts_writes = 0
+
+    def insert(self, table: str, data: Sequence[Sequence[Any]], column_names: Sequence[str]) -> None:
+        if table == schema.FACTS:
+            self.facts_writes += 1
+            if self.facts_writes == 1 and not self.next_part_analysed.wait(self.NO_HANG_S):
+                raise TimeoutError("the first part's rows were written before the next part was analysed")
+        self._client.insert(table, data, column_names)
+
+
+def test_rows_are_written_while_the_next_part_is_analysed(client: ChdbClient, monkeypatch: Any) -> None:
+    spans = _spans()
+    _insert(client, spans)
+    waiting = _WaitsForTheNextPart(client)
+    write_spans, analysed = 200, [0]
+
+    def observed(trace_id: str, trace_spans: Sequence[SpanRecord]) -> Any:
+        if analysed[0] >= write_spans:  # the first part (>= write_spans spans) was handed over
+            waiting.next_part_analysed.set()
+        analysed[0] += len(trace_spans)
+        return analyse(trace_id, trace_spans)
+
+    monkeypatch.setattr(deriver, "analyse", observed)
+    stats = derive_pending(waiting, quiet_s=0, write_spans=write_spans)
+    assert waiting.next_part_analysed.is_set() and waiting.facts_writes > 1
+    assert stats.traces == len({s.trace_id for s in spans})
+    _assert_equals_memory(ClickHouseSource(client), spans)
 
 
 def test_a_trace_still_receiving_spans_waits_and_is_reported_pending(client: ChdbClient) -> None:

@@ -13,6 +13,10 @@ its spans after the watermark and is read from the window alone. A trace that al
 and receives late spans is read whole (by trace id) and gets a new version row.
 
 Shards (`shard=(i, n)`) split traces by `cityHash64(TraceId) % n`; each keeps its own watermark.
+
+The engine's work overlaps the analysis: every client call runs in order on one thread of its own
+(`_Pipelined`), so the next batch's spans are read and an analysed part's rows written while this
+thread analyses (the engine, chdb in this process or a server over HTTP, runs without the GIL).
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ import datetime as dt
 import logging
 import math
 import time
+from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -49,8 +55,11 @@ QUIET_SECONDS = 30.0
 MAX_OPEN_SECONDS = 3600.0
 """A trace receiving spans for longer than this is derived anyway (and again as spans arrive), so
 one endless conversation cannot hold the watermark back."""
-BATCH_SPANS = 200_000
-"""Spans read per query when a window is large."""
+BATCH_SPANS = 100_000
+"""Spans read per query when a window is large (the next query runs while a batch is analysed)."""
+WRITE_SPANS = 25_000
+"""Spans analysed between two writes of their rows (each write runs while the next part is
+analysed; every insert has a fixed cost in the engine, the rollups' views above all)."""
 MAX_WINDOW_SPANS = 5_000_000
 """Rows of `otel_traces` whose traces one pass keeps in memory (a larger backlog is read in parts)."""
 IDS_PER_QUERY = 2_000
@@ -73,6 +82,63 @@ class DeriveClient(Protocol):
     def insert(self, table: str, data: Sequence[Sequence[Any]], column_names: Sequence[str]) -> Any:
         """Insert rows."""
         ...
+
+
+WRITES_IN_FLIGHT = 2
+"""Batches' rows handed to the writing thread and not written yet, at most (bounds memory)."""
+
+
+class _Pipelined:
+    """The run's client, its calls made in order on one thread of their own.
+
+    Why a thread: the engine's work (chdb in this process, or a server's answer awaited over HTTP)
+    runs without the GIL, so the next batch's spans are read and the last batch's rows written
+    while this thread decodes and analyses. Why one thread, in order: a client's session takes one
+    query at a time, and the crash-safety order stays as written (a batch's children before its
+    facts rows, every batch before the watermark: `derive_pending` drains before committing)."""
+
+    def __init__(self, client: DeriveClient) -> None:
+        self._client = client
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="janux-derive-io")
+        self._writes: deque[Future[None]] = deque()
+
+    def query(self, query: str, parameters: dict[str, Any] | None = None) -> Any:
+        """Run a SELECT after every call made before it; wait for its result."""
+        return self.query_later(query, parameters).result()
+
+    def query_later(self, query: str, parameters: dict[str, Any] | None = None) -> Future[Any]:
+        """Run a SELECT after every call made before it; its result when asked."""
+        return self._thread.submit(self._client.query, query, parameters)
+
+    def command(self, statement: str) -> Any:
+        """Run a statement after every call made before it; wait for it."""
+        return self._thread.submit(self._client.command, statement).result()
+
+    def insert(self, table: str, data: Sequence[Sequence[Any]], column_names: Sequence[str]) -> Any:
+        """Insert rows after every call made before it; wait for it."""
+        return self._thread.submit(self._client.insert, table, data, column_names).result()
+
+    def write_later(self, rows: TableRows) -> None:
+        """Write a batch's rows (`write`) after every call made before it, without waiting; waits
+        first when `WRITES_IN_FLIGHT` batches are not written yet (a failed write raises here or
+        in `drain`)."""
+        while len(self._writes) >= WRITES_IN_FLIGHT:
+            self._writes.popleft().result()
+        self._writes.append(self._thread.submit(self._write, rows))
+
+    def _write(self, rows: TableRows) -> None:
+        write(self._client, rows)
+        logger.debug("wrote the facts of %d trace(s)", len(rows.get(s.FACTS, [])))
+
+    def drain(self) -> None:
+        """Wait until every batch handed over is written; raise the first write's error."""
+        while self._writes:
+            self._writes.popleft().result()
+
+    def close(self) -> None:
+        """Let the call under way finish, drop the ones not started (the watermark is not
+        committed after a failure, so a later run writes them)."""
+        self._thread.shutdown(wait=True, cancel_futures=True)
 
 
 @dataclass(slots=True)
@@ -293,9 +359,24 @@ def _spans(rows: Sequence[Sequence[Any]], wanted: set[str]) -> dict[str, tuple[l
 _SELECT = f"SELECT TraceId, toUnixTimestamp64Milli({s.INSERTED_COLUMN}), {ANALYSED_SPAN_JSON}"
 
 
+_Batch = dict[str, tuple[list[SpanRecord], int]]
+"""Spans and newest insertion (ms) of each trace of a batch."""
+
+
+def _read_ahead(client: _Pipelined, reads: list[tuple[str, dict[str, Any], set[str]]]) -> Iterator[_Batch]:
+    """The batches of `reads` ((SELECT `_SELECT`, parameters, wanted traces) each), the next one's
+    query running while the caller analyses the last."""
+    pending = client.query_later(*reads[0][:2]) if reads else None
+    for index, (_, _, wanted) in enumerate(reads):
+        assert pending is not None
+        rows = pending.result().result_rows
+        pending = client.query_later(*reads[index + 1][:2]) if index + 1 < len(reads) else None
+        yield _spans(rows, wanted)
+
+
 def _fresh_batches(
-    client: DeriveClient, table: str, shard: Shard, window: _Window, fresh: dict[str, int], batch_spans: int
-) -> Iterator[dict[str, tuple[list[SpanRecord], int]]]:
+    client: _Pipelined, table: str, shard: Shard, window: _Window, fresh: dict[str, int], batch_spans: int
+) -> Iterator[_Batch]:
     """The spans of traces derived for the first time, from the window, in hash buckets of about
     `batch_spans` spans (one scan of the window each). When they are a few of the window's traces
     (the others up to date, or still receiving spans), the scan names them, so only their rows
@@ -303,23 +384,26 @@ def _fresh_batches(
     buckets = max(1, math.ceil(sum(fresh.values()) / max(1, batch_spans)))
     named = len(fresh) <= NAMED_TRACES and len(fresh) < len(window.traces)
     parameters = {"ids": sorted(fresh)} if named else {}
-    for bucket in range(buckets):
-        sql = (
+    wanted = set(fresh)
+    reads = [
+        (
             f"{_SELECT} FROM {table} WHERE {window.sql(shard)} AND "
             f"{window.sub_bucket(shard, buckets, bucket)} "
-            f"{'AND TraceId IN {ids:Array(String)} ' if named else ''}LIMIT 1 BY TraceId, SpanId"
+            f"{'AND TraceId IN {ids:Array(String)} ' if named else ''}LIMIT 1 BY TraceId, SpanId",
+            parameters,
+            wanted,
         )
-        yield _spans(client.query(sql, parameters=parameters).result_rows, set(fresh))
+        for bucket in range(buckets)
+    ]
+    return _read_ahead(client, reads)
 
 
-def _whole_batches(
-    client: DeriveClient, table: str, trace_ids: list[str]
-) -> Iterator[dict[str, tuple[list[SpanRecord], int]]]:
+def _whole_batches(client: _Pipelined, table: str, trace_ids: list[str]) -> Iterator[_Batch]:
     """The spans of traces derived before that received late spans, read whole by trace id."""
-    for start in range(0, len(trace_ids), IDS_PER_QUERY // 4):
-        chunk = trace_ids[start : start + IDS_PER_QUERY // 4]
-        sql = f"{_SELECT} FROM {table} WHERE TraceId IN {{ids:Array(String)}} LIMIT 1 BY TraceId, SpanId"
-        yield _spans(client.query(sql, parameters={"ids": chunk}).result_rows, set(chunk))
+    step = IDS_PER_QUERY // 4
+    sql = f"{_SELECT} FROM {table} WHERE TraceId IN {{ids:Array(String)}} LIMIT 1 BY TraceId, SpanId"
+    chunks = [trace_ids[start : start + step] for start in range(0, len(trace_ids), step)]
+    return _read_ahead(client, [(sql, {"ids": chunk}, set(chunk)) for chunk in chunks])
 
 
 def write(client: DeriveClient, rows: TableRows) -> None:
@@ -333,12 +417,14 @@ def write(client: DeriveClient, rows: TableRows) -> None:
 
 
 def _derive_batch(
-    client: DeriveClient, batch: dict[str, tuple[list[SpanRecord], int]], known: dict[str, _Known],
-    stats: DeriveStats,
-) -> None:  # fmt: skip
+    client: _Pipelined, batch: _Batch, known: dict[str, _Known], stats: DeriveStats, write_spans: int
+) -> None:
+    """Analyse a batch's traces; hand their rows over to be written every `write_spans` spans
+    (so the engine writes a part while the next is analysed)."""
     rows: TableRows = {}
     again = sorted(t for t in batch if t in known)
     replaced, replaced_map = _replaced(client, known, again), _replaced_map(client, known, again)
+    pending = 0
     for trace_id, (spans, newest) in batch.items():
         facts = analyse(trace_id, spans)
         day = _as_date(known[trace_id].day) if trace_id in known else day_of(facts.summary.start_ns)
@@ -347,8 +433,12 @@ def _derive_batch(
         failure_rows(facts, day, spans, rows)
         stats.traces += 1
         stats.spans += len(spans)
-    write(client, rows)
-    logger.debug("wrote the facts of %d trace(s) (%d so far)", len(batch), stats.traces)
+        pending += len(spans)
+        if pending >= write_spans:
+            client.write_later(rows)
+            rows, pending = {}, 0
+    if rows:
+        client.write_later(rows)
 
 
 @dataclass(slots=True)
@@ -360,10 +450,11 @@ class _Limits:
     oldest_open_ms: int
     """A trace receiving spans since before this is derived anyway."""
     batch_spans: int
+    write_spans: int
 
 
 def _derive_window(
-    client: DeriveClient, table: str, shard: Shard, window: _Window, limits: _Limits, stats: DeriveStats
+    client: _Pipelined, table: str, shard: Shard, window: _Window, limits: _Limits, stats: DeriveStats
 ) -> list[int]:
     """Derive the ready traces of one window part; returns the first insertion (minus 1 ms) of
     each held trace (the watermark must not pass them)."""
@@ -380,9 +471,9 @@ def _derive_window(
     fresh = {t: count for t, (count, _) in ready.items() if t not in known}
     if fresh:
         for batch in _fresh_batches(client, table, shard, window, fresh, limits.batch_spans):
-            _derive_batch(client, batch, known, stats)
+            _derive_batch(client, batch, known, stats, limits.write_spans)
     for batch in _whole_batches(client, table, late):
-        _derive_batch(client, batch, known, stats)
+        _derive_batch(client, batch, known, stats, limits.write_spans)
     return held_from
 
 
@@ -390,6 +481,7 @@ def derive_pending(
     client: DeriveClient, table: str = "otel_traces", quiet_s: float = QUIET_SECONDS,
     shard: Shard | tuple[int, int] = Shard(), max_open_s: float = MAX_OPEN_SECONDS,
     batch_spans: int = BATCH_SPANS, max_window_spans: int = MAX_WINDOW_SPANS,
+    write_spans: int = WRITE_SPANS,
 ) -> DeriveStats:  # fmt: skip
     """Derive every trace of `shard` that is pending and quiet; commit the watermark; return stats.
 
@@ -405,16 +497,21 @@ def derive_pending(
     stats = DeriveStats()
     start = watermark(client, shard, table)
     end, size = _end_and_size(client, table, shard, start)
-    limits = _Limits(end - int(quiet_s * 1000), end - int(max_open_s * 1000), batch_spans)
+    limits = _Limits(end - int(quiet_s * 1000), end - int(max_open_s * 1000), batch_spans, write_spans)
     held_from = [limits.cutoff_ms]
     parts = max(1, math.ceil(size / max(1, max_window_spans)))
-    for k in range(parts if size else 0):
-        window = _window(client, table, shard, _Window(start, end, (k, parts)))
-        # A part holds up to `max_window_spans` spans as records, facts and rows: the cyclic
-        # collector would scan them again and again (a quarter of the run's time) and none of
-        # them holds a reference cycle; what the part leaves behind is freed by reference count.
-        with gc_paused():
-            held_from += _derive_window(client, table, shard, window, limits, stats)
+    pipelined = _Pipelined(client)
+    try:
+        for k in range(parts if size else 0):
+            window = _window(pipelined, table, shard, _Window(start, end, (k, parts)))
+            # A part holds up to `max_window_spans` spans as records, facts and rows: the cyclic
+            # collector would scan them again and again (a quarter of the run's time) and none of
+            # them holds a reference cycle; what the part leaves behind is freed by reference count.
+            with gc_paused():
+                held_from += _derive_window(pipelined, table, shard, window, limits, stats)
+        pipelined.drain()  # every batch written before the watermark moves past it
+    finally:
+        pipelined.close()
     stats.watermark_ms = max(start, min(held_from))
     if stats.watermark_ms != start:
         _commit(client, table, shard, stats.watermark_ms)
