@@ -28,7 +28,7 @@ from typing import Any
 from bench.bench_clickhouse import _store_copies, seed
 from janux.tracing.sources.clickhouse import schema
 from janux.tracing.sources.clickhouse.chdb_client import ChdbClient
-from janux.tracing.sources.clickhouse.deriver import derive_pending
+from janux.tracing.sources.clickhouse.deriver import BATCH_SPANS, WRITE_SPANS, derive_pending
 from tests.support.clickhouse_rows import EXPORTER_DDL, insert_statement
 
 COLLECTOR_SPANS_PER_S = 58_614
@@ -82,9 +82,9 @@ def derive_once(client: _Timed, whole: bool) -> Run:
     for table in _FORGET:
         client.command(f"TRUNCATE TABLE {table}")
     client.engine_s = 0.0
-    sizes = {"batch_spans": _WHOLE, "write_spans": _WHOLE} if whole else {}
+    batch, write = (_WHOLE, _WHOLE) if whole else (BATCH_SPANS, WRITE_SPANS)
     wall, cpu, thread = time.perf_counter(), time.process_time(), time.thread_time()
-    stats = derive_pending(client, quiet_s=0, **sizes)
+    stats = derive_pending(client, quiet_s=0, batch_spans=batch, write_spans=write)
     return Run(
         stats.spans,
         time.perf_counter() - wall,
