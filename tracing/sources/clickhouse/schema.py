@@ -656,7 +656,8 @@ def init_statements(
         )
     if 0 < before < 5:  # parts written before schema 5 have no projection: reads would skip it
         statements.extend(
-            f"ALTER TABLE {FACTS}{local}{on_cluster} MATERIALIZE PROJECTION {name} SETTINGS mutations_sync = 2"
+            f"ALTER TABLE {FACTS}{local}{on_cluster} MATERIALIZE PROJECTION {name} "
+            "SETTINGS mutations_sync = 2"
             for name, _ in FACTS_PROJECTIONS
         )
     if before < SCHEMA_VERSION:
