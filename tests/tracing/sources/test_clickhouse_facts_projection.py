@@ -16,8 +16,13 @@ from janux.tracing.sources.clickhouse.source import ClickHouseSource
 from janux.tracing.sources.protocol import TraceFilter
 from janux.tracing.testing import synthetic_trace
 from tests.support.clickhouse_rows import insert_statement
-from tests.tracing.sources.test_clickhouse_map_rollup import _dense, _last_bits
-from tests.tracing.sources.test_clickhouse_rollup import BASE_NS, HOUR_NS, MINUTE
+from tests.tracing.sources.test_clickhouse_map_rollup import (
+    LONG_EDGES,
+    _assert_maps_equal_memory,
+    _dense,
+    _last_bits,
+)
+from tests.tracing.sources.test_clickhouse_rollup import BASE_NS, HOUR_NS, HOUR_SPLIT_RANGES, MINUTE, _spread
 
 COPIES = 800
 """Copies of each derived facts row (new trace ids, starts moved by whole hours within the day):
@@ -109,3 +114,21 @@ def test_init_adds_the_projections_to_a_schema_4_database(client: ChdbClient) ->
         parameters={"t": schema.FACTS, "p": schema.FACTS_BY_START},
     ).result_rows
     assert int(parts[0][0]) == 0
+
+
+def test_a_trace_derived_again_with_the_same_spans_stays_in_the_partial_hours(client: ChdbClient) -> None:
+    """A span inserted twice (an exporter's retry) derives its trace again with the same span
+    count: the new facts row names its own version as the one it replaced. The current-version
+    rule must keep it (a rule "no row names my version" would drop the trace from every partial
+    hour)."""
+    spans = _spread()
+    client.command(insert_statement(spans))
+    derive_pending(client, quiet_s=0)
+    firsts = {s.trace_id: s for s in spans}
+    client.command(insert_statement(list(firsts.values())))
+    assert derive_pending(client, quiet_s=0).traces == len(firsts)
+    same = client.query(f"SELECT count() FROM {schema.FACTS} WHERE replaced_version = version").result_rows
+    assert int(same[0][0]) == len(firsts)
+    source = ClickHouseSource(client)
+    for flt in (*HOUR_SPLIT_RANGES, *LONG_EDGES):
+        _assert_maps_equal_memory(source, spans, flt)
