@@ -92,9 +92,12 @@ def test_a_partial_hour_reads_its_time_range_not_its_day(client: ChdbClient) -> 
 def test_init_adds_the_projections_to_a_schema_4_database(client: ChdbClient) -> None:
     day = _facts_over_a_day(client)
     expected, _ = _map_reads(client)
-    # back to what schema 4 left: no projections
+    # back to what schema 4 left: no projections, nor the merge mode they need
     for name, _ in schema.FACTS_PROJECTIONS:
         client.command(f"ALTER TABLE {schema.FACTS} DROP PROJECTION {name}")
+    client.command(f"ALTER TABLE {schema.FACTS} RESET SETTING deduplicate_merge_projection_mode")
+    created = client.query(f"SHOW CREATE TABLE {schema.FACTS}").result_rows[0][0]
+    assert "PROJECTION" not in created and "deduplicate_merge_projection_mode" not in created
     client.command(f"TRUNCATE TABLE {schema.SCHEMA}")
     client.command(f"INSERT INTO {schema.SCHEMA} (version, applied) VALUES (4, now64(3))")
     whole = _map_reads(client)[1]
