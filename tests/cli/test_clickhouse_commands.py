@@ -44,7 +44,7 @@ def test_init_derive_then_traces_and_trace_equal_the_store(dirs: tuple[Path, Pat
     missing = janux("derive", "--once", "--chdb", str(chdb))
     assert missing.returncode != 0 and "run `janux clickhouse init` first" in missing.stderr
     for _ in range(2):  # idempotent
-        assert "schema version 4 ready" in _ok("clickhouse", "init", "--chdb", str(chdb))
+        assert "schema version 5 ready" in _ok("clickhouse", "init", "--chdb", str(chdb))
     traces = len({s.trace_id for s in all_spans()})
     assert f"derived {traces} trace(s)" in _ok(
         "derive", "--once", "--quiet-seconds", "0", "--chdb", str(chdb)
@@ -160,3 +160,23 @@ def test_init_prints_the_single_server_and_the_cluster_ddl() -> None:
         assert cluster.index(f"ALTER TABLE {name}_local ON CLUSTER") > cluster.index(
             f"CREATE TABLE IF NOT EXISTS {name} ON CLUSTER prod AS {name}_local"
         )
+    # schema 5: the facts table's projections, in its CREATE (on a cluster: the local table's) and
+    # added to a table created before; written into older parts only by an upgrade
+    for name, select in schema.FACTS_PROJECTIONS:
+        assert f"PROJECTION {name} ({select})" in single
+        assert f"ALTER TABLE janux_trace_facts ADD PROJECTION IF NOT EXISTS {name} ({select})" in single
+        assert (
+            f"ALTER TABLE janux_trace_facts_local ON CLUSTER prod ADD PROJECTION IF NOT EXISTS {name}"
+            in cluster
+        )
+    assert "ORDER BY trace_id\nSETTINGS deduplicate_merge_projection_mode = 'rebuild'" in single
+    facts_local = cluster.split("CREATE TABLE IF NOT EXISTS janux_trace_facts_local ON CLUSTER prod (")[1]
+    assert f"PROJECTION {schema.FACTS_BY_START} (" in facts_local.split(";")[0]
+    assert "MATERIALIZE PROJECTION" not in single
+    upgrade = _ok("clickhouse", "init", "--print", "--from-version", "4")
+    for name, _ in schema.FACTS_PROJECTIONS:
+        assert (
+            f"ALTER TABLE janux_trace_facts MATERIALIZE PROJECTION {name} SETTINGS mutations_sync = 2"
+            in upgrade
+        )
+    assert "MATERIALIZE COLUMN" not in upgrade and "INSERT INTO janux_map_hourly" not in upgrade

@@ -46,8 +46,11 @@ def _newest_carried(days: str) -> str:
     rollup's views take it back) and has a higher version (a span count: derived again with more
     spans). So a row that replaced nothing is current while its trace has no such row, one that did
     while it has the highest version of its trace's. Every version of a trace sits in its day's
-    partition, so the rows that replaced one are looked for in the partitions `days` (a query of
-    the days of the rows asked about) only: their number follows those days, not the table."""
+    partition, so the rows that replaced one are looked for in the partitions `days` (the days of
+    the rows asked about) only, and there in the projection ordered by `replaced_version` (schema 5:
+    `schema.FACTS_BY_REPLACED`): their number follows the rows that replaced a version, not the days.
+    (Not "no row names its version as replaced": a trace derived again with the same span count,
+    after a span was inserted twice, names its own version.)"""
     replacing = f"SELECT trace_id, version FROM {s.FACTS} PREWHERE day IN ({days}) AND replaced_version > 0"
     return (
         f"(replaced_version = 0 AND trace_id NOT IN (SELECT trace_id FROM ({replacing}))) OR "
@@ -128,11 +131,15 @@ class DerivedReads:
         (`map_rollup.RowsOf`); a kind of facts row the range does not hold is not read at all."""
         where = f"{filter_sql(flt, parameters)} AND ({extra})"  # `extra` may be an OR of ranges
         held = self._rows(
-            f"SELECT countIf(map_rows = 1), countIf(map_rows = 0) FROM {s.FACTS} WHERE {where}",
+            f"SELECT countIf(map_rows = 1), countIf(map_rows = 0), groupUniqArray(day) FROM {s.FACTS} "
+            f"WHERE {where}",
             dict(parameters),
         )
         carried, old = (int(held[0][0]), int(held[0][1])) if held else (0, 0)
-        current = _newest_carried(f"SELECT day FROM {s.FACTS} WHERE {where}")
+        # the rows' days as constants: the reads below name them three times (loops, delegations,
+        # traces), and a subquery would read the range's rows again each time
+        days = ", ".join(f"toDate('{str(day)[:10]}')" for day in (held[0][2] if held else [])) or "NULL"
+        current = _newest_carried(days)
         facts = (
             f"SELECT start_ns, {_CARRIED} FROM {s.FACTS} PREWHERE {where} AND map_rows = 1 "
             f"WHERE {current} LIMIT 1 BY trace_id, version"

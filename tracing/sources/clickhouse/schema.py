@@ -22,6 +22,11 @@ into these tables; the ClickHouse source reads them instead of re-deriving spans
 - `janux_loops.group_hash`, `janux_delegations.group_hash` (schema 4): the hash of the row's
   map-rollup key (`MATERIALIZED`, so writers never name it), so the map's newest references find
   each agent's (edge's) rows by one number instead of hashing its strings per row (`group_hash_ddl`).
+- Two projections of `janux_trace_facts` (schema 5, `FACTS_PROJECTIONS`): its rows ordered by trace
+  start (the columns the partial hours of a map read: `filter_sql`'s, the carried loop and
+  delegation arrays), so a range of start reads only its granules, not every granule of its day
+  (facts are ordered by trace id); and (trace, version, replaced version, day) ordered by the
+  replaced version, so the rows that replaced a version are found without reading the day.
 - `janux_derive_state`: the watermark of each deriver shard of each source table (insertion time
   of the rows derived so far); `janux_schema`: the schema versions applied.
 
@@ -42,11 +47,12 @@ from typing import Any, Protocol
 
 from janux.tracing.sources.clickhouse import map_parts
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """Version of the DDL below; `init` records it in `janux_schema`. 1: the per-trace tables; 2: the
 hourly usage rollup (`janux_usage_hourly`, fed from the facts rows' usage arrays); 3: the hourly
 agent-map rollup (`janux_map_hourly`, fed from the facts rows' loop and delegation arrays); 4: the
-map-key hash of each loop and delegation row (`GROUP_HASH`)."""
+map-key hash of each loop and delegation row (`GROUP_HASH`); 5: the facts table's projections
+(`FACTS_PROJECTIONS`)."""
 
 INSERTED_COLUMN = "JanuxInsertedAt"
 """The insertion-time column `init` adds to `otel_traces` (the deriver's watermark)."""
@@ -214,6 +220,34 @@ MAP_FACTS_COLUMNS: tuple[tuple[str, str], ...] = (
 rows written by schema 3 (the upgrade back-fills the others once), the trace's loops and delegations
 (added) and, when `replaced_version` > 0, those of the version it replaces (taken back)."""
 
+FILTERED_COLUMNS = (
+    "service_name", "root_agent", "conversation_id", "bill_cost", "error_spans", "failed_handoffs",
+)  # fmt: skip
+"""The summary columns `derived.filter_sql` filters on besides `start_ns` and `trace_id`."""
+FACTS_BY_START = "janux_facts_by_start"
+"""Projection (schema 5): the columns a range of trace start reads from the facts rows (the map's
+partial hours, its sub-hour timeline), ordered by `start_ns`."""
+FACTS_BY_REPLACED = "janux_facts_by_replaced"
+"""Projection (schema 5): (trace, version, replaced version, day) ordered by `replaced_version`."""
+_BY_START_COLUMNS = (
+    "start_ns", "trace_id", "version", "replaced_version", "map_rows", "day", *FILTERED_COLUMNS,
+    *(n for n, _ in MAP_FACTS_COLUMNS if n.startswith(("loop_", "delegation_"))),
+)  # fmt: skip
+FACTS_PROJECTIONS: tuple[tuple[str, str], ...] = (
+    (FACTS_BY_START, f"SELECT {', '.join(_BY_START_COLUMNS)} ORDER BY start_ns"),
+    (FACTS_BY_REPLACED, "SELECT trace_id, version, replaced_version, day ORDER BY replaced_version"),
+)
+"""Projections of `janux_trace_facts` (schema 5). Facts are ordered by trace id, so the rows of a
+range of trace start lie in every granule of their day partition: a partial hour read (and
+decompressed the arrays of) the whole day. `FACTS_BY_START` holds what those reads use, ordered by
+start; `FACTS_BY_REPLACED` the few rows that replaced a version (the current-version rule of
+`derived._newest_carried` looks them up per day). ClickHouse picks a projection for a read when it
+holds every column the read uses and reads fewer granules; reads with `FINAL` never use one.
+Inserts fill them; on a merge (which replaces rows) they are rebuilt (`PROJECTION_SETTING`)."""
+PROJECTION_SETTING = "deduplicate_merge_projection_mode = 'rebuild'"
+"""What a merge of a `ReplacingMergeTree` does to its projections (ClickHouse refuses a projection on
+one without it): rebuild them from the merged rows, so they hold what the table holds."""
+
 USAGE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("trace_start_ns", "Int64"),
     ("dimension", "LowCardinality(String)"),
@@ -243,6 +277,8 @@ class Table:
     """Version column of `ReplacingMergeTree` (None: the rows of one key are identical, the last
     written is kept)."""
     partition: bool = True
+    projections: tuple[tuple[str, str], ...] = ()
+    """(name, SELECT) of the table's projections (`PROJECTION_SETTING` comes with them)."""
 
 
 TABLES: tuple[Table, ...] = (
@@ -251,6 +287,7 @@ TABLES: tuple[Table, ...] = (
         (*SUMMARY_COLUMNS, *FACTS_EXTRA, *ROLLUP_FACTS_COLUMNS, *MAP_FACTS_COLUMNS),
         "trace_id",
         "version",
+        projections=FACTS_PROJECTIONS,
     ),
     Table(LOOPS, (*_KEY, *LOOP_COLUMNS), "(trace_id, version, seq)", None),
     Table(DELEGATIONS, (*_KEY, *DELEGATION_COLUMNS), "(trace_id, version, seq)", None),
@@ -299,13 +336,18 @@ def create_table(
     `engine` replaces the default (`ReplacingMergeTree`) engine."""
     name = f"{table.name}_local" if cluster else table.name
     on_cluster = f" ON CLUSTER {cluster}" if cluster else ""
-    columns = ",\n    ".join(f"{column} {kind}" for column, kind in table.columns)
+    columns = ",\n    ".join(
+        [*(f"{column} {kind}" for column, kind in table.columns),
+         *(f"PROJECTION {p} ({select})" for p, select in table.projections)]
+    )  # fmt: skip
     clauses = [f"ENGINE = {engine or _engine(table, cluster)}"]
     if table.partition:
         clauses.append("PARTITION BY day")
     clauses.append(f"ORDER BY {table.order_by}")
     if table.partition and ttl is not None:
         clauses.append(f"TTL day + toInterval{ttl[0]}({ttl[1]})")
+    if table.projections:
+        clauses.append(f"SETTINGS {PROJECTION_SETTING}")
     return f"CREATE TABLE IF NOT EXISTS {name}{on_cluster} (\n    {columns}\n) " + "\n".join(clauses)
 
 
@@ -469,6 +511,19 @@ def group_hash_ddl(cluster: str | None = None) -> list[str]:
     return statements
 
 
+def projection_ddl(cluster: str | None = None) -> list[str]:
+    """`FACTS_PROJECTIONS` on a facts table created before schema 5 (no-ops on one created since):
+    the merge setting first (ClickHouse refuses the projection without it). Parts written from then
+    on carry them; `init` writes them into the older parts once (`MATERIALIZE PROJECTION`)."""
+    on_cluster = f" ON CLUSTER {cluster}" if cluster else ""
+    target = f"{FACTS}_local{on_cluster}" if cluster else FACTS
+    return [
+        f"ALTER TABLE {target} MODIFY SETTING {PROJECTION_SETTING}",
+        *(f"ALTER TABLE {target} ADD PROJECTION IF NOT EXISTS {name} ({select})"
+          for name, select in FACTS_PROJECTIONS),
+    ]  # fmt: skip
+
+
 def source_ddl(table: str = "otel_traces", cluster: str | None = None) -> list[str]:
     """The column (and its minmax index) `init` adds to the Collector's table."""
     on_cluster = f" ON CLUSTER {cluster}" if cluster else ""
@@ -493,6 +548,7 @@ def ddl(ttl: tuple[str, int] | None = None, table: str = "otel_traces") -> list[
         *(create_table(t, ttl) for t in TABLES),
         *group_hash_ddl(),
         *facts_migration_ddl(),
+        *projection_ddl(),
         *rollup_ddl(ttl),
         *map_rollup_ddl(ttl),
     ]
@@ -514,8 +570,8 @@ def cluster_ddl(cluster: str, ttl: tuple[str, int] | None = None, table: str = "
             f"ENGINE = Distributed({cluster}, currentDatabase(), {t.name}_local, {sharding})"
         )
     return [
-        *statements, *group_hash_ddl(cluster), *facts_migration_ddl(cluster), *rollup_ddl(ttl, cluster),
-        *map_rollup_ddl(ttl, cluster),
+        *statements, *group_hash_ddl(cluster), *facts_migration_ddl(cluster), *projection_ddl(cluster),
+        *rollup_ddl(ttl, cluster), *map_rollup_ddl(ttl, cluster),
     ]  # fmt: skip
 
 
@@ -597,6 +653,12 @@ def init_statements(
             f"ALTER TABLE {name}{local}{on_cluster} MATERIALIZE COLUMN {GROUP_HASH} "
             "SETTINGS mutations_sync = 2"
             for name in (LOOPS, DELEGATIONS)
+        )
+    if 0 < before < 5:  # parts written before schema 5 have no projection: reads would skip it
+        statements.extend(
+            f"ALTER TABLE {FACTS}{local}{on_cluster} MATERIALIZE PROJECTION {name} "
+            "SETTINGS mutations_sync = 2"
+            for name, _ in FACTS_PROJECTIONS
         )
     if before < SCHEMA_VERSION:
         statements.append(f"INSERT INTO {SCHEMA} (version, applied) VALUES ({SCHEMA_VERSION}, now64(3))")
