@@ -203,6 +203,23 @@ def _trace_ids(spans: list[SpanRecord]) -> list[str]:
     return sorted(starts, key=lambda t: starts[t])
 
 
+def _assert_partial_hour_maps_equal_memory(
+    client: ChdbClient, spans: list[SpanRecord], late: list[SpanRecord]
+) -> RecordingClient:
+    """The maps of every rolled range and of two ranges cut inside the late trace's hour equal the
+    memory source's; returns the client that recorded their queries."""
+    recording = RecordingClient(client)
+    source = ClickHouseSource(recording)
+    start = min(s.start_ns for s in late)
+    for flt in (
+        *ROLLED_RANGES,
+        TraceFilter(start_ns=start + HOUR_NS // 3),
+        TraceFilter(end_ns=start + HOUR_NS),
+    ):
+        _assert_maps_equal_memory(source, spans, flt)
+    return recording
+
+
 def test_partial_hours_are_read_from_the_facts_rows_not_the_per_trace_tables(client: ChdbClient) -> None:
     early, late = _moved(_spread())
     client.command(insert_statement(early))
@@ -214,15 +231,7 @@ def test_partial_hours_are_read_from_the_facts_rows_not_the_per_trace_tables(cli
     # so the map is the same without a single row of the per-trace tables
     _delete_rows(client, _trace_ids(spans))
     assert all(not client.query(f"SELECT 1 FROM {t} LIMIT 1").result_rows for t in _MAP_TABLES)
-    recording = RecordingClient(client)
-    source = ClickHouseSource(recording)
-    start = min(s.start_ns for s in late)
-    for flt in (
-        *ROLLED_RANGES,
-        TraceFilter(start_ns=start + HOUR_NS // 3),
-        TraceFilter(end_ns=start + HOUR_NS),
-    ):
-        _assert_maps_equal_memory(source, spans, flt)
+    recording = _assert_partial_hour_maps_equal_memory(client, spans, late)
     assert not any(table in q for q in recording.queries for table in _MAP_TABLES)
 
 
@@ -244,15 +253,7 @@ def test_facts_rows_written_before_schema_3_are_read_from_the_per_trace_tables(c
         f"SELECT countIf(map_rows = 0), countIf(map_rows = 1) FROM {schema.FACTS} FINAL"
     ).result_rows[0]
     assert int(carried[0]) == len(old) - 1 and int(carried[1]) == len(ids) - len(old) + 1
-    recording = RecordingClient(client)
-    source = ClickHouseSource(recording)
-    start = min(s.start_ns for s in late)
-    for flt in (
-        *ROLLED_RANGES,
-        TraceFilter(start_ns=start + HOUR_NS // 3),
-        TraceFilter(end_ns=start + HOUR_NS),
-    ):
-        _assert_maps_equal_memory(source, spans, flt)
+    recording = _assert_partial_hour_maps_equal_memory(client, spans, late)
     assert any(schema.LOOPS in q for q in recording.queries)  # the old traces' rows were read
 
 

@@ -343,11 +343,15 @@ def _as_date(value: Any) -> dt.date:
     return value if isinstance(value, dt.date) else dt.date.fromisoformat(str(value)[:10])
 
 
-def _spans(rows: Sequence[Sequence[Any]], wanted: set[str]) -> dict[str, tuple[list[SpanRecord], int]]:
+_Batch = dict[str, tuple[list[SpanRecord], int]]
+"""Spans and newest insertion (ms) of each trace of a batch."""
+
+
+def _spans(rows: Sequence[Sequence[Any]], wanted: set[str]) -> _Batch:
     """Rows (`_SELECT`) grouped by trace: spans and newest insertion; only the `wanted` traces'
     spans are decoded."""
     kept = [row for row in rows if str(row[0]) in wanted]
-    by_trace: dict[str, tuple[list[SpanRecord], int]] = {}
+    by_trace: _Batch = {}
     for row, span in zip(kept, decode_spans(span_texts(kept, 2)), strict=True):
         trace_id = str(row[0])  # as the window and `wanted` spell it
         spans, newest = by_trace.get(trace_id, ([], 0))
@@ -357,10 +361,6 @@ def _spans(rows: Sequence[Sequence[Any]], wanted: set[str]) -> dict[str, tuple[l
 
 
 _SELECT = f"SELECT TraceId, toUnixTimestamp64Milli({s.INSERTED_COLUMN}), {ANALYSED_SPAN_JSON}"
-
-
-_Batch = dict[str, tuple[list[SpanRecord], int]]
-"""Spans and newest insertion (ms) of each trace of a batch."""
 
 
 def _read_ahead(client: _Pipelined, reads: list[tuple[str, dict[str, Any], set[str]]]) -> Iterator[_Batch]:
