@@ -53,7 +53,7 @@ def test_init_derive_then_traces_and_trace_equal_the_store(dirs: tuple[Path, Pat
     derived = _ok("traces", "--json", "--limit", "100", "--chdb", str(chdb))
     assert derived == _ok("traces", "--json", "--limit", "100", "--data-dir", str(store))
     assert len(derived.splitlines()) == traces
-    first = json.loads(derived.splitlines()[0])["trace"]
+    first = json.loads(derived.splitlines()[0])["trace_id"]
     assert _ok("trace", first, "--json", "--chdb", str(chdb)) == _ok(
         "trace", first, "--json", "--data-dir", str(store)
     )

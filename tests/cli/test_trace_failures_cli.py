@@ -84,13 +84,13 @@ def test_traces_has_conversation_status_and_failure_columns(
 ) -> None:
     data_dir, ids, _ = demo_store
     code, out = _run(capsys, "traces", "--json", "--data-dir", str(data_dir))
-    rows = {row["trace"]: row for row in map(json.loads, out.splitlines())}
+    rows = {row["trace_id"]: row for row in map(json.loads, out.splitlines())}
     assert code == 0 and set(rows) == set(ids.values())
     failed = rows[ids["failed_delegation"]]
     assert failed["status"] == "failed" and failed["failure"] == "failed: rate_limited"
-    assert failed["conversation"].startswith("failed_delegation")
+    assert failed["conversation_id"].startswith("failed_delegation")
     retried = rows[ids["retry_then_success"]]
-    assert (retried["status"], retried["failed handoffs"]) == ("ok", 0)
+    assert (retried["status"], retried["failed_handoffs"]) == ("ok", 0)
     assert retried["failure"] == "retried: model_error"
     code, out = _run(capsys, "traces", "--data-dir", str(data_dir))
     header = out.splitlines()[0].split()

@@ -63,8 +63,8 @@ def test_a_recorded_estimate_is_an_estimate_and_its_tokens_are_not_unpriced() ->
     assert total.unpriced_tokens == TOTAL_UNPRICED - 100
     assert view.price_sources == [f"{SOURCE}, recorded in the trace"]
     report = trace_report(view)
-    assert report["cost_kind"] == "estimated" and report["estimated_cost"] == ESTIMATE
-    assert report["recorded_cost"] == pytest.approx(TOTAL_COST)
+    assert report["cost_kind"] == "estimated" and report["estimated_cost_usd"] == ESTIMATE
+    assert report["recorded_cost_usd"] == pytest.approx(TOTAL_COST)
 
 
 @pytest.mark.parametrize("damaged", [float("nan"), -1.0, "cheap", True, float("inf")])

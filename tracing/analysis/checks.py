@@ -61,20 +61,28 @@ def _as_recorded(usage: Usage) -> Usage:
 def turn_checks(index: SpanIndex, tree: HandoffTree) -> list[Check]:
     """Invariant 1 for every janux loop that recorded `janux.turn.*`."""
     checks = []
+    # A span's agent segments share its `janux.turn.*`: the check is of the span, over all of them.
+    segment_calls: dict[int, list[int]] = {}
     for node, pos in zip(tree.nodes, tree.node_span, strict=True):
-        if pos == NO_PARENT or node.own_source != "recorded":
+        if node.segmented:
+            segment_calls.setdefault(pos, []).extend(node.chat_spans)
+    for node, pos in zip(tree.nodes, tree.node_span, strict=True):
+        if pos == NO_PARENT or not node.janux or node.segment > 0:
             continue
+        if node.own_source != "recorded" and not (node.segmented and _has_turn_usage(index, pos)):
+            continue
+        calls = segment_calls.get(pos, node.chat_spans)
         recorded = sr.turn_usage(index.spans[pos])
-        rounds = _as_recorded(rounds_usage(index, node.chat_spans, estimate=False))
+        rounds = _as_recorded(rounds_usage(index, calls, estimate=False))
         diff = _usage_diff(rounds, recorded)
         # A round that failed in the model client is not a round the loop made.
-        rounds.rounds = sum(1 for p in node.chat_spans if not sr.is_error(index.spans[p]))
+        rounds.rounds = sum(1 for p in calls if not sr.is_error(index.spans[p]))
         recorded_rounds = attr_int(index.spans[pos].attributes, c.JANUX_TURN_ROUNDS)
         if recorded_rounds is not None and recorded_rounds != rounds.rounds:
             diff.append("rounds")
-        subject = f"{node.agent} ({node.span_id})"
+        subject = f"{sr.agent_name(index.spans[pos])} ({node.span_id})"
         message = (
-            f"janux.turn.* matches its {len(node.chat_spans)} chat span(s)"
+            f"janux.turn.* matches its {len(calls)} chat span(s)"
             if not diff
             else f"janux.turn.* differs from its chat spans in {', '.join(diff)}"
         )
@@ -90,6 +98,11 @@ def turn_checks(index: SpanIndex, tree: HandoffTree) -> list[Check]:
             )
         )
     return checks
+
+
+def _has_turn_usage(index: SpanIndex, pos: int) -> bool:
+    attrs = index.spans[pos].attributes
+    return any(key in attrs for key in c.TURN_USAGE_KEYS)
 
 
 def bill_checks(index: SpanIndex, billed: list[int]) -> list[Check]:

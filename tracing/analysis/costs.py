@@ -122,7 +122,7 @@ def assign_costs(index: SpanIndex, tree: HandoffTree, *, estimate: bool = True) 
     origins of the estimates used (sorted), empty when nothing was estimated."""
     sources: set[str] = set()
     for node, pos in zip(tree.nodes, tree.node_span, strict=True):
-        if pos != NO_PARENT and node.janux and _has_turn(index, pos):
+        if pos != NO_PARENT and node.janux and not node.segmented and _has_turn(index, pos):
             node.own = sr.turn_usage(index.spans[pos])
             # A round recorded without usage (its model reported none) is unknown, not the 0 that
             # `janux.turn.*` cannot help but count it as.

@@ -37,14 +37,14 @@ def _edge_id(facts: StructureFacts, edge: EdgeFacts) -> str:
 
 
 def _agent_row(facts: StructureFacts, agent: AgentFacts) -> DerivedRow:
-    span_id = agent.span_id or LOOSE_PREFIX + facts.trace_id
+    span_id = agent.loop_id if agent.span_id else LOOSE_PREFIX + facts.trace_id
     parent = agent.parent_span_id
     if agent.via is not None and facts.edges[agent.via].kind == "delegate":
         parent = _edge_id(facts, facts.edges[agent.via])
-    read = agent.input_tokens is not None or agent.output_tokens is not None
-    unpriced = (agent.input_tokens or 0) + (agent.output_tokens or 0) if read else None
+    # Rounds priced by the runtime (`janux.round.cost`: an agent segment of a Janux loop) keep
+    # their cost; every other round's tokens are unpriced.
     row = UsageRow(
-        "agent", agent.name, agent.input_tokens, agent.output_tokens, None, unpriced,
+        "agent", agent.name, agent.input_tokens, agent.output_tokens, agent.cost, agent.unpriced_tokens,
         agent.status == "error", agent.unread_calls > 0,
     )  # fmt: skip
     return span_id, parent, row

@@ -62,8 +62,11 @@ def delegation_failures(trace_id: str, tree: HandoffTree) -> list[Failure]:
     """One row per denied, failed, fallback, cut, open or timed-out delegation."""
     failures = []
     for delegation in tree.delegations:
-        timeouts = sum(1 for a in delegation.attempts if a.error_type == c.ERROR_TIMEOUT)
-        retried = any(a.status == "error" for a in delegation.attempts)
+        # A recorded transfer's "attempt" is the target's agent segment, which ran after the transfer
+        # completed: its error is the turn's (`loop_failures`), not the handoff's.
+        runs = [] if delegation.kind == "transfer" and delegation.recorded else delegation.attempts
+        timeouts = sum(1 for a in runs if a.error_type == c.ERROR_TIMEOUT)
+        retried = any(a.status == "error" for a in runs)
         kind = failure_kind(delegation.status, timeouts, retried)
         if kind is None:
             continue
@@ -91,10 +94,16 @@ def delegation_failures(trace_id: str, tree: HandoffTree) -> list[Failure]:
 
 
 def loop_failures(trace_id: str, tree: HandoffTree) -> list[Failure]:
-    """ERROR agent loops not already explained by a failing delegation (e.g. a failed turn)."""
+    """ERROR agent loops not already explained by their handoff (e.g. a failed turn): a delegation's
+    attempt is its delegation's (failed, or retried), a transfer's target is explained only when the
+    transfer failed; a transfer that completed into a loop that then raised (an agent segment that
+    failed after taking the conversation over) is the turn failing."""
     failures = []
     for node in tree.nodes:
-        if node.status != "error" or node.via is not None:
+        if node.status != "error":
+            continue
+        via = tree.delegations[node.via] if node.via is not None else None
+        if via is not None and (via.kind == "delegate" or outcomes.is_failed_handoff(via)):
             continue
         failures.append(
             Failure(

@@ -9,13 +9,20 @@ status: its delegations' status and error are the facts' too, the ones the trace
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 from janux.tracing import conventions as c
 from janux.tracing.analysis import spanread as sr
 from janux.tracing.analysis.readers.spans import error_text
 from janux.tracing.analysis.readers.structure import LOOSE_AGENT as LOOSE_AGENT
-from janux.tracing.analysis.readers.structure import Structure, edge_status, is_janux_trace, structure
+from janux.tracing.analysis.readers.structure import (
+    Structure,
+    edge_status,
+    is_janux_trace,
+    segment_time,
+    structure,
+)
 from janux.tracing.analysis.span_index import NO_PARENT, SpanIndex
 from janux.tracing.analysis.trace_parts import AgentNode, Attempt, Delegation
 from janux.tracing.records import attr_int, attr_str
@@ -46,8 +53,10 @@ def _nodes(index: SpanIndex, s: Structure, tree: HandoffTree) -> None:
                              synthetic=True, incomplete=broken)  # fmt: skip
         else:
             span = index.spans[loop.pos]
-            node = AgentNode(index=number, span_id=span.span_id, agent=loop.name, start_ns=span.start_ns,
-                             duration_ns=span.duration_ns, incomplete=index.incomplete[loop.pos])  # fmt: skip
+            start, duration = segment_time(span, loop)
+            node = AgentNode(index=number, span_id=span.span_id, agent=loop.name, start_ns=start,
+                             duration_ns=duration, incomplete=index.incomplete[loop.pos],
+                             segment=loop.segment, segmented=loop.segmented)  # fmt: skip
         node.parent = loop.parent
         node.depth = 0 if loop.parent is None else tree.nodes[loop.parent].depth + 1
         node.via = loop.via
@@ -55,6 +64,7 @@ def _nodes(index: SpanIndex, s: Structure, tree: HandoffTree) -> None:
         node.delegations = loop.edges
         tree.nodes.append(node)
         tree.node_span.append(loop.pos)
+    _link_segments(tree)
 
 
 def _delegations(index: SpanIndex, s: Structure, tree: HandoffTree) -> None:
@@ -118,14 +128,32 @@ def describe_tree(index: SpanIndex, tree: HandoffTree) -> None:
 def _describe_node(node: AgentNode, index: SpanIndex, pos: int) -> None:
     span = index.spans[pos]
     attrs = span.attributes
-    node.status = "open" if span.duration_ns < 0 else ("error" if sr.is_error(span) else "ok")
-    node.error_type = attr_str(attrs, c.ERROR_TYPE)
-    node.stop_reason = attr_str(attrs, c.JANUX_STOP_REASON)
+    node.janux = sr.is_janux_loop(span)
     node.attempt = attr_int(attrs, c.JANUX_HANDOFF_ATTEMPT)
     node.conversation_id = attr_str(attrs, c.GEN_AI_CONVERSATION_ID)
-    node.transferred_from = attr_str(attrs, c.JANUX_HANDOFF_FROM)
-    node.transferred_to = attr_str(attrs, c.JANUX_HANDOFF_TO)
-    node.janux = sr.is_janux_loop(span)
+    if node.segmented:  # `_link_segments` named the agents before and after it
+        if node.transferred_to is not None:
+            return  # it ended by handing the conversation over: the span's outcome is a later segment's
+    else:
+        node.transferred_from = attr_str(attrs, c.JANUX_HANDOFF_FROM)
+        node.transferred_to = attr_str(attrs, c.JANUX_HANDOFF_TO)
+    node.status = "open" if node.duration_ns < 0 else ("error" if sr.is_error(span) else "ok")
+    node.error_type = attr_str(attrs, c.ERROR_TYPE)
+    node.stop_reason = attr_str(attrs, c.JANUX_STOP_REASON)
+
+
+def _link_segments(tree: HandoffTree) -> None:
+    """Name, on each agent segment of a span, the agent it took the conversation from and the one
+    it handed it to (None at the ends)."""
+    by_span: dict[str, list[AgentNode]] = {}
+    for node in tree.nodes:
+        if node.segmented:
+            by_span.setdefault(node.span_id, []).append(node)
+    for segments in by_span.values():
+        segments.sort(key=lambda n: n.segment)
+        for before, after in itertools.pairwise(segments):
+            before.transferred_to = after.agent
+            after.transferred_from = before.agent
 
 
 def _number_attempts(delegation: Delegation, tree: HandoffTree, index: SpanIndex) -> None:

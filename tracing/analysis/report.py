@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
+from janux.tracing.analysis import api_json as api
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import money_cells as cells
 from janux.tracing.analysis import outcomes
@@ -48,11 +49,11 @@ def usage_json(usage: Usage) -> dict[str, Any]:
     return {
         "input_tokens": None if unknown else usage.input_tokens,
         "output_tokens": None if unknown else usage.output_tokens,
-        "cost": _money(usage, usage.total_cost),
+        "cost_usd": _money(usage, usage.total_cost),
         "cost_kind": cost_kind(usage),
-        "recorded_cost": _money(usage, usage.cost),
-        "estimated_cost": _money(usage, usage.estimated_cost),
-        "unpriced_tokens": usage.unpriced_tokens,
+        "recorded_cost_usd": _money(usage, usage.cost),
+        "estimated_cost_usd": _money(usage, usage.estimated_cost),
+        "unpriced_tokens": None if unknown else usage.unpriced_tokens,
         "estimated_tokens": usage.estimated_tokens,
         "rounds": usage.rounds,
         "unread_rounds": usage.unread_rounds,
@@ -72,15 +73,18 @@ def _checks(view: TraceView) -> dict[str, str]:
 
 def _tree(view: TraceView) -> dict[str, list[dict[str, Any]]]:
     nodes = [
-        {"id": n.index, "agent": n.agent, "span_id": n.span_id, "parent": n.parent, "depth": n.depth,
-         "status": n.status, "error_type": n.error_type, "own": usage_json(n.own),
-         "inclusive": usage_json(n.inclusive)}
+        {"id": n.index, "agent": n.agent, "span_id": n.span_id, "segment": n.segment, "parent": n.parent,
+         "depth": n.depth, "started_at": api.iso_utc(n.start_ns),
+         "duration_ms": api.duration_ms(n.duration_ns), "status": n.status, "error_type": n.error_type,
+         "transferred_from": n.transferred_from,
+         "transferred_to": n.transferred_to, "own": usage_json(n.own), "inclusive": usage_json(n.inclusive)}
         for n in view.nodes
     ]  # fmt: skip
     edges = [
         {"from": d.parent_node, "to": [a.node for a in d.attempts], "kind": d.kind, "tool": d.tool,
          "caller": d.caller, "target": d.target, "status": d.status, "attempts": d.attempt_count,
-         "error": d.error, "tool_span_id": d.tool_span_id, "usage": usage_json(d.cost)}
+         "duration_ms": d.duration_ms, "error": d.error, "tool_span_id": d.tool_span_id,
+         "usage": usage_json(d.cost)}
         for d in view.delegations
     ]  # fmt: skip
     return {"nodes": nodes, "edges": edges}
@@ -118,17 +122,29 @@ def trace_report(view: TraceView) -> dict[str, Any]:
     """Everything `janux trace --json` prints: the Trace page's numbers and its tree."""
     total = view.total
     usage = usage_json(total)
+    if view.model_calls_unrecorded:  # agents ran, no model call recorded: unknown, never 0
+        usage.update(input_tokens=None, output_tokens=None, cost_usd=None, cost_kind="unknown",
+                     recorded_cost_usd=None, unpriced_tokens=None)  # fmt: skip
+    spans = view.index.spans
+    start = min((span.start_ns for span in spans), default=0)
+    end = max((span.start_ns + max(span.duration_ns, 0) for span in spans), default=start)
     return {
+        "schema": api.SCHEMA,
         "trace_id": view.trace_id,
+        "started_at": api.iso_utc(start) if spans else None,
+        "duration_ms": api.duration_ms(end - start) if spans else None,
         "input_tokens": usage["input_tokens"],
         "output_tokens": usage["output_tokens"],
-        "cost": usage["cost"],
+        "cost_usd": usage["cost_usd"],
         "cost_kind": usage["cost_kind"],
-        "recorded_cost": usage["recorded_cost"],
-        "estimated_cost": usage["estimated_cost"],
+        "recorded_cost_usd": usage["recorded_cost_usd"],
+        "estimated_cost_usd": usage["estimated_cost_usd"],
         "price_sources": view.price_sources,
-        "unpriced_tokens": total.unpriced_tokens,
+        "unpriced_tokens": usage["unpriced_tokens"],
         "estimated_tokens": total.estimated_tokens,
+        "rounds": total.rounds,
+        "unread_rounds": total.unread_rounds,
+        "usage_note": MODEL_CALLS_UNRECORDED if view.model_calls_unrecorded else None,
         "agents": [n.agent for n in view.nodes],
         "delegations": sum(1 for d in view.delegations if d.kind == "delegate"),
         "transfers": sum(1 for d in view.delegations if d.kind == "transfer"),
@@ -144,15 +160,22 @@ def trace_report(view: TraceView) -> dict[str, Any]:
     }
 
 
+MODEL_CALLS_UNRECORDED = "model calls not recorded by this instrumentation"
+"""Why a trace whose agents made no recorded model call has unknown usage (`usage_note`)."""
+
+
 def _usage_text(usage: dict[str, Any]) -> str:
     if usage["cost_kind"] == "unknown" and usage["input_tokens"] is None:
-        return "usage unknown"
-    cost = usage["cost"]
+        note = usage.get("usage_note")
+        return f"usage unknown ({note})" if note else "usage unknown"
+    cost = usage["cost_usd"]
     money = fmt.UNKNOWN if usage["cost_kind"] == "unknown" else (
         fmt.usd(cost, estimated=usage["cost_kind"] == "estimated") if cost is not None else fmt.UNPRICED
     )  # fmt: skip
     if usage["cost_kind"] == "none":
         money = fmt.NO_USAGE
+    elif cost is not None and usage["unpriced_tokens"]:  # unpriced tokens travel with the cost
+        money += f" + {usage['unpriced_tokens']:,} unpriced tokens"
     return f"{usage['input_tokens']:,} in / {usage['output_tokens']:,} out, {money}"
 
 

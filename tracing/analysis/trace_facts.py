@@ -20,7 +20,7 @@ from janux.tracing.analysis.agentmap.from_spans import links_of_spans
 from janux.tracing.analysis.agentmap.loops import DelegationFacts, LoopFacts, TraceLinks
 from janux.tracing.analysis.derived_rows import derived_rows
 from janux.tracing.analysis.facts import TraceSummary, UsageDimension
-from janux.tracing.analysis.readers.structure import facts_of, is_janux_trace, structure
+from janux.tracing.analysis.readers.structure import facts_of, is_janux_trace, is_read_whole, structure
 from janux.tracing.analysis.span_index import build_index
 from janux.tracing.analysis.summary import failed_edge_spans, summarize
 from janux.tracing.analysis.usage_aggregate import span_rows, trace_groups
@@ -59,7 +59,8 @@ def analyse(trace_id: str, spans: Sequence[SpanRecord]) -> TraceFacts:
     built = structure(build_index(spans))
     janux = is_janux_trace(spans)
     facts = facts_of(built, janux)
-    links = links_of_spans(trace_id, spans) if janux else TraceLinks(trace_id, foreign_rows(built, facts))
+    whole = is_read_whole(spans)
+    links = TraceLinks(trace_id, foreign_rows(built, facts)) if whole else links_of_spans(trace_id, spans)
     loops, delegations = map_facts(links)
     by_id = {span.span_id: span for span in spans}
     rows = span_rows(spans)  # each span's usage row, read once for the summary and `usage_by`
@@ -70,6 +71,6 @@ def analyse(trace_id: str, spans: Sequence[SpanRecord]) -> TraceFacts:
         summary=summarize(trace_id, spans, facts, rows),
         loops=loops,
         delegations=delegations,
-        usage=trace_groups(spans, janux, derived_rows(facts), facts.failed_handoffs, rows),
+        usage=trace_groups(spans, whole, derived_rows(facts), facts.failed_handoffs, rows),
         failed_span_ids=[span.span_id for span in failed_edge_spans(facts, by_id)],
     )

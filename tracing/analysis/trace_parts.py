@@ -181,6 +181,12 @@ class AgentNode:
     """True for the stand-in node holding inference spans outside any agent loop."""
     janux: bool = False
     """True when the loop carries `janux.*` accounting."""
+    segment: int = 0
+    """Which agent segment of its span this loop is: 0 for the first (or only), n after the n-th
+    transfer (a Janux loop that transferred is one node per agent that held the conversation)."""
+    segmented: bool = False
+    """True when its span holds several agent segments: its own usage is its rounds' then, and the
+    span's `janux.turn.*` is the sum over the segments."""
 
 
 @dataclass(slots=True)

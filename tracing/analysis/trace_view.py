@@ -85,6 +85,15 @@ class TraceView:
         """True when the trace carries janux accounting."""
         return self.bill is not None or any(n.janux for n in self.tree.nodes)
 
+    @property
+    def model_calls_unrecorded(self) -> bool:
+        """True when agents ran but the trace records no model call and no usage anywhere (an
+        instrumentation that writes agent spans only): its usage is unknown, never 0."""
+        if self.is_janux or self.total.total_tokens or self.total.rounds:
+            return False
+        loops = [n for n in self.tree.nodes if not n.synthetic]
+        return bool(loops) and not any(n.chat_spans for n in self.tree.nodes)
+
     def span(self, span_id: str) -> SpanRecord | None:
         """The span with this id, None when it is not in the trace."""
         pos = self.index.by_id.get(span_id)

@@ -15,7 +15,7 @@ from typing import Any
 from janux.tracing import conventions as c
 from janux.tracing.analysis.derived_rows import DerivedRow, trace_rows
 from janux.tracing.analysis.facts import USAGE_DIMENSIONS, UsageAggregate, UsageDimension
-from janux.tracing.analysis.readers.structure import is_janux_trace, structure_facts
+from janux.tracing.analysis.readers.structure import is_read_whole, structure_facts
 from janux.tracing.analysis.trace_parts import plus
 from janux.tracing.analysis.usage_rows import (
     GROUP_COLUMNS,
@@ -172,7 +172,7 @@ def group_rows(dimension: str, traces: Iterable[Sequence[SpanRecord]]) -> list[t
     for spans in traces:
         if wanted == "conversation":
             _conversation(spans, groups, structure_facts(spans).failed_handoffs)
-        elif wanted != "model" and not is_janux_trace(spans):
+        elif wanted != "model" and is_read_whole(spans):
             _structural(spans, wanted, groups)
         elif wanted == "tool":
             _janux_tools(spans, groups)
@@ -185,14 +185,14 @@ def group_rows(dimension: str, traces: Iterable[Sequence[SpanRecord]]) -> list[t
 
 def trace_groups(
     spans: Sequence[SpanRecord],
-    janux: bool,
+    whole: bool,
     derived: list[DerivedRow],
     failed_handoffs: int,
     rows: SpanRows | None = None,
 ) -> list[tuple[UsageDimension, tuple[Any, ...]]]:
     """What one trace adds to `usage_by` in every dimension: (dimension, `GROUP_COLUMNS` row) pairs.
 
-    `janux` says whether the trace carries Janux accounting, `derived` are its structural rows
+    `whole` says whether the trace is read whole (`is_read_whole`), `derived` are its structural rows
     (`derived_rows`) and `failed_handoffs` its count of failed handoffs, all read once by the
     caller, as `rows` (its `span_rows`) may be; the rules are `group_rows`'s, per dimension."""
     rows = span_rows(spans) if rows is None else rows
@@ -201,7 +201,7 @@ def trace_groups(
         groups: dict[str, _Group] = {}
         if dimension == "conversation":
             _conversation(spans, groups, failed_handoffs, rows)
-        elif dimension != "model" and not janux:
+        elif dimension != "model" and whole:
             _structural(spans, dimension, groups, derived)
         elif dimension == "tool":
             _janux_tools(spans, groups, rows)

@@ -1,4 +1,5 @@
-"""`janux traces [--json] [filters]`: the trace list, with the Traces page's columns.
+"""`janux traces [--json] [filters]`: the trace list, with the Traces page's columns (`--json`: the
+API of docs/json.md, one object per trace).
 
 Reads any source (`--source`, `--data-dir`, the ClickHouse options) and builds the rows with the
 page's own code (`janux.tracing.analysis.trace_list`): traces without a bill are rebuilt for their
@@ -65,7 +66,7 @@ def _text(column: str, value: Any) -> str:
 def _run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: `janux` registers every subcommand at start, and these pull
     # in pandas (~80 MiB), which `janux collect` and `janux import` must not carry.
-    from janux.tracing.analysis.report import json_cell
+    from janux.tracing.analysis.api_json import trace_row
     from janux.tracing.analysis.trace_list import needs_rebuild, traces_frame
     from janux.tracing.analysis.trace_view import reconstruct
 
@@ -74,15 +75,14 @@ def _run(args: argparse.Namespace) -> int:
     rebuild = [s.trace_id for s in summaries if needs_rebuild(s)]
     spans = source.get_traces(rebuild) if rebuild else {}
     views = {trace_id: reconstruct(spans.get(trace_id, [])) for trace_id in rebuild}
-    frame = traces_frame(summaries, views, lambda trace_id: trace_id)
-    rows = [{column: json_cell(value) for column, value in row.items()} for row in frame.to_dict("records")]
-    if args.json:
-        for row in rows:
-            print(json.dumps(row))
+    if args.json:  # the API (docs/json.md): raw values under stable keys, not the page's labels
+        for summary in summaries:
+            print(json.dumps(trace_row(summary, views.get(summary.trace_id))))
         return 0
-    if not rows:
+    if not summaries:
         print("no traces match")
         return 0
+    frame = traces_frame(summaries, views, lambda trace_id: trace_id)
     table = [list(_SHOWN)] + [[_text(c, row[c]) for c in _SHOWN] for row in frame.to_dict("records")]
     widths = [max(len(line[i]) for line in table) for i in range(len(_SHOWN))]
     for line in table:

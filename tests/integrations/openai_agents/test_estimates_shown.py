@@ -146,16 +146,16 @@ async def test_trace_json_reports_an_estimated_cost_and_its_parts(
     assert main(["trace", trace_id, "--json", "--data-dir", str(tmp_path / "store")]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["cost_kind"] == "estimated"
-    assert math.isclose(report["estimated_cost"], ESTIMATE, rel_tol=1e-9)
-    assert math.isclose(report["recorded_cost"], RECORDED, rel_tol=1e-9)
-    assert math.isclose(report["cost"], RECORDED + ESTIMATE, rel_tol=1e-9)
+    assert math.isclose(report["estimated_cost_usd"], ESTIMATE, rel_tol=1e-9)
+    assert math.isclose(report["recorded_cost_usd"], RECORDED, rel_tol=1e-9)
+    assert math.isclose(report["cost_usd"], RECORDED + ESTIMATE, rel_tol=1e-9)
     assert (report["unpriced_tokens"], report["estimated_tokens"]) == (BILLING_TOKENS, 308)
     assert report["price_sources"] == [SOURCE]
     assert report["checks"] == {"turn_vs_rounds": "pass", "bill_vs_turns": "pass", "usage_read": "pass"}
     nodes = {node["agent"]: node for node in report["tree"]["nodes"]}
     own = nodes["researcher"]["own"]
-    assert (own["cost_kind"], own["recorded_cost"], own["unpriced_tokens"]) == ("estimated", None, 0)
-    assert math.isclose(own["estimated_cost"], ESTIMATE, rel_tol=1e-9)
+    assert (own["cost_kind"], own["recorded_cost_usd"], own["unpriced_tokens"]) == ("estimated", None, 0)
+    assert math.isclose(own["estimated_cost_usd"], ESTIMATE, rel_tol=1e-9)
     (edge,) = [e for e in report["tree"]["edges"] if e["kind"] == "delegate"]
     assert edge["usage"]["cost_kind"] == "estimated"
     assert main(["trace", trace_id, "--data-dir", str(tmp_path / "store")]) == 0
@@ -203,5 +203,5 @@ async def test_the_trace_list_shows_the_estimate_and_the_page_s_unpriced_tokens(
     assert main(["traces", "--json", "--data-dir", str(tmp_path / "store")]) == 0
     (line,) = capsys.readouterr().out.splitlines()
     listed = json.loads(line)
-    assert math.isclose(listed["estimated USD"], ESTIMATE, rel_tol=1e-9)
-    assert listed["unpriced tokens"] == BILLING_TOKENS
+    assert math.isclose(listed["estimated_cost_usd"], ESTIMATE, rel_tol=1e-9)
+    assert listed["unpriced_tokens"] == BILLING_TOKENS

@@ -15,11 +15,10 @@ of owning attempt rows: the run, its usage and its cost count once, under the ed
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from janux.tracing import conventions as c
-from janux.tracing.analysis.agentmap.classify import ROLE_AGENT, ROLE_TOOL, LinkRow
+from janux.tracing.analysis.agentmap.classify import ROLE_AGENT, ROLE_TOOL, LinkRow, classify_span
 from janux.tracing.analysis.agentmap.loops import (
     MapDelegation,
     MapFacts,
@@ -31,38 +30,19 @@ from janux.tracing.analysis.agentmap.loops import (
     turn_usage,
 )
 from janux.tracing.analysis.readers.structure import (
-    AgentFacts,
     Edge,
     EdgeFacts,
     Loop,
     Structure,
     StructureFacts,
     facts_of,
+    loop_id,
+    segment_time,
     structure,
 )
 from janux.tracing.analysis.span_index import NO_PARENT, build_index
-from janux.tracing.analysis.trace_parts import Usage
-from janux.tracing.records import SpanRecord, attr_float, attr_int, attr_str
-
-
-def _own_usage(s: Structure, calls: list[int], agent: AgentFacts) -> Usage:
-    """A loop's own rounds as the Trace page counts them without estimates: the usage its facts
-    read (any convention), priced by `janux.round.cost` where a round carries it, else unpriced."""
-    tokens_in, tokens_out = agent.input_tokens or 0, agent.output_tokens or 0
-    cost: float | None = None
-    priced = 0
-    for pos in calls:
-        attributes = s.index.spans[pos].attributes
-        if c.JANUX_ROUND_COST not in attributes:  # the common case: other runtimes price nothing
-            continue
-        read = s.read(pos)
-        value = attr_float(attributes, c.JANUX_ROUND_COST)
-        if read.usage != "read" or value is None or not math.isfinite(value):
-            continue  # unknown usage, or a failed call: nothing to price
-        cost = value if cost is None else cost + value
-        priced += (read.input_tokens or 0) + (read.output_tokens or 0)
-    return Usage(tokens_in, tokens_out, cost, tokens_in + tokens_out - priced)
-
+from janux.tracing.analysis.spanread import is_janux_loop
+from janux.tracing.records import SpanRecord, attr_int, attr_str
 
 _row = tuple.__new__  # builds a LinkRow without NamedTuple's Python-level __new__ (the write path)
 
@@ -74,7 +54,10 @@ class _Writer:
         self.s = s
         self.facts = facts
         spans = s.index.spans
-        self.loop_ids = [spans[loop.pos].span_id if loop.pos != NO_PARENT else "" for loop in s.loops]
+        self.loop_ids = [
+            loop_id(spans[loop.pos].span_id, loop.segment) if loop.pos != NO_PARENT else ""
+            for loop in s.loops
+        ]
         self.edge_ids = [self._edge_id(edge) for edge in s.edges]
 
     def _edge_id(self, edge: Edge) -> str:
@@ -86,24 +69,29 @@ class _Writer:
     def loop_row(self, number: int, loop: Loop) -> LinkRow:
         s = self.s
         span = s.index.spans[loop.pos] if loop.pos != NO_PARENT else None
-        own = _own_usage(s, loop.calls, self.facts.agents[number])
+        agent = self.facts.agents[number]
         via = self.edge_ids[loop.via] if loop.via is not None else ""
         attempt = None
         if loop.via is not None:
             recorded = attr_int(span.attributes, c.JANUX_HANDOFF_ATTEMPT) if span is not None else None
             attempt = recorded if recorded is not None else s.edges[loop.via].attempts.index(number) + 1
+        error_type = stop_reason = None
+        janux = False
         if span is None:  # the stand-in for rounds outside any loop starts with the trace
             start = s.index.spans[s.index.order[0]].start_ns if s.index.order else 0
-            duration, status, error_type = 0, "ok", None
+            duration = 0
         else:
-            start, duration = span.start_ns, span.duration_ns
-            status, error_type = span.status, attr_str(span.attributes, c.ERROR_TYPE)
+            start, duration = segment_time(span, loop)
+            janux = is_janux_loop(span)
+            if agent.status != "ok" or not loop.segmented:  # a segment that handed over ended well
+                error_type = attr_str(span.attributes, c.ERROR_TYPE)
+                stop_reason = attr_str(span.attributes, c.JANUX_STOP_REASON)
         parent = self.loop_ids[loop.parent] if loop.parent is not None else ""
         return _row(LinkRow, (
-            s.index.trace_id, self.loop_ids[number], parent, ROLE_AGENT, start, duration, loop.name, status,
-            error_type, None, attempt, False, own.input_tokens, own.output_tokens, own.cost,
-            own.unpriced_tokens, True, None, None, False, c.KIND_DELEGATE, "", None, None, None, False, False,
-            via, True,
+            s.index.trace_id, self.loop_ids[number], parent, ROLE_AGENT, start, duration, loop.name,
+            agent.status, error_type, stop_reason, attempt, janux, agent.input_tokens or 0,
+            agent.output_tokens or 0, agent.cost, agent.unpriced_tokens or 0, True, None, None, False,
+            c.KIND_DELEGATE, "", None, None, None, False, False, via, True,
         ))  # fmt: skip
 
     def edge_row(self, number: int, edge: Edge, read: EdgeFacts) -> LinkRow:
@@ -119,6 +107,14 @@ class _Writer:
         caller = self.loop_ids[edge.caller] if edge.caller is not None else ""
         kind = c.KIND_TRANSFER if read.kind == "transfer" else c.KIND_DELEGATE
         shared = len(edge.attempts) if edge.shares_run else None  # recorded, not owned: see the docstring
+        recorded = classify_span(span) if edge.tool_pos != NO_PARENT and span is not None else None
+        if recorded is not None and recorded.janux:
+            # A Janux tool call read whole (its loop transferred): what it recorded (deny rule,
+            # budget line, attempts, duration) as the span-by-span rows have it, placed by the facts.
+            return recorded._replace(
+                parent_span_id=caller, status=read.status, kind=kind, target=read.target, attempt=shared,
+                error=recorded.error or read.error, resolved=True,
+            )
         return _row(LinkRow, (
             s.index.trace_id, self.edge_ids[number], caller, ROLE_TOOL, start, duration, read.tool,
             read.status, error_type, None, shared, False, None, None, None, None, False, None, None, True,
@@ -135,9 +131,10 @@ def foreign_rows(s: Structure, facts: StructureFacts) -> list[LinkRow]:
 
 
 def foreign_links(trace_id: str, spans: Sequence[SpanRecord]) -> TraceLinks:
-    """The links of one trace without Janux accounting, read whole."""
+    """The links of one trace read whole (`is_read_whole`: without Janux accounting, or with agent
+    segments)."""
     s = structure(build_index(spans))
-    return TraceLinks(trace_id, foreign_rows(s, facts_of(s, janux=False)))
+    return TraceLinks(trace_id, foreign_rows(s, facts_of(s)))
 
 
 def resolved_trace(links: TraceLinks) -> MapFacts:

@@ -14,7 +14,7 @@ from janux.tracing.analysis.agentmap.classify import classify_span
 from janux.tracing.analysis.agentmap.fleet_stats import AgentMap
 from janux.tracing.analysis.agentmap.foreign_rows import foreign_links
 from janux.tracing.analysis.agentmap.loops import TraceLinks
-from janux.tracing.analysis.readers.structure import is_janux_trace
+from janux.tracing.analysis.readers.structure import is_read_whole
 from janux.tracing.analysis.spanread import contract_operation
 from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.records import SpanRecord, attr_float, attr_int
@@ -32,7 +32,7 @@ def round_usage(span: SpanRecord) -> Usage:
 
 def links_of_spans(trace_id: str, spans: Sequence[SpanRecord]) -> TraceLinks:
     """Link rows, inference sums and parent links of one trace's spans (each span once)."""
-    if not is_janux_trace(spans):
+    if is_read_whole(spans):
         return foreign_links(trace_id, spans)
     links = TraceLinks(trace_id, [])
     rows = []

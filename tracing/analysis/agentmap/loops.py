@@ -261,6 +261,10 @@ def delegation_facts(delegation: MapDelegation) -> DelegationFacts:
     attempts = _attempt_order(delegation.attempts)
     first = attempts[0].row if attempts else None
     last_error, timeouts, cost = _attempt_sums(attempts)
+    if tool is not None and tool.janux and tool.kind == c.KIND_TRANSFER:
+        # Its "attempt" is the target's agent segment, run after the transfer completed: an error
+        # there is the turn's, not the handoff's (`failures.delegation_failures` reads it so too).
+        last_error, timeouts = None, 0
     status = _status(tool, attempts)
     failure = failure_kind(status, timeouts)
     if tool is None:  # an agent nested directly in another: its (first) attempt is the delegation

@@ -27,6 +27,7 @@ two of them can disagree on a count:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -36,7 +37,7 @@ from janux.tracing.analysis.readers import genai, openinference, openllmetry
 from janux.tracing.analysis.readers.spans import SpanRead, classify, error_text, read_span
 from janux.tracing.analysis.span_index import NO_PARENT, SpanIndex, build_index
 from janux.tracing.analysis.trace_parts import plus
-from janux.tracing.records import STATUS_ERROR, SpanRecord, attr_str
+from janux.tracing.records import STATUS_ERROR, SpanRecord, attr_float, attr_str
 
 EdgeKind = Literal["delegate", "transfer"]
 """A delegation to a subagent, or a transfer of the conversation."""
@@ -62,6 +63,15 @@ class Loop:
     """Positions of its own inference spans."""
     edges: list[int] = field(default_factory=list)
     """Edges it started, in start order."""
+    segment: int = 0
+    """Which agent segment of its span it is: 0 for the first (or only), n after the n-th transfer."""
+    segmented: bool = False
+    """True when its span holds several agent segments (a Janux loop that transferred): its own
+    usage is then its rounds', not the span's `janux.turn.*` (which covers every segment)."""
+    start_ns: int | None = None
+    """Start of a segment after the first (its first round); None: its span's start."""
+    end_ns: int | None = None
+    """End of a segment followed by another (the next one's start); None: its span's end."""
 
 
 @dataclass(slots=True)
@@ -439,7 +449,183 @@ class _Builder:
 
 def structure(index: SpanIndex) -> Structure:
     """Loops and edges of an indexed trace (see the module docstring for the rules)."""
-    return _Builder(index).run()
+    built = _Builder(index).run()
+    split_segments(built)
+    return built
+
+
+# ------------------------------------------------------------------------------ agent segments
+# A Janux loop that transferred the conversation is read as one loop per agent that held it (the
+# contract's agent segments). The runtime runs a transfer inside the loop that received the turn:
+# one `invoke_agent` span holds the caller's rounds, the `handoff.*` tool call, then the target's
+# rounds (each `chat` span names its agent), and the span ends up named after the last holder. Read
+# as one loop, the caller's rounds would be the target's and the caller would vanish from every
+# per-agent figure. So:
+# - a segment starts at the first model round after a completed transfer tool call of its loop (the
+#   tools and delegations that round calls go with it); everything before is the caller's;
+# - every segment after the first is a loop of its own (same span, `Loop.segment` > 0), the attempt
+#   of the transfer edge, beside the loop it came from (same calling loop);
+# - the first segment keeps the loop's place and is named after the agent that started the turn.
+# The segments' rounds add up to the span's `janux.turn.*`, so nothing is counted twice. Other
+# runtimes record each agent's run as a span of its own: their transfers need no split.
+
+_SPAN_PREFIX = c.OP_INVOKE_AGENT + " "
+
+
+@dataclass(slots=True)
+class _Cut:
+    """Where one completed transfer of a loop splits it."""
+
+    edge: int
+    """The transfer edge."""
+    at_ns: int
+    """The target's segment starts here: its first round's start (else the tool call's end)."""
+    target: str
+    """The agent that took the conversation over."""
+
+
+def _agent_of_call(span: SpanRecord) -> str | None:
+    return attr_str(span.attributes, c.GEN_AI_AGENT_NAME)
+
+
+def first_agent(loop_span: SpanRecord, first_call: SpanRecord | None) -> str | None:
+    """The agent that started a transferred turn: its first round's agent, else the span name
+    (`invoke_agent {agent}` names the agent the turn was given to), else `janux.handoff.from`."""
+    if first_call is not None:
+        agent = _agent_of_call(first_call)
+        if agent:
+            return agent
+    if loop_span.name.startswith(_SPAN_PREFIX) and len(loop_span.name) > len(_SPAN_PREFIX):
+        return loop_span.name[len(_SPAN_PREFIX) :]
+    return attr_str(loop_span.attributes, c.JANUX_HANDOFF_FROM)
+
+
+def _cuts(s: Structure, loop: Loop) -> list[_Cut]:
+    """The completed Janux transfers made by `loop` (tool calls of its own), in start order."""
+    spans = s.index.spans
+    calls = sorted(loop.calls, key=lambda p: spans[p].start_ns)
+    found = []
+    for number in loop.edges:
+        edge = s.edges[number]
+        if edge.kind != "transfer" or edge.tool_pos == NO_PARENT or edge.attempts:
+            continue
+        tool = spans[edge.tool_pos]
+        if not is_completed_transfer(tool.attributes):
+            continue  # a transfer that did not happen leaves the conversation where it was
+        after = next((spans[p] for p in calls if spans[p].start_ns >= tool.start_ns), None)
+        target = attr_str(tool.attributes, c.JANUX_HANDOFF_TARGET) or edge.target
+        if not target and after is not None:
+            target = _agent_of_call(after) or ""
+        if not target:
+            continue
+        at = after.start_ns if after is not None else tool.start_ns + max(tool.duration_ns, 0)
+        found.append(_Cut(number, at, target))
+    found.sort(key=lambda cut: cut.at_ns)
+    return found
+
+
+def _edge_start(s: Structure, edge: Edge) -> int:
+    if edge.tool_pos != NO_PARENT:
+        return s.index.spans[edge.tool_pos].start_ns
+    if edge.attempts:
+        return s.index.spans[s.loops[edge.attempts[0]].pos].start_ns
+    return 0
+
+
+def _split(s: Structure, number: int, cuts: list[_Cut]) -> list[int]:
+    """Split loop `number` at `cuts`; returns the new segments' loop numbers (appended)."""
+    loop = s.loops[number]
+    span = s.index.spans[loop.pos]
+    loop.segmented = True
+    loop.name = first_agent(span, s.index.spans[min(loop.calls, key=lambda p: s.index.spans[p].start_ns)]
+                            if loop.calls else None) or loop.name  # fmt: skip
+    loop.end_ns = cuts[0].at_ns
+    owner_at: list[tuple[int, int]] = [(span.start_ns, number)]
+    made = []
+    for order, cut in enumerate(cuts, start=1):
+        segment = len(s.loops)
+        end = cuts[order].at_ns if order < len(cuts) else None
+        s.loops.append(Loop(pos=loop.pos, name=cut.target, parent=loop.parent, via=cut.edge, segment=order,
+                            segmented=True, start_ns=cut.at_ns, end_ns=end))  # fmt: skip
+        s.edges[cut.edge].attempts.append(segment)
+        s.edges[cut.edge].target = s.edges[cut.edge].target or cut.target
+        owner_at.append((cut.at_ns, segment))
+        made.append(segment)
+
+    def owner(start_ns: int) -> int:
+        found = number
+        for at, segment in owner_at:
+            if start_ns >= at:
+                found = segment
+        return found
+
+    calls, loop.calls = loop.calls, []
+    for pos in calls:
+        s.loops[owner(s.index.spans[pos].start_ns)].calls.append(pos)
+    edges, loop.edges = loop.edges, []
+    for edge_number in edges:
+        edge = s.edges[edge_number]
+        # A transfer edge stays with the segment that made it, however its start compares.
+        holder = number if edge_number == cuts[0].edge else owner(_edge_start(s, edge))
+        for cut_order, cut in enumerate(cuts[1:], start=1):
+            if edge_number == cut.edge:
+                holder = made[cut_order - 1]
+        s.loops[holder].edges.append(edge_number)
+        edge.caller = holder
+        for attempt in edge.attempts:
+            if s.loops[attempt].parent == number and holder != number:
+                s.loops[attempt].parent = holder
+    for pos, owned in enumerate(s.loop_of):
+        if owned == number and pos != loop.pos:
+            s.loop_of[pos] = owner(s.index.spans[pos].start_ns)
+    return made
+
+
+def _renumber(s: Structure, placed_after: dict[int, list[int]]) -> None:
+    """Put each loop's segments right after its subtree, so loops stay parents before children in
+    depth-first start order, and rewrite every loop number."""
+    children: dict[int | None, list[int]] = {}
+    segment_loops = {seg for segs in placed_after.values() for seg in segs}
+    for number, loop in enumerate(s.loops):
+        if number not in segment_loops:
+            children.setdefault(loop.parent, []).append(number)
+    order: list[int] = []
+
+    def visit(number: int) -> None:
+        order.append(number)
+        for child in children.get(number, []):
+            visit(child)
+        for segment in placed_after.get(number, []):
+            visit(segment)
+
+    for top in children.get(None, []):
+        visit(top)
+    seen = set(order)
+    order += [n for n in range(len(s.loops)) if n not in seen]  # unreachable (cycles): kept as they were
+    new = {old: position for position, old in enumerate(order)}
+    s.loops = [s.loops[old] for old in order]
+    for loop in s.loops:
+        loop.parent = None if loop.parent is None else new[loop.parent]
+    for edge in s.edges:
+        edge.caller = None if edge.caller is None else new[edge.caller]
+        edge.attempts = [new[a] for a in edge.attempts]
+    s.loop_of = [new[n] if n >= 0 else n for n in s.loop_of]
+    if s.loose >= 0:
+        s.loose = new[s.loose]
+
+
+def split_segments(s: Structure) -> None:
+    """Split every Janux loop that completed a transfer into its agent segments (in place)."""
+    placed_after: dict[int, list[int]] = {}
+    for number in range(len(s.loops)):
+        loop = s.loops[number]
+        if loop.pos == NO_PARENT or loop.segmented:
+            continue
+        cuts = _cuts(s, loop)
+        if cuts:
+            placed_after[number] = _split(s, number, cuts)
+    if placed_after:
+        _renumber(s, placed_after)
 
 
 # ------------------------------------------------------------------------------ trace facts
@@ -471,6 +657,17 @@ class AgentFacts:
     """Index (in `StructureFacts.edges`) of the edge it is an attempt of, None for a root."""
     parent_span_id: str = ""
     """Parent span id of its agent span."""
+    segment: int = 0
+    """Its agent segment within its span (`Loop.segment`): 0 unless a transfer came before it."""
+    cost: float | None = None
+    """USD its own rounds recorded (`janux.round.cost`); None when none did."""
+    unpriced_tokens: int | None = None
+    """Tokens of its own rounds with usage read but no recorded cost (None when none was read)."""
+
+    @property
+    def loop_id(self) -> str:
+        """The id its rows are stored under (`loop_id`): its span id, made unique per segment."""
+        return loop_id(self.span_id, self.segment)
 
 
 @dataclass(slots=True)
@@ -528,6 +725,9 @@ class StructureFacts:
     """Spans with status ERROR."""
     janux: bool
     """True when the trace carries Janux accounting (its own numbers then come from it)."""
+    segmented: bool = False
+    """True when a Janux loop of it transferred the conversation (`has_segments`): its per-agent
+    rows then come from this reading of the whole trace, not span by span."""
 
     @property
     def delegations(self) -> int:
@@ -570,23 +770,76 @@ class StructureFacts:
 
 
 
+def loop_id(span_id: str, segment: int) -> str:
+    """The id a loop's rows are kept under: its span id, and for an agent segment after the first
+    (several loops of one span) the span id and the segment's number (`{span_id}:{segment}`)."""
+    return span_id if segment == 0 else f"{span_id}:{segment}"
+
+
+def span_of_loop_id(loop_ref: str) -> str:
+    """The span id of a `loop_id` (what the Trace page selects)."""
+    return loop_ref.split(":", 1)[0] if ":" in loop_ref and not loop_ref.startswith("loose:") else loop_ref
+
+
+def _round_cost(s: Structure, pos: int) -> float | None:
+    """The recorded `janux.round.cost` of a round whose usage was read (None: unpriced)."""
+    value = s.index.spans[pos].attributes.get(c.JANUX_ROUND_COST)
+    if value is None:  # the common case: other runtimes price nothing
+        return None
+    read = s.read(pos)
+    cost = attr_float(s.index.spans[pos].attributes, c.JANUX_ROUND_COST)
+    if read.usage != "read" or cost is None or not math.isfinite(cost):
+        return None  # unknown usage, or a failed call: nothing to price
+    return cost
+
+
+def segment_time(span: SpanRecord, loop: Loop) -> tuple[int, int]:
+    """(start, duration) of a loop: its span's, or of its agent segment within the span (an open
+    span's last segment stays open: negative duration)."""
+    start = span.start_ns if loop.start_ns is None else loop.start_ns
+    if loop.end_ns is not None:
+        return start, loop.end_ns - start
+    if span.duration_ns < 0:
+        return start, span.duration_ns
+    return start, span.start_ns + span.duration_ns - start
+
+
+def _loop_status(s: Structure, loop: Loop, span: SpanRecord | None) -> str:
+    """A loop's status: its span's, but `ok` for an agent segment that handed the conversation on
+    (the span's outcome is its last segment's)."""
+    if span is None:
+        return "ok"
+    if loop.segmented and loop.end_ns is not None:
+        return "ok"
+    return span.status
+
+
 def _agent_facts(s: Structure, depth: list[int]) -> list[AgentFacts]:
     found = []
     for number, loop in enumerate(s.loops):
         reads = [s.read(p) for p in loop.calls]
         span = s.index.spans[loop.pos] if loop.pos != NO_PARENT else None
-        tokens_in = tokens_out = None
-        for read in reads:
+        tokens_in = tokens_out = cost = None
+        unpriced: int | None = None
+        for pos, read in zip(loop.calls, reads, strict=True):
             tokens_in = plus(tokens_in, read.input_tokens)
             tokens_out = plus(tokens_out, read.output_tokens)
+            if read.usage != "read":
+                continue
+            round_cost = _round_cost(s, pos)
+            cost = plus(cost, round_cost)
+            tokens = (read.input_tokens or 0) + (read.output_tokens or 0)
+            unpriced = plus(unpriced, tokens if round_cost is None else 0)
+        status = _loop_status(s, loop, span)
         found.append(
             AgentFacts(
                 name=loop.name, span_id=span.span_id if span else "", depth=depth[number],
-                status=span.status if span else "ok", input_tokens=tokens_in, output_tokens=tokens_out,
+                status=status, input_tokens=tokens_in, output_tokens=tokens_out,
                 calls=sum(1 for r in reads if r.usage != "failed"),
                 unread_calls=sum(1 for r in reads if r.usage in ("unread", "absent")),
-                error=error_text(span)[0] if span is not None and span.status_code == STATUS_ERROR else None,
+                error=error_text(span)[0] if span is not None and status == "error" else None,
                 via=loop.via, parent_span_id=span.parent_span_id if span else "",
+                segment=loop.segment, cost=cost, unpriced_tokens=unpriced,
             )
         )
     return found
@@ -684,7 +937,37 @@ def facts_of(s: Structure, janux: bool | None = None) -> StructureFacts:
         output_tokens=tokens_out,
         errors=sum(1 for span in s.index.spans if span.status_code == STATUS_ERROR),
         janux=is_janux_trace(s.index.spans) if janux is None else janux,
+        segmented=has_segments(s),
     )
+
+
+def is_read_whole(spans: Iterable[SpanRecord]) -> bool:
+    """True when the trace's per-agent figures (usage rows, agent map rows) come from reading it
+    whole: another runtime's trace, or a Janux trace where a transfer completed (its loop holds
+    agent segments that no single span records). Every source routes a trace by this one rule; the
+    ClickHouse source's SQL mirrors it (`clickhouse.source._READ_WHOLE`)."""
+    found_janux = False
+    for span in spans:
+        attributes = span.attributes
+        if is_completed_transfer(attributes):
+            return True
+        found_janux = found_janux or is_janux_span(attributes.get(c.GEN_AI_OPERATION_NAME), attributes)
+    return not found_janux
+
+
+def is_completed_transfer(attributes: dict[str, object]) -> bool:
+    """A Janux transfer tool span whose transfer completed (`gen_ai.tool.type` = handoff and the
+    final `janux.handoff.status` = completed): its loop is split into agent segments there."""
+    return (
+        attributes.get(c.GEN_AI_TOOL_TYPE) == c.TOOL_TYPE_HANDOFF
+        and attributes.get(c.JANUX_HANDOFF_STATUS) == c.STATUS_COMPLETED
+    )
+
+
+def has_segments(s: Structure) -> bool:
+    """True when a loop of the trace was split into agent segments (a Janux loop that transferred):
+    such a trace is read whole, like another runtime's, wherever per-agent figures are made."""
+    return any(loop.segmented for loop in s.loops)
 
 
 def structure_facts(spans: Iterable[SpanRecord], janux: bool | None = None) -> StructureFacts:

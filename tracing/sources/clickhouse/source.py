@@ -102,6 +102,12 @@ _JANUX_SPAN = (
     + " OR ".join(f"mapContains(SpanAttributes, '{key}')" for key in JANUX_LOOP_MARKERS)
     + f")) OR ({_IS_TOOL} AND {_STATUS_ATTR} != '') OR {_HAS_BILL}"
 )
+# `analysis.readers.structure.is_completed_transfer`: a Janux trace holding one is read whole
+# (`is_read_whole`): its transferred loop holds agent segments no single span records.
+_COMPLETED_TRANSFER = (
+    f"SpanAttributes['{c.GEN_AI_TOOL_TYPE}'] = '{c.TOOL_TYPE_HANDOFF}' "
+    f"AND {_STATUS_ATTR} = '{c.STATUS_COMPLETED}'"
+)
 _NO_USAGE = (
     "("
     + " AND ".join(
@@ -253,6 +259,23 @@ class ClickHouseSource:
         if flt == TraceFilter():  # no filter: which traces carry Janux accounting, nothing more
             return f"SELECT TraceId FROM {self._table} GROUP BY TraceId HAVING countIf({_JANUX_SPAN}) > 0"
         return f"SELECT TraceId FROM ({self._janux_summaries_sql(flt, parameters)})"
+
+    def _janux_part_sql(self, flt: TraceFilter, parameters: dict[str, Any], *, whole: bool) -> str:
+        """`_janux_ids_sql`, narrowed to the traces read whole (`whole`: with a completed transfer,
+        `structure.is_read_whole`) or to the others (summed span by span in SQL)."""
+        test = ">" if whole else "="
+        return (
+            f"SELECT TraceId FROM {self._table} WHERE TraceId IN ({self._janux_ids_sql(flt, parameters)}) "
+            f"GROUP BY TraceId HAVING countIf({_COMPLETED_TRANSFER}) {test} 0"
+        )
+
+    def _read_whole_spans(self, flt: TraceFilter) -> Iterator[list[SpanRecord]]:
+        """The spans of every trace matching `flt` whose per-agent figures come from reading it whole:
+        other runtimes' traces, then Janux traces with a completed transfer."""
+        parameters: dict[str, Any] = {}
+        sql = self._janux_part_sql(flt, parameters, whole=True)
+        whole = [str(row[0]) for row in self._rows(sql, parameters)]
+        return chain(self._foreign_spans(flt), self._foreign.read_whole(whole))
 
     def _foreign_candidates(self, flt: TraceFilter) -> dict[str, int]:
         """Trace id -> distinct spans of the traces without Janux accounting that pass the
@@ -450,12 +473,10 @@ class ClickHouseSource:
         if derived is not None:
             return derived.usage_by(wanted, flt, limit)
         parameters: dict[str, Any] = {}
-        spans = (
-            f"SELECT * FROM {self._table} WHERE TraceId IN ({self._janux_ids_sql(flt, parameters)}) "
-            "LIMIT 1 BY TraceId, SpanId"
-        )
+        traces = self._janux_part_sql(flt, parameters, whole=False)
+        spans = f"SELECT * FROM {self._table} WHERE TraceId IN ({traces}) LIMIT 1 BY TraceId, SpanId"
         janux_rows = self._rows(_usage_sql(wanted, spans), parameters)
-        foreign_rows = group_rows(wanted, self._foreign_spans(flt))
+        foreign_rows = group_rows(wanted, self._read_whole_spans(flt))
         return finish(merge_groups([*janux_rows, *foreign_rows]), limit)
 
     def agent_map(self, flt: TraceFilter, bucket_ns: int | None = None) -> AgentMap:
@@ -477,13 +498,13 @@ class ClickHouseSource:
     def _map_links(self, flt: TraceFilter) -> Iterator[TraceLinks]:
         """The link rows of every trace matching `flt`, read at query time (no derived tables)."""
         parameters: dict[str, Any] = {}
-        traces = self._janux_ids_sql(flt, parameters)
+        traces = self._janux_part_sql(flt, parameters, whole=False)
         spans = f"SELECT * FROM {self._table} WHERE TraceId IN ({traces}) LIMIT 1 BY TraceId, SpanId"
         inference = f"WITH spans AS ({spans}) {_span_rows('model')}"
         janux = clickhouse_links(
             self._rows, self._table, traces, parameters, SPAN_JSON, self._spans, inference
         )
-        foreign = (foreign_links(spans[0].trace_id, spans) for spans in self._foreign_spans(flt))
+        foreign = (foreign_links(spans[0].trace_id, spans) for spans in self._read_whole_spans(flt))
         return chain(janux, foreign)
 
     def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, Usage]]:

@@ -4,7 +4,8 @@ Another runtime's trace says who delegated to whom only through its span tree (a
 tool span, however deep; a handoff span; an agent nested in another), and its agents' own usage
 is the sum of the model calls whose nearest loop they are. Neither can be summed span by span as
 the batch arrives, so after each batch the store reads every trace it touched that carries no
-Janux accounting (`trace_summary.Janux = 0`) once more, whole, with the same facts every source
+Janux accounting (`trace_summary.Janux = 0`), or a Janux transfer (whose loop may hold agent
+segments, `structure.is_read_whole`), once more, whole, with the same facts every source
 uses (`janux.tracing.analysis.readers.structure`), and replaces that trace's agent and delegation rows, its
 agent map rows (`agent_links`, resolved from the same structure: `agentmap.foreign_rows`), its
 structural counts and its root agent (`summaries.root_agent`: the first agent when the root span
@@ -20,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from janux.tracing.analysis.agentmap.classify import LinkRow
 from janux.tracing.analysis.agentmap.foreign_rows import foreign_rows
 from janux.tracing.analysis.derived_rows import derived_rows
-from janux.tracing.analysis.readers.structure import facts_of, structure
+from janux.tracing.analysis.readers.structure import facts_of, is_read_whole, structure
 from janux.tracing.analysis.span_index import build_index
 from janux.tracing.analysis.summary import root_agent, root_span
 from janux.tracing.analysis.usage_aggregate import span_rows
@@ -31,10 +32,12 @@ from janux.tracing.sources.store.links import INSERT_LINKS, LINK_COLUMNS, link_v
 from janux.tracing.sources.store.rows import SELECT_SPAN_COLUMNS, RowReader
 
 _IDS_PER_QUERY = 500
-_NEEDS_READING = "(Janux = 0 OR Derived = 1)"
+# A Janux trace with a transfer may hold agent segments (`structure.is_read_whole`): read it whole too.
+NEEDS_READING = "(Janux = 0 OR Derived = 1 OR Transfers > 0)"
+"""The `trace_summary` condition of a trace read whole after a batch (see the module docstring)."""
 _TO_DERIVE = (
     "SELECT TraceId, SpanCount, Janux FROM main.trace_summary WHERE TraceId IN ({marks}) AND "
-    + _NEEDS_READING
+    + NEEDS_READING
 )
 _SPANS = f"SELECT {SELECT_SPAN_COLUMNS} FROM main.otel_traces WHERE TraceId = ?"
 
@@ -50,7 +53,7 @@ WHERE TraceId = ?
 
 def _to_derive(conn: sqlite3.Connection, trace_ids: list[str]) -> ToDerive:
     """(trace id, stored spans, Janux accounting) of the traces among `trace_ids` without Janux
-    accounting, or read structurally before."""
+    accounting, with a transfer, or read structurally before."""
     found: list[tuple[str, int, bool]] = []
     for start in range(0, len(trace_ids), _IDS_PER_QUERY):
         chunk = trace_ids[start : start + _IDS_PER_QUERY]
@@ -99,7 +102,7 @@ def derive(conn: sqlite3.Connection, wanted: ToDerive, batch: Sequence[SpanRecor
             spans = [reader.span(row) for row in conn.execute(_SPANS, (trace_id,))]
         built = structure(build_index(spans))
         facts = facts_of(built, janux)
-        if janux:  # Janux's own rows: each loop's and delegation's span, as written
+        if janux and not is_read_whole(spans):  # Janux's own rows: each loop's and delegation's span
             derived = [(span.span_id, span.parent_span_id, row) for span, row in span_rows(spans)
                        if row.dimension != "model"]  # fmt: skip
             links += [row for row in map(link_values, spans) if row is not None]

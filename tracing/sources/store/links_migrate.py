@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from janux.tracing.sources.store.derive import derive_traces
+from janux.tracing.sources.store.derive import NEEDS_READING, derive_traces
 from janux.tracing.sources.store.links import INSERT_LINKS, LINK_COLUMNS, LINKS_DDL, link_values
 from janux.tracing.sources.store.rows import SELECT_SPAN_COLUMNS, RowReader
 
@@ -39,7 +39,7 @@ def ensure_links(conn: sqlite3.Connection) -> bool:
         while chunk := cursor.fetchmany(_CHUNK):
             rows = [link_values(reader.span(row)) for row in chunk]
             conn.executemany(insert, [row for row in rows if row is not None])
-        foreign = [row[0] for row in conn.execute("SELECT TraceId FROM trace_summary WHERE Janux = 0")]
+        foreign = [row[0] for row in conn.execute(f"SELECT TraceId FROM trace_summary WHERE {NEEDS_READING}")]
         derive_traces(conn, foreign)
         conn.execute("COMMIT")
     except BaseException:
