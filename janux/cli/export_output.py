@@ -1,0 +1,203 @@
+"""Where `janux export` writes its OTLP requests: a JSON-lines file, a length-delimited protobuf file
+(each to stdout too), or an OTLP/HTTP endpoint.
+
+A file is written under a temporary name beside it and renamed when the export completes, so a
+failed export never leaves a file that looks whole. Every failure is an `ExportFailed` whose text
+is the one line the command prints.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from janux.tracing.otlp.encode import encode_request, request_json
+from janux.tracing.records import SpanRecord
+
+FORMAT_JSON = "json"
+"""OTLP/JSON lines: one `ExportTraceServiceRequest` per line."""
+FORMAT_PROTOBUF = "protobuf"
+"""Length-delimited protobuf: each request's bytes after their length as a 4-byte big-endian
+unsigned integer, the records the Collector's file exporter writes with `format: proto`."""
+TRACES_PATH = "/v1/traces"
+"""The OTLP/HTTP path of traces, added to an endpoint given without a path."""
+MAX_REQUEST_BYTES = 4 * 1024 * 1024
+"""Largest request written or sent (a bigger batch is split): a quarter of the receiver's default
+request limit, so a request fits every OTLP receiver's default."""
+_PROTOBUF = "application/x-protobuf"
+
+
+class ExportFailed(Exception):
+    """The export cannot go on; the message says what is wrong, on one line."""
+
+
+class Output(Protocol):
+    """A destination of OTLP requests."""
+
+    where: str
+    """Where the requests go, as the summary names it."""
+
+    def write(self, request: ExportTraceServiceRequest) -> None:
+        """Write or send one request; raises `ExportFailed`."""
+        ...
+
+    def finish(self) -> None:
+        """Complete the export (a file gets its name); raises `ExportFailed`."""
+        ...
+
+    def abandon(self) -> None:
+        """Give up after a failure: nothing half written stays behind."""
+        ...
+
+
+def requests_of(
+    records: list[SpanRecord], max_bytes: int = MAX_REQUEST_BYTES
+) -> Iterator[ExportTraceServiceRequest]:
+    """`records` as requests of at most `max_bytes` (halved until they fit; a single span is sent
+    whatever its size, for the receiver to judge)."""
+    request = encode_request(records)
+    if len(records) <= 1 or request.ByteSize() <= max_bytes:
+        yield request
+        return
+    middle = len(records) // 2
+    yield from requests_of(records[:middle], max_bytes)
+    yield from requests_of(records[middle:], max_bytes)
+
+
+class FileOutput:
+    """OTLP/JSON lines or length-delimited protobuf, to a file (`None`: stdout)."""
+
+    def __init__(self, path: str | None, file_format: str) -> None:
+        self.where = path or "stdout"
+        self._format = file_format
+        self._path = Path(path) if path else None
+        self._temp: Path | None = None
+        self._stream: IO[bytes]
+        if self._path is None:
+            self._stream = sys.stdout.buffer
+            return
+        if self._path.is_dir():
+            raise ExportFailed(f"cannot write {path}: it is a directory")
+        try:
+            parent, name = self._path.parent, self._path.name
+            handle, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".part", dir=parent)
+        except OSError as err:
+            raise ExportFailed(f"cannot write {path}: {err.strerror or err}") from None
+        self._temp = Path(temp)
+        self._stream = os.fdopen(handle, "wb")
+
+    def write(self, request: ExportTraceServiceRequest) -> None:
+        """Append one request (a line, or a length-prefixed record)."""
+        if self._format == FORMAT_JSON:
+            data = request_json(request).encode("utf-8") + b"\n"
+        else:
+            body = request.SerializeToString()
+            data = len(body).to_bytes(4, "big") + body
+        try:
+            self._stream.write(data)
+        except OSError as err:
+            raise ExportFailed(f"cannot write {self.where}: {err.strerror or err}") from None
+
+    def finish(self) -> None:
+        """Flush, and give the file its name."""
+        try:
+            self._stream.flush()
+            if self._temp is not None and self._path is not None:
+                self._stream.close()
+                os.replace(self._temp, self._path)
+                self._temp = None
+        except OSError as err:
+            raise ExportFailed(f"cannot write {self.where}: {err.strerror or err}") from None
+
+    def abandon(self) -> None:
+        """Remove the temporary file."""
+        if self._temp is not None:
+            self._stream.close()
+            self._temp.unlink(missing_ok=True)
+            self._temp = None
+
+
+def traces_url(endpoint: str) -> str:
+    """`endpoint` as the URL to POST traces to: `http://host:4318` gets `/v1/traces`, a URL with a
+    path is used as given (the OTLP exporters' rule for a base and a signal endpoint)."""
+    parts = urlsplit(endpoint)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ExportFailed(f"--endpoint {endpoint}: not an http:// or https:// URL")
+    if parts.path in ("", "/"):
+        parts = parts._replace(path=TRACES_PATH)
+    return urlunsplit(parts)
+
+
+@dataclass(slots=True)
+class Refused:
+    """Spans an endpoint accepted the request for but refused (OTLP partial success)."""
+
+    spans: int = 0
+    """Spans refused."""
+    message: str = ""
+    """The endpoint's latest reason."""
+
+
+class EndpointOutput:
+    """OTLP/HTTP protobuf POSTs to a collector or receiver, optionally with a bearer token."""
+
+    def __init__(self, endpoint: str, token: str | None, timeout_s: float) -> None:
+        import httpx  # only an export to an endpoint needs the HTTP client
+
+        self.where = traces_url(endpoint)
+        self.refused = Refused()
+        headers = {"content-type": _PROTOBUF}
+        if token:
+            headers["authorization"] = f"Bearer {token}"
+        self._client = httpx.Client(headers=headers, timeout=timeout_s)
+        self._errors = (httpx.HTTPError,)
+
+    def write(self, request: ExportTraceServiceRequest) -> None:
+        """POST one request; a refused request or a transport error ends the export."""
+        try:
+            response = self._client.post(self.where, content=request.SerializeToString())
+        except self._errors as err:
+            raise ExportFailed(f"cannot send to {self.where}: {err or type(err).__name__}") from None
+        if response.status_code != 200:
+            raise ExportFailed(f"{self.where} answered {response.status_code}: {_reason(response.content)}")
+        self._partial(response.content)
+
+    def _partial(self, body: bytes) -> None:
+        try:
+            answer = ExportTraceServiceResponse.FromString(body)
+        except Exception:  # an answer that is not a response message: the request was accepted
+            return
+        if answer.partial_success.rejected_spans:
+            self.refused.spans += answer.partial_success.rejected_spans
+            self.refused.message = answer.partial_success.error_message
+
+    def finish(self) -> None:
+        """Close the connection."""
+        self._client.close()
+
+    def abandon(self) -> None:
+        """Close the connection (what was sent stays sent)."""
+        self._client.close()
+
+
+def _reason(body: bytes) -> str:
+    """The message of an OTLP error answer (a `google.rpc.Status`), else the start of its text."""
+    from google.rpc.status_pb2 import Status
+
+    try:
+        message = Status.FromString(body).message
+    except Exception:  # not a protobuf Status (a proxy's page, JSON): show its start
+        message = ""
+    text = message or body[:200].decode("utf-8", "replace")
+    return " ".join(text.split()) or "(no message)"
