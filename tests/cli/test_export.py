@@ -281,3 +281,28 @@ def _spans(request: object) -> Iterator[object]:
     for resource_spans in request.resource_spans:  # type: ignore[attr-defined]
         for scope_spans in resource_spans.scope_spans:
             yield from scope_spans.spans
+
+
+def test_every_value_kind_a_record_holds_survives_both_encodings() -> None:
+    """What the fixtures do not carry: kvlists, empty and null values, nested arrays, trace state,
+    an open span (no end time), a link's state and attributes, a status message."""
+    from janux.tracing.otlp import decode_json_bytes
+    from janux.tracing.otlp.encode import encode_request, request_json
+    from janux.tracing.records import EventRecord, LinkRecord
+
+    values = {
+        "text": "x", "empty": "", "int": 2**40, "negative": -3, "double": 1.5, "whole double": 2.0,
+        "false": False, "null": None, "array": [1, "a", [True, None]], "empty array": [],
+        "kvlist": {"a": 1, "b": {"c": "d"}}, "empty kvlist": {},
+    }  # fmt: skip
+    span = SpanRecord(
+        "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331", "", "root", 1_700_000_000_000_000_000,
+        -1_700_000_000_000_000_000, kind="Producer", status_code="Ok", status_message="fine",
+        service_name="svc", attributes=values, resource_attributes={"service.name": "svc", "n": 1},
+        scope_name="lib", scope_version="1.2", trace_state="k=v",
+        events=[EventRecord(1_700_000_000_000_000_001, "e", dict(values))],
+        links=[LinkRecord("1" * 32, "2" * 16, "a=b", {"l": [1.5]})],
+    )  # fmt: skip
+    request = encode_request([span])
+    assert decode_proto_message(request).spans == [span]
+    assert decode_json_bytes(request_json(request).encode()).spans == [span]
