@@ -8,7 +8,9 @@ is the one line the command prints.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -81,21 +83,31 @@ class FileOutput:
     def __init__(self, path: str | None, file_format: str) -> None:
         self.where = path or "stdout"
         self._format = file_format
-        self._path = Path(path) if path else None
+        self._path = Path(path).resolve() if path else None
         self._temp: Path | None = None
         self._stream: IO[bytes]
-        if self._path is None:
-            self._stream = sys.stdout.buffer
-            return
-        if self._path.is_dir():
-            raise ExportFailed(f"cannot write {path}: it is a directory")
         try:
-            parent, name = self._path.parent, self._path.name
-            handle, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".part", dir=parent)
+            self._stream = self._open()
         except OSError as err:
             raise ExportFailed(f"cannot write {path}: {err.strerror or err}") from None
+
+    def _open(self) -> IO[bytes]:
+        """Stdout; a device or pipe as it is; else a temporary file beside the target, with the mode
+        the target has (or a new file would get)."""
+        if self._path is None:
+            return sys.stdout.buffer
+        if self._path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "it is a directory")
+        exists = self._path.exists()
+        if exists and not self._path.is_file():  # /dev/null, a named pipe: no rename possible
+            return open(self._path, "wb")  # closed by finish() / abandon()
+        if exists and not os.access(self._path, os.W_OK):
+            raise PermissionError(errno.EACCES, "Permission denied")
+        mode = stat.S_IMODE(self._path.stat().st_mode) if exists else 0o666 & ~_umask()
+        handle, temp = tempfile.mkstemp(prefix=f".{self._path.name}.", suffix=".part", dir=self._path.parent)
         self._temp = Path(temp)
-        self._stream = os.fdopen(handle, "wb")
+        os.chmod(handle, mode)
+        return os.fdopen(handle, "wb")
 
     def write(self, request: ExportTraceServiceRequest) -> None:
         """Append one request (a line, or a length-prefixed record)."""
@@ -113,8 +125,9 @@ class FileOutput:
         """Flush, and give the file its name."""
         try:
             self._stream.flush()
-            if self._temp is not None and self._path is not None:
+            if self._path is not None:
                 self._stream.close()
+            if self._temp is not None and self._path is not None:
                 os.replace(self._temp, self._path)
                 self._temp = None
         except OSError as err:
@@ -122,10 +135,18 @@ class FileOutput:
 
     def abandon(self) -> None:
         """Remove the temporary file."""
-        if self._temp is not None:
+        if self._path is not None:
             self._stream.close()
+        if self._temp is not None:
             self._temp.unlink(missing_ok=True)
             self._temp = None
+
+
+def _umask() -> int:
+    """The process's file-mode creation mask (reading it means setting it: set it back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def traces_url(endpoint: str) -> str:

@@ -306,3 +306,24 @@ def test_every_value_kind_a_record_holds_survives_both_encodings() -> None:
     request = encode_request([span])
     assert decode_proto_message(request).spans == [span]
     assert decode_json_bytes(request_json(request).encode()).spans == [span]
+
+
+def test_the_file_gets_the_mode_a_new_file_gets_or_keeps_its_own(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, foreign_store: Path
+) -> None:
+    import os
+
+    trace_id = cases()[0].trace_id
+    new, kept = tmp_path / "new.jsonl", tmp_path / "kept.jsonl"
+    kept.write_text("old")
+    kept.chmod(0o640)
+    mask = os.umask(0o027)
+    try:
+        for out in (new, kept):
+            assert main(["export", trace_id, *_at(foreign_store), "-o", str(out)]) == 0
+    finally:
+        os.umask(mask)
+    assert (new.stat().st_mode & 0o777, kept.stat().st_mode & 0o777) == (0o640, 0o640)
+    assert kept.read_text() == new.read_text() != "old"
+    assert main(["export", trace_id, *_at(foreign_store), "-o", os.devnull]) == 0  # a device: written as is
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.jsonl", "new.jsonl"]
