@@ -13,6 +13,7 @@ import os
 import stat
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,12 @@ TRACES_PATH = "/v1/traces"
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
 """Largest request written or sent (a bigger batch is split): a quarter of the receiver's default
 request limit, so a request fits every OTLP receiver's default."""
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+"""Answers of a busy endpoint (OTLP/HTTP's retryable codes): the request is sent again."""
+RETRY_ATTEMPTS = 5
+"""Tries per request before a busy endpoint ends the export."""
+MAX_PAUSE_S = 30.0
+"""Longest pause before a retry, whatever Retry-After asks."""
 _PROTOBUF = "application/x-protobuf"
 
 
@@ -185,11 +192,17 @@ class EndpointOutput:
         self._errors = (httpx.HTTPError,)
 
     def write(self, request: ExportTraceServiceRequest) -> None:
-        """POST one request; a refused request or a transport error ends the export."""
-        try:
-            response = self._client.post(self.where, content=request.SerializeToString())
-        except self._errors as err:
-            raise ExportFailed(f"cannot send to {self.where}: {err or type(err).__name__}") from None
+        """POST one request, again while the endpoint says it is busy (429, 502, 503, 504: after
+        its Retry-After, else a doubling pause); a refusal or a transport error ends the export."""
+        body = request.SerializeToString()
+        for attempt in range(1, RETRY_ATTEMPTS + 1):
+            try:
+                response = self._client.post(self.where, content=body)
+            except self._errors as err:
+                raise ExportFailed(f"cannot send to {self.where}: {err or type(err).__name__}") from None
+            if response.status_code not in RETRY_STATUSES or attempt == RETRY_ATTEMPTS:
+                break
+            time.sleep(_pause(response.headers.get("retry-after"), attempt))
         if response.status_code != 200:
             raise ExportFailed(f"{self.where} answered {response.status_code}: {_reason(response.content)}")
         self._partial(response.content)
@@ -210,6 +223,16 @@ class EndpointOutput:
     def abandon(self) -> None:
         """Close the connection (what was sent stays sent)."""
         self._client.close()
+
+
+def _pause(retry_after: str | None, attempt: int) -> float:
+    """Seconds to wait before try `attempt + 1`: Retry-After when it is a number of seconds."""
+    try:
+        asked = float(retry_after) if retry_after is not None else None
+    except ValueError:  # an HTTP date, or nonsense: the doubling pause
+        asked = None
+    pause = asked if asked is not None and asked >= 0 else 0.5 * 2 ** (attempt - 1)
+    return min(pause, MAX_PAUSE_S)
 
 
 def _reason(body: bytes) -> str:

@@ -9,7 +9,9 @@ import asyncio
 import json
 import signal
 import socket
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -327,3 +329,58 @@ def test_the_file_gets_the_mode_a_new_file_gets_or_keeps_its_own(
     assert kept.read_text() == new.read_text() != "old"
     assert main(["export", trace_id, *_at(foreign_store), "-o", os.devnull]) == 0  # a device: written as is
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.jsonl", "new.jsonl"]
+
+
+class _BusyThenPartial(BaseHTTPRequestHandler):
+    """A third-party collector: busy (503, Retry-After 0) for the first request, then it accepts,
+    refusing 2 spans of the last request (OTLP partial success)."""
+
+    answers: list[tuple[int, bytes]]
+    bodies: list[bytes]
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        status, answer = self.answers.pop(0) if self.answers else (200, b"")
+        if status == 200:
+            self.bodies.append(body)
+        self.send_response(status)
+        self.send_header("Retry-After", "0")
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet."""
+
+
+def test_a_busy_endpoint_is_retried_and_refused_spans_are_reported(
+    capsys: pytest.CaptureFixture[str], foreign_store: Path
+) -> None:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+        ExportTraceServiceResponse,
+    )
+
+    partial = ExportTraceServiceResponse()
+    partial.partial_success.rejected_spans = 2
+    partial.partial_success.error_message = "two spans too old"
+    handler = type("Handler", (_BusyThenPartial,), {
+        "answers": [(503, b"busy"), (200, b""), (200, partial.SerializeToString())], "bodies": [],
+    })  # fmt: skip
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    case = max(cases(), key=lambda c: len(c.spans))
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/custom/traces"
+        status = main(["export", case.trace_id, *_at(foreign_store), "--endpoint", url,
+                       "--batch-spans", str(len(case.spans) // 2 + 1)])  # fmt: skip
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = capsys.readouterr().err
+    assert status == 1 and "refused 2 span(s): two spans too old" in err
+    received = [s for body in handler.bodies for s in decode_proto_message(
+        ExportTraceServiceRequest.FromString(body)).spans]  # fmt: skip
+    assert sorted(received, key=_key) == sorted(_stored(foreign_store)[case.trace_id], key=_key)
+    assert len(handler.bodies) == 2  # two requests, the first sent twice
