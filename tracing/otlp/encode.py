@@ -146,14 +146,18 @@ def encode_request(records: Iterable[SpanRecord]) -> ExportTraceServiceRequest:
     request = ExportTraceServiceRequest()
     scopes: dict[tuple[str, str, str], ScopeSpans] = {}
     resources: dict[str, Any] = {}
+    # Sources share one resource dict among the spans of a resource: its key is made once per dict.
+    keys: dict[tuple[int, str], str] = {}
     for record in records:
-        resource = _clean(_resource_attributes(record))
-        resource_key = json.dumps(resource, sort_keys=True, default=str)
-        resource_spans = resources.get(resource_key)
-        if resource_spans is None:
-            resource_spans = request.resource_spans.add()
-            add_attributes(resource_spans.resource.attributes, resource)
-            resources[resource_key] = resource_spans
+        seen = (id(record.resource_attributes), record.service_name)
+        resource_key = keys.get(seen)
+        if resource_key is None:
+            resource = _clean(_resource_attributes(record))
+            resource_key = keys[seen] = json.dumps(resource, sort_keys=True, default=str)
+            if resource_key not in resources:
+                resources[resource_key] = request.resource_spans.add()
+                add_attributes(resources[resource_key].resource.attributes, resource)
+        resource_spans = resources[resource_key]
         scope_key = (resource_key, record.scope_name, record.scope_version)
         scope_spans = scopes.get(scope_key)
         if scope_spans is None:
