@@ -223,6 +223,11 @@ def test_redact_drops_captured_content_and_counts_it(
     assert "Can I get a refund on my annual plan?" in (tmp_path / "foreign.jsonl").read_text()
     assert "Can I get a refund on my annual plan?" not in foreign_text
     assert "janux.bill.cost" in demo_text and "gen_ai.usage.input_tokens" in foreign_text
+    # A Janux trace's analysis never rests on its content: redacted, every demo trace reads the same.
+    before, after = _stored(demo_store), _stored(_import(tmp_path, tmp_path / "demo-redacted.jsonl"))
+    assert sorted(after) == sorted(before)
+    for trace_id, spans in before.items():
+        assert trace_report(reconstruct(after[trace_id])) == trace_report(reconstruct(spans)), trace_id
 
 
 def _free_port() -> int:
