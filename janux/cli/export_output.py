@@ -125,6 +125,8 @@ class FileOutput:
             data = len(body).to_bytes(4, "big") + body
         try:
             self._stream.write(data)
+        except BrokenPipeError:  # the reader of stdout went away (`| head`): the CLI stops quietly
+            raise
         except OSError as err:
             raise ExportFailed(f"cannot write {self.where}: {err.strerror or err}") from None
 

@@ -251,6 +251,7 @@ def test_bad_input_is_one_line_and_exit_status_2(
         "not an http:// or https:// URL": ["export", known, *store, "--endpoint", "localhost:4318"],
         "trace ids or filters, not both": ["export", known, "--service", "x", *store],
         "unknown source": ["export", known, "--source", "nowhere"],
+        "--timeout must be more than 0": ["export", known, *store, "--timeout", "0"],
         "--token-file: cannot read": ["export", known, *store, "--endpoint", "http://127.0.0.1:1",
                                       "--token-file", str(tmp_path / "no-token")],
     }  # fmt: skip
@@ -389,3 +390,18 @@ def test_a_busy_endpoint_is_retried_and_refused_spans_are_reported(
         ExportTraceServiceRequest.FromString(body)).spans]  # fmt: skip
     assert sorted(received, key=_key) == sorted(_stored(foreign_store)[case.trace_id], key=_key)
     assert len(handler.bodies) == 2  # two requests, the first sent twice
+
+
+def test_a_reader_that_goes_away_stops_the_export_quietly(foreign_store: Path) -> None:
+    """`janux export | head`: the store's traces are far more than a pipe holds, so the export is
+    still writing when the reader closes; it stops with the shell's SIGPIPE status, no message."""
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "janux", "export", *_at(foreign_store)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(100).startswith(b'{"resourceSpans":')
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and err == "", err

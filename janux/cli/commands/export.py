@@ -117,6 +117,8 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
         return "give trace ids or filters, not both"
     if args.batch_spans < 1 or (args.limit is not None and args.limit < 1):
         return "--batch-spans and --limit must be at least 1"
+    if not args.timeout > 0:
+        return f"--timeout must be more than 0 seconds, got {args.timeout:g}"
     return None
 
 
@@ -160,8 +162,9 @@ def _by_filter(source: TraceSource, flt: TraceFilter, limit: int | None) -> Iter
         offset += len(page)
 
 
-def _batches(traces: Iterator[list[SpanRecord]], batch_spans: int, tally: Tally, redacting: bool
-             ) -> Iterator[list[SpanRecord]]:  # fmt: skip
+def _batches(
+    traces: Iterator[list[SpanRecord]], batch_spans: int, tally: Tally, redacting: bool
+) -> Iterator[list[SpanRecord]]:
     """Whole traces packed into batches of about `batch_spans` spans; a bigger trace is split."""
     pending: list[SpanRecord] = []
     for spans in traces:
