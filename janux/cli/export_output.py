@@ -9,6 +9,7 @@ is the one line the command prints.
 from __future__ import annotations
 
 import errno
+import gzip
 import os
 import stat
 import sys
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import IO, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
+import zstandard
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -85,18 +87,20 @@ def requests_of(
 
 
 class FileOutput:
-    """OTLP/JSON lines or length-delimited protobuf, to a file (`None`: stdout)."""
+    """OTLP/JSON lines or length-delimited protobuf, to a file (`None`: stdout); a file named
+`.gz` or `.zst` is compressed."""
 
     def __init__(self, path: str | None, file_format: str) -> None:
         self.where = path or "stdout"
         self._format = file_format
         self._path = Path(path).resolve() if path else None
         self._temp: Path | None = None
-        self._stream: IO[bytes]
+        self._raw: IO[bytes]
         try:
-            self._stream = self._open()
+            self._raw = self._open()
         except OSError as err:
             raise ExportFailed(f"cannot write {path}: {err.strerror or err}") from None
+        self._stream = _compressing(self._raw, self._path.suffix if self._path else "")
 
     def _open(self) -> IO[bytes]:
         """Stdout; a device or pipe as it is; else a temporary file beside the target, with the mode
@@ -135,7 +139,8 @@ class FileOutput:
         try:
             self._stream.flush()
             if self._path is not None:
-                self._stream.close()
+                self._stream.close()  # a compressor writes its last frame
+                self._raw.close()
             if self._temp is not None and self._path is not None:
                 os.replace(self._temp, self._path)
                 self._temp = None
@@ -145,10 +150,31 @@ class FileOutput:
     def abandon(self) -> None:
         """Remove the temporary file."""
         if self._path is not None:
-            self._stream.close()
+            self._raw.close()
         if self._temp is not None:
             self._temp.unlink(missing_ok=True)
             self._temp = None
+
+
+class _Writable(Protocol):
+    """What a file output writes through: the file, or a compressor in front of it."""
+
+    def write(self, data: bytes, /) -> int: ...
+
+    def flush(self) -> object: ...
+
+    def close(self) -> None: ...
+
+
+def _compressing(raw: IO[bytes], suffix: str) -> _Writable:
+    """`raw` behind a gzip or zstd compressor for a `.gz` or `.zst` file name, else `raw` itself
+    (`janux import` reads both, by content)."""
+    if suffix == ".gz":
+        return gzip.GzipFile(fileobj=raw, mode="wb")
+    if suffix == ".zst":
+        writer: _Writable = zstandard.ZstdCompressor().stream_writer(raw, closefd=False)
+        return writer
+    return raw
 
 
 def _umask() -> int:

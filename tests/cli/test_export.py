@@ -26,6 +26,7 @@ from janux.tracing.analysis.report import trace_report
 from janux.tracing.analysis.trace_view import reconstruct
 from janux.tracing.conventions import CAPTURE_CONTENT_ENV
 from janux.tracing.otlp import decode_proto_message
+from janux.tracing.otlp.files import GZIP_MAGIC, ZSTD_MAGIC
 from janux.tracing.records import SpanRecord
 from janux.tracing.sdk.convert import span_records_from_readable
 from janux.tracing.sources.file_loader import load_trace_file
@@ -405,3 +406,14 @@ def test_a_reader_that_goes_away_stops_the_export_quietly(foreign_store: Path) -
     proc.stdout.close()
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141 and err == "", err
+
+
+@pytest.mark.parametrize(("name", "magic"), [("out.jsonl.zst", ZSTD_MAGIC), ("out.pb.gz", GZIP_MAGIC)])
+def test_a_gz_or_zst_file_is_compressed_and_imports_the_same(
+    tmp_path: Path, foreign_store: Path, name: str, magic: bytes
+) -> None:
+    out = tmp_path / name
+    file_format = "protobuf" if ".pb" in name else "json"
+    assert main(["export", *_at(foreign_store), "-o", str(out), "--format", file_format]) == 0
+    assert out.read_bytes().startswith(magic)
+    _assert_same_traces(_stored(foreign_store), _stored(_import(tmp_path, out)))
