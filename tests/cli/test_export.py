@@ -371,8 +371,9 @@ def test_a_busy_endpoint_is_retried_and_refused_spans_are_reported(
     partial = ExportTraceServiceResponse()
     partial.partial_success.rejected_spans = 2
     partial.partial_success.error_message = "two spans too old"
+    bodies: list[bytes] = []
     handler = type("Handler", (_BusyThenPartial,), {
-        "answers": [(503, b"busy"), (200, b""), (200, partial.SerializeToString())], "bodies": [],
+        "answers": [(503, b"busy"), (200, b""), (200, partial.SerializeToString())], "bodies": bodies,
     })  # fmt: skip
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -387,10 +388,10 @@ def test_a_busy_endpoint_is_retried_and_refused_spans_are_reported(
         server.server_close()
     err = capsys.readouterr().err
     assert status == 1 and "refused 2 span(s): two spans too old" in err
-    received = [s for body in handler.bodies for s in decode_proto_message(
+    received = [s for body in bodies for s in decode_proto_message(
         ExportTraceServiceRequest.FromString(body)).spans]  # fmt: skip
     assert sorted(received, key=_key) == sorted(_stored(foreign_store)[case.trace_id], key=_key)
-    assert len(handler.bodies) == 2  # two requests, the first sent twice
+    assert len(bodies) == 2  # two requests, the first sent twice
 
 
 def test_a_reader_that_goes_away_stops_the_export_quietly(foreign_store: Path) -> None:
