@@ -418,3 +418,25 @@ def test_a_gz_or_zst_file_is_compressed_and_imports_the_same(
     assert main(["export", *_at(foreign_store), "-o", str(out), "--format", file_format]) == 0
     assert out.read_bytes().startswith(magic)
     _assert_same_traces(_stored(foreign_store), _stored(_import(tmp_path, out)))
+
+
+def test_a_trace_stored_during_an_export_moves_no_trace_out_and_none_in_twice(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from dataclasses import replace
+
+    from janux.cli.commands import export
+
+    monkeypatch.setattr(export, "PAGE_TRACES", 10)
+    spans = all_spans()
+    latest = max(s.end_ns for s in spans)
+    shift = latest + 10**9 - cases()[0].spans[0].start_ns
+    newest = [replace(s, trace_id="f" * 32, start_ns=s.start_ns + shift) for s in cases()[0].spans]
+    with open_store(tmp_path / "store") as store:
+        store.write(spans)
+        traces = export._by_filter(store, _ALL, None)
+        first_page = [next(traces)[0].trace_id for _ in range(10)]
+        store.write(newest)  # the newest trace: every later page starts one trace further down
+        rest = [trace[0].trace_id for trace in traces]
+    exported = first_page + rest
+    assert len(exported) == len(set(exported)) and set(exported) == {s.trace_id for s in spans}

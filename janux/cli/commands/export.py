@@ -141,7 +141,7 @@ def _full_ids(source: TraceSource, wanted: list[str]) -> list[str]:
 
 
 def _by_ids(source: TraceSource, trace_ids: list[str]) -> Iterator[list[SpanRecord]]:
-    """The traces named, each read when its page comes; all checked to exist before the first."""
+    """The traces named, all read (and checked to exist) before the first is written."""
     stored = source.get_traces(trace_ids)
     missing = [trace_id for trace_id in trace_ids if not stored.get(trace_id)]
     if missing:
@@ -150,16 +150,20 @@ def _by_ids(source: TraceSource, trace_ids: list[str]) -> Iterator[list[SpanReco
 
 
 def _by_filter(source: TraceSource, flt: TraceFilter, limit: int | None) -> Iterator[list[SpanRecord]]:
-    """The traces the filter matches, newest first, a page at a time."""
+    """The traces the filter matches, newest first, a page at a time. A trace stored during the
+    export moves the pages down by one: the trace at a page's edge comes again and is skipped."""
     offset = 0
+    seen: set[str] = set()
     while limit is None or offset < limit:
         size = PAGE_TRACES if limit is None else min(PAGE_TRACES, limit - offset)
         page = [summary.trace_id for summary in source.list_traces(flt, limit=size, offset=offset)]
         if not page:
             return
-        spans = source.get_traces(page)
-        yield from (spans[trace_id] for trace_id in page if spans.get(trace_id))
         offset += len(page)
+        page = [trace_id for trace_id in page if trace_id not in seen]
+        seen.update(page)
+        spans = source.get_traces(page) if page else {}
+        yield from (spans[trace_id] for trace_id in page if spans.get(trace_id))
 
 
 def _batches(
@@ -216,19 +220,29 @@ def _run(args: argparse.Namespace) -> int:
     except ExportFailed as err:
         return _fail(str(err))
     try:
-        for batch in _batches(traces, args.batch_spans, tally, args.redact):
-            for request in requests_of(batch):
-                output.write(request)
-                tally.requests += 1
-        if not tally.traces:
-            output.abandon()  # no empty file where a user expects traces
-            return _report(args, tally, output)
-        output.finish()
+        _write(traces, output, tally, args)
     except ExportFailed as err:
         output.abandon()
-        sent = f" ({tally.requests} request(s) written before)" if tally.requests else ""
-        return _fail(f"{err}{sent}")
+        sent = tally.requests if isinstance(output, EndpointOutput) else 0
+        return _fail(f"{err} ({sent} request(s) sent before)" if sent else str(err))
+    except BaseException:  # interrupted, or the reader of stdout went away: no half file stays
+        output.abandon()
+        raise
     return _report(args, tally, output)
+
+
+def _write(
+    traces: Iterator[list[SpanRecord]], output: Output, tally: Tally, args: argparse.Namespace
+) -> None:
+    """Every trace into `output` as requests; the output completed, or dropped when nothing matched."""
+    for batch in _batches(traces, args.batch_spans, tally, args.redact):
+        for request in requests_of(batch):
+            output.write(request)
+            tally.requests += 1
+    if tally.traces:
+        output.finish()
+    else:
+        output.abandon()  # no empty file where a user expects traces
 
 
 def _report(args: argparse.Namespace, tally: Tally, output: Output) -> int:
