@@ -98,9 +98,13 @@ class Tally:
     """What was exported."""
 
     traces: int = 0
+    """Traces read and written."""
     spans: int = 0
+    """Their spans."""
     requests: int = 0
+    """`ExportTraceServiceRequest`s written or sent."""
     redacted: int = 0
+    """Attribute values `--redact` removed."""
 
 
 def _fail(message: str) -> int:
