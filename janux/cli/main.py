@@ -14,7 +14,7 @@ import sys
 
 SUBCOMMAND_MODULES = (
     "demo", "collect", "import_files", "ui", "serve", "prune", "traces", "trace", "check", "clickhouse",
-    "derive",
+    "derive", "export",
 )  # fmt: skip
 """Modules of `janux.cli.commands` that each contribute one subcommand, in the order `--help` lists them."""
 

@@ -1,4 +1,5 @@
-"""The trace-source options shared by the commands that read traces (`janux traces`, `janux trace`).
+"""The trace-source options shared by the commands that read traces (`janux traces`, `janux trace`,
+`janux export`), and the trace-list filters `janux traces` and `janux export` share.
 
 They open a source exactly as the dashboard does (`janux.tracing.sources.source_config`): `--source` and
 `--data-dir` first, then `JANUX_SOURCE`, `JANUX_DATA_DIR` and `JANUX_CLICKHOUSE_*`; `--chdb DIR` reads a
@@ -10,7 +11,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
-from janux.tracing.sources.protocol import TraceSource
+from janux.tracing.sources.protocol import TraceFilter, TraceSource
 from janux.tracing.sources.source_config import (
     DATA_DIR_ENV,
     SOURCE_ENV,
@@ -40,6 +41,26 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
             f"--clickhouse-{name}", default=None, type=int if name == "port" else str,
             help=f"ClickHouse {name} (default: $JANUX_CLICKHOUSE_{name.upper()})",
         )  # fmt: skip
+
+
+def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
+    """The Traces page's filters: service, root agent, conversation, status, failed handoffs, cost, id."""
+    parser.add_argument("--service", default=None, help="only this service.name")
+    parser.add_argument("--root-agent", default=None, help="only traces whose root agent is this")
+    parser.add_argument("--conversation", default=None, help="only this gen_ai.conversation.id")
+    parser.add_argument("--status", choices=("ok", "error"), default=None, help="with / without ERROR spans")
+    parser.add_argument("--failed-handoffs", action="store_true", help="only traces with failed handoffs")
+    parser.add_argument("--min-cost", type=float, default=None, help="only traces billed at least this (USD)")
+    parser.add_argument("--trace-id", default=None, help="only trace ids starting with this")
+
+
+def filter_from_args(args: argparse.Namespace) -> TraceFilter:
+    """The `TraceFilter` the options of `add_filter_arguments` ask for."""
+    return TraceFilter(
+        service=args.service, root_agent=args.root_agent, conversation_id=args.conversation,
+        status=args.status, has_failed_handoffs=args.failed_handoffs, min_cost=args.min_cost,
+        trace_id=args.trace_id,
+    )  # fmt: skip
 
 
 def open_from_args(args: argparse.Namespace, command: str) -> TraceSource:

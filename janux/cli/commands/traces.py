@@ -12,8 +12,12 @@ import argparse
 import json
 from typing import Any
 
-from janux.cli.source_options import add_source_arguments, open_from_args
-from janux.tracing.sources.protocol import TraceFilter
+from janux.cli.source_options import (
+    add_filter_arguments,
+    add_source_arguments,
+    filter_from_args,
+    open_from_args,
+)
 
 _SHOWN = (
     "trace", "started (UTC)", "root agent", "conversation", "status", "failure", "cost USD", "estimated USD",
@@ -32,23 +36,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON lines (one object per trace)")
     parser.add_argument("--limit", type=int, default=50, help="rows (default: %(default)s)")
     parser.add_argument("--offset", type=int, default=0, help="rows to skip (default: %(default)s)")
-    parser.add_argument("--service", default=None, help="only this service.name")
-    parser.add_argument("--root-agent", default=None, help="only traces whose root agent is this")
-    parser.add_argument("--conversation", default=None, help="only this gen_ai.conversation.id")
-    parser.add_argument("--status", choices=("ok", "error"), default=None, help="with / without ERROR spans")
-    parser.add_argument("--failed-handoffs", action="store_true", help="only traces with failed handoffs")
-    parser.add_argument("--min-cost", type=float, default=None, help="only traces billed at least this (USD)")
-    parser.add_argument("--trace-id", default=None, help="only trace ids starting with this")
+    add_filter_arguments(parser)
     add_source_arguments(parser)
     parser.set_defaults(func=_run)
-
-
-def _filter(args: argparse.Namespace) -> TraceFilter:
-    return TraceFilter(
-        service=args.service, root_agent=args.root_agent, conversation_id=args.conversation,
-        status=args.status, has_failed_handoffs=args.failed_handoffs, min_cost=args.min_cost,
-        trace_id=args.trace_id,
-    )  # fmt: skip
 
 
 def _text(column: str, value: Any) -> str:
@@ -71,7 +61,8 @@ def _run(args: argparse.Namespace) -> int:
     from janux.tracing.analysis.trace_view import reconstruct
 
     source = open_from_args(args, "traces")
-    summaries = source.list_traces(_filter(args), limit=max(0, args.limit), offset=max(0, args.offset))
+    flt = filter_from_args(args)
+    summaries = source.list_traces(flt, limit=max(0, args.limit), offset=max(0, args.offset))
     rebuild = [s.trace_id for s in summaries if needs_rebuild(s)]
     spans = source.get_traces(rebuild) if rebuild else {}
     views = {trace_id: reconstruct(spans.get(trace_id, [])) for trace_id in rebuild}
