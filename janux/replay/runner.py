@@ -90,11 +90,11 @@ def _selected(recorded: RunOutcome, number: int | None, span_id: str | None) -> 
     found = find_delegation(recorded, number, span_id)
     if found is None:
         wanted = (
-            f"delegation {number}" if number is not None else f"a delegation whose tool span is {span_id}"
+            f"delegation {number}" if number is not None else f"delegation whose tool span is {span_id}"
         )
         count = len(recorded.delegations)
-        has = f"its delegations are numbered 1..{count}" if count else "it has no delegation"
-        raise ReplayUnavailable(f"the trace has no {wanted} ({has}; `janux trace` lists them)")
+        has = f"its delegations are numbered 1..{count} in start order" if count else "it has no delegation"
+        raise ReplayUnavailable(f"the trace has no {wanted} ({has}; `janux replay TRACE_ID` shows them)")
     return found.number
 
 
