@@ -19,9 +19,11 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from janux.errors import JanuxError
 from janux.replay.source import Expected, replay_source
-from janux.replay.support import OfflineRun, run_offline_async
+from janux.replay.support import OfflineRun, Recording, run_offline_async
 from janux.replay.whatif import Change, apply_changes
+from janux.runtime.agent import Agent
 from janux.tracing.analysis.replay_outcome import RunOutcome, differences, find_delegation, run_outcome
 from janux.tracing.analysis.replay_plan import ReplayPlan, ReplayUnavailable, replay_plan
 from janux.tracing.analysis.trace_view import reconstruct
@@ -76,8 +78,8 @@ def replay_trace(
     recorded = run_outcome(reconstruct(spans))
     only = _selected(recorded, delegation, span_id)
     agents, deadline_raised = apply_changes(plan.definitions["agents"], list(changes), list(costs))
-    source = replay_source(plan, agents, deadline_raised=deadline_raised)
-    run, replay_spans = _run(plan, source)
+    source, build = _program(plan, agents, deadline_raised)
+    run, replay_spans = _run(plan, build)
     replayed = run_outcome(reconstruct(replay_spans))
     report = ReplayReport(plan, recorded, replayed, run, source, agents, deadline_raised, only)
     report.differences = differences(recorded, replayed, only)
@@ -98,11 +100,24 @@ def _selected(recorded: RunOutcome, number: int | None, span_id: str | None) -> 
     return found.number
 
 
-def _run(plan: ReplayPlan, source: str) -> tuple[OfflineRun, list[SpanRecord]]:
-    namespace: dict[str, Any] = {"__name__": "janux_replay"}
-    exec(compile(source, f"<replay of {plan.trace_id}>", "exec"), namespace)
-    recording = namespace["new_recording"]()
-    entry = namespace["build"](recording)
+def _program(
+    plan: ReplayPlan, agents: dict[str, dict[str, Any]], deadline_raised: bool
+) -> tuple[str, tuple[Recording, Agent]]:
+    """The replay's source, and the agents it builds on a fresh recording; a recorded definition the
+    runtime refuses (or one missing a field) is named, never a traceback."""
+    try:
+        source = replay_source(plan, agents, deadline_raised=deadline_raised)
+        namespace: dict[str, Any] = {"__name__": "janux_replay"}
+        exec(compile(source, f"<replay of {plan.trace_id}>", "exec"), namespace)
+        recording = namespace["new_recording"]()
+        return source, (recording, namespace["build"](recording))
+    except (JanuxError, KeyError, TypeError, ValueError, AttributeError, SyntaxError) as exc:
+        problem = f"{type(exc).__name__}: {exc}"
+        raise ReplayUnavailable(f"the recorded agent definitions cannot be rebuilt ({problem})") from None
+
+
+def _run(plan: ReplayPlan, build: tuple[Recording, Agent]) -> tuple[OfflineRun, list[SpanRecord]]:
+    recording, entry = build
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -112,6 +127,8 @@ def _run(plan: ReplayPlan, source: str) -> tuple[OfflineRun, list[SpanRecord]]:
     )  # fmt: skip
     try:
         run = asyncio.run(asyncio.wait_for(coroutine, REPLAY_TIMEOUT_S))
+    except TimeoutError:
+        raise ReplayUnavailable(f"the replay did not finish within {REPLAY_TIMEOUT_S:g} s") from None
     finally:
         provider.shutdown()
     return run, span_records_from_readable(exporter.get_finished_spans())

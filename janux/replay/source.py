@@ -8,6 +8,8 @@ recorded text can become code.
 
 from __future__ import annotations
 
+import builtins
+import keyword
 import pprint
 import re
 from dataclasses import dataclass
@@ -60,9 +62,21 @@ def _agent_order(plan: ReplayPlan, agents: dict[str, dict[str, Any]]) -> list[st
     return order
 
 
-def _var(name: str) -> str:
-    cleaned = "".join(ch if ch.isalnum() else "_" for ch in name).strip("_") or "agent"
-    return f"agent_{cleaned}" if cleaned[0].isdigit() else cleaned
+_TAKEN = frozenset({"recording", "build", "new_recording", "pytest", *keyword.kwlist, *dir(builtins)})
+
+
+def _variables(order: list[str]) -> dict[str, str]:
+    """A Python variable per agent name: the name itself where it can be one, else a cleaned, unique one."""
+    names: dict[str, str] = {}
+    for agent in order:
+        cleaned = "".join(ch if ch.isalnum() else "_" for ch in agent).strip("_") or "agent"
+        if not cleaned.isidentifier() or cleaned in _TAKEN or cleaned[0].isupper():
+            cleaned = f"agent_{cleaned}"
+        unique, number = cleaned, 2
+        while unique in names.values():
+            unique, number = f"{cleaned}_{number}", number + 1
+        names[agent] = unique
+    return names
 
 
 def _step(round_: RecordedRound, deadline_raised: bool) -> str | None:
@@ -105,8 +119,8 @@ def _policy(policy: dict[str, Any]) -> str | None:
     return f"HandoffPolicy({', '.join(parts)})" if parts else None
 
 
-def _subagent(link: dict[str, Any]) -> str:
-    parts = [f"agent={_var(str(link['agent']))}", f"max_turns={link['max_turns']!r}"]
+def _subagent(link: dict[str, Any], names: dict[str, str]) -> str:
+    parts = [f"agent={names[str(link['agent'])]}", f"max_turns={link['max_turns']!r}"]
     for key, default in _SUBAGENT_DEFAULTS.items():
         value = link.get(key, default)
         if value != default:
@@ -114,13 +128,20 @@ def _subagent(link: dict[str, Any]) -> str:
     return f"Subagent({', '.join(parts)})"
 
 
-def _handoff(link: dict[str, Any]) -> str:
+def _handoff(link: dict[str, Any], names: dict[str, str]) -> str:
     extra = "".join(f", {k}={link[k]!r}" for k in ("tool_name", "description") if link.get(k) is not None)
-    return f"Handoff(agent={_var(str(link['agent']))}{extra})"
+    return f"Handoff(agent={names[str(link['agent'])]}{extra})"
 
 
-def _agent(plan: ReplayPlan, name: str, definition: dict[str, Any], deadline_raised: bool) -> list[str]:
+def _agent(
+    plan: ReplayPlan,
+    name: str,
+    names: dict[str, str],
+    agents: dict[str, dict[str, Any]],
+    deadline_raised: bool,
+) -> list[str]:
     """Lines of one `Agent(...)` as recorded."""
+    definition = agents.get(name, {})
     args = [f"{name!r}", f"model={_model(plan, name, definition, deadline_raised)}"]
     if definition.get("description") is not None:
         args.append(f"description={definition['description']!r}")
@@ -135,11 +156,11 @@ def _agent(plan: ReplayPlan, name: str, definition: dict[str, Any], deadline_rai
     if definition.get("tools"):
         args.append(f"tools=[{', '.join(f'recording.tool({t!r})' for t in definition['tools'])}]")
     if definition.get("subagents"):
-        args.append(f"subagents=[{', '.join(_subagent(s) for s in definition['subagents'])}]")
+        args.append(f"subagents=[{', '.join(_subagent(s, names) for s in definition['subagents'])}]")
     if definition.get("handoffs"):
-        args.append(f"handoffs=[{', '.join(_handoff(h) for h in definition['handoffs'])}]")
+        args.append(f"handoffs=[{', '.join(_handoff(h, names) for h in definition['handoffs'])}]")
     args.extend(_governance(definition))
-    lines = [f"    {_var(name)} = Agent("]
+    lines = [f"    {names[name]} = Agent("]
     lines.extend(f"        {arg}," for arg in args)
     lines.append("    )")
     return lines
@@ -231,9 +252,11 @@ def replay_source(
         "def build(recording: Recording) -> Agent:",
         '    """The entry agent, with every agent it reaches, as recorded."""',
     ]
-    for name in _agent_order(plan, agents):
-        body.extend(_agent(plan, name, agents.get(name, {}), deadline_raised))
-    body.append(f"    return {_var(plan.entry)}")
+    order = _agent_order(plan, agents)
+    names = _variables(order)
+    for name in order:
+        body.extend(_agent(plan, name, names, agents, deadline_raised))
+    body.append(f"    return {names[plan.entry]}")
     written_by = f"`{command}`" if command else "`janux replay`"
     lines = [
         f'"""Replay of trace {plan.trace_id}, written by {written_by}.',

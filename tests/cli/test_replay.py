@@ -7,9 +7,11 @@ the recorded failure is fixed in its agent definitions.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,8 @@ import pytest
 from janux.demo.scenarios import SCENARIO_NAMES
 from janux.replay.runner import replay_trace
 from janux.replay.whatif import WhatIfError, parse_cost, parse_set
+from janux.tracing import conventions as c
+from janux.tracing.analysis.replay_plan import ReplayUnavailable
 from janux.tracing.records import SpanRecord
 from tests.support.demo_traces import demo_traces
 
@@ -227,3 +231,19 @@ def test_a_written_test_passes_as_written_and_fails_once_the_failure_is_fixed(
     failed = _pytest(path)
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "recording ends at round 3" in failed.stdout
+
+
+@pytest.mark.parametrize(
+    ("definitions", "message"),
+    [
+        ("not json", "janux.agent.definitions: not valid JSON"),
+        ('{"entry": "triage", "agents": {"triage": {"max_turns": "many"}}}', "Agent 'triage': max_turns"),
+        ('{"entry": "triage", "agents": {"triage": {"subagents": [{}]}}}', "cannot be rebuilt (KeyError"),
+    ],
+)
+def test_broken_recorded_definitions_are_named_not_raised(definitions: str, message: str) -> None:
+    spans = [replace(s, attributes=dict(s.attributes)) for s in _trace("cut_max_turns")]
+    root = next(s for s in spans if not s.parent_span_id)
+    root.attributes[c.JANUX_AGENT_DEFINITIONS] = definitions
+    with pytest.raises(ReplayUnavailable, match=re.escape(message)):
+        replay_trace(spans)

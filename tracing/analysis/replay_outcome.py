@@ -161,7 +161,7 @@ def differences(recorded: RunOutcome, replayed: RunOutcome, only: int | None = N
 
 def _exact(usage: Usage) -> str:
     """Tokens and the cost to the last exported digit (a repricing shows exactly)."""
-    cost = "unpriced" if usage.cost is None else f"${fmt.money(usage.cost)}"
+    cost = fmt.exact_usd(usage.cost)
     unpriced = f" + {usage.unpriced_tokens:,} unpriced tokens" if usage.unpriced_tokens else ""
     return f"{fmt.tokens(usage)}, {cost}{unpriced}"
 
