@@ -122,8 +122,8 @@ def _run(plan: ReplayPlan, build: tuple[Recording, Agent]) -> tuple[OfflineRun, 
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     coroutine = run_offline_async(
-        entry, plan.input, recording, dispatch_tasks=plan.dispatch_tasks,
-        tracer_provider=provider, capture_content=True,
+        entry, plan.input, recording, dispatch_tasks=plan.dispatch_tasks, history=plan.history,
+        holder=plan.holder, tracer_provider=provider, capture_content=True,
     )  # fmt: skip
     try:
         run = asyncio.run(asyncio.wait_for(coroutine, REPLAY_TIMEOUT_S))

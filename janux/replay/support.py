@@ -37,12 +37,16 @@ from janux.runtime.testing import (
     reply,
     tool_call,
 )
+from janux.runtime.threads import ThreadState
 from janux.runtime.tool_arguments import parse_delegate_arguments
 from janux.runtime.tools import Tool
 from janux.runtime.usage import Usage
 
 RECORDING_ENDED = "recording_ended"
 """`error.type` of a model round or tool call the recording has no answer for."""
+
+REPLAY_THREAD = "janux-replay"
+"""The thread a replayed turn that continued a conversation runs in."""
 
 SILENT_SECONDS = 3600.0
 """How long a round the recording saw cut by a deadline stays silent (the deadline cancels it)."""
@@ -243,9 +247,16 @@ async def run_offline_async(
     recording: Recording,
     *,
     dispatch_tasks: Sequence[str] | None = None,
+    history: Sequence[tuple[str, str]] = (),
+    holder: str | None = None,
     **run_options: Any,
 ) -> OfflineRun:
-    """Run one turn (or dispatch-and-synthesize) of `entry` and read how it ended."""
+    """Run one turn (or dispatch-and-synthesize) of `entry` and read how it ended; `history` (role,
+    text) is the thread's earlier messages, held by `holder`, for a turn that continued a thread."""
+    if history:
+        earlier = [Message("user" if role == "user" else "assistant", text) for role, text in history]
+        await entry.threads.save(REPLAY_THREAD, ThreadState(holder or entry.name, earlier))
+        run_options["thread_id"] = REPLAY_THREAD
     try:
         if dispatch_tasks is not None:
             result = await dispatch_and_synthesize(entry, dispatch_tasks, question=input, **run_options)
@@ -263,9 +274,15 @@ def run_offline(
     recording: Recording,
     *,
     dispatch_tasks: Sequence[str] | None = None,
+    history: Sequence[tuple[str, str]] = (),
+    holder: str | None = None,
 ) -> OfflineRun:
     """`run_offline_async` for a test: build the agents on `recording`, run, and read the outcome."""
-    return asyncio.run(run_offline_async(build(recording), input, recording, dispatch_tasks=dispatch_tasks))
+    entry = build(recording)
+    done = run_offline_async(
+        entry, input, recording, dispatch_tasks=dispatch_tasks, history=history, holder=holder
+    )
+    return asyncio.run(done)
 
 
 def _delegations(events: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, str, int, str | None]]:

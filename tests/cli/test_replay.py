@@ -15,13 +15,19 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from janux.demo.scenarios import SCENARIO_NAMES
 from janux.replay.runner import replay_trace
 from janux.replay.whatif import WhatIfError, parse_cost, parse_set
+from janux.runtime import Agent, Cost
+from janux.runtime.testing import ScriptedModel, reply
 from janux.tracing import conventions as c
 from janux.tracing.analysis.replay_plan import ReplayUnavailable
 from janux.tracing.records import SpanRecord
+from janux.tracing.sdk.convert import span_records_from_readable
 from tests.support.demo_traces import demo_traces
 
 from .helpers import janux, report_rows
@@ -247,3 +253,27 @@ def test_broken_recorded_definitions_are_named_not_raised(definitions: str, mess
     root.attributes[c.JANUX_AGENT_DEFINITIONS] = definitions
     with pytest.raises(ReplayUnavailable, match=re.escape(message)):
         replay_trace(spans)
+
+
+def test_a_turn_that_continued_a_thread_replays_with_its_history() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    model = ScriptedModel(
+        [
+            reply("Hello! How can I help?", input_tokens=50, output_tokens=8),
+            reply("Refunds take 5 days.", input_tokens=90, output_tokens=6),
+        ],
+        model_name="gpt-4o-mini",
+    )
+    agent = Agent("front", model=model, cost=Cost(input=0.15, output=0.60))
+    options = {"thread_id": "t-1", "tracer_provider": provider, "capture_content": True}
+    agent.run_sync("Hi", **options)
+    second = agent.run_sync("How long do refunds take?", **options)
+    spans = [
+        s for s in span_records_from_readable(exporter.get_finished_spans()) if s.trace_id == second.trace_id
+    ]
+    report = replay_trace(spans)
+    assert report.plan.history == [("user", "Hi"), ("assistant", "Hello! How can I help?")]
+    assert report.ended is None and report.differences == []
+    assert report.run.result is not None and report.run.result.text == "Refunds take 5 days."

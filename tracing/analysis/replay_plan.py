@@ -132,6 +132,10 @@ class ReplayPlan:
     """Every tool call in start order."""
     dispatch_tasks: list[str] | None = None
     """For dispatch-and-synthesize: the tasks dispatched before the first round."""
+    history: list[tuple[str, str]] = field(default_factory=list)
+    """(role, text) of the thread's earlier messages, for a turn that continued a conversation."""
+    holder: str = ""
+    """The agent holding the conversation when the turn began (a transfer target on a later turn)."""
 
     def agent(self, name: str) -> dict[str, Any]:
         """The recorded definition of `name` (an empty one when the trace does not hold it)."""
@@ -167,6 +171,8 @@ def replay_plan(spans: Iterable[SpanRecord]) -> ReplayPlan:
         rounds=rounds,
         tools=tools,
         dispatch_tasks=_dispatched(ordered, root, root_rounds[0]),
+        history=_history(first.messages),
+        holder=first.agent,
     )
 
 
@@ -268,6 +274,23 @@ def _last_user(messages: str | None) -> str:
         if isinstance(message, dict) and message.get("role") == "user":
             return str(message.get("content", ""))
     raise ReplayUnavailable("the first round's input has no user message")
+
+
+def _history(messages: str | None) -> list[tuple[str, str]]:
+    """The user and assistant text before the turn's input (what the thread kept from earlier turns)."""
+    try:
+        parsed = json.loads(messages or "[]")
+    except ValueError:
+        return []
+    if not isinstance(parsed, list):
+        return []
+    users = [i for i, m in enumerate(parsed) if isinstance(m, dict) and m.get("role") == "user"]
+    earlier = parsed[: users[-1]] if users else []
+    return [
+        (str(m["role"]), str(m["content"]))
+        for m in earlier
+        if isinstance(m, dict) and m.get("role") in ("user", "assistant") and m.get("content")
+    ]
 
 
 def _dispatched(ordered: list[SpanRecord], root: SpanRecord, first_round: SpanRecord) -> list[str] | None:
