@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from janux.errors import JanuxError
-from janux.replay.source import Expected, replay_source
+from janux.replay.source import expectation, replay_source
 from janux.replay.support import OfflineRun, Recording, run_offline_async
 from janux.replay.whatif import Change, apply_changes
 from janux.runtime.agent import Agent
@@ -134,33 +134,9 @@ def _run(plan: ReplayPlan, build: tuple[Recording, Agent]) -> tuple[OfflineRun, 
     return run, span_records_from_readable(exporter.get_finished_spans())
 
 
-def expected_outcome(report: ReplayReport) -> Expected:
-    """What a written test asserts: the recorded outcome, in the runtime's terms.
-
-    When the replay reproduced the recording these are the replay's own figures; otherwise they are
-    read from the recording (and the written test fails until the agents end as recorded).
-    """
-    run = report.run
-    if not report.differences and run.ended is None:
-        bill = run.bill
-        return Expected(
-            run.error,
-            run.delegations,
-            (bill.input_tokens, bill.output_tokens, bill.unpriced_tokens, bill.cost),
-        )
-    recorded = report.recorded
-    rows = sorted(
-        ((d.tool, d.target, d.status, d.attempts, d.ruling) for d in recorded.delegations if d.span_id),
-        key=lambda row: tuple(str(part) for part in row),
-    )
-    bill = recorded.bill
-    error = recorded.error_type if recorded.status == "error" else None
-    return Expected(error, rows, (bill.input_tokens, bill.output_tokens, bill.unpriced_tokens, bill.cost))
-
-
 def test_source(report: ReplayReport, command: str) -> str:
     """The replay program with a pytest test asserting the recorded outcome."""
     return replay_source(
         report.plan, report.agents, deadline_raised=report.deadline_raised,
-        expected=expected_outcome(report), command=command,
+        expected=expectation(report.recorded), command=command,
     )  # fmt: skip

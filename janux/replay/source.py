@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from janux.tracing.analysis.replay_outcome import RunOutcome
 from janux.tracing.analysis.replay_plan import RecordedRound, ReplayPlan
 
 _POLICY_DEFAULTS: dict[str, Any] = {
@@ -200,18 +201,26 @@ def _results(plan: ReplayPlan, fallback: bool) -> dict[str, list[tuple[str, str]
     return results
 
 
-def _refusals(plan: ReplayPlan) -> dict[str, str]:
-    from janux.replay.support import task_text
-
-    refusals = {}
+def _refusals(plan: ReplayPlan) -> list[tuple[str, str]]:
+    """(delegate call arguments, reason) of each delegation a guardrail refused."""
+    refusals = []
     for tool in plan.tools:
         if tool.deny_reason == "guardrail" and tool.arguments is not None:
-            reason = (tool.error or "refused").split("guardrail: ", 1)[-1]
-            try:
-                refusals[task_text(tool.arguments)] = reason
-            except ValueError:
-                continue
+            refusals.append((tool.arguments, (tool.error or "refused").split("guardrail: ", 1)[-1]))
     return refusals
+
+
+def expectation(recorded: RunOutcome) -> Expected:
+    """What a written test asserts, read from the recorded outcome in the runtime's terms: each
+    delegation's HANDOFF_END (tool, target, status, attempts, deny or stop reason), the turn's
+    `error.type`, and the bill."""
+    rows = sorted(
+        ((d.tool, d.target, d.status, d.attempts, d.ruling) for d in recorded.delegations),
+        key=lambda row: tuple(str(part) for part in row),
+    )
+    bill = recorded.bill
+    error = recorded.error_type if recorded.status == "error" else None
+    return Expected(error, rows, (bill.input_tokens, bill.output_tokens, bill.unpriced_tokens, bill.cost))
 
 
 def _literal(name: str, value: Any) -> list[str]:

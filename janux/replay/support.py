@@ -22,7 +22,7 @@ from typing import Any
 from janux.errors import JanuxError
 from janux.runtime.agent import Agent
 from janux.runtime.dispatch import dispatch_and_synthesize
-from janux.runtime.errors import handoff_events_of
+from janux.runtime.errors import error_type_of, handoff_events_of
 from janux.runtime.handoff_record import HandoffRecord
 from janux.runtime.messages import messages_json
 from janux.runtime.model import Message, ModelError, ModelResponse, ModelSettings, ToolSpec
@@ -93,12 +93,12 @@ class Recording:
         *,
         tool_results: Mapping[str, Sequence[tuple[str, str]]] | None = None,
         fallback_results: Mapping[str, Sequence[tuple[str, str]]] | None = None,
-        refusals: Mapping[str, str] | None = None,
+        refusals: Sequence[tuple[str, str]] = (),
     ) -> None:
         self._tool_results = _queues(tool_results or {})
         self._fallback_results = _queues(fallback_results or {})
-        self.refusals = dict(refusals or {})
-        """Task texts a guardrail refused, and the reason it gave."""
+        self.refusals = dict(_refused_tasks(refusals))
+        """Task texts a guardrail refused (from the refused calls' arguments), and the reason it gave."""
         self.rounds = 0
         """Model requests made so far."""
         self.ended: str | None = None
@@ -151,6 +151,18 @@ class Recording:
 
 class RecordingEnded(JanuxError, RuntimeError):
     """A tool call the recording has no result for."""
+
+
+def _refused_tasks(refusals: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(task text, reason) of refused calls whose arguments read as a delegate call (others never
+    reached a guardrail: the runtime refused their arguments first)."""
+    tasks = []
+    for arguments, reason in refusals:
+        try:
+            tasks.append((task_text(arguments), reason))
+        except ValueError:
+            continue
+    return tasks
 
 
 def _queues(results: Mapping[str, Sequence[tuple[str, str]]]) -> dict[tuple[str, str], list[str]]:
@@ -232,7 +244,7 @@ class OfflineRun:
     result: RunResult | None
     """The turn's result; None when it raised."""
     error: str | None
-    """`ExceptionClass` when the turn raised."""
+    """The `error.type` of what the turn raised (its declared type, else its class name)."""
     delegations: list[tuple[str, str, str, int, str | None]] = field(default_factory=list)
     """(tool, target, status, attempts, deny or stop reason) of each delegation, sorted."""
     bill: Usage = field(default_factory=Usage)
@@ -264,7 +276,7 @@ async def run_offline_async(
             result = await entry.run(input, **run_options)
     except Exception as exc:
         events = handoff_events_of(exc)
-        return OfflineRun(None, type(exc).__name__, _delegations(events), ended=recording.ended)
+        return OfflineRun(None, error_type_of(exc), _delegations(events), ended=recording.ended)
     return OfflineRun(result, None, _delegations(result.handoff_events), result.bill, recording.ended)
 
 

@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from janux.demo.scenarios import SCENARIO_NAMES
 from janux.replay.runner import replay_trace
+from janux.replay.source import expectation
 from janux.replay.whatif import WhatIfError, parse_cost, parse_set
 from janux.runtime import Agent, Cost
 from janux.runtime.testing import ScriptedModel, reply
@@ -53,6 +54,12 @@ def test_every_demo_scenario_replays_to_its_recorded_outcome(name: str) -> None:
     # The replay ran the runtime anew: its own trace, every recorded round answered again.
     assert report.run.result is not None and report.run.result.trace_id != spans[0].trace_id
     assert report.run.result.bill.rounds == sum(1 for r in report.plan.rounds if r.answered)
+    # What a written test asserts, read from the recording, is what the runtime reports for the replay.
+    expected = expectation(recorded)
+    assert (expected.error, expected.delegations) == (report.run.error, report.run.delegations)
+    bill = report.run.bill
+    assert expected.bill[:3] == (bill.input_tokens, bill.output_tokens, bill.unpriced_tokens)
+    assert expected.bill[3] == pytest.approx(bill.cost, rel=1e-9)
 
 
 def test_a_replay_reproduces_attempts_and_reasons() -> None:
