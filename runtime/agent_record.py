@@ -12,6 +12,7 @@ trace contract's (`janux.agent.definitions`, docs/trace-contract.md).
 from __future__ import annotations
 
 import json
+import weakref
 from typing import Any
 
 from janux.runtime.agent_core import AgentCore, core_of
@@ -21,8 +22,20 @@ DEFINITIONS_VERSION = 1
 """Schema version of `janux.agent.definitions`."""
 
 
+_WRITTEN: weakref.WeakKeyDictionary[AgentCore, str] = weakref.WeakKeyDictionary()
+"""Definitions already written, per entry agent: they are frozen once built, so a turn with capture on
+pays for the JSON once per entry agent, not once per turn."""
+
+
 def definitions_json(entry: AgentCore) -> str:
-    """Every agent reachable from `entry`, as the JSON the root span records."""
+    """Every agent reachable from `entry`, as the JSON the root span records (computed once per agent)."""
+    written = _WRITTEN.get(entry)
+    if written is None:
+        written = _WRITTEN[entry] = _definitions(entry)
+    return written
+
+
+def _definitions(entry: AgentCore) -> str:
     agents: dict[str, dict[str, Any]] = {}
     pending = [entry]
     while pending:

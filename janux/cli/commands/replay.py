@@ -99,6 +99,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.write_test:
         command = "janux replay " + shlex.join([trace_id, *_what_if_args(args)])
         _write(Path(args.write_test), test_source(report, command))
+        if args.set or args.cost:
+            print("note: its agents carry the what-if changes and it asserts the recorded outcome, so it "
+                  "fails until you edit the assertion to the outcome you expect")  # fmt: skip
     return status
 
 
