@@ -193,6 +193,11 @@ JANUX_BUDGET_MAX_TOKENS: Final = "janux.budget.max_tokens"
 JANUX_BUDGET_MAX_MS: Final = "janux.budget.max_ms"
 """On a delegation attempt span: the delegation's wall-clock limit in ms, when it has one."""
 
+JANUX_AGENT_DEFINITIONS: Final = "janux.agent.definitions"
+"""On the turn span, only with content capture on: every agent reachable from the entry agent as JSON
+(budgets, prices, policy, rate limit, tool filter, tool names; no prompt text), what `janux replay`
+rebuilds the run from."""
+
 # --------------------------------------------------------------------------------------------
 # HANDOFF_START / HANDOFF_END events (on the execute_tool span of delegate.* / handoff.* tools)
 # --------------------------------------------------------------------------------------------

@@ -11,7 +11,13 @@ from janux.dashboard.ui import headline, nav
 from janux.dashboard.ui.map_data import bucket_for, cached_map, cached_refs
 from janux.dashboard.ui.state import active_source, get_views
 from janux.dashboard.ui.table import show_table
-from janux.dashboard.views.handoff_story import RULE_DOC_REF, HandoffStory, burn_frame, handoff_story
+from janux.dashboard.views.handoff_story import (
+    RULE_DOC_REF,
+    HandoffStory,
+    burn_frame,
+    handoff_story,
+    reproduction,
+)
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.sources.protocol import TraceFilter
@@ -75,6 +81,22 @@ def _exceptions_and_budget(story: HandoffStory) -> None:
         show_table(burn_frame(story.budgets), key="handoff_budget")
 
 
+def _reproduce(story: HandoffStory, view: TraceView) -> None:
+    """The replay command and the test file it writes (docs/replay.md)."""
+    offer = reproduction(view, story.delegation)
+    with st.expander("Reproduce offline"):
+        st.caption("Run this trace again without a model and compare the outcome (docs/replay.md):")
+        st.code(offer.command, language="bash")
+        if offer.test_file is None:
+            st.info(fmt.markdown_text(f"This trace cannot be replayed: {offer.problem}"))
+            return
+        st.download_button(
+            "Download the test file", data=offer.test_file, file_name=offer.file_name,
+            mime="text/x-python", key="handoff_test_file",
+        )  # fmt: skip
+        st.caption("It passes as written (the recorded outcome); edit the agents to check a fix.")
+
+
 def _same_way(story: HandoffStory, view: TraceView) -> None:
     """Other traces where the same edge failed with the same reason (over every stored trace)."""
     d = story.delegation
@@ -132,6 +154,7 @@ def main() -> None:
     _record(story)
     _work(story)
     _exceptions_and_budget(story)
+    _reproduce(story, view)
     _same_way(story, view)
 
 

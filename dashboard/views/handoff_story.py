@@ -2,7 +2,8 @@
 
 The handoff record (rule or budget line, attempts, timings), the task, the subagent's last model
 round and tool results before it failed (content only when it was captured), exception events,
-the budget burn at the cut. Plain data; the page lays it out and escapes every value.
+the budget burn at the cut, and how to reproduce it offline (`janux replay` and its test file).
+Plain data; the page lays it out and escapes every value.
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ from dataclasses import dataclass, field
 import pandas as pd
 from opentelemetry.semconv.attributes import exception_attributes as exc
 
+from janux.replay.source import expectation, replay_source
 from janux.tracing import conventions as c
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import outcomes
+from janux.tracing.analysis.replay_outcome import run_outcome
+from janux.tracing.analysis.replay_plan import ReplayUnavailable, replay_plan
 from janux.tracing.analysis.trace_parts import BudgetBurn, Delegation
 from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.records import SpanRecord, attr_int, attr_str
@@ -220,3 +224,32 @@ def burn_frame(budgets: list[BudgetBurn]) -> pd.DataFrame:
              "ms": outcomes.budget_cell(b.ms_used, b.max_ms), "cut by": b.stop_reason}
         )  # fmt: skip
     return pd.DataFrame(rows, columns=["agent", "attempt", "turns", "tokens", "ms", "cut by"])
+
+
+@dataclass(frozen=True, slots=True)
+class Reproduction:
+    """How to run a failed handoff again offline: the command, and the test file to keep."""
+
+    command: str
+    """`janux replay TRACE --span SPAN --write-test PATH`."""
+    file_name: str
+    """Name to save the test file as."""
+    test_file: str | None
+    """The pytest file `--write-test` writes (asserting the recorded outcome); None when the trace
+    cannot be replayed."""
+    problem: str | None
+    """Why it cannot be replayed (`no recorded model outputs: ...`), None when it can."""
+
+
+def reproduction(view: TraceView, d: Delegation) -> Reproduction:
+    """The replay of the trace `d` belongs to, as a command and a test file (docs/replay.md)."""
+    span = d.tool_span_id or (d.attempts[0].span_id if d.attempts else "")
+    file_name = f"test_handoff_{span[:8] or view.trace_id[:8]}.py"
+    command = f"janux replay {view.trace_id} --span {span} --write-test tests/{file_name}"
+    try:
+        plan = replay_plan(view.index.spans)
+    except ReplayUnavailable as exc:
+        return Reproduction(command, file_name, None, str(exc))
+    expected = expectation(run_outcome(view))
+    source = replay_source(plan, plan.definitions["agents"], expected=expected, command=command)
+    return Reproduction(command, file_name, source, None)

@@ -13,8 +13,8 @@ import os
 import sys
 
 SUBCOMMAND_MODULES = (
-    "demo", "collect", "import_files", "ui", "serve", "prune", "traces", "trace", "check", "clickhouse",
-    "derive", "export",
+    "demo", "collect", "import_files", "ui", "serve", "prune", "traces", "trace", "replay", "export",
+    "check", "clickhouse", "derive",
 )  # fmt: skip
 """Modules of `janux.cli.commands` that each contribute one subcommand, in the order `--help` lists them."""
 

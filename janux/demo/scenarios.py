@@ -501,15 +501,24 @@ async def run_scenarios(
     tracer_provider: Any | None = None,
     meter_provider: Any | None = None,
     latency_scale: float = 1.0,
+    capture_content: bool | None = None,
 ) -> list[ScenarioOutcome]:
-    """Run the named scenarios (all by default) one after another, each as its own turn and trace."""
+    """Run the named scenarios (all by default) one after another, each as its own turn and trace.
+
+    `capture_content` records prompts, outputs and the agents' definitions (default: the environment's
+    OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT), what `janux replay` needs.
+    """
     selected = list(names) if names is not None else list(SCENARIO_NAMES)
     unknown = [name for name in selected if name not in _SCENARIOS]
     if unknown:
         raise ValueError(f"names: unknown scenario(s) {unknown}; known: {', '.join(SCENARIO_NAMES)}")
     if latency_scale < 0:
         raise ValueError(f"latency_scale: must be >= 0, got {latency_scale}")
-    options = {"tracer_provider": tracer_provider, "meter_provider": meter_provider}
+    options = {
+        "tracer_provider": tracer_provider,
+        "meter_provider": meter_provider,
+        "capture_content": capture_content,
+    }
     outcomes = []
     for name in selected:
         run = _Run(Stage(latency_scale), f"{name}-{uuid.uuid4().hex[:8]}", options)

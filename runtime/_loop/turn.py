@@ -27,6 +27,7 @@ from janux.runtime._loop.context import (
 from janux.runtime._loop.handoff import transfer_price
 from janux.runtime._loop.loop import Step, run_loop
 from janux.runtime.agent_core import AgentCore
+from janux.runtime.agent_record import definitions_json
 from janux.runtime.catalog import Role
 from janux.runtime.deadline import cancel_reason
 from janux.runtime.errors import GuardrailRefused, ModelUnavailableError, error_type_of
@@ -55,7 +56,7 @@ async def run_turn(
     thread = thread_id or uuid.uuid4().hex
     state = await entry.threads.load(thread)
     holder_name = start_as or (state.agent if state is not None else None) or entry.name
-    span = obs.start_turn(holder_name, thread)
+    span = obs.start_turn(holder_name, thread, lambda: definitions_json(entry))
     turn = TurnContext(obs=obs, run_loop=run_loop, entry=entry, thread_id=thread, input=input, models=models)
     depth_token = enter_depth(0)
     loop: LoopContext | None = None

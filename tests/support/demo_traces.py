@@ -26,12 +26,15 @@ class DemoTraces:
 
 
 @cache
-def demo_traces() -> DemoTraces:
-    """Run every demo scenario with an SDK `TracerProvider` into memory (cached: they are deterministic)."""
+def demo_traces(capture_content: bool = False) -> DemoTraces:
+    """Run every demo scenario with an SDK `TracerProvider` into memory (cached: they are deterministic);
+    `capture_content=True` records content and the agents' definitions, as `janux replay` needs."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    outcomes = asyncio.run(run_scenarios(tracer_provider=provider, latency_scale=0))
+    outcomes = asyncio.run(
+        run_scenarios(tracer_provider=provider, latency_scale=0, capture_content=capture_content)
+    )
     provider.shutdown()
     failed = [(o.name, o.error) for o in outcomes if o.error or not o.trace_id]
     assert not failed, failed

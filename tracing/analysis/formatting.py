@@ -51,6 +51,16 @@ def usd(value: float | None, *, estimated: bool = False) -> str:
     return f"≈ {text} (est.)" if estimated else text
 
 
+def exact_usd(value: float | None) -> str:
+    """`$0.00007815`: every digit an export keeps, no trailing zeros (a repricing compared to the last
+    cent's fraction); `unpriced` when None."""
+    if value is None:
+        return UNPRICED
+    if not math.isfinite(value):
+        return f"${value}"
+    return f"${format(money_decimal(value, EXPORT_DECIMALS).normalize(), ',f')}"
+
+
 def compact_usd(value: float | None, *, estimated: bool = False) -> str:
     """A headline's short amount: three significant digits below $1 (`$0.0348`, `$0.000076`), cents
     up to $1,000 (`$12.35`), whole dollars up to a million (`$1,234`), then `$1.23M`; rounded by

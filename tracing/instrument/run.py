@@ -44,6 +44,7 @@ from janux.tracing.conventions import (
     GEN_AI_USAGE_INPUT_TOKENS,
     GEN_AI_USAGE_OUTPUT_TOKENS,
     INSTRUMENTATION_SCOPE,
+    JANUX_AGENT_DEFINITIONS,
     JANUX_AGENT_DEPTH,
     JANUX_BILL_COST,
     JANUX_BILL_INPUT_TOKENS,
@@ -212,14 +213,25 @@ class RunInstrumentation:
 
     # -- agent loops ---------------------------------------------------------------------------
 
-    def start_turn(self, agent: str, conversation_id: str) -> Span:
-        """Open the root `invoke_agent {agent}` span of a user turn (child of the caller's current span)."""
+    def start_turn(
+        self, agent: str, conversation_id: str, definitions: Callable[[], str] | None = None
+    ) -> Span:
+        """Open the root `invoke_agent {agent}` span of a user turn (child of the caller's current span).
+
+        `definitions` (the agents as JSON) is only called, and recorded, with content capture on. It
+        holds no prompt text, so it is neither redacted nor truncated: a cut JSON could not be read.
+        """
         attributes: dict[str, Any] = {
             GEN_AI_OPERATION_NAME: OP_INVOKE_AGENT,
             GEN_AI_AGENT_NAME: agent,
             GEN_AI_CONVERSATION_ID: conversation_id,
             JANUX_AGENT_DEPTH: 0,
         }
+        if self.capture.enabled and definitions is not None:
+            try:
+                attributes[JANUX_AGENT_DEFINITIONS] = definitions()
+            except Exception as exc:
+                _report("definitions", exc)
         return self._start("start_turn", invoke_agent_span_name(agent), None, SpanKind.INTERNAL, attributes)
 
     def start_attempt(

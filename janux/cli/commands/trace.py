@@ -39,20 +39,21 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=_run)
 
 
-def _full_id(source: TraceSource, wanted: str) -> str | None:
+def full_trace_id(source: TraceSource, wanted: str, command: str = "trace") -> str | None:
     """The id of the one trace whose id starts with `wanted` (a whole id is taken as given); None,
-    with a message, when no id or more than one id starts with it."""
+    with a message naming `janux {command}`, when no id or more than one id starts with it."""
     if len(wanted) >= TRACE_ID_HEX:
         return wanted
     found = source.list_traces(TraceFilter(trace_id=wanted), limit=MAX_LISTED + 1)
     if len(found) == 1:
         return found[0].trace_id
     if not found:
-        print(f"janux trace: no trace id starts with {wanted}")
+        print(f"janux {command}: no trace id starts with {wanted}")
     else:
         listed = ", ".join(s.trace_id for s in found[:MAX_LISTED])
         more = " and more" if len(found) > MAX_LISTED else ""
-        print(f"janux trace: more than one trace id starts with {wanted} ({listed}{more}): type more of it")
+        several = f"more than one trace id starts with {wanted} ({listed}{more})"
+        print(f"janux {command}: {several}: type more of it")
     return None
 
 
@@ -64,7 +65,7 @@ def _run(args: argparse.Namespace) -> int:
 
     wanted = str(args.trace_id).strip().lower()
     source = open_from_args(args, "trace")
-    trace_id = _full_id(source, wanted)
+    trace_id = full_trace_id(source, wanted)
     if trace_id is None:
         return 1
     spans = source.get_trace(trace_id)

@@ -1,0 +1,142 @@
+"""Replay a recorded trace offline on the runtime and compare the outcome with the recorded one.
+
+    report = replay_trace(spans, changes=[parse_set("researcher.max_tokens=8000")])
+    report.differences   # [] when the replay ended as the recording did
+
+The replay is the source `janux.replay.source` writes (the same program `--write-test` keeps), run
+in memory with a local tracer provider and content capture on; its spans are rebuilt by the same
+analysis as the recorded ones (`janux.tracing.analysis.replay_outcome`), so both sides are read alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from janux.errors import JanuxError
+from janux.replay.source import expectation, replay_source
+from janux.replay.support import OfflineRun, Recording, run_offline_async
+from janux.replay.whatif import Change, apply_changes
+from janux.runtime.agent import Agent
+from janux.tracing.analysis.replay_outcome import RunOutcome, differences, find_delegation, run_outcome
+from janux.tracing.analysis.replay_plan import ReplayPlan, ReplayUnavailable, replay_plan
+from janux.tracing.analysis.trace_view import reconstruct
+from janux.tracing.records import SpanRecord
+from janux.tracing.sdk.convert import span_records_from_readable
+
+REPLAY_TIMEOUT_S = 300.0
+"""A replay that runs longer than this is stopped (a recorded silence nothing cancels)."""
+
+
+@dataclass(slots=True)
+class ReplayReport:
+    """The recorded and the replayed outcome of one run, and how they differ."""
+
+    plan: ReplayPlan
+    """What the trace recorded."""
+    recorded: RunOutcome
+    """The recorded outcome."""
+    replayed: RunOutcome
+    """The replayed outcome."""
+    run: OfflineRun
+    """The replay in the runtime's terms."""
+    source: str
+    """The replay program (what `--write-test` writes, without its test)."""
+    agents: dict[str, dict[str, Any]]
+    """The agent definitions the replay ran (with the what-ifs)."""
+    deadline_raised: bool
+    """A what-if made a deadline later than recorded."""
+    only: int | None = None
+    """The one delegation compared (its number), None for the whole run."""
+    differences: list[str] = field(default_factory=list)
+    """What the replay did differently (empty when it matched)."""
+
+    @property
+    def ended(self) -> str | None:
+        """`recording ends at round N: ...` when the replay needed something never recorded."""
+        return self.run.ended
+
+
+def replay_trace(
+    spans: Sequence[SpanRecord],
+    *,
+    changes: Sequence[Change] = (),
+    costs: Sequence[tuple[str, dict[str, float] | None]] = (),
+    delegation: int | None = None,
+    span_id: str | None = None,
+) -> ReplayReport:
+    """Replay `spans` (one trace) with the what-ifs; compare every delegation, or only the one numbered
+    `delegation` (or whose tool span is `span_id`). Raise `ReplayUnavailable` or `WhatIfError` when it
+    cannot."""
+    plan = replay_plan(spans)
+    recorded = run_outcome(reconstruct(spans))
+    only = _selected(recorded, delegation, span_id)
+    agents, deadline_raised = apply_changes(plan.definitions["agents"], list(changes), list(costs))
+    source, build = _program(plan, agents, deadline_raised)
+    run, replay_spans = _run(plan, build)
+    replayed = run_outcome(reconstruct(replay_spans))
+    report = ReplayReport(plan, recorded, replayed, run, source, agents, deadline_raised, only)
+    report.differences = differences(recorded, replayed, only)
+    return report
+
+
+def _selected(recorded: RunOutcome, number: int | None, span_id: str | None) -> int | None:
+    if number is None and not span_id:
+        return None
+    found = find_delegation(recorded, number, span_id)
+    if found is None:
+        wanted = (
+            f"delegation {number}" if number is not None else f"delegation whose tool span is {span_id}"
+        )
+        count = len(recorded.delegations)
+        has = f"its delegations are numbered 1..{count} in start order" if count else "it has no delegation"
+        raise ReplayUnavailable(f"the trace has no {wanted} ({has}; `janux replay TRACE_ID` shows them)")
+    return found.number
+
+
+def _program(
+    plan: ReplayPlan, agents: dict[str, dict[str, Any]], deadline_raised: bool
+) -> tuple[str, tuple[Recording, Agent]]:
+    """The replay's source, and the agents it builds on a fresh recording; a recorded definition the
+    runtime refuses (or one missing a field) is named, never a traceback."""
+    try:
+        source = replay_source(plan, agents, deadline_raised=deadline_raised)
+        namespace: dict[str, Any] = {"__name__": "janux_replay"}
+        exec(compile(source, f"<replay of {plan.trace_id}>", "exec"), namespace)
+        recording = namespace["new_recording"]()
+        return source, (recording, namespace["build"](recording))
+    except (JanuxError, KeyError, TypeError, ValueError, AttributeError, SyntaxError) as exc:
+        problem = f"{type(exc).__name__}: {exc}"
+        raise ReplayUnavailable(f"the recorded agent definitions cannot be rebuilt ({problem})") from None
+
+
+def _run(plan: ReplayPlan, build: tuple[Recording, Agent]) -> tuple[OfflineRun, list[SpanRecord]]:
+    recording, entry = build
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    coroutine = run_offline_async(
+        entry, plan.input, recording, dispatch_tasks=plan.dispatch_tasks, history=plan.history,
+        holder=plan.holder, tracer_provider=provider, capture_content=True,
+    )  # fmt: skip
+    try:
+        run = asyncio.run(asyncio.wait_for(coroutine, REPLAY_TIMEOUT_S))
+    except TimeoutError:
+        raise ReplayUnavailable(f"the replay did not finish within {REPLAY_TIMEOUT_S:g} s") from None
+    finally:
+        provider.shutdown()
+    return run, span_records_from_readable(exporter.get_finished_spans())
+
+
+def test_source(report: ReplayReport, command: str) -> str:
+    """The replay program with a pytest test asserting the recorded outcome."""
+    return replay_source(
+        report.plan, report.agents, deadline_raised=report.deadline_raised,
+        expected=expectation(report.recorded), command=command,
+    )  # fmt: skip
