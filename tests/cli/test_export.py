@@ -137,7 +137,7 @@ def test_export_by_id_and_prefix_and_by_filter(
     assert main(argv) == 0
     capsys.readouterr()
     assert main(["traces", "--json", "--failed-handoffs", "--limit", "1000", *_at(foreign_store)]) == 0
-    listed = {json.loads(line)["trace"] for line in capsys.readouterr().out.splitlines()}
+    listed = {json.loads(line)["trace_id"] for line in capsys.readouterr().out.splitlines()}
     assert listed and {s["traceId"] for s in read_otlp_json_lines(failing)} == listed
     newest = tmp_path / "newest.jsonl"
     assert main(["export", "--limit", "3", "--data-dir", str(foreign_store), "-o", str(newest)]) == 0

@@ -127,10 +127,9 @@ def assign_costs(index: SpanIndex, tree: HandoffTree, *, estimate: bool = True) 
             # A round recorded without usage (its model reported none) is unknown, not the 0 that
             # `janux.turn.*` cannot help but count it as.
             node.own.unread_rounds = _unread_rounds(index, node.chat_spans)
-            if c.JANUX_TURN_ROUNDS not in index.spans[pos].attributes:
-                # Only a writer that leaves the count out is given its chat spans as rounds; a
-                # recorded 0 (the only round timed out or was cut) stays 0.
-                node.own.rounds = len(node.chat_spans)
+            # A round that failed is a round (failed, with its usage or none reported), as the
+            # tree shows it: `janux.turn.rounds` counts only the rounds that answered.
+            node.own.rounds = max(node.own.rounds, len(node.chat_spans))
             if node.own.estimated_cost is not None:
                 _settle_estimate(node.own, _recorded_estimates(index, node.chat_spans, sources))
             node.own_source = "recorded"

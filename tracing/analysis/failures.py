@@ -144,9 +144,11 @@ def budget_burn(index: SpanIndex, tree: HandoffTree) -> list[BudgetBurn]:
         if max_turns is None and max_tokens is None and max_ms is None:
             continue
         ms_used = node.duration_ns / 1e6 if node.duration_ns >= 0 else None
-        if node.via is not None and tree.delegations[node.via].duration_ms is not None:
-            # The time budget covers the whole delegation, retries included.
-            ms_used = tree.delegations[node.via].duration_ms
+        via = tree.delegations[node.via] if node.via is not None else None
+        if max_ms is not None and via is not None and via.duration_ms is not None:
+            # A time limit covers the whole delegation, retries included: that is what it is held
+            # against. Without one, the line is the attempt's own time, never its delegation's.
+            ms_used = via.duration_ms
         burns.append(
             BudgetBurn(
                 node=node.index,

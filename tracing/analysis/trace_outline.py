@@ -16,6 +16,7 @@ from janux.tracing import conventions as c
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import outcomes
 from janux.tracing.analysis import spanread as sr
+from janux.tracing.analysis.readers.structure import loop_id
 from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.records import SpanRecord
 
@@ -57,11 +58,12 @@ def _handoff_refs(view: TraceView) -> dict[str, _Ref]:
     a span is more than one, the last named wins (a delegation over an attempt over a loop)."""
     refs: dict[str, _Ref] = {}
     for i, node in enumerate(view.nodes):
-        if node.span_id:
+        if node.span_id and node.segment == 0:  # a later agent segment has a row of its own
             refs[node.span_id] = ("loop", i, -1)
     for i, d in enumerate(view.delegations):
         for j, attempt in enumerate(d.attempts):
-            refs[attempt.span_id] = ("attempt", i, j)
+            if view.nodes[attempt.node].segment == 0:
+                refs[attempt.span_id] = ("attempt", i, j)
         if d.tool_span_id:
             refs[d.tool_span_id] = ("tool", i, -1)
     return refs
@@ -120,11 +122,40 @@ def iter_outline(view: TraceView) -> Iterator[OutlineRow]:
     10,000 rows of a 10,000-span trace take 60-90 ms; its first 100, about 3 ms)."""
     index = view.index
     refs = _handoff_refs(view)
+    segments = _segments_after(view)
     depth = [0] * len(index.spans)
     for pos in index.order:
         parent = index.parent[pos]
         depth[pos] = depth[parent] + 1 if parent >= 0 else 0
-        yield _row(view, refs, pos, depth[pos])
+        row = _row(view, refs, pos, depth[pos])
+        yield row
+        node = segments.get(row.span_id)
+        if node is not None:
+            yield _segment_row(view, node, max(depth[pos] - 1, 0))
+
+
+def _segments_after(view: TraceView) -> dict[str, int]:
+    """Transfer tool span id -> the agent segment it started (a loop that transferred is one node
+    per agent: the target's rounds follow the transfer under a row of their own)."""
+    found = {}
+    for d in view.delegations:
+        for attempt in d.attempts:
+            if d.tool_span_id and view.nodes[attempt.node].segment > 0:
+                found[d.tool_span_id] = attempt.node
+    return found
+
+
+def _segment_row(view: TraceView, number: int, depth: int) -> OutlineRow:
+    """The row of an agent segment after a transfer: named after the agent that took over, with its
+    own time and inclusive cost; its id is the segment's (`structure.loop_id`), which `TraceView.span`
+    resolves to the loop's span."""
+    node = view.nodes[number]
+    outcome = c.STATUS_COMPLETED if node.status == "ok" else node.status
+    return OutlineRow(
+        span_id=loop_id(node.span_id, node.segment), depth=depth, kind="loop", label=node.agent,
+        outcome=outcome, duration_ms=node.duration_ns / 1e6 if node.duration_ns >= 0 else None,
+        cost=fmt.usage_cost(node.inclusive), agent=node.agent,
+    )  # fmt: skip
 
 
 def outline(view: TraceView) -> list[OutlineRow]:

@@ -9,6 +9,7 @@ from janux.tracing.analysis.checks import run_checks
 from janux.tracing.analysis.costs import assign_costs, billed_spans, computed_total, recorded_bill
 from janux.tracing.analysis.failures import budget_burn, trace_failures
 from janux.tracing.analysis.handoff_tree import HandoffTree, build_tree
+from janux.tracing.analysis.readers.structure import span_of_loop_id
 from janux.tracing.analysis.span_index import SpanIndex, TraceIssues, build_index
 from janux.tracing.analysis.trace_parts import (
     AgentNode,
@@ -95,8 +96,11 @@ class TraceView:
         return bool(loops) and not any(n.chat_spans for n in self.tree.nodes)
 
     def span(self, span_id: str) -> SpanRecord | None:
-        """The span with this id, None when it is not in the trace."""
+        """The span with this id (or the loop span of an agent segment's id, `structure.loop_id`),
+        None when it is not in the trace."""
         pos = self.index.by_id.get(span_id)
+        if pos is None and ":" in span_id:
+            pos = self.index.by_id.get(span_of_loop_id(span_id))
         return None if pos is None else self.index.spans[pos]
 
 
@@ -111,8 +115,9 @@ def reconstruct(spans: Iterable[SpanRecord], *, estimate: bool = True) -> TraceV
     billed = billed_spans(index)
     computed = computed_total(tree)
     bill = recorded_bill(index, billed)
-    if bill is not None and computed.unread_rounds:
-        # Rounds of unknown usage are unknown in the bill too (it records tokens, not rounds).
+    if bill is not None:
+        # The bill records tokens and money, not rounds: its rounds (and those of unknown usage,
+        # unknown in the bill too) are the loops' own.
         bill.unread_rounds = computed.unread_rounds
         bill.rounds = max(bill.rounds, computed.rounds)
     view = TraceView(
