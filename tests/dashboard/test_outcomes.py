@@ -93,7 +93,7 @@ def test_denied_handoff_reads_not_run_on_the_graph(demo: Demo) -> None:
 
 
 def test_money_attributes_read_as_dollars_not_float_noise() -> None:
-    assert fmt.attribute_text(c.JANUX_ROUND_COST, 0.0038639499999999997) == "$0.003864"
+    assert fmt.attribute_text(c.JANUX_ROUND_COST, 0.0038639499999999997) == "$0.00386395"
     assert fmt.attribute_text("gen_ai.request.temperature", 0.1 + 0.2) == "0.3"
     assert fmt.attribute_text("janux.turn.rounds", 2) == "2"
     assert fmt.attribute_text("flag", True) == "True"
