@@ -43,7 +43,7 @@ def test_map_draws_every_agent_and_edge(open_page: OpenPage, demo: Demo) -> None
     researcher = expected.edge("triage", "researcher")
     assert researcher is not None
     assert any(
-        label.startswith(f"{researcher.count:,}× · {researcher.failure_rate:.0%} failed") for label in labels
+        label.startswith(f"{researcher.count:,}× · {researcher.failure_rate:.1%} failed") for label in labels
     )
     at.session_state["map_tab"] = "Tables (the data of the map)"  # drawn once chosen
     at.run()
