@@ -94,3 +94,15 @@ def test_the_agent_map_s_labels_and_panel_round_alike(open_page: OpenPage, demo:
             assert f"· {metrics['Failure rate']} failed" in label and metrics["Cost carried"] in label
         checked += 1
     assert checked == len(source.agent_map(TraceFilter()).nodes) + len(source.agent_map(TraceFilter()).edges)
+
+
+def test_compare_carries_unpriced_tokens_with_each_cost(demo: Demo) -> None:
+    # From the issue: an attempt read "own $0.003685 = inclusive $0.003685" while its own and
+    # inclusive tokens differ (the subagent below it ran unpriced).
+    from janux.dashboard.views.compare import tree_diff
+
+    nested = reconstruct([s for s in demo[0] if s.trace_id == demo[1]["nested_delegation"]])
+    diff = tree_diff(nested, nested).set_index("loop")
+    researcher = diff.loc["triage/delegate.researcher[1]#1"]
+    assert researcher["inclusive A"] == "$0.003685 + 221 unpriced tokens"
+    assert researcher["own A"] == "$0.003685"
