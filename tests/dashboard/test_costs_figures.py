@@ -106,3 +106,19 @@ def test_compare_carries_unpriced_tokens_with_each_cost(demo: Demo) -> None:
     researcher = diff.loc["triage/delegate.researcher[1]#1"]
     assert researcher["inclusive A"] == "$0.003685 + 221 unpriced tokens"
     assert researcher["own A"] == "$0.003685"
+
+
+def test_the_agent_map_s_tables_show_rates_as_its_labels_do(open_page: OpenPage, demo: Demo) -> None:
+    # The edges table said 0.4375 where the label said "43.8% failed"; its CSV keeps the share.
+    source = MemoryTraceSource(demo[0])
+    at = open_page(source, "agent_map.py")
+    labels = chart_data(at, "choice", "detail").set_index("choice")["detail"]
+    at.session_state["map_tab"] = "Tables (the data of the map)"
+    at.run()
+    (element,) = [e for e in at.dataframe if "failure rate" in e.value.columns]
+    page = shown(element)
+    csv = pd.read_csv(io.BytesIO(cells.csv_bytes(element.value)))
+    for i, row in element.value.iterrows():
+        label = labels[f"edge: {row['caller']} → {row['target']} ({row['kind']})"]
+        assert f"· {page.loc[i, 'failure rate']} failed" in label
+        assert page.loc[i, "failure rate"].endswith("%") and csv.loc[i, "failure rate"] == row["failure rate"]

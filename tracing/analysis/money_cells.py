@@ -143,17 +143,33 @@ def _count(value: Any) -> Any:
     return int(value)
 
 
+RATE_SUFFIX: Final = "rate"
+"""Columns whose name ends with this hold shares (0..1), shown as percentages (`43.8%`)."""
+
+
+def is_rate(column: object) -> bool:
+    """True for a rate column (its name ends with `rate`): a share kept as a number, shown as
+    `figures.page_text` shows a rate, so a table reads what the map's labels and panels read."""
+    return isinstance(column, str) and column.endswith(RATE_SUFFIX)
+
+
+def rate_text(value: Any) -> str:
+    """`43.8%`, or `—` for a missing share."""
+    return MISSING if _missing(value) else figures.page_text(figures.share(float(value)))
+
+
 def _formatter(column: str) -> Any:
     estimated, signed = ESTIMATED_MARK in column, DELTA_MARK in column
     return lambda value: money_text(value, estimated=estimated, signed=signed)
 
 
 def money_styler(frame: pd.DataFrame) -> Styler:
-    """The frame with its money columns, and token columns holding an unknown count, rendered as
-    text (the numbers underneath still sort)."""
+    """The frame with its money columns, rate columns, and token columns holding an unknown count,
+    rendered as text (the numbers underneath still sort)."""
     money = {col: _formatter(col) for col in frame.columns if is_money(col)}
     counts = {col: token_text for col in frame.columns if is_tokens(col) and frame[col].dtype == object}
-    return frame.style.format({**money, **counts})
+    rates = {c: rate_text for c in frame.columns if is_rate(c) and pd.api.types.is_float_dtype(frame[c])}
+    return frame.style.format({**money, **counts, **rates})
 
 
 def without_empty_estimates(frame: pd.DataFrame) -> pd.DataFrame:
