@@ -12,6 +12,7 @@ from janux.dashboard.ui.map_data import bucket_for, cached_map, cached_refs
 from janux.dashboard.ui.state import active_source, get_views
 from janux.dashboard.ui.table import show_table
 from janux.dashboard.views.handoff_story import RULE_DOC_REF, HandoffStory, burn_frame, handoff_story
+from janux.tracing.analysis import figures, outcomes
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.sources.protocol import TraceFilter
@@ -46,9 +47,13 @@ def _work(story: HandoffStory) -> None:
     if r is None:
         st.info("The subagent made no model round (denied or cut before it ran).")
     else:
-        tokens_in = "—" if r.input_tokens is None else f"{r.input_tokens:,}"
-        tokens_out = "—" if r.output_tokens is None else f"{r.output_tokens:,}"
-        st.text(f"model {r.model or '—'} · tokens in {tokens_in} · out {tokens_out}")
+        if r.input_tokens is None and r.output_tokens is None:  # a failed call: a round, usage unknown
+            tokens = f"tokens: {outcomes.NO_USAGE_REPORTED}"
+        else:
+            tokens_in = figures.page_text(figures.tokens(r.input_tokens, unknown=True))
+            tokens_out = figures.page_text(figures.tokens(r.output_tokens, unknown=True))
+            tokens = f"tokens in {tokens_in} · out {tokens_out}"
+        st.text(f"model {r.model or '—'} · {tokens}")
         st.text(f"finish reasons {r.finish_reasons or '—'} · status {r.status}")
         st.text(r.output)
     if story.tool_results:

@@ -51,6 +51,12 @@ def test_a_cut_attempt_reads_cut_and_an_edge_without_other_failures_says_so(
     assert not [e for e in at.dataframe if {"started (UTC)", "trace"} <= set(e.value.columns)]
 
 
+def test_a_failed_round_without_usage_says_so(open_page: OpenPage, demo: Demo) -> None:
+    at = _open(open_page, demo, "failed_delegation")
+    rounds = [t.value for t in at.text if t.value.startswith("model ")]
+    assert rounds == ["model gpt-4o · tokens: no usage reported"]  # was "tokens in — · out —"
+
+
 def test_an_attempt_without_a_time_budget_reads_its_own_time(open_page: OpenPage, demo: Demo) -> None:
     # From the issue: attempt 1 (7.6 ms) and attempt 2 (12 ms) both read the delegation's "20 (no limit)".
     trace_id = demo[1]["retry_then_success"]
