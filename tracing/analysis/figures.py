@@ -126,8 +126,7 @@ def rounded_usd(amount: float, decimals: int) -> Decimal:
 def plain_decimal(value: float | Decimal) -> str:
     """A number's shortest exact digits in plain notation (`0.0000756`, `31.5`), never `7.56e-05`."""
     number = value if isinstance(value, Decimal) else Decimal(repr(float(value)))
-    text = format(number, "f")
-    return text
+    return format(number, "f")
 
 
 # Constructors -----------------------------------------------------------------------------------
@@ -141,10 +140,10 @@ def money(
     unknown: bool = False,
     partly_unknown: bool = False,
 ) -> Figure:
-    """A USD amount; without one: `unpriced` when tokens went unpriced, `unknown` when usage could not
-    be read, else nothing to show."""
+    """A USD amount; without one: `unpriced` when tokens went unpriced (or the amount is a table's
+    `-inf` unpriced cell), `unknown` when usage could not be read, else nothing to show."""
     if amount is None or not math.isfinite(amount):
-        if amount is not None and amount == -math.inf:
+        if amount == -math.inf:
             return Figure(Kind.MONEY, State.UNPRICED, unpriced_tokens=unpriced_tokens)
         state = State.UNPRICED if unpriced_tokens else State.UNKNOWN if unknown else State.NONE
         return Figure(Kind.MONEY, state, unpriced_tokens=unpriced_tokens)
