@@ -89,9 +89,21 @@ def _cut(line: str) -> str:
     return line if len(line) <= MAX_LINE else line[: MAX_LINE - 1] + "…"
 
 
+def _wrapped(line: str) -> list[str]:
+    """A label line too long to draw, broken at its ` · ` separators so no figure is cut; only a
+    single part longer than `MAX_LINE` (a name from the trace) is cut, whole in the tooltip."""
+    lines: list[str] = []
+    for part in line.split(" · "):
+        if lines and len(lines[-1]) + 3 + len(part) <= MAX_LINE:
+            lines[-1] += " · " + part
+        else:
+            lines.append(part)
+    return [_cut(x) for x in lines]
+
+
 def _mark(kind: str, row: int, depth: float, lines: list[str], state: str, span_id: str) -> dict[str, Any]:
     return {
-        "row": row, "depth": depth, "kind": kind, "label": "\n".join(_cut(x) for x in lines),
+        "row": row, "depth": depth, "kind": kind, "label": "\n".join(y for x in lines for y in _wrapped(x)),
         "detail": " · ".join(lines), "state": state, "span_id": span_id,
     }  # fmt: skip
 

@@ -69,3 +69,16 @@ def test_a_click_on_a_retried_attempt_s_diamond_selects_that_attempt(demo: Demo)
     diamonds = diamonds[diamonds["kind"] == "handoff"]
     assert list(diamonds["span_id"]) == [a.span_id for a in delegation.attempts]
     assert delegation.tool_span_id not in set(diamonds["span_id"])
+
+
+def test_the_handoff_graph_carries_unpriced_tokens_and_never_cuts_a_figure(demo: Demo) -> None:
+    # From the issue: "own $0.003685 = inclusive $0.003685" while the tokens below went unpriced.
+    trace_id = demo[1]["nested_delegation"]
+    view = reconstruct([s for s in demo[0] if s.trace_id == trace_id])
+    loops = handoff_frames(view).points
+    loops = loops[loops["kind"] == "loop"].set_index("span_id")
+    researcher = next(n for n in view.nodes if n.agent == "researcher")
+    label = loops.loc[researcher.span_id, "label"]
+    assert "own $0.00368 · incl $0.00368 + 221 unpriced" in label, label
+    for text in handoff_frames(view).points["label"]:
+        assert "…" not in text, text  # long lines break at their separators, never mid-figure
