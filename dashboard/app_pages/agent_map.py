@@ -49,7 +49,7 @@ def _refs_table(refs: list[tuple[str, int, str]], key: str) -> None:
 def _node(node: AgentStats, refs: MapRefs) -> None:
     cols = st.columns(5)
     headline.count(cols[0], "Runs", node.runs)
-    cols[1].metric("Error rate", f"{node.error_rate:.1%}")
+    cols[1].metric("Error rate", views.rate_label(node.error_rate))
     headline.cost(cols[2], "Own cost", node.own)
     headline.cost(cols[3], "Inclusive cost", node.inclusive)
     headline.durations(cols[4], "p50 duration", views.ms(node.p50_ms), views.ms(node.p95_ms))
@@ -62,7 +62,7 @@ def _edge(edge: EdgeStats, refs: MapRefs) -> None:
     headline.count(cols[0], "Delegations", edge.count)
     # Counted, not divided: denied handoffs run no attempt, so a ratio would read "0.25 attempts".
     headline.count(cols[1], "Attempts", edge.attempts, "Attempts run over all delegations of the edge.")
-    cols[2].metric("Failure rate", f"{edge.failure_rate:.1%}")
+    cols[2].metric("Failure rate", views.rate_label(edge.failure_rate))
     headline.cost(cols[3], "Cost carried", edge.cost)
     headline.durations(cols[4], "p50 duration", views.ms(edge.p50_ms), views.ms(edge.p95_ms))
     kinds = " · ".join(f"{k} {edge.failures[k]}" for k in views.FAILURE_KINDS if edge.failures.get(k))

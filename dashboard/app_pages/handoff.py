@@ -18,6 +18,7 @@ from janux.dashboard.views.handoff_story import (
     handoff_story,
     reproduction,
 )
+from janux.tracing.analysis import figures, outcomes
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.sources.protocol import TraceFilter
@@ -32,11 +33,11 @@ def _record(story: HandoffStory) -> None:
     cols[2].caption("Started (UTC)")  # a time is written out (wrapped when long), never cut like a metric
     cols[2].text(fmt.utc(d.start_ns))
     headline.cost(cols[3], "Cost carried", d.cost)
-    if story.rule:
-        st.error(fmt.markdown_text(f"Decided by: {story.rule}"))
+    if story.decision is not None:  # one banner for every kind: rule, budget line, error, no end
+        st.error(fmt.markdown_text(story.decision.text))
         if story.rule_doc:
             st.caption(fmt.markdown_text(f"{story.rule_doc} (documented in {RULE_DOC_REF})"))
-    if d.error or d.error_type:
+    elif d.error or d.error_type:
         st.text(f"Error: {d.error_type or ''} {d.error or ''}".strip())
     st.caption(
         fmt.markdown_text(f"Tool {d.tool} · handoff id {d.handoff_id or '—'} · span {d.tool_span_id or '—'}")
@@ -52,9 +53,13 @@ def _work(story: HandoffStory) -> None:
     if r is None:
         st.info("The subagent made no model round (denied or cut before it ran).")
     else:
-        tokens_in = "—" if r.input_tokens is None else f"{r.input_tokens:,}"
-        tokens_out = "—" if r.output_tokens is None else f"{r.output_tokens:,}"
-        st.text(f"model {r.model or '—'} · tokens in {tokens_in} · out {tokens_out}")
+        if r.input_tokens is None and r.output_tokens is None:  # a failed call: a round, usage unknown
+            tokens = f"tokens: {outcomes.NO_USAGE_REPORTED}"
+        else:
+            tokens_in = figures.page_text(figures.tokens(r.input_tokens, unknown=True))
+            tokens_out = figures.page_text(figures.tokens(r.output_tokens, unknown=True))
+            tokens = f"tokens in {tokens_in} · out {tokens_out}"
+        st.text(f"model {r.model or '—'} · {tokens}")
         st.text(f"finish reasons {r.finish_reasons or '—'} · status {r.status}")
         st.text(r.output)
     if story.tool_results:
@@ -122,6 +127,9 @@ def _same_way(story: HandoffStory, view: TraceView) -> None:
     if st.button("All failures of this edge ›", key="handoff_edge_failures"):
         nav.go(nav.FAILURES, caller=d.caller or "", target=d.target)
     others = [f for f in same if f.trace_id != view.trace_id]
+    if not others:
+        st.caption("No other failures of this edge with this reason in the stored traces.")
+        return
     rows = [{"started (UTC)": fmt.utc(f.start_ns), "trace": f.trace_id} for f in others]
     st.caption("Click a row to explain that failure.")
     picked = show_table(

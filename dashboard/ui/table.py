@@ -26,7 +26,9 @@ def _number_columns(frame: pd.DataFrame, configured: Mapping[str, Any]) -> dict[
     """Thousands separators for the plain number columns nobody configured."""
     config: dict[str, Any] = {}
     for col in frame.columns:
-        if col in configured or cells.is_money(col) or not pd.api.types.is_numeric_dtype(frame[col]):
+        if col in configured or cells.is_money(col) or cells.is_rate(col):
+            continue
+        if not pd.api.types.is_numeric_dtype(frame[col]):
             continue
         if pd.api.types.is_bool_dtype(frame[col]):
             continue
@@ -56,7 +58,10 @@ def show_table(
         st.caption(f"Showing the first {max_rows:,} of {len(frame):,} rows.")
         frame = frame.head(max_rows)
     config = {**_number_columns(frame, configured), **configured}
-    styled = any(cells.is_money(c) or (cells.is_tokens(c) and frame[c].dtype == object) for c in frame)
+    styled = any(
+        cells.is_money(c) or cells.is_rate(c) or (cells.is_tokens(c) and frame[c].dtype == object)
+        for c in frame
+    )
     data: Any = cells.money_styler(frame) if styled else frame
     height: Any = "auto"
     if visible_rows is not None and len(frame) > 10:

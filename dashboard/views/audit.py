@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from janux.tracing.analysis import money_cells as cells
-from janux.tracing.analysis.trace_parts import Usage
+from janux.tracing.analysis.trace_parts import Delegation, Usage
 from janux.tracing.analysis.trace_view import TraceView
 
 
@@ -43,7 +43,9 @@ class RebuiltAudit:
     inclusive_by_agent: pd.DataFrame
     """agent, loops, own cost and inclusive usage (own plus every delegation below)."""
     top_delegations: pd.DataFrame
-    """The most expensive delegations (inclusive of their attempts' subtrees), with their trace."""
+    """The most expensive delegations by inclusive cost, with their trace: `own cost USD` (the
+    attempts' own model rounds) beside the `inclusive ...` columns (those rounds and everything
+    delegated below them)."""
     price_sources: list[str]
     """Where the estimates in these traces come from (see `TraceView.price_sources`)."""
 
@@ -74,27 +76,38 @@ def _inclusive_by_agent(views: list[TraceView]) -> pd.DataFrame:
     return frame.sort_values(["inclusive cost USD", "agent"], ascending=[False, True]).reset_index(drop=True)
 
 
+def delegation_own(view: TraceView, delegation: Delegation) -> Usage:
+    """What a delegation's attempts used themselves (their own model rounds), without what they
+    delegated further; nothing for a transfer or a denied handoff (no attempt ran)."""
+    own = Usage()
+    for attempt in delegation.attempts:
+        own.add(view.nodes[attempt.node].own)
+    return own
+
+
 def _top_delegations(views: list[TraceView], top: int) -> pd.DataFrame:
-    rows = []
+    ranked: list[tuple[float, dict[str, Any]]] = []
     for view in views:
         for d in view.delegations:
-            rows.append(
-                {
-                    "trace": view.trace_id,
-                    "caller": d.caller,
-                    "delegation tool": d.tool,
-                    "target": d.target,
-                    "status": d.status,
-                    "attempts": d.attempt_count,
-                    "total USD": d.cost.total_cost,
-                    **usage_columns(d.cost),
-                    "span": d.tool_span_id or (d.attempts[0].span_id if d.attempts else ""),
-                }
-            )
-    # Only priced delegations can be ranked; the unpriced ones show in "By delegation tool".
-    rows = [r for r in rows if r["total USD"] is not None]
-    rows.sort(key=lambda r: -float(r["total USD"]))
-    return pd.DataFrame(rows[:top])
+            inclusive = d.cost.total_cost
+            if inclusive is None:  # only priced delegations rank; "By delegation tool" has the rest
+                continue
+            own = delegation_own(view, d)
+            row = {
+                "trace": view.trace_id,
+                "caller": d.caller,
+                "delegation tool": d.tool,
+                "target": d.target,
+                "status": d.status,
+                "attempts": d.attempt_count,
+                "own cost USD": cells.total_cell(own),
+                "own unpriced tokens": own.unpriced_tokens,
+                **{f"inclusive {k}": v for k, v in usage_columns(d.cost).items()},
+                "span": d.tool_span_id or (d.attempts[0].span_id if d.attempts else ""),
+            }
+            ranked.append((inclusive, row))
+    ranked.sort(key=lambda pair: -pair[0])
+    return pd.DataFrame([row for _, row in ranked[:top]])
 
 
 def audit(views: Iterable[TraceView], *, top: int = 20) -> RebuiltAudit:

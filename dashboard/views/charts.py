@@ -38,6 +38,25 @@ def tokens_over_time(timeline: pd.DataFrame, by: str = "agent") -> alt.Chart:
     return _stacked_bars(timeline, ("tokens", "tokens", ","), f"{by} / unpriced", bands, colors)
 
 
+UTC_LABELS = (
+    "utcFormat(datum.value, utchours(datum.value) == 0 && utcminutes(datum.value) == 0 "
+    "? '%b %d' : '%H:%M')"
+)
+"""A time axis's labels in 24-hour UTC (`13:49`, never the browser's `01:49`), the date at midnight."""
+
+
+def utc_time_x(field: str) -> alt.X:
+    """A time axis read in UTC (the scale and its labels), 24-hour: every time on a page is UTC."""
+    return alt.X(
+        f"{field}:T", title="time (UTC)", scale=alt.Scale(type="utc"), axis=alt.Axis(labelExpr=UTC_LABELS)
+    )
+
+
+def utc_time_tooltip(field: str) -> alt.Tooltip:
+    """A time in a tooltip, in UTC to the second (`2026-12-03 13:49:00`), as `formatting.utc` writes it."""
+    return alt.Tooltip(f"{field}:T", title="time (UTC)", format="%Y-%m-%d %H:%M:%S", formatType="utc")
+
+
 def _stacked_bars(
     frame: pd.DataFrame, value: tuple[str, str, str], legend: str, bands: list[str], colors: list[str]
 ) -> alt.Chart:
@@ -47,11 +66,11 @@ def _stacked_bars(
         alt.Chart(frame)
         .mark_bar()
         .encode(
-            x=alt.X("time:T", title="time (UTC)"),
+            x=utc_time_x("time"),
             y=alt.Y(f"sum({column}):Q", title=title, stack="zero"),
             color=alt.Color("band:N", title=legend, scale=alt.Scale(domain=bands, range=colors)),
             tooltip=[
-                "time:T",
+                utc_time_tooltip("time"),
                 "band:N",
                 alt.Tooltip(f"sum({column}):Q", format=number, title=column.split()[0]),
             ],
@@ -71,15 +90,17 @@ CHARS_PER_SHARE = 110
 
 
 def icicle_labels(rects: pd.DataFrame) -> pd.DataFrame:
-    """`rects` with the text drawn on each bar: the agent and its amount (`text`), cut to what the
-    bar's width holds, nothing on a bar too narrow for three characters (the tooltip names it)."""
+    """`rects` with the text drawn on each bar (`text`): the agent, and its amount in the first
+    form that fits the bar's width (`amount`, else `short`), never cut: what does not fit is left
+    to the tooltip (a bar too narrow for its agent's name is left blank)."""
 
     def fit(row: pd.Series) -> str:
         room = int((float(row["x1"]) - float(row["x0"])) * CHARS_PER_SHARE)
-        if room < 3:
+        name = str(row["agent"])
+        if len(name) > room:
             return ""
-        lines = [str(row["agent"]), str(row["amount"])]
-        return "\n".join(line if len(line) <= room else line[: room - 1] + "…" for line in lines)
+        amount = next((str(row[c]) for c in ("amount", "short") if len(str(row[c])) <= room), None)
+        return name if amount is None else f"{name}\n{amount}"
 
     return rects.assign(text=rects.apply(fit, axis=1) if len(rects) else pd.Series(dtype=str))
 
@@ -95,7 +116,8 @@ def icicle(rects: pd.DataFrame, value_title: str) -> alt.LayerChart:
         .mark_rect(stroke="white")
         .encode(
             x=x, x2="x1:Q", y=y, color=alt.Color("agent:N", title="agent"),
-            tooltip=["path:N", alt.Tooltip("amount:N", title=value_title), "cost:N", "tokens:Q"],
+            tooltip=["path:N", alt.Tooltip("amount:N", title=value_title), "cost:N",
+                     alt.Tooltip("tokens:Q", title="tokens in+out", format=",")],
         )
     )  # fmt: skip
     text = (

@@ -67,10 +67,12 @@ def tree_diff(a: TraceView, b: TraceView) -> pd.DataFrame:
                 "change": change,
                 "status A": outcomes.loop_outcome(na) if na else None,
                 "status B": outcomes.loop_outcome(nb) if nb else None,
-                "own A": fmt.usage_cost(na.own) if na else None,
-                "own B": fmt.usage_cost(nb.own) if nb else None,
-                "inclusive A": fmt.usage_cost(na.inclusive) if na else None,
-                "inclusive B": fmt.usage_cost(nb.inclusive) if nb else None,
+                # Unpriced tokens travel with the cost: an own and an inclusive cost that read the same
+                # amount never hide that the tokens below were not priced.
+                "own A": fmt.usage_cost_full(na.own) if na else None,
+                "own B": fmt.usage_cost_full(nb.own) if nb else None,
+                "inclusive A": fmt.usage_cost_full(na.inclusive) if na else None,
+                "inclusive B": fmt.usage_cost_full(nb.inclusive) if nb else None,
                 "inclusive Δ USD": cells.delta_cell(ca, cb),
                 "tokens A": na.inclusive.total_tokens if na else None,
                 "tokens B": nb.inclusive.total_tokens if nb else None,

@@ -5,7 +5,8 @@ A row per agent loop in tree order (x: delegation depth), each handoff an elbow 
 the attempt's loop, labelled as `handoff_labels` says (tool; attempt n/N, how it ended, its own
 duration). Handoffs that started no loop are notes; loops beyond the drawing budget are collapsed
 into "+N more loops". Every loop, note and handoff carries the span it stands for (`span_id`):
-clicking a loop's dot or a handoff's diamond selects that span in the explorer. Nothing here
+clicking a loop's dot or a handoff's diamond selects that span in the explorer (a retried
+delegation's diamonds each select their attempt). Nothing here
 imports Streamlit.
 """
 
@@ -88,9 +89,21 @@ def _cut(line: str) -> str:
     return line if len(line) <= MAX_LINE else line[: MAX_LINE - 1] + "…"
 
 
+def _wrapped(line: str) -> list[str]:
+    """A label line too long to draw, broken at its ` · ` separators so no figure is cut; only a
+    single part longer than `MAX_LINE` (a name from the trace) is cut, whole in the tooltip."""
+    lines: list[str] = []
+    for part in line.split(" · "):
+        if lines and len(lines[-1]) + 3 + len(part) <= MAX_LINE:
+            lines[-1] += " · " + part
+        else:
+            lines.append(part)
+    return [_cut(x) for x in lines]
+
+
 def _mark(kind: str, row: int, depth: float, lines: list[str], state: str, span_id: str) -> dict[str, Any]:
     return {
-        "row": row, "depth": depth, "kind": kind, "label": "\n".join(_cut(x) for x in lines),
+        "row": row, "depth": depth, "kind": kind, "label": "\n".join(y for x in lines for y in _wrapped(x)),
         "detail": " · ".join(lines), "state": state, "span_id": span_id,
     }  # fmt: skip
 
@@ -121,6 +134,17 @@ def _handoff(layout: _Layout, parent: tuple[int, int], child_row: int, lines: li
     layout.points.append(_mark("handoff", child_row, depth + 0.5, lines, state, span_id))
 
 
+def _diamond_span(delegation: Delegation | None, attempt: Attempt | None, loop_span: str) -> str:
+    """What a click on a handoff's diamond selects: the attempt it is labelled with when the
+    delegation ran several (a failed attempt 1/2 never opens a delegation that completed); with
+    one attempt, the delegation's tool span (the attempt is the loop's dot beside it)."""
+    if delegation is None:
+        return loop_span
+    if attempt is not None and delegation.attempt_count > 1:
+        return attempt.span_id
+    return delegation.tool_span_id or loop_span
+
+
 def _loop(layout: _Layout, index: int, via: tuple[int, int] | None) -> None:
     """Draw loop `index` and, depth first, everything below it: the loops it delegated to, the
     handoffs that started none, and "+N more loops" for those not drawn."""
@@ -132,7 +156,7 @@ def _loop(layout: _Layout, index: int, via: tuple[int, int] | None) -> None:
     if via is not None:
         delegation, attempt = found if found else (None, None)
         lines = edge_lines(delegation, attempt) if delegation is not None else []
-        span = (delegation.tool_span_id or node.span_id) if delegation is not None else node.span_id
+        span = _diamond_span(delegation, attempt, node.span_id)
         failed = attempt is not None and attempt.status != "ok"
         _handoff(layout, via, row, lines, _state(outcome), span, failed)
     for child in layout.children.get(index, []):

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections import deque
 
+from janux.tracing.analysis import figures, outcomes
 from janux.tracing.analysis import formatting as fmt
-from janux.tracing.analysis import outcomes
 from janux.tracing.analysis.trace_parts import AgentNode, Attempt, Delegation
 from janux.tracing.analysis.trace_view import TraceView
 
@@ -80,7 +80,10 @@ def node_lines(node: AgentNode) -> list[str]:
     title = node.agent + (f"  #{node.attempt}" if node.attempt else "")
     if node.transferred_from and node.transferred_from != node.agent:
         title = f"{node.transferred_from} ⇒ {title} (transfer)"
-    costs = f"own {fmt.usage_cost(node.own)} · incl {fmt.usage_cost(node.inclusive)}"
+    # Chart labels (`figures.chart_label`), unpriced tokens with each cost: an own and an inclusive
+    # cost of the same amount never hide the unpriced tokens below.
+    own, inclusive = (figures.chart_label(figures.cost(usage)) for usage in (node.own, node.inclusive))
+    costs = f"own {own} · incl {inclusive}"
     failed = f"error: {node.error_type}" if node.error_type else "error"  # never "error: error"
     status = {"error": failed, "open": "no end yet"}.get(node.status, "")
     if node.stop_reason:

@@ -17,6 +17,7 @@ from janux.replay.source import expectation, replay_source
 from janux.tracing import conventions as c
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import outcomes
+from janux.tracing.analysis.failures import Decision, decided_by
 from janux.tracing.analysis.replay_outcome import run_outcome
 from janux.tracing.analysis.replay_plan import ReplayUnavailable, replay_plan
 from janux.tracing.analysis.trace_parts import BudgetBurn, Delegation
@@ -98,12 +99,14 @@ class HandoffStory:
 
     delegation: Delegation
     """The handoff as rebuilt."""
-    rule: str | None
-    """Deny rule or budget line, if one decided it."""
+    decision: Decision | None
+    """What decided how it ended (rule, budget line, error type and message, missing end); None
+    for a handoff that did not go wrong."""
     rule_doc: str | None
-    """What that rule means."""
+    """What that rule or budget line means."""
     attempts: pd.DataFrame
-    """One row per attempt: status, error type, message, duration, stop reason."""
+    """One row per attempt: how it ended (`outcomes.attempt_outcome`: `cut: max_turns`, never "ok"
+    for a cut attempt), error type, message, duration, stop reason."""
     task: str
     """The task text, else `NOT_CAPTURED`."""
     last_round: RoundFacts | None
@@ -156,8 +159,9 @@ def _attempts_frame(view: TraceView, d: Delegation) -> pd.DataFrame:
         span = view.span(a.span_id)
         message = span.status_message if span is not None else ""
         rows.append(
-            {"attempt": a.number, "status": a.status, "error type": a.error_type, "message": message or None,
-             "stop reason": a.stop_reason, "duration": fmt.ms(a.duration_ms), "span": a.span_id}
+            {"attempt": a.number, "status": outcomes.attempt_outcome(a), "error type": a.error_type,
+             "message": message or None, "stop reason": a.stop_reason, "duration": fmt.ms(a.duration_ms),
+             "span": a.span_id}
         )  # fmt: skip
     return pd.DataFrame(
         rows, columns=["attempt", "status", "error type", "message", "stop reason", "duration", "span"]
@@ -203,11 +207,12 @@ def handoff_story(view: TraceView, span_id: str) -> HandoffStory | None:
     d = find_delegation(view, span_id)
     if d is None:
         return None
-    rule = d.deny_reason or d.stop_reason or next((a.stop_reason for a in d.attempts if a.stop_reason), None)
+    decision = decided_by(d)
     last_round, tools = _last_attempt_work(view, d)
     attempt_nodes = {a.node for a in d.attempts}
+    doc = RULE_DOCS.get(decision.name) if decision is not None and decision.by != "error" else None
     return HandoffStory(
-        delegation=d, rule=rule, rule_doc=RULE_DOCS.get(rule or ""), attempts=_attempts_frame(view, d),
+        delegation=d, decision=decision, rule_doc=doc, attempts=_attempts_frame(view, d),
         task=d.task if d.task is not None else NOT_CAPTURED, last_round=last_round, tool_results=tools,
         exceptions=_exceptions(view, d), budgets=[b for b in view.budgets if b.node in attempt_nodes],
     )  # fmt: skip

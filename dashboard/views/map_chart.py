@@ -26,7 +26,8 @@ from janux.dashboard.views.map_tables import (
     edge_label,
     failure_color,
     ms,
-    usd,
+    rate_label,
+    usd_label,
 )
 from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, AgentStats, EdgeStats
 
@@ -56,8 +57,8 @@ def agent_lines(node: AgentStats, badges: list[str]) -> list[str]:
     """An agent's label: name, runs and error rate, own and inclusive cost, p50/p95, crossed rules."""
     return [
         node.agent,
-        f"{node.runs:,} runs · {node.error_rate:.0%} errors",
-        f"own {usd(node.own)} · incl {usd(node.inclusive)}",
+        f"{node.runs:,} runs · {rate_label(node.error_rate)} errors",
+        f"own {usd_label(node.own)} · incl {usd_label(node.inclusive)}",
         f"p50 {ms(node.p50_ms)} · p95 {ms(node.p95_ms)}",
         *(f"⚠ {name}" for name in badges),
     ]
@@ -66,8 +67,8 @@ def agent_lines(node: AgentStats, badges: list[str]) -> list[str]:
 def edge_lines(edge: EdgeStats, badges: list[str]) -> list[str]:
     """An edge's label: delegations and failure rate, attempts (counted, never a ratio) and cost."""
     return [
-        f"{edge.count:,}× · {edge.failure_rate:.0%} failed",
-        f"{edge.attempts:,} attempts · {usd(edge.cost)}",
+        f"{edge.count:,}× · {rate_label(edge.failure_rate)} failed",
+        f"{edge.attempts:,} attempts · {usd_label(edge.cost)}",
         *(f"⚠ {name}" for name in badges),
     ]
 

@@ -13,6 +13,7 @@ from typing import Literal
 
 import pandas as pd
 
+from janux.tracing.analysis import figures
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis.agentmap.build import percentile
 from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, EdgeStats
@@ -32,11 +33,20 @@ FAILURE_KINDS = ("denied", "failed", "fallback", "cut", "timeout", "open")
 
 
 def usd(usage: Usage) -> str:
-    """Cost of a usage as text: the amount, `unpriced` (tokens without price), or `—`."""
-    if usage.cost is None:
-        return "unpriced" if usage.unpriced_tokens else fmt.NO_USAGE
-    text = fmt.usd(usage.cost)
-    return text + (" + unpriced" if usage.unpriced_tokens else "")
+    """Cost of a usage, exact, its unpriced tokens with it (`$0.003685 + 221 unpriced tokens`),
+    `unpriced` or `—`: a tooltip's text (`figures.page_text`)."""
+    return figures.page_text(figures.cost(usage))
+
+
+def usd_label(usage: Usage) -> str:
+    """Cost of a usage as a chart label, short and rounded as the map's panel rounds it
+    (`$0.00329 + 221 unpriced`, `figures.chart_label`)."""
+    return figures.chart_label(figures.cost(usage))
+
+
+def rate_label(fraction: float) -> str:
+    """A share as the map's labels and panel both show it (`43.8%`, `figures.chart_label`)."""
+    return figures.chart_label(figures.share(fraction))
 
 
 def ms(value: float | None) -> str:
@@ -157,7 +167,8 @@ _PATH_COLUMNS = [
 def icicle_frame(agent_map: AgentMap, value: Literal["cost", "tokens"] = "cost") -> pd.DataFrame:
     """Rectangles of an icicle of inclusive cost (or tokens) by delegation path: each path spans
     [x0, x1) inside its parent's span, in proportion to its own inclusive value; depth is the row.
-    Each also says its `amount` (the sized value, short), its `cost` and its `tokens`.
+    Each also says its `amount` (the sized value as a label), a `short` form of it for a narrow
+    bar, its `cost` and its `tokens`.
 
     A path's children never exceed it (inclusive covers them), so they nest; what is left of a
     parent's span is its own rounds. Unpriced paths get no width in the cost icicle (their tokens
@@ -173,8 +184,19 @@ def icicle_frame(agent_map: AgentMap, value: Literal["cost", "tokens"] = "cost")
     roots = by_parent.get((), [])
     _place(by_parent, roots, (0.0, 1.0), sum(r.value for r in roots), value, rows)
     return pd.DataFrame(
-        rows, columns=["path", "agent", "depth", "x0", "x1", "value", "amount", "cost", "tokens"]
+        rows, columns=["path", "agent", "depth", "x0", "x1", "value", "amount", "short", "cost", "tokens"]
     )
+
+
+def _icicle_amounts(usage: Usage, value: Literal["cost", "tokens"]) -> tuple[str, str]:
+    """A bar's amount and a shorter form of it, each saying what it counts: tokens in and out
+    apart, as the Costs header counts them (`30.1K in · 1,338 out`), else their sum labelled as one
+    (`31.4K in+out`); a cost as a chart label (`$0.0348`)."""
+    if value == "cost":
+        text = figures.chart_label(figures.money(usage.cost))
+        return text, text
+    tokens_in, tokens_out = fmt.compact_count(usage.input_tokens), fmt.compact_count(usage.output_tokens)
+    return f"{tokens_in} in · {tokens_out} out", f"{fmt.compact_count(usage.total_tokens)} in+out"
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +211,7 @@ def _place(
     items: Iterable[_Slice],
     span: tuple[float, float],
     total: float,
-    value: str,
+    value: Literal["cost", "tokens"],
     rows: list[dict[str, object]],
 ) -> None:
     if total <= 0:
@@ -200,14 +222,10 @@ def _place(
         if share <= 0:
             continue
         usage = item.usage
-        text = (
-            fmt.compact_usd(usage.cost)
-            if value == "cost"
-            else f"{fmt.compact_count(usage.total_tokens)} tokens"
-        )
+        text, short = _icicle_amounts(usage, value)
         rows.append(
             {"path": " > ".join(item.path), "agent": item.path[-1], "depth": len(item.path) - 1, "x0": x,
-             "x1": x + share, "value": item.value, "amount": text, "cost": usd(usage),
+             "x1": x + share, "value": item.value, "amount": text, "short": short, "cost": usd(usage),
              "tokens": usage.total_tokens}
         )  # fmt: skip
         # Children share the parent's span in proportion to the parent's inclusive value.

@@ -39,7 +39,7 @@ TABLES = {
     "costs_tool": {"delegation tool", "delegations"},
     "costs_model": {"model", "rounds"},
     "costs_conversation": {"conversation", "traces"},
-    "costs_top": {"delegation tool", "total USD"},
+    "costs_top": {"delegation tool", "own cost USD", "inclusive cost USD"},
     "failures_table": {"kind", "reason", "task", "error"},
     "failures_groups": {"kind", "reason", "handoffs"},
     "compare_costs": {"measure", "B − A"},
@@ -127,7 +127,7 @@ def test_trace_page_numbers(open_page: OpenPage, two_traces: MemoryTraceSource) 
     assert delegations.loc["coder", "reason"] == DENY_RULE
     assert delegations.loc["researcher", "attempts"] == 2
     nodes = _frame(at, "trace_nodes")
-    assert nodes.loc[0, "own cost"] == "$0.3750" and nodes.loc[0, "inclusive cost"] == fmt.usd(TOTAL_COST)
+    assert nodes.loc[0, "own cost"] == "$0.375000" and nodes.loc[0, "inclusive cost"] == fmt.usd(TOTAL_COST)
     assert set(_frame(at, "trace_checks")["result"]) == {"ok"}
     budgets = _frame(at, "trace_budgets").set_index("loop")
     assert budgets.loc["writer #1", "turns"] == "2 / 2 (100%)"

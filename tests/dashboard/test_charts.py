@@ -91,7 +91,7 @@ def test_the_icicle_is_labelled_and_holds_every_path(demo: Any) -> None:
     text = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "text")
     assert text["encoding"]["text"]["field"] == "text"
     labels = charts.icicle_labels(by_tokens).set_index("path")["text"]
-    assert labels["triage"].startswith("triage\n") and labels["triage"].endswith(" tokens")
+    assert labels["triage"].startswith("triage\n") and labels["triage"].endswith(" out")
     widest = by_tokens.assign(w=by_tokens["x1"] - by_tokens["x0"]).set_index("path")["w"]
     assert all(
         labels[p] == "" or len(labels[p].split("\n")[0]) <= widest[p] * charts.CHARS_PER_SHARE

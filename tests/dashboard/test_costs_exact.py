@@ -214,7 +214,7 @@ def test_page_separates_priced_unpriced_and_estimated(open_page: OpenPage) -> No
     assert models.loc["local-llm", "cost USD"] == fmt.UNPRICED
     conversations = _table(at, "conversation", "traces").value.set_index("conversation")
     assert conversations.loc["conv-2", "cost USD"] == TOTAL_COST
-    top = _table(at, "delegation tool", "total USD").value
+    top = _table(at, "delegation tool", "inclusive cost USD").value
     assert top.iloc[0]["delegation tool"] == "delegate.researcher"
     estimated = shown(_table(at, "agent", "inclusive cost USD")).set_index("agent")
     assert estimated.loc["planner", "inclusive estimated USD"].startswith("≈ $")

@@ -93,7 +93,7 @@ def test_denied_handoff_reads_not_run_on_the_graph(demo: Demo) -> None:
 
 
 def test_money_attributes_read_as_dollars_not_float_noise() -> None:
-    assert fmt.attribute_text(c.JANUX_ROUND_COST, 0.0038639499999999997) == "$0.003864"
+    assert fmt.attribute_text(c.JANUX_ROUND_COST, 0.0038639499999999997) == "$0.00386395"
     assert fmt.attribute_text("gen_ai.request.temperature", 0.1 + 0.2) == "0.3"
     assert fmt.attribute_text("janux.turn.rounds", 2) == "2"
     assert fmt.attribute_text("flag", True) == "True"
@@ -175,22 +175,25 @@ def test_the_handoff_chart_colours_each_attempt_by_how_it_ended(demo: Demo) -> N
         f"{d.tool} · attempt 2/2: completed · {fmt.ms(d.attempts[1].duration_ms)}",
     ]
     assert list(frames.edges["dashed"]) == [True, True, False, False]  # the failed attempt's elbow
-    # The span shown in the detail is outlined on the graph: that attempt's loop, nothing else.
+    # A click on a diamond selects the attempt it is labelled with (the failed attempt 1/2 never
+    # opens the delegation, which completed), and that attempt's marks are outlined: its loop and
+    # its diamond, nothing else.
+    assert list(handoffs["span_id"]) == [a.span_id for a in d.attempts]
     outlined = handoff_frames(view, selected=d.attempts[0].span_id).points
-    assert list(outlined[outlined["selected"]]["kind"]) == ["loop"]
+    assert list(outlined[outlined["selected"]]["kind"]) == ["loop", "handoff"]
     assert not handoff_frames(view).points["selected"].any()
 
 
 def test_every_mark_of_the_handoff_chart_selects_a_span_of_its_trace(demo: Demo) -> None:
     """A click on any loop, handoff or handoff that never ran selects a span the detail can show:
-    the loop's, else the delegation's tool span."""
+    the loop's, a retried delegation's attempt, else the delegation's tool span."""
     from janux.dashboard.views.handoff_chart import handoff_frames
 
     for name in ("retry_then_success", "nested_delegation", "denied_max_depth", "transfer_to_specialist"):
         view = _view(demo, name)
         points = handoff_frames(view).points
         assert all(view.span(span_id) is not None for span_id in points["span_id"]), name
-        tools = {d.tool_span_id for d in view.delegations if d.tool_span_id}
+        tools = {d.tool_span_id for d in view.delegations if d.tool_span_id and d.attempt_count <= 1}
         assert tools <= set(points["span_id"]), name
         if name == "denied_max_depth":
             (note,) = points[points["kind"] == "not run"].itertuples()

@@ -126,11 +126,11 @@ def _views(spans: list[SpanRecord]) -> list[TraceView]:
 
 def test_one_money_rule_for_the_pages_and_the_cli() -> None:
     # Summing rounds' float costs gives 0.00028649999999999997 where the amount is 0.0002865;
-    # `janux trace --json` carries it without the noise. Every text of it reads the same, rounded
-    # half-even (a tie goes to the even digit).
+    # `janux trace --json` carries it without the noise. Every text of it reads the same exact
+    # digits (at least six decimals, so a column lines up), and a CSV keeps those digits.
     noisy = 0.00028649999999999997
     rounded = round(noisy, 12)
     texts = {fmt.usd(noisy), fmt.usd(rounded), cells.money_text(noisy), cells.money_text(rounded)}
-    assert texts == {"$0.000286"}
-    assert fmt.usd(1234.56785) == "$1,234.5678" and cells.money_text(-0.0000015) == "-$0.000002"
+    assert texts == {"$0.0002865"}
+    assert fmt.usd(1234.56785) == "$1,234.567850" and cells.money_text(-0.0000015) == "-$0.0000015"
     assert fmt.usd(float("inf")) == "$inf"  # never an exception from the rounding

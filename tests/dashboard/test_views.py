@@ -24,7 +24,7 @@ from tests.support.contract_traces import TOTAL_COST, contract_root, contract_tr
 def test_money_never_shows_unknown_as_zero() -> None:
     assert fmt.usd(None) == "unpriced"
     assert fmt.usd(0.0) == "$0.000000"
-    assert fmt.usd(1.5) == "$1.5000"
+    assert fmt.usd(1.5) == "$1.500000"
     assert fmt.usd(0.002, estimated=True) == "≈ $0.002000 (est.)"
     assert fmt.ms(None) == "open" and fmt.ms(1234.4) == "1,234 ms"
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 from janux.tracing import conventions as c
 from janux.tracing.analysis import outcomes
 from janux.tracing.analysis.handoff_tree import HandoffTree
@@ -39,6 +42,54 @@ def failure_reason(kind: str, *candidates: str | None) -> str:
     if kind == "timeout":
         return c.ERROR_TIMEOUT
     return outcomes.reason_name(next((value for value in candidates if value), kind))
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What decided how a failed, denied, cut, fallback, timed-out or retried handoff ended: the
+    failed-handoff screen's "Decided by" banner, one shape for every kind."""
+
+    by: Literal["rule", "budget line", "error", "missing end"]
+    """What kind of thing decided it: a policy rule, a budget line, an error, or no end at all."""
+    name: str
+    """The rule (`denied_tools`), the budget line (`max_turns`), the error type (`rate_limited`,
+    `timeout`) or `missing HANDOFF_END`; one name per reason (`outcomes.reason_name`)."""
+    message: str | None = None
+    """The error message recorded with it, whole; None when none was."""
+    attempt: int | None = None
+    """The attempt it happened in, when one attempt decided it (a failed or timed-out attempt)."""
+
+    @property
+    def text(self) -> str:
+        """`Decided by error: rate_limited (attempt 1): the provider said 429`."""
+        where = f" (attempt {self.attempt})" if self.attempt is not None else ""
+        message = f": {self.message}" if self.message else ""
+        return f"Decided by {self.by}: {self.name}{where}{message}"
+
+
+def decided_by(delegation: Delegation) -> Decision | None:
+    """Why a handoff ended as it did, for every kind the Failures page lists (`failure_kind`): the
+    rule that denied it, the budget line that cut it, the error (type and message) of the attempt
+    that failed or timed out, or its missing end; None for a handoff that did not go wrong."""
+    d = delegation
+    timeouts = sum(1 for a in d.attempts if a.error_type == c.ERROR_TIMEOUT)
+    failed = [a for a in d.attempts if a.status == "error"]
+    kind = failure_kind(d.status, timeouts, bool(failed))
+    if kind is None:
+        return None
+    if d.deny_reason:
+        return Decision("rule", outcomes.reason_name(d.deny_reason), d.error)
+    cut = next((a for a in d.attempts if a.stop_reason), None)
+    if d.stop_reason or cut is not None:
+        line = d.stop_reason or (cut.stop_reason if cut is not None else None) or ""
+        return Decision("budget line", line, d.error, cut.number if cut is not None else None)
+    if kind == "open":
+        return Decision("missing end", MISSING_END)
+    last = next((a for a in reversed(failed) if a.error_type == c.ERROR_TIMEOUT), None) if timeouts else None
+    last = last or (failed[-1] if failed else None)
+    error_type = (last.error_type if last is not None else None) or d.error_type or kind
+    message = (last.error if last is not None else None) or d.error
+    return Decision("error", outcomes.reason_name(error_type), message, last.number if last else None)
 
 
 def _reason(delegation: Delegation, kind: FailureKind) -> str:

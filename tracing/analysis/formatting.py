@@ -4,51 +4,48 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import Decimal
 
+from janux.tracing.analysis import figures
 from janux.tracing.analysis.trace_parts import Usage
-from janux.usage import COST_DECIMALS
 
 UNPRICED = "unpriced"
 """Shown where no price is known."""
 
 
-MONEY_DECIMALS = 6
-"""USD amounts below $0.01 are shown and printed with this many decimals (larger ones with 4)."""
+MONEY_DECIMALS = figures.MONEY_DECIMALS
+"""Fewest decimals of an exact USD amount (the one rule: `figures.exact_usd`)."""
 
-EXPORT_DECIMALS = 10
-"""USD amounts in CSV and JSON keep this many decimals: enough for a fraction of a micro-dollar per
-round, few enough that no float noise survives."""
+EXPORT_DECIMALS = figures.EXPORT_DECIMALS
+"""Most decimals of an exact USD amount, on a page, in a CSV and in JSON alike."""
 
 
 def money_decimal(value: float, decimals: int = MONEY_DECIMALS) -> Decimal:
-    """The one money rounding rule: the amount rounded to `COST_DECIMALS` first (float noise such as
-    0.00028649999999999997 is 0.0002865), then half-even to `decimals` places, so $0.0002865 reads
-    $0.000286 wherever it is shown: the page, the CSV, the JSON and the command line."""
-    exact = Decimal(repr(round(float(value), COST_DECIMALS)))
-    return exact.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_EVEN)
+    """An amount by the one money rule (float noise removed first, `figures.rounded_usd`) rounded
+    half-even to `decimals` places."""
+    return figures.rounded_usd(value, decimals)
 
 
 def money(value: float) -> float:
-    """A USD amount as exported in CSV and JSON: `money_decimal` to `EXPORT_DECIMALS` as a float, so
-    no float noise (`0.03147250000000001`) reaches a file and no audited digit is lost."""
-    return float(money_decimal(value, EXPORT_DECIMALS))
+    """A USD amount as a raw JSON number: the exact amount (`figures.exact_usd`) as a float, so no
+    float noise (`0.03147250000000001`) reaches a file and no audited digit is lost."""
+    return float(figures.exact_usd(value))
 
 
 def dollars(amount: float, digits: int) -> str:
-    """`$1,234.5678`: the text of an amount by the one money rule (`money_decimal` to `digits`), so
-    a page, a CSV and `janux trace` never differ in the last digit."""
+    """`$1,234.5678`: an amount rounded by the one money rule to `digits` decimals."""
     if not math.isfinite(amount):  # no amount to round (a sentinel leaking through): say what it is
         return f"${amount}"
     return f"${money_decimal(amount, digits):,.{digits}f}"
 
 
 def usd(value: float | None, *, estimated: bool = False) -> str:
-    """`$0.001234`, `≈ $0.0012 (est.)` or `unpriced` (rounded by `money_decimal`)."""
+    """`$0.0013825`, `≈ $0.001200 (est.)` or `unpriced`: the exact amount (`figures.page_text`)."""
     if value is None:
         return UNPRICED
-    text = dollars(value, MONEY_DECIMALS if abs(value) < 0.01 else 4)
-    return f"≈ {text} (est.)" if estimated else text
+    if not math.isfinite(value):  # no amount to round (a sentinel leaking through): say what it is
+        return f"${value}"
+    return figures.page_text(figures.money(value, estimated=estimated))
 
 
 def exact_usd(value: float | None) -> str:
@@ -62,31 +59,17 @@ def exact_usd(value: float | None) -> str:
 
 
 def compact_usd(value: float | None, *, estimated: bool = False) -> str:
-    """A headline's short amount: three significant digits below $1 (`$0.0348`, `$0.000076`), cents
-    up to $1,000 (`$12.35`), whole dollars up to a million (`$1,234`), then `$1.23M`; rounded by
-    `money_decimal`. The exact amount (`usd`) goes in the headline's help."""
+    """A headline's short amount (`figures.chart_label`): `$0.0348`, `$0.000076`, `$12.35`, `$1,234`,
+    `$1.23M`. The exact amount (`usd`) goes in the headline's help."""
     if value is None or not math.isfinite(value):
         return usd(value, estimated=estimated)
-    size = abs(value)
-    if size >= 1_000_000:
-        text = f"${money_decimal(value / 1_000_000, 2):,.2f}M"
-    elif size >= 1_000:
-        text = dollars(value, 0)
-    elif size >= 1 or size == 0:
-        text = dollars(value, 2)
-    else:
-        digits = min(MONEY_DECIMALS, 2 - math.floor(math.log10(size)))
-        text = dollars(value, max(digits, 2))
-    return f"≈ {text} (est.)" if estimated else text
+    return figures.chart_label(figures.money(value, estimated=estimated))
 
 
 def compact_count(n: int) -> str:
-    """A headline's short count: exact below 10,000 (`1,404`), then `31.5K`, `1.2M`, `3.4B`; the
-    exact count goes in the headline's help."""
-    for scale, suffix in ((1_000_000_000, "B"), (1_000_000, "M"), (1_000, "K")):
-        if abs(n) >= 10_000 and round(abs(n) / scale, 1) >= 1:
-            return f"{n / scale:,.1f}{suffix}"
-    return f"{n:,}"
+    """A headline's short count (`figures.compact_number`): exact below 10,000 (`1,404`), then
+    `31.5K`, `1.2M`, `3.4B`; the exact count goes in the headline's help."""
+    return figures.compact_number(n)
 
 
 NO_USAGE = "—"
@@ -108,11 +91,10 @@ def usage_cost(usage: Usage) -> str:
 
 
 def usage_cost_full(usage: Usage) -> str:
-    """Cost plus the unpriced tokens beside it (`$0.12 + 300 unpriced tokens`)."""
-    text = usage_cost(usage)
-    if usage.unpriced_tokens and usage.total_cost is not None:
-        return f"{text} + {usage.unpriced_tokens:,} unpriced tokens"
-    return text
+    """Cost plus the unpriced tokens beside it (`$0.12 + 300 unpriced tokens`): `figures.cost`."""
+    if usage.total_cost is None:
+        return usage_cost(usage)
+    return figures.page_text(figures.cost(usage))
 
 
 def tokens(usage: Usage) -> str:
@@ -134,10 +116,8 @@ def token_pair(usage: Usage) -> str:
 
 
 def ms(value: float | None) -> str:
-    """`1,234 ms`, `1.2 ms`, or `open` when the span has no end."""
-    if value is None:
-        return "open"
-    return f"{value:,.1f} ms" if value < 10 else f"{value:,.0f} ms"
+    """`1,234 ms`, `1.2 ms`, or `open` when the span has no end (`figures.duration_ms`)."""
+    return figures.page_text(figures.duration_ms(value))
 
 
 def utc(unix_ns: int) -> str:

@@ -23,6 +23,7 @@ from typing import Any, Final
 import pandas as pd
 from pandas.io.formats.style import Styler
 
+from janux.tracing.analysis import figures
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis.trace_parts import Usage
 
@@ -85,9 +86,21 @@ def money_text(value: Any, *, estimated: bool = False, signed: bool = False) -> 
         return fmt.UNPRICED
     if amount == UNKNOWN:
         return fmt.UNKNOWN
+    text = figures.page_text(figures.money(abs(amount)))
     sign = ("+" if amount > 0 else "-" if amount < 0 else "") if signed else ("-" if amount < 0 else "")
-    text = f"{sign}{fmt.dollars(abs(amount), fmt.MONEY_DECIMALS)}"
-    return f"≈ {text}" if estimated else text
+    return f"≈ {sign}{text}" if estimated else f"{sign}{text}"
+
+
+def figure(value: Any, *, estimated: bool = False) -> figures.Figure:
+    """The figure a money cell holds (`UNPRICED`, `UNKNOWN` and missing cells keep their state)."""
+    if _missing(value):
+        return figures.money(None)
+    amount = float(value)
+    if amount == UNKNOWN:
+        return figures.money(None, unknown=True)
+    if amount == UNPRICED:
+        return figures.Figure(figures.Kind.MONEY, figures.State.UNPRICED)
+    return figures.money(amount, estimated=estimated)
 
 
 def money_metric(value: float | None, *, estimated: bool = False) -> str:
@@ -130,17 +143,33 @@ def _count(value: Any) -> Any:
     return int(value)
 
 
+RATE_SUFFIX: Final = "rate"
+"""Columns whose name ends with this hold shares (0..1), shown as percentages (`43.8%`)."""
+
+
+def is_rate(column: object) -> bool:
+    """True for a rate column (its name ends with `rate`): a share kept as a number, shown as
+    `figures.page_text` shows a rate, so a table reads what the map's labels and panels read."""
+    return isinstance(column, str) and column.endswith(RATE_SUFFIX)
+
+
+def rate_text(value: Any) -> str:
+    """`43.8%`, or `—` for a missing share."""
+    return MISSING if _missing(value) else figures.page_text(figures.share(float(value)))
+
+
 def _formatter(column: str) -> Any:
     estimated, signed = ESTIMATED_MARK in column, DELTA_MARK in column
     return lambda value: money_text(value, estimated=estimated, signed=signed)
 
 
 def money_styler(frame: pd.DataFrame) -> Styler:
-    """The frame with its money columns, and token columns holding an unknown count, rendered as
-    text (the numbers underneath still sort)."""
+    """The frame with its money columns, rate columns, and token columns holding an unknown count,
+    rendered as text (the numbers underneath still sort)."""
     money = {col: _formatter(col) for col in frame.columns if is_money(col)}
     counts = {col: token_text for col in frame.columns if is_tokens(col) and frame[col].dtype == object}
-    return frame.style.format({**money, **counts})
+    rates = {c: rate_text for c in frame.columns if is_rate(c) and pd.api.types.is_float_dtype(frame[c])}
+    return frame.style.format({**money, **counts, **rates})
 
 
 def without_empty_estimates(frame: pd.DataFrame) -> pd.DataFrame:
@@ -149,20 +178,32 @@ def without_empty_estimates(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def export_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """A copy for CSV: `UNPRICED` cells become the word `unpriced`, missing cells stay empty."""
+    """A copy for CSV, every cell by `figures.csv_value`: money as the exact digits the page shows
+    (`0.0000756`, never `7.56e-05`), `unpriced` and `unknown` spelled out, missing cells empty; any
+    other float in plain notation too."""
     out = frame.copy()
     for col in out.columns:
-        if is_money(col) or (is_tokens(col) and out[col].dtype == object):
-            out[col] = [_export(v) for v in out[col]]
+        if is_money(col):
+            values = [figures.csv_value(figure(v)) for v in out[col]]
+            out[col] = pd.Series(values, index=out.index, dtype=object)
+        elif is_tokens(col) and out[col].dtype == object:
+            out[col] = pd.Series([_export_count(v) for v in out[col]], index=out.index, dtype=object)
+        elif pd.api.types.is_float_dtype(out[col]) or out[col].dtype == object:
+            out[col] = pd.Series([_export_other(v) for v in out[col]], index=out.index, dtype=object)
     return out
 
 
-def _export(value: Any) -> Any:
-    if value == UNPRICED:
-        return fmt.UNPRICED
-    if value == UNKNOWN:
-        return fmt.UNKNOWN
-    return None if _missing(value) else fmt.money(value)
+def _export_count(value: Any) -> Any:
+    if _missing(value):
+        return None
+    return fmt.UNKNOWN if value == UNKNOWN else int(value)
+
+
+def _export_other(value: Any) -> Any:
+    """A float of any other column in plain notation (`0.0000756`); other values as they are."""
+    if not isinstance(value, float) or math.isinf(value):
+        return value
+    return None if math.isnan(value) else figures.plain_decimal(value)
 
 
 def csv_bytes(frame: pd.DataFrame) -> bytes:

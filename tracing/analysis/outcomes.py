@@ -22,6 +22,10 @@ failed). Never used for "unknown" or "no limit"."""
 UNKNOWN: Final = "unknown"
 """Rounds ran but their usage could not be read: never 0 and never "—"."""
 
+NO_USAGE_REPORTED: Final = "no usage reported"
+"""A model round that recorded no usage at all (a failed call usually reports none): a round all
+the same, its tokens unknown, never 0."""
+
 REASON_ALIASES: Final = {"rate_limit": c.DENY_RATE_LIMITED, "ratelimited": c.DENY_RATE_LIMITED}
 """Spellings of one reason that writers use, mapped to the one name every page shows."""
 RETRIED: Final = "retried"

@@ -278,7 +278,8 @@ class BudgetBurn:
     max_tokens: int | None
     """`janux.budget.max_tokens`."""
     ms_used: float | None
-    """Wall clock of the delegation (else the attempt); None while open."""
+    """Wall clock held to `max_ms`: the whole delegation's when a time budget is set (it covers
+    retries), else the attempt's own; None while open."""
     max_ms: float | None
     """`janux.budget.max_ms`."""
     stop_reason: str | None

@@ -23,7 +23,7 @@ def test_agent_map_node_and_edge_click_through(served: Served, page: Page) -> No
     _open(page, f"{served.url}/agent-map", "Agent map")
     graph = page.locator("[data-testid='stVegaLiteChart'] svg")
     expect(graph.get_by_text("researcher", exact=True).first).to_be_visible(timeout=UI_WAIT_MS)
-    expect(graph.get_by_text(f"{edge.count}× · {edge.failure_rate:.0%} failed").first).to_be_visible()
+    expect(graph.get_by_text(f"{edge.count}× · {edge.failure_rate:.1%} failed").first).to_be_visible()
     _shot(page, "agent-map")
     # One click on an agent's dot, then on an edge's diamond, inspects it (as the selector would).
     expect(page.get_by_text("Newest traces of triage", exact=False)).to_be_visible(timeout=UI_WAIT_MS)

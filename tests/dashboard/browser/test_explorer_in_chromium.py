@@ -208,9 +208,9 @@ def test_audit_a_delegation_cost_from_the_costs_page_to_its_loop(served: Served,
     # The Costs page's sections are tabs one can link to.
     page.goto(f"{served.url}/costs?costs_section=Inclusive+%26+costliest+delegations")
     _heading(page, "Costs")
-    top = _table(page, "delegation tool", "total USD")
+    top = _table(page, "delegation tool", "inclusive cost USD")
     rows = _rows(top)
-    assert float(rows[1][rows[0].index("total USD")]) == costliest.cost.total_cost
+    assert float(rows[1][rows[0].index("inclusive cost USD")]) == costliest.cost.total_cost
     _click_row(page, top, 0)
     _heading(page, "Trace")
     expect(page).to_have_url(re.compile(f"trace_id={view.trace_id}.*span={costliest.tool_span_id}"))

@@ -108,7 +108,7 @@ def test_memory_source_from_facts_answers_as_the_store_and_clickhouse(tmp_path: 
 
 
 def test_one_money_rule_for_text_csv_and_json() -> None:
-    """Half-even on the shortest decimal form: 6 decimals shown, 10 in files; no float noise anywhere."""
+    """One exact form (at least 6 decimals, at most 10) on pages, in files and in JSON; no float noise."""
     import pandas as pd
 
     from janux.tracing.analysis import formatting, money_cells
@@ -118,9 +118,9 @@ def test_one_money_rule_for_text_csv_and_json() -> None:
     assert json_cell(noisy) == 0.0314725
     assert json_cell(0.1 + 0.2) == 0.3
     assert formatting.money(0.0002865) == 0.0002865  # files keep every audited digit
-    assert formatting.usd(0.0002865) == "$0.000286"  # half-even: a tie goes to the even digit
-    assert money_cells.money_text(0.0002865) == "$0.000286"
+    assert formatting.usd(0.0002865) == "$0.0002865"  # the page shows the digits the file keeps
+    assert money_cells.money_text(0.0002865) == "$0.0002865"
     assert formatting.money(0.0038639499999999997) == 0.00386395
-    assert formatting.usd(0.0038639499999999997) == "$0.003864"
+    assert formatting.usd(0.0038639499999999997) == "$0.00386395"
     csv = money_cells.csv_bytes(pd.DataFrame({"cost USD": [noisy, 0.1 + 0.2]})).decode()
-    assert csv.splitlines()[1:] == ["0.0314725", "0.3"]
+    assert csv.splitlines()[1:] == ["0.0314725", "0.300000"]
