@@ -451,6 +451,10 @@ graph node, a runnable; `traceloop.span.kind` task): plain structure."""
 OP_AGENT_HANDOFF: Final = "agent_handoff"
 """`gen_ai.operation.name` the OTel OpenAI Agents bridge gives a handoff span (a transfer)."""
 
+OP_HANDOFF: Final = "handoff"
+"""`gen_ai.operation.name` OpenLLMetry's OpenAI Agents instrumentation gives a handoff span (a transfer,
+often without its target: then the next agent run that starts after it)."""
+
 OP_UNKNOWN: Final = "unknown"
 """`gen_ai.operation.name` the OTel OpenAI Agents bridge gives the SDK's task and turn spans."""
 

@@ -28,6 +28,7 @@ NAMES = (
     "llamaindex_openinference",
     "langgraph_openllmetry",
     "strands_graph_fanin",
+    "openai_agents_openllmetry",
 )
 """Every committed fixture (`smolagents_openinference`, `strands` and `openllmetry` are hand-built)."""
 
