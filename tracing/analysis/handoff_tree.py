@@ -15,7 +15,13 @@ from janux.tracing import conventions as c
 from janux.tracing.analysis import spanread as sr
 from janux.tracing.analysis.readers.spans import error_text
 from janux.tracing.analysis.readers.structure import LOOSE_AGENT as LOOSE_AGENT
-from janux.tracing.analysis.readers.structure import Structure, edge_status, is_janux_trace, structure
+from janux.tracing.analysis.readers.structure import (
+    RETRIED_ERROR,
+    Structure,
+    edge_status,
+    is_janux_trace,
+    structure,
+)
 from janux.tracing.analysis.span_index import NO_PARENT, SpanIndex
 from janux.tracing.analysis.trace_parts import AgentNode, Attempt, Delegation
 from janux.tracing.records import attr_int, attr_str
@@ -101,6 +107,9 @@ def _outcomes_from_facts(s: Structure, tree: HandoffTree) -> None:
         status, error = edge_status(s, edge)
         delegation.status = status
         delegation.error = error if error is not None else delegation.error
+        for attempt in delegation.attempts:  # an attempt the library re-ran inside itself failed
+            if s.loops[attempt.node].retried and attempt.status == "ok":
+                attempt.status, attempt.error = "error", RETRIED_ERROR
 
 
 def describe_tree(index: SpanIndex, tree: HandoffTree) -> None:

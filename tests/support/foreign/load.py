@@ -29,6 +29,7 @@ NAMES = (
     "langgraph_openllmetry",
     "strands_graph_fanin",
     "openai_agents_openllmetry",
+    "crewai_openllmetry",
 )
 """Every committed fixture (`smolagents_openinference`, `strands` and `openllmetry` are hand-built)."""
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from janux.tracing import conventions as c
-from janux.tracing.analysis.readers.structure import structure_facts
+from janux.tracing.analysis.readers.structure import RETRIED_ERROR, structure_facts
+from janux.tracing.analysis.trace_view import reconstruct
 from janux.tracing.records import STATUS_ERROR, SpanRecord
 from tests.support.otlp_build import record
 
@@ -76,9 +77,28 @@ def test_an_agent_rerun_inside_itself_is_attempts_of_one_delegation() -> None:
         assert (facts.input_tokens, facts.agents[3].input_tokens) == (17, 7)
 
 
+def test_a_rerun_that_is_the_same_operation_again_is_an_attempt_and_the_rerun_ones_failed() -> None:
+    # Each run ends ok (the re-run inside it answered), did nothing of its own before it, and is the
+    # same operation again (same span name): the library's retries, the re-run ones failed.
+    spans = [agent("a", "", "lead", 0, 1000), chat("b", "a", 10), agent("c", "a", "worker", 100, 900),
+             agent("d", "c", "worker", 200, 890), agent("e", "d", "worker", 300, 880),
+             chat("f", "e", 310)]  # fmt: skip
+    facts = structure_facts(spans)
+    assert edges(spans) == [("lead", "worker", "delegate", "completed", 3, "recorded")]
+    assert [a.status for a in facts.agents] == ["ok", "error", "error", "ok"]
+    assert facts.agents[1].error == RETRIED_ERROR and facts.agents[3].error is None
+    view = reconstruct(spans)
+    assert [a.status for a in view.delegations[0].attempts] == ["error", "error", "ok"]
+
+
 def test_an_agent_wrapped_twice_is_one_run_and_a_self_delegation_by_tool_stays_one() -> None:
-    wrapped = [agent("a", "", "lead", 0, 100), agent("b", "a", "lead", 1, 99), chat("c", "b", 5)]
-    assert [a.name for a in structure_facts(wrapped).agents] == ["lead"]
+    # Another layer (another span name) around the same run, nothing done between: one run.
+    named = {**AGENT, c.GEN_AI_AGENT_NAME: "lead"}
+    outer = record("a" * 16, "x" * 16, "invoke_agent lead", named, start=10, duration=100)
+    inner = record("b" * 16, "a" * 16, "lead.workflow", named, start=11, duration=98)
+    wrapped = [agent("x", "", "boss", 0, 200), outer, inner, chat("c", "b", 15)]
+    facts = structure_facts(wrapped)
+    assert ([a.name for a in facts.agents], facts.attempts) == (["boss", "lead"], 1)
     recursive = [agent("a", "", "lead", 0, 100), chat("b", "a", 1), tool("c", "a", "again", 20, 90),
                  agent("d", "c", "lead", 21, 89), chat("e", "d", 22)]  # fmt: skip
     assert edges(recursive) == [("lead", "lead", "delegate", "completed", 1, "tool nesting")]
@@ -171,3 +191,15 @@ def test_a_handoff_without_target_is_resolved_by_the_next_run_after_it() -> None
         ("lead", "helper", "delegate", "completed", 1, "time containment"),
     ]
     assert structure_facts(spans).root_agent == "billing"
+
+
+def test_real_libraries_retries_nested_and_model_calls_not_recorded() -> None:
+    from tests.support.foreign.load import cases
+
+    nested = [case for case in cases() if case.fixture == "crewai_openllmetry"]
+    assert {case.truth["scenario"] for case in nested} == {"delegation", "retry"}
+    for case in nested:  # agent spans name their model; no model span, no usage anywhere
+        facts = structure_facts(case.spans)
+        assert (facts.input_tokens, facts.coverage) == (None, ["model calls not recorded"])
+    retry = next(case for case in nested if case.truth["scenario"] == "retry")
+    assert [a.status for a in structure_facts(retry.spans).agents] == ["ok", "error", "error", "ok"]

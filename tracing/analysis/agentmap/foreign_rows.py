@@ -38,6 +38,7 @@ from janux.tracing.analysis.readers.structure import (
     Structure,
     StructureFacts,
     facts_of,
+    loop_status,
     structure,
 )
 from janux.tracing.analysis.span_index import NO_PARENT, build_index
@@ -97,7 +98,7 @@ class _Writer:
             duration, status, error_type = 0, "ok", None
         else:
             start, duration = span.start_ns, span.duration_ns
-            status, error_type = span.status, attr_str(span.attributes, c.ERROR_TYPE)
+            status, error_type = loop_status(s, loop), attr_str(span.attributes, c.ERROR_TYPE)
         parent = self.loop_ids[loop.parent] if loop.parent is not None else ""
         return _row(LinkRow, (
             s.index.trace_id, self.loop_ids[number], parent, ROLE_AGENT, start, duration, loop.name, status,

@@ -45,6 +45,9 @@ class Loop:
     """Positions of its own inference spans."""
     edges: list[int] = field(default_factory=list)
     """Edges it started, in start order."""
+    retried: bool = False
+    """True when the library ran the same agent again inside this run (`structure`'s retries): this
+    attempt failed, whatever its span's status says."""
 
 
 @dataclass(slots=True)
@@ -101,6 +104,9 @@ class Structure:
         """The role of the span at `pos`."""
         return self.kinds[pos][0]
 
+
+RETRIED_ERROR: Final = "run again by the library (this attempt failed)"
+"""Error text of an attempt the library re-ran inside itself and whose span records no error."""
 
 UNNAMED_AGENT = "(unnamed agent)"
 """Name of an agent loop whose span carries no agent name."""

@@ -42,6 +42,9 @@ from janux.tracing.analysis.readers.loops import (
     LOOSE_AGENT as LOOSE_AGENT,
 )
 from janux.tracing.analysis.readers.loops import (
+    RETRIED_ERROR as RETRIED_ERROR,
+)
+from janux.tracing.analysis.readers.loops import (
     UNNAMED_AGENT as UNNAMED_AGENT,
 )
 from janux.tracing.analysis.readers.loops import (
@@ -292,15 +295,20 @@ class _Builder:
         s.edges[edge].attempts.append(index)
 
     def _retry(self, pos: int, outer: int) -> bool:
-        """An agent run nested in a loop of the same agent, with no tool call between, after that
-        loop did work of its own (model calls, delegations), is the library re-running the agent
-        (CrewAI's task retries): another attempt of the edge that started the loop. False when the
-        loop did nothing yet (the same run wrapped twice) or nothing started it (then it is that
-        loop)."""
+        """An agent run nested in a loop of the same agent, with no tool call between, is the library
+        re-running the agent (CrewAI's task retries) when it is the same operation again (its span
+        has the loop's span name) or comes after the loop did work of its own (model calls,
+        delegations): another attempt of the edge that started the loop, which failed. False when it
+        is another layer around the same run (a workflow span inside an agent span: the run wrapped
+        twice) or nothing started the loop (then it is that loop)."""
         s = self.s
         first = s.loops[outer]
-        if first.via is None or not (first.calls or first.edges):
+        if first.via is None:
             return False
+        again = s.index.spans[pos].name == s.index.spans[first.pos].name
+        if not (again or first.calls or first.edges):
+            return False
+        first.retried = True
         index = len(s.loops)
         s.loops.append(Loop(pos=pos, name=first.name, parent=first.parent, via=first.via))
         s.loop_of[pos] = index
@@ -587,6 +595,26 @@ class StructureFacts:
 
 
 
+def loop_status(s: Structure, loop: Loop) -> str:
+    """`ok`, `error` or `open` of a loop: its span's, except that an attempt the library re-ran
+    inside itself failed (`Loop.retried`)."""
+    if loop.pos == NO_PARENT:
+        return "ok"
+    status = s.index.spans[loop.pos].status
+    return "error" if loop.retried and status == "ok" else status
+
+
+def loop_error(s: Structure, loop: Loop) -> str | None:
+    """Why a loop failed (its span's error text, else `RETRIED_ERROR` for a re-run attempt), None
+    when it did not."""
+    if loop.pos == NO_PARENT:
+        return None
+    span = s.index.spans[loop.pos]
+    if span.status_code == STATUS_ERROR:
+        return error_text(span)[0]
+    return RETRIED_ERROR if loop.retried else None
+
+
 def _agent_facts(s: Structure, depth: list[int]) -> list[AgentFacts]:
     found = []
     for number, loop in enumerate(s.loops):
@@ -599,11 +627,11 @@ def _agent_facts(s: Structure, depth: list[int]) -> list[AgentFacts]:
         found.append(
             AgentFacts(
                 name=loop.name, span_id=span.span_id if span else "", depth=depth[number],
-                status=span.status if span else "ok", input_tokens=tokens_in, output_tokens=tokens_out,
+                status=loop_status(s, loop), input_tokens=tokens_in, output_tokens=tokens_out,
                 calls=sum(1 for p, r in zip(loop.calls, reads, strict=True)
                           if r.usage != "failed" and p != loop.pos),  # the agent's own usage is no call
                 unread_calls=sum(1 for r in reads if r.usage in ("unread", "absent")),
-                error=error_text(span)[0] if span is not None and span.status_code == STATUS_ERROR else None,
+                error=loop_error(s, loop),
                 via=loop.via, parent_span_id=span.parent_span_id if span else "",
             )
         )
