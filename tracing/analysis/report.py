@@ -13,6 +13,7 @@ from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import money_cells as cells
 from janux.tracing.analysis import outcomes
 from janux.tracing.analysis import spanread as sr
+from janux.tracing.analysis.readers.structure import MODEL_CALLS_NOT_RECORDED
 from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.analysis.trace_view import TraceView
 
@@ -80,7 +81,7 @@ def _tree(view: TraceView) -> dict[str, list[dict[str, Any]]]:
     edges = [
         {"from": d.parent_node, "to": [a.node for a in d.attempts], "kind": d.kind, "tool": d.tool,
          "caller": d.caller, "target": d.target, "status": d.status, "attempts": d.attempt_count,
-         "error": d.error, "tool_span_id": d.tool_span_id, "usage": usage_json(d.cost)}
+         "error": d.error, "tool_span_id": d.tool_span_id, "usage": usage_json(d.cost), "found": d.found}
         for d in view.delegations
     ]  # fmt: skip
     return {"nodes": nodes, "edges": edges}
@@ -118,6 +119,8 @@ def trace_report(view: TraceView) -> dict[str, Any]:
     """Everything `janux trace --json` prints: the Trace page's numbers and its tree."""
     total = view.total
     usage = usage_json(total)
+    if MODEL_CALLS_NOT_RECORDED in view.tree.coverage:  # nothing carries usage: unknown, never 0
+        usage |= {"input_tokens": None, "output_tokens": None, "cost": None, "cost_kind": "unknown"}
     return {
         "trace_id": view.trace_id,
         "input_tokens": usage["input_tokens"],
@@ -140,6 +143,7 @@ def trace_report(view: TraceView) -> dict[str, Any]:
         "usage_read": _usage_read(view),
         "janux": view.is_janux,
         "checks": _checks(view),
+        "coverage": list(view.tree.coverage),
         "tree": _tree(view),
     }
 
@@ -169,7 +173,7 @@ def _tree_lines(nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> lis
         node_id, depth = stack.pop()
         node = nodes[node_id]
         edge = via.get(node_id)
-        how = f"{edge['kind']} via {edge['tool']} ({edge['status']}) -> " if edge else ""
+        how = f"{edge['kind']} via {edge['tool']} ({edge['status']}, {edge['found']}) -> " if edge else ""
         status = "" if node["status"] == "ok" else f" [{node['status']}]"
         lines.append(f"{fmt.indent(depth)}{how}{node['agent']}{status}: own {_usage_text(node['own'])}")
         stack.extend((child, depth + 1) for child in reversed(children.get(node_id, [])))
@@ -190,6 +194,8 @@ def render_tree(report: dict[str, Any]) -> str:
         if not edge["to"]:
             lines.append(f"    {edge['kind']} via {edge['tool']} -> {edge['target']} ({edge['status']})")
     lines.extend(_failure_line(failure) for failure in report["failures"])
+    if report["coverage"]:
+        lines.append("not read: " + "; ".join(report["coverage"]))
     if report["price_sources"]:
         lines.append("estimated costs (≈) from: " + "; ".join(report["price_sources"]))
     checks = sorted(report["checks"].items())

@@ -89,8 +89,8 @@ def stated_edges(truth: dict[str, Any]) -> list[tuple[str, str, str, str, int]]:
 
 def tokens(truth: dict[str, Any]) -> tuple[int | None, int | None]:
     """(input, output) tokens of the rebuilt trace by the truth: None when no call's usage can be
-    read (unknown)."""
-    if truth["inference_calls"] == 0 and truth["unread_calls"]:
+    read, or agents ran and no model call was recorded (unknown, never 0)."""
+    if truth["inference_calls"] == 0 and (truth["unread_calls"] or truth["agents"]):
         return None, None
     return truth["input_tokens"], truth["output_tokens"]
 

@@ -9,8 +9,8 @@ from typing import Any
 from janux.tracing import conventions as c
 from janux.tracing.analysis.readers.structure import RETRIED_ERROR, structure_facts
 from janux.tracing.analysis.trace_view import reconstruct
-from janux.tracing.records import STATUS_ERROR, SpanRecord
-from tests.support.otlp_build import record
+from janux.tracing.records import STATUS_ERROR, LinkRecord, SpanRecord
+from tests.support.otlp_build import TRACE_A, record
 
 AGENT = {c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT}
 TOOL = {c.GEN_AI_OPERATION_NAME: c.OP_EXECUTE_TOOL}
@@ -203,3 +203,83 @@ def test_real_libraries_retries_nested_and_model_calls_not_recorded() -> None:
         assert (facts.input_tokens, facts.coverage) == (None, ["model calls not recorded"])
     retry = next(case for case in nested if case.truth["scenario"] == "retry")
     assert [a.status for a in structure_facts(retry.spans).agents] == ["ok", "error", "error", "ok"]
+
+
+# ------------------------------------------------------------------ how each edge was found, shown
+
+
+def test_how_an_edge_was_found_is_in_the_report_the_text_and_the_span_detail() -> None:
+    from janux.dashboard.views.span_detail import span_detail
+    from janux.tracing.analysis.report import render_tree, trace_report
+
+    spans = _flat()
+    view = reconstruct(spans)
+    report = trace_report(view)
+    assert {e["found"] for e in report["tree"]["edges"]} == {"time containment"}
+    assert report["coverage"] == []
+    assert "delegate via ask_helper (completed, time containment) -> helper" in render_tree(report)
+    tool_span = next(s for s in spans if s.name == "execute_tool ask_helper")
+    assert ("found by", "time containment") in span_detail(view, tool_span, None).usage
+    helper = next(s for s in spans if s.name == "invoke_agent helper")
+    assert ("reached by", "delegate, found by time containment") in span_detail(view, helper, None).usage
+
+
+def test_a_run_nothing_places_and_calls_not_recorded_are_said_in_the_report() -> None:
+    from janux.tracing.analysis.report import render_tree, trace_report
+
+    spans = [agent("a", "", "lead", 0, 100), agent("b", "", "helper", 200, 300)]
+    report = trace_report(reconstruct(spans))
+    assert report["coverage"] == ["model calls not recorded", "1 agent run not placed"]
+    assert (report["input_tokens"], report["cost"], report["cost_kind"]) == (None, None, "unknown")
+    text = render_tree(report)
+    assert "usage unknown" in text and "not read: model calls not recorded; 1 agent run not placed" in text
+
+
+# ------------------------------------------------------------------ workflow edges and span links
+
+
+def _workflow(edges_recorded: bool = True, link: bool = True) -> list[SpanRecord]:
+    """Two executors in a row under a workflow run; each runs one agent. The first sends its message
+    to the second (recorded as workflow edge spans when `edges_recorded`); the second executor's span
+    links to the sending span when `link`."""
+    executor = c.WORKFLOW_EXECUTOR_ID if edges_recorded else "step.name"
+    sent = {c.WORKFLOW_MESSAGE_DESTINATION: "billing"} if edges_recorded else {}
+    edge = {c.WORKFLOW_MESSAGE_SOURCE_ID: "triage", c.WORKFLOW_MESSAGE_TARGET_ID: "billing"}
+    second = record("e" * 16, "w" * 16, "executor.process billing", {executor: "billing"}, start=400,
+                    duration=400)  # fmt: skip
+    if link:
+        second.links = [LinkRecord(TRACE_A, "s" * 16)]
+    spans = [
+        record("w" * 16, "", "workflow.run", {}, start=0, duration=1000),
+        record("x" * 16, "w" * 16, "executor.process triage", {executor: "triage"}, start=10, duration=390),
+        agent("a", "x", "triage", 20, 300),
+        chat("b", "a", 30),
+        record("s" * 16, "x" * 16, "message.send", sent, start=310, duration=10),
+        second,
+        agent("f", "e", "billing", 410, 790),
+        chat("g", "f", 420),
+    ]
+    if edges_recorded:
+        spans.append(record("q" * 16, "w" * 16, "edge_group.process", edge, start=330, duration=10))
+    return spans
+
+
+def test_a_workflow_edge_between_executors_is_a_transfer_between_their_agents() -> None:
+    found = edges(_workflow(link=False))
+    assert found == [("triage", "billing", "transfer", "completed", 1, "workflow edge")]
+    facts = structure_facts(_workflow(link=False))
+    assert (facts.root_agent, facts.coverage, [a.depth for a in facts.agents]) == ("billing", [], [0, 0])
+
+
+def test_a_span_link_to_another_agents_run_is_an_edge_and_its_kind_follows_the_times() -> None:
+    assert edges(_workflow(edges_recorded=False)) == [
+        ("triage", "billing", "transfer", "completed", 1, "span link")
+    ]
+    # Nothing links: nothing places the second run, and the trace says so.
+    assert structure_facts(_workflow(edges_recorded=False, link=False)).coverage == ["1 agent run not placed"]
+    # A run linking to an agent's span that outlives it: a delegation.
+    helper = agent("h", "", "helper", 100, 200)
+    helper.links = [LinkRecord(TRACE_A, "a" * 16)]
+    spans = [agent("a", "", "lead", 0, 1000), chat("b", "a", 10), helper, chat("c", "h", 110)]
+    assert edges(spans) == [("lead", "helper", "delegate", "completed", 1, "span link")]
+    assert [a.depth for a in structure_facts(spans).agents] == [0, 1]

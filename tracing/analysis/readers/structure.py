@@ -35,6 +35,7 @@ from janux.tracing import conventions as c
 from janux.tracing.analysis.readers import genai, openinference, openllmetry
 from janux.tracing.analysis.readers.agent_usage import adopt_agent_usage
 from janux.tracing.analysis.readers.containment import contained_runs, unplaced_runs
+from janux.tracing.analysis.readers.links import by_span_links, by_workflow_edges
 from janux.tracing.analysis.readers.loops import (
     FOUND_BY as FOUND_BY,
 )
@@ -203,24 +204,38 @@ class _Builder:
                 self._call(pos)
             elif role == "plain" and s.index.spans[pos].status_code == STATUS_ERROR:
                 self._hidden_failure(pos)
-        self._place_contained()
+        self._place_unplaced()
         s.agent_usage = adopt_agent_usage(s)
         return s
 
-    def _place_contained(self) -> None:
-        """Runs nothing recorded places, inside a tool call's time window: that call's attempts."""
+    def _place_unplaced(self) -> None:
+        """Runs no parent relation places: by workflow edges and span links first (`links`), then
+        inside a tool call's time window, as that call's attempts (`containment`)."""
         s = self.s
-        used = {s.edges[e].tool_pos for e in self.edge_of_tool.values() if s.edges[e].attempts}
         callers: set[int] = set()
+        linked = by_workflow_edges(s)
+        linked += by_span_links(s, {run for run, _, _, _ in linked})
+        for run, caller, kind, how in linked:
+            edge = self._new_edge(kind, NO_PARENT, caller, how)
+            s.edges[edge].target = s.loops[run].name
+            self._attach(run, edge, callers)
+        used = {s.edges[e].tool_pos for e in self.edge_of_tool.values() if s.edges[e].attempts}
         for number, tool in contained_runs(s, used):
-            edge = self._edge_for_tool(tool, "time containment")
-            caller = s.edges[edge].caller
-            s.loops[number].parent, s.loops[number].via = caller, edge
-            s.edges[edge].attempts.append(number)
-            if caller is not None:
-                callers.add(caller)
+            self._attach(number, self._edge_for_tool(tool, "time containment"), callers)
         for caller in callers:  # edges in start order
             s.loops[caller].edges.sort(key=lambda e: self._edge_start(s.edges[e]))
+
+    def _attach(self, run: int, edge: int, callers: set[int]) -> None:
+        """Make loop `run` an attempt of `edge`, below the edge's caller (for a transfer: a top-level
+        run, as a transfer's target is)."""
+        s = self.s
+        caller = s.edges[edge].caller
+        s.loops[run].via = edge
+        if s.edges[edge].kind == "delegate":
+            s.loops[run].parent = caller
+        s.edges[edge].attempts.append(run)
+        if caller is not None:
+            callers.add(caller)
 
     def _edge_start(self, edge: Edge) -> int:
         s = self.s
@@ -508,6 +523,25 @@ class EdgeFacts:
 MODEL_CALLS_NOT_RECORDED: Final = "model calls not recorded"
 """Coverage of a trace whose agents ran without any model call or usage recorded."""
 
+def coverage_notes(janux: bool, agents: int, calls: int, agent_usage: int, unplaced: int) -> list[str]:
+    """What could not be read about a run, in words (empty when all was): `model calls not recorded`
+    (agents ran, but no model call and no agent carries usage: the usage is unknown, never 0),
+    `N agent runs not placed` (nothing in the trace says how they relate to the rest)."""
+    notes = []
+    if not janux and agents and not calls and not agent_usage:
+        notes.append(MODEL_CALLS_NOT_RECORDED)
+    if unplaced:
+        notes.append(f"{unplaced} agent run{'s' if unplaced > 1 else ''} not placed")
+    return notes
+
+
+def coverage_of(s: Structure, janux: bool) -> list[str]:
+    """`coverage_notes` of a built structure (what `facts_of(s).coverage` says, without the facts)."""
+    kinds = enumerate(s.kinds)
+    calls = sum(1 for pos, kind in kinds if kind[0] == "inference" and s.read(pos).usage != "failed")
+    return coverage_notes(janux, len(s.loops), calls, len(s.agent_usage), len(unplaced_runs(s)))
+
+
 @dataclass(slots=True)
 class StructureFacts:
     """What one trace holds, read once for every consumer."""
@@ -543,16 +577,10 @@ class StructureFacts:
 
     @property
     def coverage(self) -> list[str]:
-        """What could not be read about the run's structure and usage, in words (empty when all was):
-        `model calls not recorded` (agents ran, but no model call and no agent carries usage: the
-        usage is unknown, never 0), `N agent runs not placed`."""
-        notes = []
-        if not self.janux and self.agents and not self.inference_spans and not self.agent_usage_spans:
-            notes.append(MODEL_CALLS_NOT_RECORDED)
-        if self.unplaced_agents:
-            plural = "s" if self.unplaced_agents > 1 else ""
-            notes.append(f"{self.unplaced_agents} agent run{plural} not placed")
-        return notes
+        """What could not be read about the run's structure and usage, in words (`coverage_notes`)."""
+        return coverage_notes(
+            self.janux, len(self.agents), self.inference_spans, self.agent_usage_spans, self.unplaced_agents
+        )
 
     @property
     def delegations(self) -> int:
