@@ -30,6 +30,7 @@ NAMES = (
     "strands_graph_fanin",
     "openai_agents_openllmetry",
     "crewai_openllmetry",
+    "agent_framework",
 )
 """Every committed fixture (`smolagents_openinference`, `strands` and `openllmetry` are hand-built)."""
 

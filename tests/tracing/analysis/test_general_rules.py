@@ -283,3 +283,10 @@ def test_a_span_link_to_another_agents_run_is_an_edge_and_its_kind_follows_the_t
     spans = [agent("a", "", "lead", 0, 1000), chat("b", "a", 10), helper, chat("c", "h", 110)]
     assert edges(spans) == [("lead", "helper", "delegate", "completed", 1, "span link")]
     assert [a.depth for a in structure_facts(spans).agents] == [0, 1]
+
+
+def test_real_library_handoff_recorded_only_by_workflow_spans() -> None:
+    from tests.support.foreign.load import cases
+
+    (case,) = [case for case in cases() if case.fixture == "agent_framework"]
+    assert edges(list(case.spans)) == [("triage", "billing", "transfer", "completed", 1, "workflow edge")]
