@@ -290,3 +290,19 @@ def test_real_library_handoff_recorded_only_by_workflow_spans() -> None:
 
     (case,) = [case for case in cases() if case.fixture == "agent_framework"]
     assert edges(list(case.spans)) == [("triage", "billing", "transfer", "completed", 1, "workflow edge")]
+
+
+def test_a_run_placed_by_time_may_hold_delegations_of_its_own() -> None:
+    # helper runs beside lead's tool call, and itself delegates to deep through a nested tool call.
+    spans = [
+        record("w" * 16, "", "run", {}, start=0, duration=2000),
+        agent("a", "w", "lead", 10, 1900),
+        tool("c", "a", "ask_helper", 100, 900),
+        agent("e", "w", "helper", 150, 880),
+        tool("g", "e", "ask_deep", 300, 600),
+        agent("h", "g", "deep", 310, 590),
+    ]
+    assert sorted(edges(spans)) == [
+        ("helper", "deep", "delegate", "completed", 1, "tool nesting"),
+        ("lead", "helper", "delegate", "completed", 1, "time containment"),
+    ]

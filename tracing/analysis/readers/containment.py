@@ -37,15 +37,20 @@ def _below(s: Structure, loop: int, top: int) -> bool:
     return False
 
 
-def unplaced_runs(s: Structure) -> list[int]:
-    """Loops with an agent span that no edge reached, no loop holds and that started no edge that
-    ran (a graph's entry node feeding another is placed by that edge), the run's first agent
-    excepted, in start order."""
+def loose_runs(s: Structure) -> list[int]:
+    """Loops with an agent span that no edge reached and no loop holds, the run's first agent
+    excepted, in start order: the runs the rules below may place."""
     tops = [
         n for n, loop in enumerate(s.loops)
         if loop.pos != NO_PARENT and loop.parent is None and loop.via is None
     ]  # fmt: skip
-    return [n for n in tops[1:] if not any(s.edges[e].attempts for e in s.loops[n].edges)]
+    return tops[1:]
+
+
+def unplaced_runs(s: Structure) -> list[int]:
+    """`loose_runs` that also started no edge that ran (a graph's entry node feeding another is placed
+    by that edge): what a trace reports as `N agent runs not placed`."""
+    return [n for n in loose_runs(s) if not any(s.edges[e].attempts for e in s.loops[n].edges)]
 
 
 def _candidates(s: Structure, number: int, tools: list[int]) -> list[int]:
@@ -84,7 +89,7 @@ def contained_runs(s: Structure, used: set[int]) -> list[tuple[int, int]]:
     if not tools:
         return []
     placed: list[tuple[int, int]] = []
-    for number in unplaced_runs(s):
+    for number in loose_runs(s):
         candidates = _candidates(s, number, tools)
         if not candidates:
             continue

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Literal
 
 from janux.tracing import conventions as c
-from janux.tracing.analysis.readers.containment import unplaced_runs
+from janux.tracing.analysis.readers.containment import loose_runs
 from janux.tracing.analysis.readers.loops import EdgeKind, Structure
 from janux.tracing.analysis.span_index import NO_PARENT
 
@@ -68,7 +68,7 @@ def by_workflow_edges(s: Structure) -> list[Placed]:
     if not edges:
         return []
     executor = [_executor_of(s, loop.pos) or loop.name if loop.pos != NO_PARENT else None for loop in s.loops]
-    waiting = set(unplaced_runs(s))
+    waiting = set(loose_runs(s))
     placed: list[Placed] = []
     for pos, source, target in edges:
         at = s.index.spans[pos].start_ns
@@ -100,9 +100,10 @@ def _loop_beside(s: Structure, pos: int) -> int:
 
 
 def by_span_links(s: Structure, taken: set[int]) -> list[Placed]:
-    """Runs (not in `taken`) whose span, or a span above it, links to a span of another loop's run."""
+    """Runs (not in `taken`) whose span, or a span above it, links to a span of a loop that started
+    before them (loops are kept in start order: a caller comes before what it calls)."""
     placed: list[Placed] = []
-    for run in unplaced_runs(s):
+    for run in loose_runs(s):
         if run in taken:
             continue
         pos = s.loops[run].pos
@@ -110,7 +111,7 @@ def by_span_links(s: Structure, taken: set[int]) -> list[Placed]:
             caller = next((found for link in s.index.spans[pos].links
                            if (linked := s.index.by_id.get(link.span_id)) is not None
                            and link.trace_id == s.index.trace_id
-                           and (found := _loop_beside(s, linked)) >= 0 and found != run), -1)  # fmt: skip
+                           and 0 <= (found := _loop_beside(s, linked)) < run), -1)  # fmt: skip
             if caller >= 0:
                 placed.append((run, caller, edge_kind(s, caller, run), "span link"))
                 break

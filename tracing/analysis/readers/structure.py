@@ -34,7 +34,7 @@ from typing import Final
 from janux.tracing import conventions as c
 from janux.tracing.analysis.readers import genai, openinference, openllmetry
 from janux.tracing.analysis.readers.agent_usage import adopt_agent_usage
-from janux.tracing.analysis.readers.containment import contained_runs, unplaced_runs
+from janux.tracing.analysis.readers.containment import contained_runs, loose_runs, unplaced_runs
 from janux.tracing.analysis.readers.links import by_span_links, by_workflow_edges
 from janux.tracing.analysis.readers.loops import (
     FOUND_BY as FOUND_BY,
@@ -212,6 +212,8 @@ class _Builder:
         """Runs no parent relation places: by workflow edges and span links first (`links`), then
         inside a tool call's time window, as that call's attempts (`containment`)."""
         s = self.s
+        if not loose_runs(s):  # the common case (every Janux trace): nothing to place, no scan
+            return
         callers: set[int] = set()
         linked = by_workflow_edges(s)
         linked += by_span_links(s, {run for run, _, _, _ in linked})
