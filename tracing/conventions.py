@@ -456,6 +456,25 @@ graph node, a runnable; `traceloop.span.kind` task): plain structure."""
 OP_AGENT_HANDOFF: Final = "agent_handoff"
 """`gen_ai.operation.name` the OTel OpenAI Agents bridge gives a handoff span (a transfer)."""
 
+OP_HANDOFF: Final = "handoff"
+"""`gen_ai.operation.name` OpenLLMetry's OpenAI Agents instrumentation gives a handoff span (a transfer,
+often without its target: then the next agent run that starts after it)."""
+
+WORKFLOW_EXECUTOR_ID: Final = "executor.id"
+"""The executor a workflow span runs (Microsoft Agent Framework's `executor.process`): the agent runs
+below it are that executor's."""
+
+WORKFLOW_MESSAGE_SOURCE_ID: Final = "message.source_id"
+"""Executor a workflow message came from (Agent Framework's `edge_group.process`): a workflow edge's
+source."""
+
+WORKFLOW_MESSAGE_TARGET_ID: Final = "message.target_id"
+"""Executor a workflow message went to: a workflow edge's target."""
+
+WORKFLOW_MESSAGE_DESTINATION: Final = "message.destination_executor_id"
+"""Executor a message is sent to (Agent Framework's `message.send`), from the executor whose span
+holds the sending span: a workflow edge."""
+
 OP_UNKNOWN: Final = "unknown"
 """`gen_ai.operation.name` the OTel OpenAI Agents bridge gives the SDK's task and turn spans."""
 

@@ -11,6 +11,7 @@ from janux.tracing import conventions as c
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import outcomes
 from janux.tracing.analysis.trace_outline import OutlineRow
+from janux.tracing.analysis.trace_parts import Delegation
 from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.records import SpanRecord
 
@@ -73,6 +74,11 @@ def _error(span: SpanRecord) -> str | None:
     return f"{etype}: {message}" if message else etype
 
 
+def _reached_by(edge: Delegation) -> str:
+    """How a loop's edge reached it: `delegate, found by tool nesting`."""
+    return f"{edge.kind}, found by {edge.found}"
+
+
 def _usage(view: TraceView, span: SpanRecord) -> list[tuple[str, str]]:
     node = next((n for n in view.nodes if n.span_id == span.span_id), None)
     if node is not None:
@@ -82,6 +88,7 @@ def _usage(view: TraceView, span: SpanRecord) -> list[tuple[str, str]]:
             ("own tokens", fmt.tokens(node.own)),
             ("inclusive tokens", fmt.tokens(node.inclusive)),
             ("model rounds", f"{node.own.rounds:,}"),
+            *([] if node.via is None else [("reached by", _reached_by(view.delegations[node.via]))]),
         ]
     d = next((d for d in view.delegations if d.tool_span_id == span.span_id), None)
     if d is not None:
@@ -90,6 +97,7 @@ def _usage(view: TraceView, span: SpanRecord) -> list[tuple[str, str]]:
             ("tokens carried", fmt.tokens(d.cost)),
             ("attempts", f"{d.attempt_count:,}"),
             ("handoff duration", fmt.ms(d.duration_ms)),
+            ("found by", d.found),
         ]
     return []
 

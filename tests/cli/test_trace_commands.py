@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from janux.cli.main import main
+from janux.tracing.analysis.readers.structure import FOUND_BY
 from janux.tracing.sources.store import open_store
 from tests.cli.helpers import janux
 from tests.support.foreign.common import FIXTURES
@@ -59,14 +60,18 @@ def test_trace_json_gives_the_truth(capsys: pytest.CaptureFixture[str], data_dir
         outcomes = sorted((e["caller"] or "", e["target"], e["kind"], e["status"], e["attempts"])
                           for e in report["tree"]["edges"])  # fmt: skip
         assert outcomes == stated_edges(truth)
+        assert all(e["found"] in FOUND_BY for e in report["tree"]["edges"])
         delegated = sum(e["attempts"] for e in truth["edges"] if e["kind"] == "delegate")
         assert report["attempts"] == delegated
     if truth["unread_calls"]:
         assert report["cost_usd"] is None and report["cost_kind"] == "unknown"
         assert report["checks"]["usage_read"] == "fail"
-    elif not truth["inference_calls"]:  # the library traces no model call (AutoGen): usage unknown, not 0
-        assert report["cost_kind"] == "unknown" and report["cost_usd"] is None
+    elif not truth["inference_calls"] and truth["agents"]:  # agents ran, no model call was recorded
+        assert report["cost_usd"] is None and report["cost_kind"] == "unknown"
+        assert "model calls not recorded" in report["coverage"]
         assert report["usage_note"] == "model calls not recorded by this instrumentation"
+    elif not truth["inference_calls"]:  # no agent and no model call (a graph's construction)
+        assert report["cost_kind"] == "none" and report["coverage"] == []
     else:
         assert report["cost_kind"] in ("estimated", "unpriced")
         assert report["checks"]["usage_read"] == "pass"
@@ -104,7 +109,7 @@ def test_trace_from_a_trace_file_and_as_a_tree(capsys: pytest.CaptureFixture[str
     report = json.loads(_run(capsys, "trace", case.trace_id, "--json", "--source", source))
     assert (report["input_tokens"], report["usage_read"], report["cost_usd"]) == (500, "2/3", None)
     text = _run(capsys, "trace", case.trace_id, "--source", source)
-    assert "usage read 2/3" in text and "delegate via lookup (completed) -> researcher" in text
+    assert "usage read 2/3" in text and "delegate via lookup (completed, tool nesting) -> researcher" in text
     assert "$0.000000" not in text
 
 

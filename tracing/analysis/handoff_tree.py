@@ -17,7 +17,9 @@ from janux.tracing.analysis import spanread as sr
 from janux.tracing.analysis.readers.spans import error_text
 from janux.tracing.analysis.readers.structure import LOOSE_AGENT as LOOSE_AGENT
 from janux.tracing.analysis.readers.structure import (
+    RETRIED_ERROR,
     Structure,
+    coverage_of,
     edge_status,
     is_janux_trace,
     segment_time,
@@ -42,6 +44,8 @@ class HandoffTree:
     """Span position of each delegation's tool (or handoff) span (-1 when it has none)."""
     node_of_span: list[int] = field(default_factory=list)
     """Per span: the agent loop it belongs to (-1 when none)."""
+    coverage: list[str] = field(default_factory=list)
+    """What could not be read about the structure and usage, in words (`structure.coverage_of`)."""
 
 
 def _nodes(index: SpanIndex, s: Structure, tree: HandoffTree) -> None:
@@ -82,7 +86,7 @@ def _delegations(index: SpanIndex, s: Structure, tree: HandoffTree) -> None:
             index=number, key=key,
             tool_span_id=index.spans[edge.tool_pos].span_id if edge.tool_pos != NO_PARENT else None,
             parent_node=edge.caller, tool="", kind=edge.kind, target=edge.target, status="completed",
-            shares_run=edge.shares_run,
+            shares_run=edge.shares_run, found=edge.found,
         )  # fmt: skip
         delegation.attempts = [
             Attempt(number=0, node=node, span_id=tree.nodes[node].span_id, duration_ms=None, status="ok")
@@ -95,11 +99,12 @@ def _delegations(index: SpanIndex, s: Structure, tree: HandoffTree) -> None:
 def build_tree(index: SpanIndex) -> HandoffTree:
     """Agent loops and delegations of one indexed trace, with their fields filled."""
     s = structure(index)
-    tree = HandoffTree(node_of_span=list(s.loop_of))
+    janux = is_janux_trace(index.spans)
+    tree = HandoffTree(node_of_span=list(s.loop_of), coverage=coverage_of(s, janux))
     _nodes(index, s, tree)
     _delegations(index, s, tree)
     describe_tree(index, tree)
-    if not is_janux_trace(index.spans):
+    if not janux:
         _outcomes_from_facts(s, tree)
     return tree
 
@@ -111,6 +116,9 @@ def _outcomes_from_facts(s: Structure, tree: HandoffTree) -> None:
         status, error = edge_status(s, edge)
         delegation.status = status
         delegation.error = error if error is not None else delegation.error
+        for attempt in delegation.attempts:  # an attempt the library re-ran inside itself failed
+            if s.loops[attempt.node].retried and attempt.status == "ok":
+                attempt.status, attempt.error = "error", RETRIED_ERROR
 
 
 def describe_tree(index: SpanIndex, tree: HandoffTree) -> None:

@@ -84,7 +84,7 @@ def _tree(view: TraceView) -> dict[str, list[dict[str, Any]]]:
         {"from": d.parent_node, "to": [a.node for a in d.attempts], "kind": d.kind, "tool": d.tool,
          "caller": d.caller, "target": d.target, "status": d.status, "attempts": d.attempt_count,
          "duration_ms": d.duration_ms, "error": d.error, "tool_span_id": d.tool_span_id,
-         "usage": usage_json(d.cost)}
+         "usage": usage_json(d.cost), "found": d.found}
         for d in view.delegations
     ]  # fmt: skip
     return {"nodes": nodes, "edges": edges}
@@ -156,6 +156,7 @@ def trace_report(view: TraceView) -> dict[str, Any]:
         "usage_read": _usage_read(view),
         "janux": view.is_janux,
         "checks": _checks(view),
+        "coverage": list(view.tree.coverage),
         "tree": _tree(view),
     }
 
@@ -192,7 +193,7 @@ def _tree_lines(nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> lis
         node_id, depth = stack.pop()
         node = nodes[node_id]
         edge = via.get(node_id)
-        how = f"{edge['kind']} via {edge['tool']} ({edge['status']}) -> " if edge else ""
+        how = f"{edge['kind']} via {edge['tool']} ({edge['status']}, {edge['found']}) -> " if edge else ""
         status = "" if node["status"] == "ok" else f" [{node['status']}]"
         lines.append(f"{fmt.indent(depth)}{how}{node['agent']}{status}: own {_usage_text(node['own'])}")
         stack.extend((child, depth + 1) for child in reversed(children.get(node_id, [])))
@@ -213,6 +214,8 @@ def render_tree(report: dict[str, Any]) -> str:
         if not edge["to"]:
             lines.append(f"    {edge['kind']} via {edge['tool']} -> {edge['target']} ({edge['status']})")
     lines.extend(_failure_line(failure) for failure in report["failures"])
+    if report["coverage"]:
+        lines.append("not read: " + "; ".join(report["coverage"]))
     if report["price_sources"]:
         lines.append("estimated costs (≈) from: " + "; ".join(report["price_sources"]))
     checks = sorted(report["checks"].items())

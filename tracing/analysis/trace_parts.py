@@ -119,6 +119,9 @@ class Delegation:
     that one counts them, this one adds nothing to any sum (`readers.structure.Edge.shares_run`)."""
     recorded: bool = False
     """True for janux delegations (events or `janux.handoff.*` attributes present)."""
+    found: str = "recorded"
+    """How the edge was found: `recorded`, `tool nesting`, `workflow edge`, `span link` or `time
+    containment` (`readers.loops.FoundBy`)."""
     caller: str | None = None
     """Agent that delegated or handed off; None when the caller's spans are missing. A loop that
     transferred is named after its target, so a transfer's caller is the agent it came from."""

@@ -9,7 +9,7 @@ from janux.tracing.analysis.checks import run_checks
 from janux.tracing.analysis.costs import assign_costs, billed_spans, computed_total, recorded_bill
 from janux.tracing.analysis.failures import budget_burn, trace_failures
 from janux.tracing.analysis.handoff_tree import HandoffTree, build_tree
-from janux.tracing.analysis.readers.structure import span_of_loop_id
+from janux.tracing.analysis.readers.structure import MODEL_CALLS_NOT_RECORDED, span_of_loop_id
 from janux.tracing.analysis.span_index import SpanIndex, TraceIssues, build_index
 from janux.tracing.analysis.trace_parts import (
     AgentNode,
@@ -90,10 +90,7 @@ class TraceView:
     def model_calls_unrecorded(self) -> bool:
         """True when agents ran but the trace records no model call and no usage anywhere (an
         instrumentation that writes agent spans only): its usage is unknown, never 0."""
-        if self.is_janux or self.total.total_tokens or self.total.rounds:
-            return False
-        loops = [n for n in self.tree.nodes if not n.synthetic]
-        return bool(loops) and not any(n.chat_spans for n in self.tree.nodes)
+        return MODEL_CALLS_NOT_RECORDED in self.tree.coverage
 
     def span(self, span_id: str) -> SpanRecord | None:
         """The span with this id (or the loop span of an agent segment's id, `structure.loop_id`),

@@ -2,7 +2,8 @@
 
 The SDK can add trace processors but not remove one, so `instrument()` registers a forwarding
 processor pointed at its `JanuxProcessor`. Calling `instrument()` again returns the processor already
-in place (nothing is registered twice, so no run is written twice); `uninstrument()` stops new
+in place (nothing is registered twice, so no run is written twice), and registers it again when a
+later `agents.set_trace_processors([...])` has removed it; `uninstrument()` stops new
 traces from reaching it, while traces it already started go on to their end there, so nothing it
 opened is left open.
 """
@@ -15,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agents import add_trace_processor, set_trace_processors
-from agents.tracing import TracingProcessor
+from agents.tracing import TracingProcessor, get_trace_provider
 from opentelemetry import trace
 
 from janux.integrations.openai_agents.processor import DEFAULT_PROVIDER, JanuxProcessor
@@ -72,6 +73,19 @@ _SETTINGS: tuple[Any, ...] | None = None
 _LOCK = threading.Lock()
 
 
+def _still_registered(processor: TracingProcessor) -> bool:
+    """Whether the SDK still sends traces to `processor` (`set_trace_processors` may have replaced it).
+
+    The SDK offers no public list of its processors, so this reads its default provider's; where that
+    cannot be read (another provider or SDK version) the processor is taken as registered, since
+    registering it twice would write every run twice."""
+    multi = getattr(get_trace_provider(), "_multi_processor", None)
+    registered = getattr(multi, "_processors", None)
+    if not isinstance(registered, tuple | list):
+        return True
+    return any(each is processor for each in registered)
+
+
 def instrument(
     *,
     costs: Mapping[str, Cost] | None = None,
@@ -87,7 +101,8 @@ def instrument(
     traces to OpenAI), so nothing leaves the machine except through your OpenTelemetry exporter.
     The other arguments are `JanuxProcessor`'s. While instrumented, a further call returns the
     processor in place and registers nothing (with other arguments it says so in a log: call
-    `uninstrument()` first). `agents.set_trace_processors` replaces Janux's processor too.
+    `uninstrument()` first), except that it registers the processor again when a later
+    `agents.set_trace_processors([...])` has removed it.
     """
     global _ACTIVE, _SETTINGS
     settings = (dict(costs or {}), tracer_provider, capture, estimate_prices, provider)
@@ -96,6 +111,9 @@ def instrument(
         if active is not None and active.target is not None:
             if exclusive:
                 set_trace_processors([active])
+            elif not _still_registered(active):
+                _log.info("instrument(): Janux's trace processor had been replaced; registering it again")
+                add_trace_processor(active)
             if settings != _SETTINGS:
                 _log.warning("instrument() was already called: keeping that processor (uninstrument() first)")
             return active.target

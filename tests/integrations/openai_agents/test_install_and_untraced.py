@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents import Agent
+from agents import Agent, set_trace_processors
 from agents.testing import ScriptedModel
 from agents.tracing import get_trace_provider
 
@@ -104,3 +104,17 @@ async def test_unknown_usage_is_reported_unknown_by_janux_trace_json() -> None:
     assert report["input_tokens"] is None and report["cost_kind"] == "unknown"  # never 0
     assert report["usage_read"] == "0/1"
     assert "usage unknown" in render_tree(report)
+
+
+async def test_instrument_again_registers_the_processor_that_set_trace_processors_removed() -> None:
+    traced = Traced()
+    first = instrument(tracer_provider=traced.provider)
+    set_trace_processors([])  # a library or the app replaces the SDK's processors: Janux's is gone
+    await run(_untraced_agent(), "Refund?")
+    assert traced.records() == []  # untraced while removed
+    again = instrument(tracer_provider=traced.provider)
+    assert again is first and _registered() == (forwarder(),)
+    instrument(tracer_provider=traced.provider)  # still idempotent once registered again
+    assert len(_registered()) == 1
+    await run(_untraced_agent(), "Refund?")
+    assert len(spans_named(traced.records(), "invoke_agent triage")) == 1

@@ -28,6 +28,9 @@ NAMES = (
     "llamaindex_openinference",
     "langgraph_openllmetry",
     "strands_graph_fanin",
+    "openai_agents_openllmetry",
+    "crewai_openllmetry",
+    "agent_framework",
 )
 """Every committed fixture (`smolagents_openinference`, `strands` and `openllmetry` are hand-built)."""
 
@@ -87,8 +90,8 @@ def stated_edges(truth: dict[str, Any]) -> list[tuple[str, str, str, str, int]]:
 
 def tokens(truth: dict[str, Any]) -> tuple[int | None, int | None]:
     """(input, output) tokens of the rebuilt trace by the truth: None when no call's usage can be
-    read (unknown), or when no model call was recorded at all (unknown too, never 0)."""
-    if truth["inference_calls"] == 0:
+    read, or agents ran and no model call was recorded (unknown, never 0)."""
+    if truth["inference_calls"] == 0 and (truth["unread_calls"] or truth["agents"]):
         return None, None
     return truth["input_tokens"], truth["output_tokens"]
 

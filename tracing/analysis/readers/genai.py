@@ -1,8 +1,8 @@
 """The OpenTelemetry GenAI semantic conventions, read side (current and older names).
 
 - `gen_ai.operation.name`: chat, text_completion, generate_content, embeddings = inference;
-  invoke_agent = agent loop; execute_tool = tool; agent_handoff = transfer; create_agent and
-  unknown (the OTel OpenAI Agents bridge's task/turn spans), invoke_workflow (Google ADK),
+  invoke_agent = agent loop; execute_tool = tool; agent_handoff (OpenLLMetry: handoff) = transfer;
+  create_agent and unknown (the OTel OpenAI Agents bridge's task/turn spans), invoke_workflow (Google ADK),
   invoke_swarm / invoke_graph / execute_event_loop_cycle (Strands), execute_task (OpenLLMetry's
   LangChain tasks) = plain structure.
 - `execute_tool` of `transfer_to_agent` (Google ADK, `gen_ai.tool.type` TransferToAgentTool) or
@@ -40,7 +40,7 @@ PLAIN_OPERATIONS: Final = (
 )
 """Operations read as plain structure (known, but neither a loop, a call nor a tool)."""
 KNOWN_OPERATIONS: Final = c.READ_INFERENCE_OPERATIONS | AGENT_OPERATIONS | PLAIN_OPERATIONS | frozenset(
-    {c.OP_EXECUTE_TOOL, c.OP_AGENT_HANDOFF}
+    {c.OP_EXECUTE_TOOL, c.OP_AGENT_HANDOFF, c.OP_HANDOFF}
 )
 """Every `gen_ai.operation.name` value this mapping understands."""
 
@@ -56,7 +56,8 @@ PROVIDER_KEYS: Final = (c.GEN_AI_PROVIDER_NAME, c.GEN_AI_SYSTEM_DEPRECATED)
 
 _ROLE_OF_OPERATION: Final = {
     **dict.fromkeys(c.READ_INFERENCE_OPERATIONS, "inference"), **dict.fromkeys(AGENT_OPERATIONS, "agent"),
-    c.OP_EXECUTE_TOOL: "tool", c.OP_AGENT_HANDOFF: "transfer", **dict.fromkeys(PLAIN_OPERATIONS, "plain"),
+    c.OP_EXECUTE_TOOL: "tool", c.OP_AGENT_HANDOFF: "transfer", c.OP_HANDOFF: "transfer",
+    **dict.fromkeys(PLAIN_OPERATIONS, "plain"),
 }  # fmt: skip
 
 

@@ -30,104 +30,48 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Final
 
 from janux.tracing import conventions as c
 from janux.tracing.analysis.readers import genai, openinference, openllmetry
-from janux.tracing.analysis.readers.spans import SpanRead, classify, error_text, read_span
+from janux.tracing.analysis.readers.agent_usage import adopt_agent_usage
+from janux.tracing.analysis.readers.containment import contained_runs, loose_runs, unplaced_runs
+from janux.tracing.analysis.readers.links import by_span_links, by_workflow_edges
+from janux.tracing.analysis.readers.loops import (
+    FOUND_BY as FOUND_BY,
+)
+from janux.tracing.analysis.readers.loops import (
+    LOOSE_AGENT as LOOSE_AGENT,
+)
+from janux.tracing.analysis.readers.loops import (
+    RETRIED_ERROR as RETRIED_ERROR,
+)
+from janux.tracing.analysis.readers.loops import (
+    UNNAMED_AGENT as UNNAMED_AGENT,
+)
+from janux.tracing.analysis.readers.loops import (
+    Edge as Edge,
+)
+from janux.tracing.analysis.readers.loops import (
+    EdgeKind as EdgeKind,
+)
+from janux.tracing.analysis.readers.loops import (
+    FoundBy as FoundBy,
+)
+from janux.tracing.analysis.readers.loops import (
+    Loop as Loop,
+)
+from janux.tracing.analysis.readers.loops import (
+    Structure as Structure,
+)
+from janux.tracing.analysis.readers.spans import SpanRead, classify, error_text
 from janux.tracing.analysis.span_index import NO_PARENT, SpanIndex, build_index
 from janux.tracing.analysis.trace_parts import plus
 from janux.tracing.records import STATUS_ERROR, SpanRecord, attr_float, attr_str
 
-EdgeKind = Literal["delegate", "transfer"]
-"""A delegation to a subagent, or a transfer of the conversation."""
-
 DELEGATING_TOOL_TYPES = frozenset({c.TOOL_TYPE_DELEGATE, c.TOOL_TYPE_HANDOFF})
 """`gen_ai.tool.type` of the tool spans that delegate or transfer (the other sign: HANDOFF events)."""
 _HANDOFF_EVENTS = frozenset({c.EVENT_HANDOFF_START, c.EVENT_HANDOFF_END})
-
-
-@dataclass(slots=True)
-class Loop:
-    """One agent loop (a node of the handoff tree)."""
-
-    pos: int
-    """Position of its agent span in the index (-1 for the stand-in holding loose model calls)."""
-    name: str
-    """Agent name (`(unnamed agent)` when the span has none)."""
-    parent: int | None = None
-    """The calling loop, None at a root."""
-    via: int | None = None
-    """The edge that started it, None when nothing did."""
-    calls: list[int] = field(default_factory=list)
-    """Positions of its own inference spans."""
-    edges: list[int] = field(default_factory=list)
-    """Edges it started, in start order."""
-    segment: int = 0
-    """Which agent segment of its span it is: 0 for the first (or only), n after the n-th transfer."""
-    segmented: bool = False
-    """True when its span holds several agent segments (a Janux loop that transferred): its own
-    usage is then its rounds', not the span's `janux.turn.*` (which covers every segment)."""
-    start_ns: int | None = None
-    """Start of a segment after the first (its first round); None: its span's start."""
-    end_ns: int | None = None
-    """End of a segment followed by another (the next one's start); None: its span's end."""
-
-
-@dataclass(slots=True)
-class Edge:
-    """One delegation or transfer: from a calling loop to its attempts."""
-
-    kind: EdgeKind
-    """Delegation or transfer."""
-    tool_pos: int
-    """Position of the tool (or handoff) span, -1 for an agent nested directly in another."""
-    caller: int | None
-    """The calling loop, None when unknown."""
-    target: str = ""
-    """Target agent (recorded, else the first attempt's name)."""
-    attempts: list[int] = field(default_factory=list)
-    """Loops that ran it, in start order."""
-    shares_run: bool = False
-    """True when its attempts are another edge's (a Strands graph node fed by several nodes runs
-    once for all of them): that edge owns the run (it is the loop's `via`) and counts it; this
-    one reads its status from it but adds no attempt, usage or cost to any sum."""
-
-
-@dataclass(slots=True)
-class Structure:
-    """Loops and edges of one indexed trace, with each span's loop."""
-
-    index: SpanIndex
-    """The indexed spans."""
-    kinds: list[tuple[str, str, bool]]
-    """`spans.classify` of each span, by position: (role, convention, recognised)."""
-    loops: list[Loop] = field(default_factory=list)
-    """Loops in depth-first start order (parents before children)."""
-    edges: list[Edge] = field(default_factory=list)
-    """Edges in depth-first start order."""
-    loop_of: list[int] = field(default_factory=list)
-    """Per span: the loop it belongs to (-1 when none)."""
-    loose: int = -1
-    """The stand-in loop holding model calls outside any loop (-1 when there is none)."""
-    _reads: dict[int, SpanRead] = field(default_factory=dict)
-
-    def read(self, pos: int) -> SpanRead:
-        """`read_span` of the span at `pos` (read once, when first needed)."""
-        found = self._reads.get(pos)
-        if found is None:
-            found = self._reads[pos] = read_span(self.index.spans[pos])
-        return found
-
-    def role(self, pos: int) -> str:
-        """The role of the span at `pos`."""
-        return self.kinds[pos][0]
-
-
-UNNAMED_AGENT = "(unnamed agent)"
-"""Name of an agent loop whose span carries no agent name."""
-LOOSE_AGENT = "(no agent)"
-"""Name of the stand-in loop holding model calls that run outside any agent loop."""
 
 
 def _own_call_owners(index: SpanIndex, kinds: list[tuple[str, str, bool]]) -> set[int]:
@@ -261,7 +205,45 @@ class _Builder:
                 self._call(pos)
             elif role == "plain" and s.index.spans[pos].status_code == STATUS_ERROR:
                 self._hidden_failure(pos)
+        self._place_unplaced()
+        s.agent_usage = adopt_agent_usage(s)
         return s
+
+    def _place_unplaced(self) -> None:
+        """Runs no parent relation places: by workflow edges and span links first (`links`), then
+        inside a tool call's time window, as that call's attempts (`containment`)."""
+        s = self.s
+        if not loose_runs(s):  # the common case (every Janux trace): nothing to place, no scan
+            return
+        callers: set[int] = set()
+        linked = by_workflow_edges(s)
+        linked += by_span_links(s, {run for run, _, _, _ in linked})
+        for run, caller, kind, how in linked:
+            edge = self._new_edge(kind, NO_PARENT, caller, how)
+            s.edges[edge].target = s.loops[run].name
+            self._attach(run, edge, callers)
+        used = {s.edges[e].tool_pos for e in self.edge_of_tool.values() if s.edges[e].attempts}
+        for number, tool in contained_runs(s, used):
+            self._attach(number, self._edge_for_tool(tool, "time containment"), callers)
+        for caller in callers:  # edges in start order
+            s.loops[caller].edges.sort(key=lambda e: self._edge_start(s.edges[e]))
+
+    def _attach(self, run: int, edge: int, callers: set[int]) -> None:
+        """Make loop `run` an attempt of `edge`, below the edge's caller (for a transfer: a top-level
+        run, as a transfer's target is)."""
+        s = self.s
+        caller = s.edges[edge].caller
+        s.loops[run].via = edge
+        if s.edges[edge].kind == "delegate":
+            s.loops[run].parent = caller
+        s.edges[edge].attempts.append(run)
+        if caller is not None:
+            callers.add(caller)
+
+    def _edge_start(self, edge: Edge) -> int:
+        s = self.s
+        pos = edge.tool_pos if edge.tool_pos != NO_PARENT else s.loops[edge.attempts[0]].pos
+        return s.index.spans[pos].start_ns if pos != NO_PARENT else 0
 
     def _hidden_failure(self, pos: int) -> None:
         """smolagents: a step whose managed agent raised. That agent's span is never exported, so the
@@ -299,8 +281,10 @@ class _Builder:
         s = self.s
         read = s.read(pos)
         outer = s.loop_of[parent] if parent != NO_PARENT else -1
-        if outer >= 0 and s.loops[outer].pos == parent and read.agent and s.loops[outer].name == read.agent:
-            s.loop_of[pos] = outer  # one run wrapped twice (OpenLLMetry: invoke_agent around its workflow)
+        same = outer >= 0 and read.agent is not None and s.loops[outer].name == read.agent
+        if same and self.tool_below[parent] == NO_PARENT:  # the same agent in itself, no tool call between
+            if not self._retry(pos, outer):
+                s.loop_of[pos] = outer  # one run wrapped twice (OpenLLMetry: invoke_agent around a workflow)
             return
         loop = Loop(pos=pos, name=read.agent or UNNAMED_AGENT)
         index = len(s.loops)
@@ -327,6 +311,27 @@ class _Builder:
             edge = transfer
         loop.via = edge
         s.edges[edge].attempts.append(index)
+
+    def _retry(self, pos: int, outer: int) -> bool:
+        """An agent run nested in a loop of the same agent, with no tool call between, is the library
+        re-running the agent (CrewAI's task retries) when it is the same operation again (its span
+        has the loop's span name) or comes after the loop did work of its own (model calls,
+        delegations): another attempt of the edge that started the loop, which failed. False when it
+        is another layer around the same run (a workflow span inside an agent span: the run wrapped
+        twice) or nothing started the loop (then it is that loop)."""
+        s = self.s
+        first = s.loops[outer]
+        if first.via is None:
+            return False
+        again = s.index.spans[pos].name == s.index.spans[first.pos].name
+        if not (again or first.calls or first.edges):
+            return False
+        first.retried = True
+        index = len(s.loops)
+        s.loops.append(Loop(pos=pos, name=first.name, parent=first.parent, via=first.via))
+        s.loop_of[pos] = index
+        s.edges[first.via].attempts.append(index)
+        return True
 
     def _sibling_transfer(self, loop: Loop) -> int | None:
         """A loop below another that a transfer from a loop beside it names (LlamaIndex: a workflow
@@ -357,10 +362,10 @@ class _Builder:
         known = [earlier[name] for name in genai.graph_inputs(s.index.spans[pos]) if name in earlier]
         if not known:
             return None
-        edge = self._new_edge("transfer", NO_PARENT, known[0])
+        edge = self._new_edge("transfer", NO_PARENT, known[0], "workflow edge")
         s.edges[edge].target = loop.name
         for feeder in known[1:]:  # the same run: attempt of each edge, counted under the first
-            shared = s.edges[self._new_edge("transfer", NO_PARENT, feeder)]
+            shared = s.edges[self._new_edge("transfer", NO_PARENT, feeder, "workflow edge")]
             shared.target, shared.shares_run = loop.name, True
             shared.attempts.append(len(s.loops) - 1)
         return edge
@@ -391,8 +396,10 @@ class _Builder:
             return waiting.pop(0)
         if self.pending_any:
             pending = self.s.edges[self.pending_any[0]]
-            if pending.caller is None or self.s.loops[pending.caller].name != loop.name:
-                pending.target = loop.name
+            handoff = self.s.index.spans[pending.tool_pos]
+            after = handoff.start_ns <= self.s.index.spans[loop.pos].start_ns  # not a run it interrupts
+            if after and (pending.caller is None or self.s.loops[pending.caller].name != loop.name):
+                pending.target, pending.found = loop.name, "time containment"
                 return self.pending_any.pop(0)
         if read.transfer_from is None:
             return None
@@ -415,21 +422,24 @@ class _Builder:
         else:  # the span does not name its target (ADK, Strands swarm): the next agent that runs
             self.pending_any.append(edge)
 
-    def _edge_for_tool(self, tool_pos: int) -> int:
+    def _edge_for_tool(self, tool_pos: int, how: FoundBy = "tool nesting") -> int:
         found = self.edge_of_tool.get(tool_pos)
         if found is None:
             caller = self.s.loop_of[tool_pos]
             span = self.s.index.spans[tool_pos]
             kind: EdgeKind = "transfer" if is_janux_transfer(span) else "delegate"
-            found = self._new_edge(kind, tool_pos, caller if caller >= 0 else None)
+            how = "recorded" if is_janux_delegating(span) else how
+            found = self._new_edge(kind, tool_pos, caller if caller >= 0 else None, how)
             self.edge_of_tool[tool_pos] = found
         return found
 
-    def _new_edge(self, kind: EdgeKind, tool_pos: int, caller: int | None) -> int:
+    def _new_edge(
+        self, kind: EdgeKind, tool_pos: int, caller: int | None, found: FoundBy = "recorded"
+    ) -> int:
         s = self.s
         if caller == s.loose:
             caller = None
-        edge = Edge(kind=kind, tool_pos=tool_pos, caller=caller)
+        edge = Edge(kind=kind, tool_pos=tool_pos, caller=caller, found=found)
         s.edges.append(edge)
         if caller is not None:
             s.loops[caller].edges.append(len(s.edges) - 1)
@@ -696,6 +706,30 @@ class EdgeFacts:
     """Indexes (in `StructureFacts.agents`) of its attempts."""
     shares_run: bool = False
     """Its attempts are counted under another edge (`Edge.shares_run`): no sum adds them again."""
+    found: FoundBy = "recorded"
+    """How the edge was found (`Edge.found`)."""
+
+
+MODEL_CALLS_NOT_RECORDED: Final = "model calls not recorded"
+"""Coverage of a trace whose agents ran without any model call or usage recorded."""
+
+def coverage_notes(janux: bool, agents: int, calls: int, agent_usage: int, unplaced: int) -> list[str]:
+    """What could not be read about a run, in words (empty when all was): `model calls not recorded`
+    (agents ran, but no model call and no agent carries usage: the usage is unknown, never 0),
+    `N agent runs not placed` (nothing in the trace says how they relate to the rest)."""
+    notes = []
+    if not janux and agents and not calls and not agent_usage:
+        notes.append(MODEL_CALLS_NOT_RECORDED)
+    if unplaced:
+        notes.append(f"{unplaced} agent run{'s' if unplaced > 1 else ''} not placed")
+    return notes
+
+
+def coverage_of(s: Structure, janux: bool) -> list[str]:
+    """`coverage_notes` of a built structure (what `facts_of(s).coverage` says, without the facts)."""
+    kinds = enumerate(s.kinds)
+    calls = sum(1 for pos, kind in kinds if kind[0] == "inference" and s.read(pos).usage != "failed")
+    return coverage_notes(janux, len(s.loops), calls, len(s.agent_usage), len(unplaced_runs(s)))
 
 
 @dataclass(slots=True)
@@ -728,6 +762,18 @@ class StructureFacts:
     segmented: bool = False
     """True when a Janux loop of it transferred the conversation (`has_segments`): its per-agent
     rows then come from this reading of the whole trace, not span by span."""
+    agent_usage_spans: int = 0
+    """Agent runs whose usage is read off their own span (no model call below them carries any)."""
+    unplaced_agents: int = 0
+    """Agent runs below no loop and reached by no edge, the run's first agent excepted: nothing in
+    the trace says how they relate to the rest."""
+
+    @property
+    def coverage(self) -> list[str]:
+        """What could not be read about the run's structure and usage, in words (`coverage_notes`)."""
+        return coverage_notes(
+            self.janux, len(self.agents), self.inference_spans, self.agent_usage_spans, self.unplaced_agents
+        )
 
     @property
     def delegations(self) -> int:
@@ -804,14 +850,24 @@ def segment_time(span: SpanRecord, loop: Loop) -> tuple[int, int]:
     return start, span.start_ns + span.duration_ns - start
 
 
-def _loop_status(s: Structure, loop: Loop, span: SpanRecord | None) -> str:
-    """A loop's status: its span's, but `ok` for an agent segment that handed the conversation on
-    (the span's outcome is its last segment's)."""
-    if span is None:
-        return "ok"
-    if loop.segmented and loop.end_ns is not None:
-        return "ok"
-    return span.status
+def loop_status(s: Structure, loop: Loop) -> str:
+    """`ok`, `error` or `open` of a loop: its span's, except that an attempt the library re-ran
+    inside itself failed (`Loop.retried`)."""
+    if loop.pos == NO_PARENT or (loop.segmented and loop.end_ns is not None):
+        return "ok"  # (an agent segment that handed the conversation on: the span's outcome is a later one's)
+    status = s.index.spans[loop.pos].status
+    return "error" if loop.retried and status == "ok" else status
+
+
+def loop_error(s: Structure, loop: Loop) -> str | None:
+    """Why a loop failed (its span's error text, else `RETRIED_ERROR` for a re-run attempt), None
+    when it did not."""
+    if loop.pos == NO_PARENT or (loop.segmented and loop.end_ns is not None):
+        return None
+    span = s.index.spans[loop.pos]
+    if span.status_code == STATUS_ERROR:
+        return error_text(span)[0]
+    return RETRIED_ERROR if loop.retried else None
 
 
 def _agent_facts(s: Structure, depth: list[int]) -> list[AgentFacts]:
@@ -830,14 +886,14 @@ def _agent_facts(s: Structure, depth: list[int]) -> list[AgentFacts]:
             cost = plus(cost, round_cost)
             tokens = (read.input_tokens or 0) + (read.output_tokens or 0)
             unpriced = plus(unpriced, tokens if round_cost is None else 0)
-        status = _loop_status(s, loop, span)
         found.append(
             AgentFacts(
                 name=loop.name, span_id=span.span_id if span else "", depth=depth[number],
-                status=status, input_tokens=tokens_in, output_tokens=tokens_out,
-                calls=sum(1 for r in reads if r.usage != "failed"),
+                status=loop_status(s, loop), input_tokens=tokens_in, output_tokens=tokens_out,
+                calls=sum(1 for p, r in zip(loop.calls, reads, strict=True)
+                          if r.usage != "failed" and p != loop.pos),  # the agent's own usage is no call
                 unread_calls=sum(1 for r in reads if r.usage in ("unread", "absent")),
-                error=error_text(span)[0] if span is not None and status == "error" else None,
+                error=loop_error(s, loop),
                 via=loop.via, parent_span_id=span.parent_span_id if span else "",
                 segment=loop.segment, cost=cost, unpriced_tokens=unpriced,
             )
@@ -879,7 +935,7 @@ def _edge_facts(s: Structure) -> list[EdgeFacts]:
                 target=target, tool=(s.read(edge.tool_pos).tool or "") if tool else target,
                 tool_span_id=tool.span_id if tool else None, attempts=len(edge.attempts), status=status,
                 failed=status in c.FAILING_STATUSES, error=error, attempt_agents=list(edge.attempts),
-                shares_run=edge.shares_run,
+                shares_run=edge.shares_run, found=edge.found,
             )
         )
     return found
@@ -922,7 +978,7 @@ def facts_of(s: Structure, janux: bool | None = None) -> StructureFacts:
     the caller knows; else read from the spans)."""
     calls = [s.read(pos) for pos, kind in enumerate(s.kinds) if kind[0] == "inference"]
     tokens_in = tokens_out = None
-    for read in calls:
+    for read in [*calls, *(s.read(pos) for pos in s.agent_usage)]:
         tokens_in = plus(tokens_in, read.input_tokens)
         tokens_out = plus(tokens_out, read.output_tokens)
     return StructureFacts(
@@ -938,6 +994,8 @@ def facts_of(s: Structure, janux: bool | None = None) -> StructureFacts:
         errors=sum(1 for span in s.index.spans if span.status_code == STATUS_ERROR),
         janux=is_janux_trace(s.index.spans) if janux is None else janux,
         segmented=has_segments(s),
+        agent_usage_spans=len(s.agent_usage),
+        unplaced_agents=len(unplaced_runs(s)),
     )
 
 
