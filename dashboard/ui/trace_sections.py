@@ -37,7 +37,7 @@ def headline(view: TraceView) -> None:
     counts = st.columns([1, 1, 1, 1, 2])
     counts[0].metric("Agent loops", f"{len(view.nodes):,}")
     counts[1].metric("Delegations", f"{len(view.delegations):,}")
-    counts[2].metric("Attempts", f"{sum(len(d.attempts) for d in view.delegations):,}")
+    counts[2].metric("Attempts", f"{view.attempts:,}")
     counts[3].metric("Unpriced tokens", f"{total.unpriced_tokens:,}")
     with counts[4]:
         st.caption("Trace id")

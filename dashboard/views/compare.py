@@ -125,7 +125,7 @@ def failure_diff(a: TraceView, b: TraceView) -> pd.DataFrame:
 
 
 def _attempts(view: TraceView) -> int:
-    return sum(len(d.attempts) for d in view.delegations)
+    return view.attempts
 
 
 def summary_cost(summary: TraceSummary) -> str:

@@ -167,7 +167,7 @@ def test_the_command_prints_both_outcomes_and_exits_0_when_they_match(
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert "  outcome    cut (max_turns)                              cut (max_turns)" in lines
-    assert "  bill       2,005 in / 95 out, $0.003159                 2,005 in / 95 out, $0.003159" in lines
+    assert "  bill       2,005 in / 95 out, $0.00315895               2,005 in / 95 out, $0.00315895" in lines
     assert lines[-1] == "the replay matches the recording"
 
 

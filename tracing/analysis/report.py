@@ -148,7 +148,7 @@ def trace_report(view: TraceView) -> dict[str, Any]:
         "agents": [n.agent for n in view.nodes],
         "delegations": sum(1 for d in view.delegations if d.kind == "delegate"),
         "transfers": sum(1 for d in view.delegations if d.kind == "transfer"),
-        "attempts": sum(len(d.attempts) for d in view.delegations if d.kind == "delegate"),
+        "attempts": view.attempts,
         "failed_handoffs": sum(1 for d in view.delegations if outcomes.is_failed_handoff(d)),
         "status": outcomes.trace_status(view.failures, len(view.issues.open_spans)),
         "failures": _failures(view),

@@ -87,6 +87,13 @@ class TraceView:
         return self.bill is not None or any(n.janux for n in self.tree.nodes)
 
     @property
+    def attempts(self) -> int:
+        """Attempts run by delegations (a transfer's target segment is no attempt: it took the
+        conversation over), as every surface counts them."""
+        delegations = self.tree.delegations
+        return sum(len(d.attempts) for d in delegations if d.kind == "delegate" and not d.shares_run)
+
+    @property
     def model_calls_unrecorded(self) -> bool:
         """True when agents ran but the trace records no model call and no usage anywhere (an
         instrumentation that writes agent spans only): its usage is unknown, never 0."""

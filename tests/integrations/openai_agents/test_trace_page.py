@@ -75,7 +75,8 @@ async def test_trace_page_shows_the_sdk_runs_tree_attempts_and_costs(traced: Tra
     researcher_cost = price("researcher", 300, 8)
     bill = price("triage", 400, 30) + price("triage", 600, 12) + researcher_cost + price("billing", 700, 25)
     assert metrics["Total cost"] == fmt.usd(bill)
-    assert (metrics["Agent loops"], metrics["Delegations"], metrics["Attempts"]) == ("2", "2", "1")
+    # triage, billing after the transfer (agent segments) and the researcher's attempt
+    assert (metrics["Agent loops"], metrics["Delegations"], metrics["Attempts"]) == ("3", "2", "1")
     assert metrics["Unpriced tokens"] == "0" and metrics["Failed handoffs"] == "0"
     assert [s.value for s in at.success] == ["All reconciliation checks pass."]
     delegations = _table(show_section(at, "Delegations & attempts"), {"caller", "tool", "attempt errors"})

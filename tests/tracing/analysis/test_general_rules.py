@@ -230,7 +230,7 @@ def test_a_run_nothing_places_and_calls_not_recorded_are_said_in_the_report() ->
     spans = [agent("a", "", "lead", 0, 100), agent("b", "", "helper", 200, 300)]
     report = trace_report(reconstruct(spans))
     assert report["coverage"] == ["model calls not recorded", "1 agent run not placed"]
-    assert (report["input_tokens"], report["cost"], report["cost_kind"]) == (None, None, "unknown")
+    assert (report["input_tokens"], report["cost_usd"], report["cost_kind"]) == (None, None, "unknown")
     text = render_tree(report)
     assert "usage unknown" in text and "not read: model calls not recorded; 1 agent run not placed" in text
 
