@@ -20,7 +20,8 @@ from janux.cli.commands.ui import free_port, launch_ui
 from janux.dashboard.ui.trace_explorer import FIRST_ROWS, MORE_ROWS
 from janux.dashboard.ui.trace_tree import row_cells
 from janux.tracing.analysis import reconstruct
-from janux.tracing.analysis.trace_outline import OutlineRow, matches, outline
+from janux.tracing.analysis.trace_outline import OutlineRow, outline
+from janux.tracing.analysis.trace_search import matches
 from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.sources.store import open_store
 from janux.tracing.testing import synthetic_trace
