@@ -335,7 +335,7 @@ def _detail(view: TraceView, current: str | None) -> None:
         tables.append(TextTable("budget", "Budget", detail.budget))
     tables.append(TextTable("attributes", "Attributes", detail.attributes))
     if not detail.events.empty:
-        tables.append(TextTable("events", "Events", detail.events))
+        tables.append(TextTable("events", "Events", detail.events, grouped=True))
     text_tables(tables, key=_DETAIL_KEY)
     if detail.content:
         st.caption("Captured content")
