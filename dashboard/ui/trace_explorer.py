@@ -224,7 +224,9 @@ SEARCH_HINT = "Search this trace: names, agents, attributes, errors, events, cap
 
 def _toolbar(view: TraceView) -> tuple[str, bool, bool]:
     """The search box with previous / next match, and the two toggles; their values."""
-    box, back, ahead, errors, handoffs = st.columns([4.4, 0.5, 0.5, 1.6, 2.1], vertical_alignment="center")
+    box, back, ahead, errors, handoffs = st.columns(
+        [2.7, 0.55, 0.55, 1.5, 2.4], vertical_alignment="center", gap="xsmall"
+    )
     needle = box.text_input(
         "Search this trace", key=SEARCH_KEY, placeholder=SEARCH_HINT, label_visibility="collapsed",
         on_change=_select_first, args=(view,),
@@ -234,12 +236,9 @@ def _toolbar(view: TraceView) -> tuple[str, bool, bool]:
                 args=(view, -1))  # fmt: skip
     ahead.button("›", key="trace_search_next", help="Next match", disabled=searching, on_click=_step,
                  args=(view, 1))  # fmt: skip
-    errors.toggle(
-        "Errors only", key=ERRORS_KEY, on_change=_select_first, args=(view,),
-        help="The failed spans (failed, timed out, denied, cut, fallback) and the spans above them.",
-    )  # fmt: skip
-    collapse = "The tree collapsed to its agent loops, attempts, delegations and transfers."
-    handoffs.toggle("Loops & delegations", key=HANDOFFS_KEY, help=collapse)
+    # No help icons: the labels fit beside the search box (the tree's caption says what each shows).
+    errors.toggle("Errors only", key=ERRORS_KEY, on_change=_select_first, args=(view,))
+    handoffs.toggle("Loops & delegations", key=HANDOFFS_KEY)
     return _filters()
 
 
@@ -255,7 +254,10 @@ def _note(view: TraceView, needle: str, errors: bool, found: Narrowed | None, cu
         st.caption(f"{len(hits):,} of {total:,} spans match.{which} Highlighted, with the spans above them.")
     elif errors:
         failed = len(found.wanted)
-        st.caption(f"{failed:,} failed span(s), with the spans above them." if failed else "No span failed.")
+        st.caption(
+            f"{failed:,} failed span(s) (failed, timed out, denied, cut, fallback) with the spans above."
+            if failed else "No span failed."
+        )  # fmt: skip
 
 
 def _position(view: TraceView, found: Narrowed | None, span_id: str | None) -> int:
@@ -386,7 +388,7 @@ def explorer(view: TraceView) -> None:
     _clicked_in_chart(view, _WATERFALL_KEY)
     _clicked_in_chart(view, _GRAPH_KEY)
     current = selected_span(view)
-    left, right = st.columns([3, 2], gap="medium")
+    left, right = st.columns([5, 3], gap="small")
     with left:
         # Only the chosen tab is drawn: the waterfall (a tall chart) costs nothing until asked for;
         # the chosen tab is in the URL, so a link opens the graph.

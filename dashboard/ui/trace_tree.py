@@ -25,8 +25,8 @@ import streamlit as st
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis.trace_outline import OutlineRow
 
-COLUMNS = ("span", "kind", "timeline", "duration", "tokens in / out", "cost")
-"""The tree's columns, in order."""
+COLUMNS = ("span", "timeline", "duration", "tokens in / out", "cost")
+"""The tree's columns, in order (a span's kind is in its label, its bar's colour and its hover)."""
 VISIBLE_ROWS = 12
 """Rows shown before the tree scrolls (the tree and its toolbar fit the top half of a 900 px window
 below the header, and the selected span's detail beside it)."""
@@ -49,14 +49,13 @@ _CSS = """
         border: 1px solid var(--st-border-color, rgba(49, 51, 63, 0.2)); border-radius: 0.5rem; }
 table { border-collapse: collapse; width: 100%; table-layout: fixed; font-size: 0.8125rem;
         font-family: var(--st-font, inherit); }
-col.kind { width: 4.6rem; } col.timeline { width: 18%; } col.duration { width: 4.8rem; }
-col.tokens { width: 7.4rem; } col.cost { width: 7rem; }
+col.timeline { width: 17%; } col.duration { width: 4.4rem; } col.tokens { width: 6.6rem; }
+col.cost { width: 6.6rem; }
 th { position: sticky; top: 0; z-index: 1; text-align: left; font-weight: 400; opacity: 0.85;
      background: var(--st-secondary-background-color, #f0f2f6); }
 th, td { padding: 0 0.45rem; white-space: nowrap; overflow: hidden; text-overflow: ellipsis;
          height: 1.7rem; line-height: 1.7rem; }
 td.duration, td.tokens, td.cost, th.duration, th.tokens, th.cost { text-align: right; }
-td.kind { opacity: 0.7; }
 td.span { padding-left: 0.3rem; }
 .g { display: inline-block; position: relative; width: 0.85rem; height: 1.7rem; vertical-align: top; }
 .g.v::before, .g.t::before, .g.l::before { content: ''; position: absolute; left: 0.4rem; top: 0;
@@ -65,7 +64,7 @@ td.span { padding-left: 0.3rem; }
 .g.t::after, .g.l::after { content: ''; position: absolute; left: 0.4rem; top: 50%; width: 0.45rem;
   border-top: 1px solid rgba(128, 128, 128, 0.6); }
 .i { display: inline-block; width: 1.05rem; text-align: center; font-weight: 600; }
-.i.failed::before { content: '✕'; color: #d32f2f; } .i.timeout::before { content: '⏱'; color: #d32f2f; }
+.i.failed::before { content: '✕'; color: #d32f2f; } .i.timeout::before { content: '◷'; color: #d32f2f; }
 .i.denied::before { content: '⊘'; color: #d32f2f; } .i.cut::before { content: '✂'; color: #ef6c00; }
 .i.fallback::before { content: '↪'; color: #ef6c00; } .i.retried::before { content: '↻'; color: #ef6c00; }
 .i.open::before { content: '◌'; color: #7b1fa2; }
@@ -105,8 +104,7 @@ function drawRow(body, row, at) {
   icon.className = 'i ' + state;
   span.appendChild(icon);
   span.appendChild(document.createTextNode(label));
-  span.title = outcome ? label + ' · ' + outcome : label;
-  cell(tr, 'kind', kind);
+  span.title = label + ' (' + kind + ')' + (outcome ? ' · ' + outcome : '');
   const time = cell(tr, 'timeline', '');
   const bar = document.createElement('div');
   bar.className = 'bar ' + kind + (BAD.has(state) ? ' bad' : '') + (state === 'open' ? ' open' : '');
@@ -221,7 +219,7 @@ export default function (component) {
 }
 """
 
-_CLASSES = ("span", "kind", "timeline", "duration", "tokens", "cost")
+_CLASSES = ("span", "timeline", "duration", "tokens", "cost")
 """The class of each column's cells (`COLUMNS`, in order)."""
 
 _TREE = st.components.v2.component("janux_trace_tree", css=_CSS, js=_JS)
@@ -253,7 +251,7 @@ def cost_cell(row: OutlineRow) -> str:
 
 def row_cells(row: OutlineRow) -> list[str]:
     """The text of each of the row's cells (`COLUMNS`; the timeline is a bar, no text)."""
-    return [row.label, row.kind, "", fmt.ms(row.duration_ms), row.tokens, cost_cell(row)]
+    return [row.label, "", fmt.ms(row.duration_ms), row.tokens, cost_cell(row)]
 
 
 def _bar(row: OutlineRow, total_ms: float) -> tuple[float, float]:
@@ -270,9 +268,9 @@ def _rows_data(rows: list[OutlineRow], total_ms: float, hits: Collection[str]) -
     out: list[list[Any]] = []
     for row, lines in zip(rows, guides(rows), strict=True):
         left, width = _bar(row, total_ms)
-        label, kind, _, duration, tokens, cost = row_cells(row)
+        label, _, duration, tokens, cost = row_cells(row)
         out.append([
-            row.span_id, list(lines), row.state if row.state in STATE_NAMES else "", label, kind,
+            row.span_id, list(lines), row.state if row.state in STATE_NAMES else "", label, row.kind,
             left, width, duration, tokens, cost, row.breakdown, row.span_id in hits,
             " · ".join(x for x in (STATE_NAMES.get(row.state, ""), row.outcome) if x),
         ])  # fmt: skip

@@ -46,8 +46,9 @@ def tree_rows(at: Any) -> pd.DataFrame:
     data = json.loads(tree.proto.json)
     # Each row as the component draws it: [id, guides, state, label, kind, left, width, duration,
     # tokens, cost, hover, hit, outcome] (`trace_tree._rows_data`).
-    cells = [[r[3], r[4], "", r[7], r[8], r[9]] for r in data["rows"]]
+    cells = [[r[3], "", r[7], r[8], r[9]] for r in data["rows"]]
     frame = pd.DataFrame(cells, columns=data["columns"])
+    frame["kind"] = [r[4] for r in data["rows"]]
     frame["span_id"] = [r[0] for r in data["rows"]]
     frame["state"] = [r[2] for r in data["rows"]]
     frame["hit"] = [r[11] for r in data["rows"]]
