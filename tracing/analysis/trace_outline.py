@@ -124,18 +124,21 @@ def _loop_state(status: str, error_type: str | None, stop_reason: str | None) ->
 
 
 def _usage_text(name: str, usage: Usage) -> str:
-    """`own: $0.3750, 1,500 in / 150 out, 2 rounds` (one part of a row's breakdown)."""
+    """`own: $0.3750 + 20 unpriced tokens, 1,500 / 150 tokens, 2 rounds` (one part of a row's
+    breakdown)."""
     rounds = f", {fmt.count(usage.rounds, 'round')}" if usage.rounds else ""
-    return f"{name}: {fmt.usage_cost_full(usage)}, {fmt.tokens(usage)}{rounds}"
+    return f"{name}: {fmt.usage_cost_full(usage)}, {fmt.token_pair(usage)} tokens{rounds}"
 
 
 def _loop_facts(view: TraceView, node_at: int) -> _Facts:
     node = view.nodes[node_at]
     outcome: str = c.STATUS_COMPLETED if node.status == "ok" else node.status
+    cost = fmt.usage_cost(node.inclusive)
+    own = _usage_text("own", node.own)
     return _Facts(
         "loop", node.agent, outcome, _loop_state(node.status, node.error_type, node.stop_reason),
-        fmt.usage_cost(node.inclusive), fmt.token_pair(node.inclusive), INCLUSIVE,
-        f"{_usage_text('own', node.own)} · {_usage_text('inclusive (with its delegations)', node.inclusive)}",
+        cost, fmt.token_pair(node.inclusive), INCLUSIVE,
+        f"{own} · {_usage_text('inclusive (with its delegations)', node.inclusive)}",
     )  # fmt: skip
 
 
@@ -155,9 +158,10 @@ def _named(view: TraceView, ref: _Ref) -> _Facts:
     reason = d.deny_reason or d.stop_reason
     outcome = d.status + (f": {outcomes.reason_name(reason)}" if reason else "")  # final status
     state = _HANDOFF_STATES.get(d.status, "retried" if len(d.attempts) > 1 else "ok")
+    cost = fmt.usage_cost(d.cost)
     return _Facts(
         "transfer" if d.kind == "transfer" else "delegation", f"{d.tool} → {d.target}", outcome, state,
-        fmt.usage_cost(d.cost), fmt.token_pair(d.cost), INCLUSIVE,
+        cost, fmt.token_pair(d.cost), INCLUSIVE,
         _usage_text(f"inclusive (its {fmt.count(d.attempt_count, 'attempt')} and below)", d.cost),
     )  # fmt: skip
 
@@ -181,9 +185,8 @@ def _plain(span: SpanRecord) -> _Facts:
         model = sr.round_model(span)
         tokens = _round_tokens(span)
         money = fmt.usd(cost) if cost is not None else outcomes.NONE_SHOWN
-        priced = money if cost is not None else "no recorded cost"
-        breakdown = f"this round: {priced}; tokens in / out: {tokens}"
         label = f"{op} {model}".strip()
+        breakdown = f"{model}: {money if cost is not None else 'no recorded cost'}, {tokens} tokens"
         return _Facts("round", label, sr.span_status(span), state, money, tokens, "", breakdown)
     if op == c.OP_EXECUTE_TOOL:
         return _Facts("tool", sr.tool_name(span), sr.span_status(span), state)
