@@ -6,7 +6,7 @@ Streamlit's table and Arrow scripts for it on the page's first draw: on a 10,000
 visit, the detail was about a quarter of the browser's work. This component draws the same tables
 from JSON with the script the tree's component already loads, as one element. Every cell and
 caption is set as text (never as HTML). Columns stay readable in a narrow pane: a name breaks only
-after a dot, underscore or slash (`HANDOFF_START` never one letter a line), and a value longer than
+after a dot or a slash (`HANDOFF_START` stays whole, never one letter a line), and a value longer than
 `LONG_CHARS` shows its start with "show all" to open the whole of it in place.
 """
 
@@ -36,9 +36,9 @@ button.all { font: inherit; font-size: 0.8rem; margin-left: 0.3rem; padding: 0 0
 
 _JS = """
 const LONG = %d;
-// A name breaks after `.`, `_` or `/` only (an empty <wbr> between its parts: the text stays whole).
+// A name breaks after `.` or `/` only (an empty <wbr> between its parts: the text stays whole).
 function words(parent, text) {
-  const parts = text.split(/(?<=[._\\/])/);
+  const parts = text.split(/(?<=[.\\/])/);
   parts.forEach((part, at) => {
     if (at) parent.appendChild(document.createElement('wbr'));
     parent.appendChild(document.createTextNode(part));

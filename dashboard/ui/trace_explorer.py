@@ -65,6 +65,7 @@ NARROWED_KEPT = 8
 _outlines: OrderedDict[tuple[int, str, int], list[OutlineRow]] = OrderedDict()
 _outlines_lock = threading.Lock()
 _narrowed: OrderedDict[tuple[Any, ...], Narrowed] = OrderedDict()
+_heads: OrderedDict[tuple[Any, ...], list[OutlineRow]] = OrderedDict()
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +101,23 @@ def outline_rows(view: TraceView) -> list[OutlineRow]:
         _outlines[key] = rows
         while len(_outlines) > OUTLINES_KEPT:
             _outlines.popitem(last=False)
+    return rows
+
+
+def _head(view: TraceView, count: int) -> list[OutlineRow]:
+    """`trace_outline.outline_head(view, count)`, kept between runs with the narrowed trees: a click
+    on a span reruns the tree with the same rows (1,000 of them: 30-100 ms to build again)."""
+    key = (*_view_key(view), "head", count)
+    with _outlines_lock:
+        held = _heads.get(key)
+        if held is not None:
+            _heads.move_to_end(key)
+            return held
+    rows = outline.outline_head(view, count)
+    with _outlines_lock:
+        _heads[key] = rows
+        while len(_heads) > OUTLINES_KEPT:
+            _heads.popitem(last=False)
     return rows
 
 
@@ -289,7 +307,7 @@ def _tree(view: TraceView, current: str | None) -> None:
     held = st.session_state.get(_SHOWN_KEY)
     asked = held[1] if isinstance(held, tuple) and held[0] == what else FIRST_ROWS
     count = min(max(asked, _position(view, found, current) + 1), TREE_ROWS, matched)
-    shown = found.rows[:count] if found is not None else outline.outline_head(view, count)
+    shown = found.rows[:count] if found is not None else _head(view, count)
     left_over = min(matched, TREE_ROWS) - count
 
     def more(drawn: int) -> None:
@@ -298,6 +316,7 @@ def _tree(view: TraceView, current: str | None) -> None:
     trace_tree(
         shown, current, key=TREE_KEY, on_pick=lambda span_id: _select(view, span_id),
         total_ms=trace_ms(view), hits=found.hits if found is not None else (),
+        version=(*_view_key(view), *what, count),
         more=f"{min(MORE_ROWS, left_over):,} more of {left_over:,} not drawn yet: click or scroll here"
         if left_over > 0 else "",
         on_more=more,

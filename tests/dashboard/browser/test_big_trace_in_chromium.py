@@ -21,14 +21,15 @@ from janux.dashboard.ui.trace_explorer import FIRST_ROWS, MORE_ROWS
 from janux.dashboard.ui.trace_tree import row_cells
 from janux.tracing.analysis import reconstruct
 from janux.tracing.analysis.trace_outline import OutlineRow, outline
-from janux.tracing.analysis.trace_search import matches
+from janux.tracing.analysis.trace_search import matches, with_ancestors
 from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.sources.store import open_store
 from janux.tracing.testing import synthetic_trace
 from tests.dashboard.browser.test_dashboard_in_chromium import UI_WAIT_MS, _wait_for_ui
 from tests.support.wait import wait_until
 
-SPANS = 1_500
+SPANS = 3_500
+"""Enough for the tree's first part and two more (`FIRST_ROWS`, `MORE_ROWS`), and for a search's two parts."""
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 
 
@@ -161,14 +162,14 @@ def test_a_search_draws_its_first_rows_and_the_next_on_scroll(big_trace: BigTrac
     box = page.locator(".tree")
     box.evaluate("box => { box.scrollTop = box.scrollHeight; }")
     expect(rows).to_have_count(FIRST_ROWS + MORE_ROWS, timeout=UI_WAIT_MS)
-    found = [r for r in big_trace.rows if matches(big_trace.view, r, "chat")]
+    hits = {r.span_id for r in big_trace.rows if matches(big_trace.view, r, "chat")}
+    found = with_ancestors(big_trace.view, big_trace.rows, hits)  # the rows found and those above them
     assert len(found) > FIRST_ROWS + MORE_ROWS
     search = page.get_by_label("Search this trace")
     search.fill("chat")
     search.press("Enter")
-    expect(page.get_by_text(f"{len(found):,} of {len(big_trace.rows):,} spans match.")).to_be_visible(
-        timeout=UI_WAIT_MS
-    )
+    matched = f"{len(hits):,} of {len(big_trace.rows):,} spans match."
+    expect(page.get_by_text(matched, exact=False)).to_be_visible(timeout=UI_WAIT_MS)
     expect(rows).to_have_count(FIRST_ROWS, timeout=UI_WAIT_MS)
     assert _drawn(page) == _expected(found[:FIRST_ROWS])
     box.evaluate("box => { box.scrollTop = box.scrollHeight; }")
