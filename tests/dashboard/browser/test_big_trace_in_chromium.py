@@ -103,6 +103,7 @@ def test_big_tree_sends_its_first_rows_and_the_next_when_scrolled_to_or_clicked(
     expect(rows).to_have_count(FIRST_ROWS + 2 * MORE_ROWS, timeout=UI_WAIT_MS)
     assert _drawn(page) == _expected(big_trace.rows[: FIRST_ROWS + 2 * MORE_ROWS])
     expect(page.locator("tr.row.on")).to_have_count(1)
+    expect(page.locator(IDLE)).to_have_count(1, timeout=UI_WAIT_MS)  # the part's run has ended
     # A row that came later selects its span like any other.
     label = big_trace.rows[FIRST_ROWS + MORE_ROWS + 5]
     rows.nth(FIRST_ROWS + MORE_ROWS + 5).click()
