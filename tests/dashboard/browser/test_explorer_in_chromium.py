@@ -146,7 +146,7 @@ def test_inspect_a_trace_from_the_list_and_come_back(served: Served, page: Page)
     assert len(page.context.pages) == 1
     expect(_metric(page, "Attempts")).to_contain_text("2")
     expect(_metric(page, "Total cost")).to_contain_text(fmt.usage_cost(retried.total))
-    header = page.locator("[data-testid='stCaptionContainer']").first  # the header's two lines
+    header = page.locator("[data-testid='stMain'] [data-testid='stCaptionContainer']").first  # the header
     expect(header).to_contain_text(f"conversation {conversation}")
     # The tree beside the detail: one click on the failed attempt shows why it failed.
     label = f"attempt 1/2 · {d.target}"
