@@ -47,8 +47,11 @@ function words(parent, text) {
 // A long value: its start, and a button that shows all of it in place (and its start again).
 function fill(td, text) {
   if (text.length <= LONG) { words(td, text); return; }
+  // A value the server cut ends with `… [N more characters]`: that note stays in sight.
+  const note = (text.match(/… \\[[\\d,]+ more characters\\]$/) || [''])[0];
+  const start = text.slice(0, LONG) + '…' + (note ? ' ' + note.slice(2) : '');
   const shown = document.createElement('span');
-  shown.textContent = text.slice(0, LONG) + '…';
+  shown.textContent = start;
   const button = document.createElement('button');
   button.type = 'button';
   button.className = 'all';
@@ -56,7 +59,7 @@ function fill(td, text) {
   button.textContent = all;
   button.onclick = () => {
     const open = button.dataset.open === '1';
-    shown.textContent = open ? text.slice(0, LONG) + '…' : text;
+    shown.textContent = open ? start : text;
     button.dataset.open = open ? '0' : '1';
     button.textContent = open ? all : 'show less';
   };
