@@ -11,8 +11,8 @@ one tab and one session, and prints a markdown table of medians:
 - with `--fresh N`, that first visit again on N fresh servers (one sample each: a spread, not one number).
 
 "Drawn" means the script has finished (`data-test-script-state=notRunning`) and the element the
-person looks for is visible. Targets (the issue's): a click to the Trace page < 1 s, a span's
-detail < 300 ms, the 10k-span first visit < 1.5 s. Exit status 1 when a target is missed.
+person looks for is visible. Targets (design brief, issue 31): a click to the Trace page < 1 s, a
+span's detail < 200 ms, the 10k-span first visit < 1 s. Exit status 1 when a target is missed.
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ CHROMIUM_FLAGS = [
 ]  # fmt: skip
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 """The app once its script has finished."""
+SEARCH = "input[aria-label='Search this trace']"
+"""The Trace page's search box (its label is hidden since issue 31: the box is found by it)."""
 MARKS_JS = """
 window.__janux_marks = {};
 document.addEventListener('pointerdown', () => { window.__janux_marks = { down: performance.now() }; }, true);
@@ -51,8 +53,9 @@ WebSocket.prototype.send = function (data) {
 HEADER_PX, ROW_PX = 38, 35
 """Streamlit's table header and row heights (rows are drawn on a canvas)."""
 WAIT_MS = 120_000
-TARGETS_S = {"click": 1.0, "span": 0.3, "big": 1.5}
-"""The issue's targets: a Traces row to the Trace page, a span's detail, the 10k-span first visit."""
+TARGETS_S = {"click": 1.0, "span": 0.2, "big": 1.0}
+"""The targets (design brief, issue 31): a Traces row to the Trace page, a span's detail, the
+10k-span first visit (with 1,000 tree rows drawn since issue 31)."""
 SMALL_TRACES = 30
 HOUR_NS, SECOND_NS = 3_600 * 10**9, 10**9
 T = TypeVar("T")
@@ -103,7 +106,7 @@ def _open_list(page: Any, url: str) -> float:
 def _row_to_trace(page: Any, row: int) -> float:
     def drawn() -> None:
         page.wait_for_url("**/trace?**", timeout=WAIT_MS)
-        _settled(page, "text=Search this trace")
+        _settled(page, SEARCH)
 
     return _timed(lambda: _click_row(page, "checks", row), drawn)
 
@@ -142,7 +145,7 @@ def _measure(url: str, big_id: str, runs: int) -> Times:
         _timed(lambda: page.goto(f"{url}/trace"), lambda: _settled(page, "text=Open a trace from"))
         big = f"{url}/trace?trace_id={big_id}"
         for _ in range(runs):
-            times.big.append(_timed(lambda: page.goto(big), lambda: _settled(page, "text=Search this trace")))
+            times.big.append(_timed(lambda: page.goto(big), lambda: _settled(page, SEARCH)))
         for run in range(runs):
             times.listing.append(_open_list(page, url))
             times.click.append(_row_to_trace(page, run % 5))
@@ -182,7 +185,7 @@ def _first_visit(url: str, big_id: str) -> float:
         _timed(lambda: page.goto(f"{url}/trace"), lambda: _settled(page, "text=Open a trace from"))
         seconds = _timed(
             lambda: page.goto(f"{url}/trace?trace_id={big_id}"),
-            lambda: _settled(page, "text=Search this trace"),
+            lambda: _settled(page, SEARCH),
         )
         browser.close()
     return seconds

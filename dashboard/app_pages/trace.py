@@ -21,23 +21,27 @@ OLD_GRAPH_SECTION = "Handoff graph"
 TRACE_ID_CHARS = 32
 
 
-def _resolve(source: TraceSource, wanted: str) -> str | None:
-    """The full id of `wanted` (a whole id or a unique prefix); None (with a message) otherwise."""
+def _resolve(source: TraceSource, wanted: str) -> tuple[str | None, str]:
+    """(the full id of `wanted`, "") for a whole id or a unique prefix; (None, what is wrong) otherwise."""
+    if len(wanted) >= TRACE_ID_CHARS:
+        return wanted, ""
     found = source.list_traces(TraceFilter(trace_id=wanted), limit=2)
     if len(found) == 1:
-        return found[0].trace_id
+        return found[0].trace_id, ""
     if not found:
-        st.warning(fmt.markdown_text(f"No trace id starts with {wanted}."))
-    else:
-        st.warning(fmt.markdown_text(f"More than one trace id starts with {wanted}: type more of it."))
-    return None
+        return None, f"No trace id starts with {wanted}."
+    return None, f"More than one trace id starts with {wanted}: type more of it."
 
 
-def _bar(trace_id: str) -> None:
-    """← back to the list, previous / next trace of that list."""
-    back, before, after, _ = st.columns([2, 1, 1, 4])
+def _bar(trace_id: str | None) -> None:
+    """The title beside ← back to the list and previous / next trace of that list (one line: the
+    tree starts in the top half of the window)."""
+    title, back, before, after, _ = st.columns([1.6, 1.4, 1, 1, 3], vertical_alignment="bottom")
+    title.title("Trace")
     with back:
         nav.back_link()
+    if trace_id is None:
+        return
     previous, following = nav.neighbours(trace_id)
     if before.button("‹ Previous", disabled=previous is None, key="trace_prev") and previous:
         nav.open_trace(previous)
@@ -50,26 +54,26 @@ def main() -> None:
     wanted = str(st.query_params.get("trace_id", "")).strip().lower()
     if len(wanted) == TRACE_ID_CHARS:
         prefetch_view(wanted)  # read and rebuilt on a worker thread while the title and bar draw
-    st.title("Trace")
+    source = st.session_state.get("janux_active_source")
+    trace_id, problem = _resolve(source, wanted) if source is not None and wanted else (None, "")
+    _bar(trace_id)
     active = active_source()
     if active is None:
         return
     if not wanted:
-        nav.back_link()
         st.info("Open a trace from the Traces, Failures or Agent map page (one click on its row).")
         typed = st.text_input("…or go to a trace id (or a unique prefix of it)", key="trace_goto").strip()
         if typed:
             nav.open_trace(typed.lower())
         return
-    trace_id = _resolve(active[1], wanted) if len(wanted) < TRACE_ID_CHARS else wanted
     if trace_id is None:
+        st.warning(fmt.markdown_text(problem))
         return
     if trace_id != wanted:
         st.query_params["trace_id"] = trace_id
     if st.query_params.get("trace_section") == OLD_GRAPH_SECTION:  # a link from before the merge
         del st.query_params["trace_section"]
         st.query_params[VIEW_TAB] = "Graph"
-    _bar(trace_id)
     view = get_views([trace_id])[trace_id]
     if not view.index.spans:
         st.warning("No spans stored for this trace id.")
@@ -77,6 +81,7 @@ def main() -> None:
     sections.headline(view)
     sections.issues(view)
     explorer(view)
+    sections.more_figures(view)
     sections.chosen_section(view)
 
 

@@ -5,7 +5,9 @@ each, with a caption element between them. `st.table` sends Arrow data, and the 
 Streamlit's table and Arrow scripts for it on the page's first draw: on a 10,000-span trace's first
 visit, the detail was about a quarter of the browser's work. This component draws the same tables
 from JSON with the script the tree's component already loads, as one element. Every cell and
-caption is set as text (never as HTML), wrapped when long, never cut.
+caption is set as text (never as HTML). Columns stay readable in a narrow pane: a name breaks only
+after a dot or a slash (`HANDOFF_START` stays whole, never one letter a line), and a value longer than
+`LONG_CHARS` shows its start with "show all" to open the whole of it in place.
 """
 
 from __future__ import annotations
@@ -22,12 +24,47 @@ _CSS = """
 p { margin: 0.75rem 0 0.25rem; opacity: 0.65; }
 table { border-collapse: collapse; width: 100%; }
 th { text-align: left; font-weight: 400; opacity: 0.75; }
-th, td { padding: 0.3rem 0.5rem; vertical-align: top; white-space: pre-wrap; overflow-wrap: anywhere;
+th, td { padding: 0.3rem 0.5rem; vertical-align: top; white-space: pre-wrap; overflow-wrap: break-word;
          border-bottom: 1px solid var(--st-border-color, rgba(49, 51, 63, 0.2)); }
-td:first-child { opacity: 0.8; }
+td:first-child { opacity: 0.8; max-width: 40%; }
+td:last-child { overflow-wrap: anywhere; }
+td.first { border-top: 1px solid var(--st-border-color, rgba(49, 51, 63, 0.45)); }
+button.all { font: inherit; font-size: 0.8rem; margin-left: 0.3rem; padding: 0 0.35rem; cursor: pointer;
+             border: 1px solid var(--st-border-color, rgba(49, 51, 63, 0.2)); border-radius: 0.3rem;
+             background: transparent; color: inherit; }
 """
 
 _JS = """
+const LONG = %d;
+// A name breaks after `.` or `/` only (an empty <wbr> between its parts: the text stays whole).
+function words(parent, text) {
+  const parts = text.split(/(?<=[.\\/])/);
+  parts.forEach((part, at) => {
+    if (at) parent.appendChild(document.createElement('wbr'));
+    parent.appendChild(document.createTextNode(part));
+  });
+}
+// A long value: its start, and a button that shows all of it in place (and its start again).
+function fill(td, text) {
+  if (text.length <= LONG) { words(td, text); return; }
+  // A value the server cut ends with `… [N more characters]`: that note stays in sight.
+  const note = (text.match(/… \\[[\\d,]+ more characters\\]$/) || [''])[0];
+  const start = text.slice(0, LONG) + '…' + (note ? ' ' + note.slice(2) : '');
+  const shown = document.createElement('span');
+  shown.textContent = start;
+  const button = document.createElement('button');
+  button.type = 'button';
+  button.className = 'all';
+  const all = 'show all ' + text.length.toLocaleString('en-US') + ' characters';
+  button.textContent = all;
+  button.onclick = () => {
+    const open = button.dataset.open === '1';
+    shown.textContent = open ? start : text;
+    button.dataset.open = open ? '0' : '1';
+    button.textContent = open ? all : 'show less';
+  };
+  td.append(shown, button);
+}
 export default function (component) {
   const { data, parentElement } = component;
   let box = parentElement.querySelector('.tables');
@@ -56,7 +93,8 @@ export default function (component) {
     const body = table.createTBody();
     for (const cells of block.rows) {
       const tr = body.insertRow();
-      for (const text of cells) tr.insertCell().textContent = text;
+      for (const text of cells) fill(tr.insertCell(), text);
+      if (cells[0] && block.grouped) tr.cells[0].className = 'first';  // an event's first row
     }
     parts.push(table);
   }
@@ -65,7 +103,10 @@ export default function (component) {
 }
 """
 
-_TABLES = st.components.v2.component("janux_text_tables", css=_CSS, js=_JS)
+LONG_CHARS = 300
+"""Characters of a value shown before its "show all" button."""
+
+_TABLES = st.components.v2.component("janux_text_tables", css=_CSS, js=_JS.replace("%d", str(LONG_CHARS), 1))
 
 
 @dataclass(slots=True)
@@ -78,6 +119,9 @@ class TextTable:
     """The line above the table ("" for none)."""
     frame: pd.DataFrame | None = None
     """The table; its cells are shown as text. None: the caption alone."""
+    grouped: bool = False
+    """Rows come in groups, each group's first row with a first cell, the others with "" there (an
+    event and its attributes): a line above each group."""
 
 
 def text_tables(tables: list[TextTable], *, key: str) -> None:
@@ -91,6 +135,7 @@ def text_tables(tables: list[TextTable], *, key: str) -> None:
                 "caption": table.caption,
                 "columns": [str(c) for c in frame.columns],
                 "rows": [[str(v) for v in row] for row in frame.itertuples(index=False)],
+                "grouped": table.grouped,
             }
         )
     version = f"{zlib.crc32(json.dumps(blocks).encode()):08x}"

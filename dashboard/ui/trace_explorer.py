@@ -11,6 +11,7 @@ import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import altair as alt
@@ -27,7 +28,8 @@ from janux.dashboard.views.span_price import round_price_text
 from janux.dashboard.views.timeline import DEFAULT_MAX_ROWS, waterfall, waterfall_chart
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import trace_outline as outline
-from janux.tracing.analysis.trace_outline import KINDS, OutlineRow
+from janux.tracing.analysis import trace_search as search
+from janux.tracing.analysis.trace_outline import HANDOFF_KINDS, OutlineRow
 from janux.tracing.analysis.trace_view import TraceView
 
 VIEW_TAB = "trace_view_tab"
@@ -39,29 +41,56 @@ TREE_KEY = "trace_tree"
 _WATERFALL_KEY = "trace_waterfall"
 _GRAPH_KEY = "trace_handoff_graph"
 _DETAIL_KEY = "trace_detail_tables"
-FIRST_ROWS = 100
-"""Tree rows sent with the page: about five screens of the tree's box. On a 10,000-span trace's
-first visit, 500 rows (their cells sent, built and laid out in the browser) cost several times
-what 100 do; the next rows come when asked for (`MORE_ROWS` at a time)."""
-MORE_ROWS = 400
+FIRST_ROWS = 1_000
+"""Tree rows sent with the page: 1,000, about eighty screens of the tree's box (rows are cheap to
+draw: a fixed table layout and text cells); the next rows come when asked for (`MORE_ROWS` at a
+time)."""
+MORE_ROWS = 1_000
 """Tree rows added when the tree's last row is clicked or scrolled to."""
-TREE_ROWS = 2_000
-"""Most rows the tree holds (a search narrows a bigger trace)."""
+TREE_ROWS = 20_000
+"""Most rows the tree holds (a search or a toggle narrows a bigger trace)."""
 _SHOWN_KEY = "trace_tree_shown"
 """Session key of (what the tree shows, how many of its rows were asked for)."""
+SEARCH_KEY = "trace_search"
+"""Widget key of "Search this trace"."""
+ERRORS_KEY = "trace_errors_only"
+"""Widget key of the "Errors only" toggle: the failed spans and their ancestors."""
+HANDOFFS_KEY = "trace_handoffs_only"
+"""Widget key of the "Loops & delegations" toggle: the tree collapsed to its handoff tree."""
 OUTLINES_KEPT = 4
 """Traces whose tree rows are kept between runs (a search types on the same trace)."""
+NARROWED_KEPT = 8
+"""Narrowed trees (a search, a toggle) kept between runs: a click in a narrowed tree reruns it."""
 
 _outlines: OrderedDict[tuple[int, str, int], list[OutlineRow]] = OrderedDict()
 _outlines_lock = threading.Lock()
+_narrowed: OrderedDict[tuple[Any, ...], Narrowed] = OrderedDict()
+_heads: OrderedDict[tuple[Any, ...], list[OutlineRow]] = OrderedDict()
+
+
+@dataclass(frozen=True, slots=True)
+class Narrowed:
+    """The tree narrowed by a search or a toggle."""
+
+    rows: list[OutlineRow]
+    """The rows kept (the spans wanted and their ancestors), in tree order."""
+    wanted: list[str]
+    """Span ids of the spans wanted (found, failed, loops or delegations), in tree order."""
+    hits: list[str]
+    """Of those, the ones a search found (`wanted`, empty without a search): highlighted."""
+
+
+def _view_key(view: TraceView) -> tuple[int, str, int]:
+    """What a rebuilt trace's rows depend on (never the view itself: it is not held)."""
+    spans = view.index.spans
+    return id(view), spans[0].trace_id if spans else "", len(spans)
 
 
 def outline_rows(view: TraceView) -> list[OutlineRow]:
-    """`trace_outline.outline(view)` (all rows, for a search or a narrowed kind), computed once per
+    """`trace_outline.outline(view)` (all rows, for a search or a toggle), computed once per
     rebuilt trace (50-90 ms for 10,000 spans): the newest `OUTLINES_KEPT` are kept, keyed by the
     view and what its rows depend on (its trace and span count), never holding the view itself."""
-    spans = view.index.spans
-    key = (id(view), spans[0].trace_id if spans else "", len(spans))
+    key = _view_key(view)
     with _outlines_lock:
         rows = _outlines.get(key)
         if rows is not None:
@@ -73,6 +102,52 @@ def outline_rows(view: TraceView) -> list[OutlineRow]:
         while len(_outlines) > OUTLINES_KEPT:
             _outlines.popitem(last=False)
     return rows
+
+
+def _head(view: TraceView, count: int) -> list[OutlineRow]:
+    """`trace_outline.outline_head(view, count)`, kept between runs with the narrowed trees: a click
+    on a span reruns the tree with the same rows (1,000 of them: 30-100 ms to build again)."""
+    key = (*_view_key(view), "head", count)
+    with _outlines_lock:
+        held = _heads.get(key)
+        if held is not None:
+            _heads.move_to_end(key)
+            return held
+    rows = outline.outline_head(view, count)
+    with _outlines_lock:
+        _heads[key] = rows
+        while len(_heads) > OUTLINES_KEPT:
+            _heads.popitem(last=False)
+    return rows
+
+
+def narrowed(view: TraceView, needle: str, errors: bool, handoffs: bool) -> Narrowed | None:
+    """The tree narrowed to the spans a search finds (`needle`), that failed (`errors`) and that are
+    loops or delegations (`handoffs`), all that apply, each kept with its ancestors; None when
+    nothing narrows it. Kept between runs (`NARROWED_KEPT`)."""
+    needle = needle.strip()
+    if not (needle or errors or handoffs):
+        return None
+    key = (*_view_key(view), needle.lower(), errors, handoffs)
+    with _outlines_lock:
+        held = _narrowed.get(key)
+        if held is not None:
+            _narrowed.move_to_end(key)
+            return held
+    rows = outline_rows(view)
+    failed = search.failed_span_ids(view) if errors else None
+    wanted = [
+        r for r in rows
+        if (failed is None or r.span_id in failed) and (not handoffs or r.kind in HANDOFF_KINDS)
+        and search.matches(view, r, needle)
+    ]  # fmt: skip
+    ids = [r.span_id for r in wanted]
+    found = Narrowed(search.with_ancestors(view, rows, set(ids)), ids, ids if needle else [])
+    with _outlines_lock:
+        _narrowed[key] = found
+        while len(_narrowed) > NARROWED_KEPT:
+            _narrowed.popitem(last=False)
+    return found
 
 
 def selected_span(view: TraceView) -> str | None:
@@ -132,41 +207,107 @@ def _graph(view: TraceView) -> None:
         st.caption(f"Incomplete trace: {orphans:,} span(s) with a missing parent (loops drawn as roots).")
 
 
-def _tree_rows(view: TraceView, needle: str, kinds: Sequence[str]) -> tuple[list[OutlineRow] | None, int]:
-    """(the matching rows, how many) for a search or a narrowed kind; (None, every span) otherwise:
-    the rows shown then are the outline's first ones, computed alone."""
-    if not needle and set(kinds) >= set(KINDS):
-        return None, len(view.index.spans)
-    found = [r for r in outline_rows(view) if r.kind in kinds and outline.matches(view, r, needle)]
-    return found, len(found)
+def _filters() -> tuple[str, bool, bool]:
+    """(search text, errors only, loops and delegations only) as the toolbar holds them."""
+    state = st.session_state
+    return str(state.get(SEARCH_KEY) or ""), bool(state.get(ERRORS_KEY)), bool(state.get(HANDOFFS_KEY))
 
 
-def _position(view: TraceView, found: list[OutlineRow] | None, span_id: str | None) -> int:
+def _select_first(view: TraceView) -> None:
+    """Select the first span the filters want (a new search, errors only switched on): the detail
+    shows what was looked for at once."""
+    found = narrowed(view, *_filters())
+    if found is not None and found.wanted:
+        _select(view, found.wanted[0])
+
+
+def _step(view: TraceView, step: int) -> None:
+    """Select the next (`step` 1) or previous (-1) span the search found, after or before the
+    selected one, round to the first or last."""
+    found = narrowed(view, *_filters())
+    if found is None or not found.hits:
+        return
+    order = {r.span_id: at for at, r in enumerate(found.rows)}
+    here = order.get(selected_span(view) or "", -1)
+    if step > 0:
+        target = next((h for h in found.hits if order[h] > here), found.hits[0])
+    else:
+        target = next((h for h in reversed(found.hits) if order[h] < here), found.hits[-1])
+    _select(view, target)
+
+
+SEARCH_HINT = "Search this trace: names, agents, attributes, errors, events, captured content"
+"""The search box's placeholder (its label, hidden, is "Search this trace")."""
+
+
+def _toolbar(view: TraceView) -> tuple[str, bool, bool]:
+    """The search box with previous / next match, and the two toggles; their values."""
+    box, back, ahead, errors, handoffs = st.columns(
+        [2.7, 0.55, 0.55, 1.5, 2.4], vertical_alignment="center", gap="xsmall"
+    )
+    needle = box.text_input(
+        "Search this trace", key=SEARCH_KEY, placeholder=SEARCH_HINT, label_visibility="collapsed",
+        on_change=_select_first, args=(view,),
+    )  # fmt: skip
+    searching = not needle.strip()
+    back.button("‹", key="trace_search_prev", help="Previous match", disabled=searching, on_click=_step,
+                args=(view, -1))  # fmt: skip
+    ahead.button("›", key="trace_search_next", help="Next match", disabled=searching, on_click=_step,
+                 args=(view, 1))  # fmt: skip
+    # No help icons: the labels fit beside the search box (the tree's caption says what each shows).
+    errors.toggle("Errors only", key=ERRORS_KEY, on_change=_select_first, args=(view,))
+    handoffs.toggle("Loops & delegations", key=HANDOFFS_KEY)
+    return _filters()
+
+
+def _note(view: TraceView, needle: str, errors: bool, found: Narrowed | None, current: str | None) -> None:
+    """One line under the toolbar: how many spans the search found and which one is selected, or
+    that no span failed."""
+    total = len(view.index.spans)
+    if found is None:
+        return
+    if needle.strip():
+        hits = found.hits
+        which = f" Match {hits.index(current) + 1:,} of {len(hits):,} selected." if current in hits else ""
+        st.caption(f"{len(hits):,} of {total:,} spans match.{which} Highlighted, with the spans above them.")
+    elif errors:
+        failed = len(found.wanted)
+        st.caption(
+            f"{failed:,} failed span(s) (failed, timed out, denied, cut, fallback) with the spans above."
+            if failed else "No span failed."
+        )  # fmt: skip
+
+
+def _position(view: TraceView, found: Narrowed | None, span_id: str | None) -> int:
     """Position of `span_id`'s row among the rows shown (-1 when it is not one of them)."""
     if span_id is None:
         return -1
     if found is not None:
-        return next((at for at, r in enumerate(found) if r.span_id == span_id), -1)
+        return next((at for at, r in enumerate(found.rows) if r.span_id == span_id), -1)
     pos = view.index.by_id.get(span_id)
     return -1 if pos is None else view.index.order.index(pos)
 
 
+def trace_ms(view: TraceView) -> float:
+    """The trace's duration in ms, first start to last end (the time scale of the tree's bars)."""
+    spans = view.index.spans
+    ends = [s.end_ns for s in spans if s.duration_ns >= 0]
+    return (max(ends) - spans[0].start_ns) / 1e6 if spans and ends else 0.0
+
+
 def _tree(view: TraceView, current: str | None) -> None:
-    left, right = st.columns([3, 2])
-    hint = "span name, agent, attribute value"
-    needle = left.text_input("Search this trace", key="trace_search", placeholder=hint)
-    kinds = right.multiselect("Show", KINDS, default=list(KINDS), key="trace_tree_kinds")
-    found, matched = _tree_rows(view, needle, kinds)
-    if needle:
-        st.caption(f"{matched:,} of {len(view.index.spans):,} spans match.")
+    needle, errors, handoffs = _toolbar(view)
+    found = narrowed(view, needle, errors, handoffs)
+    _note(view, needle, errors, found, current)
+    matched = len(found.rows) if found is not None else len(view.index.spans)
     if matched > TREE_ROWS:
         st.caption(f"The tree holds the first {TREE_ROWS:,} of {matched:,} spans: search to find the others.")
     # How many rows: the first FIRST_ROWS, more as asked for, down to the selected span's row.
-    what = (view.trace_id, needle, tuple(kinds))
+    what = (view.trace_id, needle.strip().lower(), errors, handoffs)
     held = st.session_state.get(_SHOWN_KEY)
     asked = held[1] if isinstance(held, tuple) and held[0] == what else FIRST_ROWS
     count = min(max(asked, _position(view, found, current) + 1), TREE_ROWS, matched)
-    shown = found[:count] if found is not None else outline.outline_head(view, count)
+    shown = found.rows[:count] if found is not None else _head(view, count)
     left_over = min(matched, TREE_ROWS) - count
 
     def more(drawn: int) -> None:
@@ -174,6 +315,8 @@ def _tree(view: TraceView, current: str | None) -> None:
 
     trace_tree(
         shown, current, key=TREE_KEY, on_pick=lambda span_id: _select(view, span_id),
+        total_ms=trace_ms(view), hits=found.hits if found is not None else (),
+        version=(*_view_key(view), *what, count),
         more=f"{min(MORE_ROWS, left_over):,} more of {left_over:,} not drawn yet: click or scroll here"
         if left_over > 0 else "",
         on_more=more,
@@ -213,7 +356,7 @@ def _detail(view: TraceView, current: str | None) -> None:
         tables.append(TextTable("budget", "Budget", detail.budget))
     tables.append(TextTable("attributes", "Attributes", detail.attributes))
     if not detail.events.empty:
-        tables.append(TextTable("events", "Events", detail.events))
+        tables.append(TextTable("events", "Events", detail.events, grouped=True))
     text_tables(tables, key=_DETAIL_KEY)
     if detail.content:
         st.caption("Captured content")
@@ -264,7 +407,7 @@ def explorer(view: TraceView) -> None:
     _clicked_in_chart(view, _WATERFALL_KEY)
     _clicked_in_chart(view, _GRAPH_KEY)
     current = selected_span(view)
-    left, right = st.columns([3, 2], gap="medium")
+    left, right = st.columns([5, 3], gap="small")
     with left:
         # Only the chosen tab is drawn: the waterfall (a tall chart) costs nothing until asked for;
         # the chosen tab is in the URL, so a link opens the graph.

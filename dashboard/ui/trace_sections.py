@@ -17,44 +17,86 @@ from janux.tracing.analysis import outcomes, trace_outline
 from janux.tracing.analysis.trace_list import CHECKS_HELP, badge
 from janux.tracing.analysis.trace_view import TraceView
 
+_STATUS_COLOURS = {"failed": "red", "open": "violet"}
+"""The colour of a trace's status in the header (`ok` is plain)."""
+
+
+def _coloured(text: str, colour: str | None) -> str:
+    """`text` shown literally (escaped), in `colour` when one is given."""
+    escaped = fmt.markdown_text(text)
+    return f":{colour}[{escaped}]" if colour else escaped
+
+
+def header_lines(view: TraceView) -> tuple[str, str]:
+    """The header's two lines (markdown, every value escaped): who, when, how long and how it
+    ended; then what it cost (unpriced tokens beside the bill), its tokens, its checks and counts."""
+    root, conversation, started, duration, status = (value for _, value in trace_outline.headline(view))
+    who = " · ".join(
+        [
+            f"**{fmt.markdown_text(root)}**",
+            f"conversation {fmt.markdown_text(conversation)}",
+            f"started {fmt.markdown_text(started)} UTC",
+            fmt.markdown_text(duration),
+            _coloured(status, _STATUS_COLOURS.get(status)),
+        ]
+    )
+    total = view.total
+    bill = "estimated cost" if total.is_estimated else "cost"
+    failed = sum(1 for d in view.delegations if outcomes.is_failed_handoff(d))
+    figures = " · ".join(
+        [
+            f"{bill} **{fmt.markdown_text(fmt.usage_cost_full(total))}**",
+            f"tokens {fmt.markdown_text(fmt.tokens(total))}",
+            f"checks {_coloured(badge(view), 'red' if view.failed_checks else None)}",
+            fmt.markdown_text(fmt.count(len(view.nodes), "loop")),
+            fmt.markdown_text(fmt.count(len(view.delegations), "delegation")),
+        ]
+        + ([_coloured(fmt.count(failed, "failed handoff"), "red")] if failed else [])
+    )
+    return who, figures
+
 
 def headline(view: TraceView) -> None:
-    """The header: root agent, conversation, start, duration, status; cost, tokens, checks; counts;
-    the trace id with a copy button."""
-    total = view.total
-    # Names and times are written out (wrapped when long), never cut like a metric's value.
-    for col, (label, value) in zip(st.columns([1, 2, 2, 1, 1]), trace_outline.headline(view), strict=True):
-        col.caption(label)
-        col.text(value)
-    top = st.columns([3, 2, 1.3, 1.3, 1.3])  # the cost may read "≈ $0.001234 (est.) + unknown": room for it
-    label = "Total cost (estimated)" if total.is_estimated else "Total cost"
-    top[0].metric(label, fmt.usage_cost(total), help=fmt.usage_cost_full(total))
-    headline_figures.usage_tokens(top[1], "Tokens in / out", total)
-    top[2].metric("Checks", badge(view), help=CHECKS_HELP)
-    failed = sum(1 for d in view.delegations if outcomes.is_failed_handoff(d))
-    top[3].metric("Failed handoffs", f"{failed:,}", help=outcomes.is_failed_handoff.__doc__)
-    top[4].metric("Timed-out attempts", f"{sum(f.timeouts for f in view.failures):,}")
-    counts = st.columns([1, 1, 1, 1, 2])
-    counts[0].metric("Agent loops", f"{len(view.nodes):,}")
-    counts[1].metric("Delegations", f"{len(view.delegations):,}")
-    counts[2].metric("Attempts", f"{view.attempts:,}")
-    counts[3].metric("Unpriced tokens", f"{total.unpriced_tokens:,}")
-    with counts[4]:
-        st.caption("Trace id")
+    """The header, in two lines beside the trace id with a copy button (the tree starts in the top
+    half of the window); every figure of the trace below the explorer, on demand (`more_figures`)."""
+    text, copy = st.columns([13, 7], vertical_alignment="center")
+    who, figures = header_lines(view)
+    # One caption (every value escaped: no value from the trace becomes markup), two lines.
+    text.caption(f"{who}  \n{figures}")
+    with copy:
         copy_text(view.trace_id, label="Copy trace id", key="trace_copy_id")
-    unread = total.unread_rounds
+    unread = view.total.unread_rounds
     if unread:
         st.warning(
-            f"{unread:,} of {total.rounds:,} model call(s) carry usage Janux could not read (under names it "
-            "does not read, or none at all): their tokens and cost are unknown, not counted as 0."
+            f"{unread:,} of {view.total.rounds:,} model call(s) carry usage Janux could not read (under "
+            "names it does not read, or none at all): their tokens and cost are unknown, not counted as 0."
         )
-    broken = view.failed_checks
-    if broken:
-        st.error(f"{len(broken)} reconciliation check(s) failed: see the Checks tab.")
-    elif view.is_janux:
-        st.success("All reconciliation checks pass.")
-    if total.is_estimated:
-        st.caption(fmt.markdown_text(estimate_note(view)))
+
+
+def more_figures(view: TraceView) -> None:
+    """Every figure of the trace (cost, tokens, checks, counts), in an expander below the explorer."""
+    total = view.total
+    with st.expander("All figures of this trace"):
+        top = st.columns([3, 2, 1.3, 1.3, 1.3])  # the cost may read "≈ $0.001234 (est.) + unknown"
+        label = "Total cost (estimated)" if total.is_estimated else "Total cost"
+        top[0].metric(label, fmt.usage_cost(total), help=fmt.usage_cost_full(total))
+        headline_figures.usage_tokens(top[1], "Tokens in / out", total)
+        top[2].metric("Checks", badge(view), help=CHECKS_HELP)
+        failed = sum(1 for d in view.delegations if outcomes.is_failed_handoff(d))
+        top[3].metric("Failed handoffs", f"{failed:,}", help=outcomes.is_failed_handoff.__doc__)
+        top[4].metric("Timed-out attempts", f"{sum(f.timeouts for f in view.failures):,}")
+        counts = st.columns([1, 1, 1, 1, 2])
+        counts[0].metric("Agent loops", f"{len(view.nodes):,}")
+        counts[1].metric("Delegations", f"{len(view.delegations):,}")
+        counts[2].metric("Attempts", f"{view.attempts:,}")
+        counts[3].metric("Unpriced tokens", f"{total.unpriced_tokens:,}")
+        broken = view.failed_checks
+        if broken:
+            st.error(f"{len(broken)} reconciliation check(s) failed: see the Checks tab.")
+        elif view.is_janux:
+            st.success("All reconciliation checks pass.")
+        if total.is_estimated:
+            st.caption(fmt.markdown_text(estimate_note(view)))
 
 
 def estimate_note(view: TraceView) -> str:

@@ -49,7 +49,7 @@ class SpanDetail:
     attributes: pd.DataFrame = field(default_factory=pd.DataFrame)
     """key, value (money as dollars), captured content left out."""
     events: pd.DataFrame = field(default_factory=pd.DataFrame)
-    """event, time (ms since the span start), attributes."""
+    """event, at (ms since the span start), attribute, value: one row per attribute of an event."""
     content: dict[str, str] = field(default_factory=dict)
     """Captured content, only when capture was on (each text cut to `SHOWN_CONTENT_CHARS`)."""
     cut: list[str] = field(default_factory=list)
@@ -114,23 +114,24 @@ def _budget(view: TraceView, span: SpanRecord) -> pd.DataFrame | None:
     return pd.DataFrame(rows)
 
 
-def _event_text(attributes: dict[str, object]) -> str:
-    return ", ".join(f"{k}={fmt.attribute_text(k, v)}" for k, v in attributes.items())
+EVENT_COLUMNS = ["event", "at", "attribute", "value"]
+"""The events table's columns: one row per attribute of an event, its name and time on the first."""
 
 
 def _events(span: SpanRecord) -> pd.DataFrame:
-    rows = [
-        {
-            "event": e.name,
-            "at": fmt.ms((e.timestamp_ns - span.start_ns) / 1e6),
-            "attributes": fmt.clipped(_event_text(e.attributes), SHOWN_VALUE_CHARS)[0],
-        }
-        for e in span.events[:SHOWN_EVENTS]
-    ]
+    """One row per attribute of each event (HANDOFF_START's ten attributes read as ten rows, not as
+    one cell of `key=value, ...`), the event's name and time on its first row; an event without
+    attributes is one row."""
+    rows: list[list[str]] = []
+    for event in span.events[:SHOWN_EVENTS]:
+        at = fmt.ms((event.timestamp_ns - span.start_ns) / 1e6)
+        first = [event.name, at]
+        for key, value in event.attributes.items() or [("", "")]:
+            rows.append([*first, key, fmt.clipped(fmt.attribute_text(key, value), SHOWN_VALUE_CHARS)[0]])
+            first = ["", ""]
     if len(span.events) > SHOWN_EVENTS:
-        rows.append({"event": f"{len(span.events) - SHOWN_EVENTS:,} more events not shown", "at": "",
-                     "attributes": ""})  # fmt: skip
-    return pd.DataFrame(rows, columns=["event", "at", "attributes"])
+        rows.append([f"{len(span.events) - SHOWN_EVENTS:,} more events not shown", "", "", ""])
+    return pd.DataFrame(rows, columns=EVENT_COLUMNS)
 
 
 def span_detail(view: TraceView, span: SpanRecord, row: OutlineRow | None) -> SpanDetail:

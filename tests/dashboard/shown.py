@@ -44,8 +44,15 @@ def tree_rows(at: Any) -> pd.DataFrame:
     with each row's span id in `span_id` (read from the component's data)."""
     (tree,) = [e for e in at.get("bidi_component") if e.proto.component_name == "janux_trace_tree"]
     data = json.loads(tree.proto.json)
-    frame = pd.DataFrame(data["rows"], columns=data["columns"])
-    frame["span_id"] = data["ids"]
+    # Each row as the component draws it: [id, guides, state, label, kind, left, width, duration,
+    # tokens, cost, hover, hit, outcome] (`trace_tree._rows_data`).
+    cells = [[r[3], "", r[7], r[8], r[9]] for r in data["rows"]]
+    frame = pd.DataFrame(cells, columns=data["columns"])
+    frame["kind"] = [r[4] for r in data["rows"]]
+    frame["span_id"] = [r[0] for r in data["rows"]]
+    frame["state"] = [r[2] for r in data["rows"]]
+    frame["hit"] = [r[11] for r in data["rows"]]
+    frame["guides"] = ["".join(r[1]) for r in data["rows"]]
     return frame
 
 

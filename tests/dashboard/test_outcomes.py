@@ -11,8 +11,9 @@ from janux.dashboard.views.handoff_chart import handoff_frames
 from janux.tracing import conventions as c
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import outcomes, reconstruct
-from janux.tracing.analysis.trace_outline import headline, matches, outline, outline_head, outline_row
+from janux.tracing.analysis.trace_outline import headline, outline, outline_head, outline_row
 from janux.tracing.analysis.trace_parts import Attempt
+from janux.tracing.analysis.trace_search import matches
 from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.testing import synthetic_trace
 

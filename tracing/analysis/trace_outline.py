@@ -2,7 +2,7 @@
 the handoff tree (agent loop, delegation, attempt, model round, tool), with its outcome and cost.
 
 The rows carry the meanings of `outcomes` (an attempt's own duration and outcome), so the tree,
-the graph and the tables cannot disagree; `matches` is the search inside a trace.
+the graph and the tables cannot disagree; the search inside a trace is `trace_search`.
 """
 
 from __future__ import annotations
@@ -17,13 +17,21 @@ from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import outcomes
 from janux.tracing.analysis import spanread as sr
 from janux.tracing.analysis.readers.structure import loop_id
+from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.analysis.trace_view import TraceView
-from janux.tracing.records import SpanRecord
+from janux.tracing.records import SpanRecord, attr_str
 
 RowKind = Literal["loop", "attempt", "delegation", "transfer", "round", "tool", "other"]
 """What a span is in the handoff tree."""
 KINDS: tuple[RowKind, ...] = ("loop", "attempt", "delegation", "transfer", "round", "tool", "other")
 """Every row kind, outermost first."""
+HANDOFF_KINDS: tuple[RowKind, ...] = ("loop", "attempt", "delegation", "transfer")
+"""The kinds of the handoff tree (the tree collapsed to loops and delegations)."""
+RowState = Literal["ok", "failed", "timeout", "cut", "denied", "fallback", "retried", "open"]
+"""How a row's span ended, one word per icon: `retried` is a handoff that completed after a failed
+attempt, `fallback` one served by its fallback, `open` a span without an end yet."""
+INCLUSIVE = "incl."
+"""The label of a loop's or delegation's cost and tokens in its row: everything below it included."""
 
 
 @dataclass(slots=True)
@@ -46,6 +54,19 @@ class OutlineRow:
     """Inclusive cost of a loop or delegation, the round's cost for a model round, else "—"."""
     agent: str
     """Agent loop the span belongs to ("" when none)."""
+    state: RowState = "ok"
+    """How the span ended (its icon in the tree)."""
+    offset_ms: float = 0.0
+    """When the span started, ms after the trace's first span did (its bar on the trace's time scale)."""
+    tokens: str = ""
+    """Tokens in / out: a round's own, a loop's or delegation's inclusive (`scope`); "" for others."""
+    scope: str = ""
+    """`incl.` when `cost` and `tokens` include what the loop delegated (loops, attempts,
+    delegations, transfers); "" when they are the span's own (a model round)."""
+    breakdown: str = ""
+    """The figures behind the row's cost and tokens (own and inclusive of a loop), read on hover."""
+    last: bool = True
+    """The last child of its parent (the tree's connector line ends at this row)."""
 
 
 _Ref = tuple[Literal["loop", "attempt", "tool"], int, int]
@@ -69,51 +90,136 @@ def _handoff_refs(view: TraceView) -> dict[str, _Ref]:
     return refs
 
 
-def _named(view: TraceView, ref: _Ref) -> tuple[RowKind, str, str, str]:
-    """(kind, label, outcome, cost) of a span the handoff tree names."""
+@dataclass(slots=True)
+class _Facts:
+    """What a row says of its span besides where it sits in the tree."""
+
+    kind: RowKind
+    label: str
+    outcome: str
+    state: RowState
+    cost: str = outcomes.NONE_SHOWN
+    tokens: str = ""
+    scope: str = ""
+    breakdown: str = ""
+
+
+_HANDOFF_STATES: dict[str, RowState] = {
+    c.STATUS_FAILED: "failed",
+    c.STATUS_DENIED: "denied",
+    c.STATUS_CUT: "cut",
+    c.STATUS_FALLBACK: "fallback",
+    "open": "open",
+}
+"""A delegation's state by its final status (completed: `ok`, or `retried` after a failed attempt)."""
+
+
+def _loop_state(status: str, error_type: str | None, stop_reason: str | None) -> RowState:
+    """The state of a loop, attempt or plain span from its span status, error type and budget cut."""
+    if status == "open":
+        return "open"
+    if stop_reason:
+        return "cut"
+    if status == "error":
+        return "timeout" if error_type == c.ERROR_TIMEOUT else "failed"
+    return "ok"
+
+
+def _usage_text(name: str, usage: Usage) -> str:
+    """`own: $0.3750 + 20 unpriced tokens, 1,500 / 150 tokens, 2 rounds` (one part of a row's
+    breakdown)."""
+    rounds = f", {fmt.count(usage.rounds, 'round')}" if usage.rounds else ""
+    return f"{name}: {fmt.usage_cost_full(usage)}, {fmt.token_pair(usage)} tokens{rounds}"
+
+
+def _loop_facts(view: TraceView, node_at: int) -> _Facts:
+    node = view.nodes[node_at]
+    outcome: str = c.STATUS_COMPLETED if node.status == "ok" else node.status
+    cost = fmt.usage_cost(node.inclusive)
+    own = _usage_text("own", node.own)
+    return _Facts(
+        "loop", node.agent, outcome, _loop_state(node.status, node.error_type, node.stop_reason),
+        cost, fmt.token_pair(node.inclusive), INCLUSIVE,
+        f"{own} · {_usage_text('inclusive (with its delegations)', node.inclusive)}",
+    )  # fmt: skip
+
+
+def _named(view: TraceView, ref: _Ref) -> _Facts:
+    """What the row says of a span the handoff tree names."""
     what, i, j = ref
     if what == "loop":
-        node = view.nodes[i]
-        outcome: str = c.STATUS_COMPLETED if node.status == "ok" else node.status
-        return "loop", node.agent, outcome, fmt.usage_cost(node.inclusive)
+        return _loop_facts(view, i)
     d = view.delegations[i]
     if what == "attempt":
         attempt = d.attempts[j]
-        cost = fmt.usage_cost(view.nodes[attempt.node].inclusive)
-        label = f"attempt {attempt.number}/{d.attempt_count} · {d.target}"
-        return "attempt", label, outcomes.attempt_outcome(attempt), cost
+        facts = _loop_facts(view, attempt.node)
+        facts.kind, facts.label = "attempt", f"attempt {attempt.number}/{d.attempt_count} · {d.target}"
+        facts.outcome = outcomes.attempt_outcome(attempt)
+        facts.state = _loop_state(attempt.status, attempt.error_type, attempt.stop_reason)
+        return facts
     reason = d.deny_reason or d.stop_reason
     outcome = d.status + (f": {outcomes.reason_name(reason)}" if reason else "")  # final status
-    kind: RowKind = "transfer" if d.kind == "transfer" else "delegation"
-    return kind, f"{d.tool} → {d.target}", outcome, fmt.usage_cost(d.cost)
+    state = _HANDOFF_STATES.get(d.status, "retried" if len(d.attempts) > 1 else "ok")
+    cost = fmt.usage_cost(d.cost)
+    return _Facts(
+        "transfer" if d.kind == "transfer" else "delegation", f"{d.tool} → {d.target}", outcome, state,
+        cost, fmt.token_pair(d.cost), INCLUSIVE,
+        _usage_text(f"inclusive (its {fmt.count(d.attempt_count, 'attempt')} and below)", d.cost),
+    )  # fmt: skip
 
 
-def _plain_kind(span: SpanRecord) -> tuple[RowKind, str, str]:
-    """(kind, label, cost) of a span the handoff tree does not name."""
+def _round_tokens(span: SpanRecord) -> str:
+    """A round's `in / out` tokens; `unknown` when it ran and no usage was read; "—" when it failed
+    before returning any."""
+    state, tokens_in, tokens_out = sr.round_usage(span)
+    if state == "read":
+        return f"{tokens_in:,} / {tokens_out:,}"
+    return outcomes.NONE_SHOWN if state == "failed" else fmt.UNKNOWN
+
+
+def _plain(span: SpanRecord) -> _Facts:
+    """What the row says of a span the handoff tree does not name (a round, a tool, another span)."""
     op = sr.operation(span)
+    error_type = attr_str(span.attributes, c.ERROR_TYPE)
+    state = _loop_state(span.status, error_type, None)
     if sr.is_inference(op):
         cost = sr.round_cost(span)
         model = sr.round_model(span)
-        return "round", f"{op} {model}".strip(), fmt.usd(cost) if cost is not None else outcomes.NONE_SHOWN
+        tokens = _round_tokens(span)
+        money = fmt.usd(cost) if cost is not None else outcomes.NONE_SHOWN
+        label = f"{op} {model}".strip()
+        breakdown = f"{model}: {money if cost is not None else 'no recorded cost'}, {tokens} tokens"
+        return _Facts("round", label, sr.span_status(span), state, money, tokens, "", breakdown)
     if op == c.OP_EXECUTE_TOOL:
-        return "tool", sr.tool_name(span), outcomes.NONE_SHOWN
-    return "other", span.name, outcomes.NONE_SHOWN
+        return _Facts("tool", sr.tool_name(span), sr.span_status(span), state)
+    return _Facts("other", span.name, sr.span_status(span), state)
+
+
+def _is_last(view: TraceView, pos: int) -> bool:
+    """True when the span at `pos` is the last child of its parent (or the last top span)."""
+    index = view.index
+    parent = index.parent[pos]
+    siblings = index.children[parent] if parent >= 0 else index.tops
+    return not siblings or siblings[-1] == pos
 
 
 def _row(view: TraceView, refs: dict[str, _Ref], pos: int, depth: int) -> OutlineRow:
     """The tree row of the span at `pos` of the trace's index."""
-    span = view.index.spans[pos]
+    index = view.index
+    span = index.spans[pos]
     ref = refs.get(span.span_id)
-    if ref is not None:
-        kind, label, outcome, cost = _named(view, ref)
-    else:
-        kind, label, cost = _plain_kind(span)
-        outcome = sr.span_status(span)
+    facts = _named(view, ref) if ref is not None else _plain(span)
     loop_of = view.tree.node_of_span
     node = loop_of[pos] if pos < len(loop_of) else -1
+    duration = sr.duration_ms(span)
+    if ref is not None and ref[0] == "loop" and view.nodes[ref[1]].segmented:  # the first agent's part
+        held = view.nodes[ref[1]].duration_ns
+        duration = held / 1e6 if held >= 0 else None
     return OutlineRow(
-        span_id=span.span_id, depth=depth, kind=kind, label=label, outcome=outcome,
-        duration_ms=sr.duration_ms(span), cost=cost, agent=view.nodes[node].agent if node >= 0 else "",
+        span_id=span.span_id, depth=depth, kind=facts.kind, label=facts.label, outcome=facts.outcome,
+        duration_ms=duration, cost=facts.cost, agent=view.nodes[node].agent if node >= 0 else "",
+        state=facts.state, offset_ms=(span.start_ns - index.spans[0].start_ns) / 1e6, tokens=facts.tokens,
+        scope=facts.scope, breakdown=facts.breakdown, last=_is_last(view, pos),
     )  # fmt: skip
 
 
@@ -147,14 +253,16 @@ def _segments_after(view: TraceView) -> dict[str, int]:
 
 def _segment_row(view: TraceView, number: int, depth: int) -> OutlineRow:
     """The row of an agent segment after a transfer: named after the agent that took over, with its
-    own time and inclusive cost; its id is the segment's (`structure.loop_id`), which `TraceView.span`
-    resolves to the loop's span."""
+    own time and inclusive figures; its id is the segment's (`structure.loop_id`), which
+    `TraceView.span` resolves to the loop's span."""
     node = view.nodes[number]
-    outcome = c.STATUS_COMPLETED if node.status == "ok" else node.status
+    facts = _loop_facts(view, number)
     return OutlineRow(
-        span_id=loop_id(node.span_id, node.segment), depth=depth, kind="loop", label=node.agent,
-        outcome=outcome, duration_ms=node.duration_ns / 1e6 if node.duration_ns >= 0 else None,
-        cost=fmt.usage_cost(node.inclusive), agent=node.agent,
+        span_id=loop_id(node.span_id, node.segment), depth=depth, kind=facts.kind, label=facts.label,
+        outcome=facts.outcome, duration_ms=node.duration_ns / 1e6 if node.duration_ns >= 0 else None,
+        cost=facts.cost, agent=node.agent, state=facts.state,
+        offset_ms=(node.start_ns - view.index.spans[0].start_ns) / 1e6, tokens=facts.tokens,
+        scope=facts.scope, breakdown=facts.breakdown, last=True,
     )  # fmt: skip
 
 
@@ -178,20 +286,6 @@ def outline_row(view: TraceView, span_id: str) -> OutlineRow | None:
     while up >= 0 and depth < len(index.spans):  # the index breaks cycles; the bound is a guard
         depth, up = depth + 1, index.parent[up]
     return _row(view, _handoff_refs(view), pos, depth)
-
-
-def matches(view: TraceView, row: OutlineRow, text: str) -> bool:
-    """True when `text` (any case) is in the row's span name, label, agent, span id or any
-    attribute (key=value): the search inside a trace."""
-    needle = text.strip().lower()
-    if not needle:
-        return True
-    span = view.span(row.span_id)
-    haystack = [row.label, row.agent, row.outcome, row.span_id]
-    if span is not None:
-        haystack.append(span.name)
-        haystack.extend(f"{k}={v}" for k, v in span.attributes.items())
-    return any(needle in str(item).lower() for item in haystack)
 
 
 def headline(view: TraceView) -> list[tuple[str, str]]:

@@ -146,7 +146,8 @@ def test_inspect_a_trace_from_the_list_and_come_back(served: Served, page: Page)
     assert len(page.context.pages) == 1
     expect(_metric(page, "Attempts")).to_contain_text("2")
     expect(_metric(page, "Total cost")).to_contain_text(fmt.usage_cost(retried.total))
-    expect(page.get_by_text(conversation, exact=True).first).to_be_visible()
+    header = page.locator("[data-testid='stMain'] [data-testid='stCaptionContainer']").first  # the header
+    expect(header).to_contain_text(f"conversation {conversation}")
     # The tree beside the detail: one click on the failed attempt shows why it failed.
     label = f"attempt 1/2 · {d.target}"
     _click_tree_row(page, label)

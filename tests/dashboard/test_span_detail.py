@@ -1,0 +1,46 @@
+"""The selected span's detail on the Trace page (issue 31): an events table with one row per
+attribute, readable in a narrow pane."""
+
+from __future__ import annotations
+
+from janux.dashboard.ui.text_tables import LONG_CHARS
+from janux.dashboard.views.span_detail import EVENT_COLUMNS, span_detail
+from janux.tracing import conventions as c
+from janux.tracing.analysis import reconstruct
+from janux.tracing.analysis.trace_outline import outline_row
+from janux.tracing.sources.memory import MemoryTraceSource
+from tests.dashboard.app_helpers import OpenPage
+from tests.dashboard.shown import detail_tables
+from tests.support.failed_round_trace import failed_round_trace
+
+
+def test_events_read_one_attribute_a_row_under_the_event_name() -> None:
+    view = reconstruct(failed_round_trace())
+    (delegation,) = view.delegations
+    tool = view.span(str(delegation.tool_span_id))
+    assert tool is not None
+    events = span_detail(view, tool, outline_row(view, tool.span_id)).events
+    assert list(events.columns) == EVENT_COLUMNS
+    start, end = tool.events
+    assert len(events) == len(start.attributes) + len(end.attributes)
+    assert list(events["event"]) == [c.EVENT_HANDOFF_START] + [""] * (len(start.attributes) - 1) + [
+        c.EVENT_HANDOFF_END
+    ] + [""] * (len(end.attributes) - 1)
+    ended = events.iloc[len(start.attributes) :]
+    values = dict(zip(ended["attribute"], ended["value"], strict=True))
+    assert values[c.JANUX_HANDOFF_STATUS] == c.STATUS_COMPLETED
+
+
+def test_the_page_sends_events_grouped_and_long_values_whole(open_page: OpenPage) -> None:
+    spans = failed_round_trace()
+    view = reconstruct(spans)
+    (delegation,) = view.delegations
+    tool = view.span(str(delegation.tool_span_id))
+    assert tool is not None
+    tool.attributes["janux.test.long"] = "x" * (LONG_CHARS * 3)
+    at = open_page(MemoryTraceSource(spans), "trace.py", trace_id=spans[0].trace_id, span=tool.span_id)
+    tables = detail_tables(at)
+    assert tables["events"]["columns"] == EVENT_COLUMNS and tables["events"]["grouped"] is True
+    values = dict(tables["attributes"]["rows"])
+    assert values["janux.test.long"] == "x" * (LONG_CHARS * 3)  # whole: the browser opens it on demand
+    assert not at.exception
