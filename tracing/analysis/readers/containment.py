@@ -6,9 +6,10 @@ started inside the tool call's time window: it is that tool call's attempt (a de
 tool's loop). The rule applies only where nothing recorded says otherwise: to a run that is not
 below any loop and was reached by no edge, whose parent span is above the tool's loop (the run's
 root, a workflow span), or who has none, or who hangs below the same span missing from the trace as
-the tool's loop (a run below another missing span may belong anywhere: it stays). Among the tool calls whose window holds its start, a call that
-ran no agent yet comes first, then one whose name holds the agent's name, then the earliest (two
-tool calls in parallel run their agents in the order they started).
+the tool's loop (a run below another missing span may belong anywhere: it stays). Among the tool
+calls whose window holds its start, a call that ran no agent yet comes first, then one whose name
+holds the agent's name, then the earliest (two tool calls in parallel run their agents in the order
+they started).
 """
 
 from __future__ import annotations
