@@ -119,6 +119,7 @@ def _outcomes_from_facts(s: Structure, tree: HandoffTree) -> None:
         for attempt in delegation.attempts:  # an attempt the library re-ran inside itself failed
             if s.loops[attempt.node].retried and attempt.status == "ok":
                 attempt.status, attempt.error = "error", RETRIED_ERROR
+                tree.nodes[attempt.node].status = "error"
 
 
 def describe_tree(index: SpanIndex, tree: HandoffTree) -> None:

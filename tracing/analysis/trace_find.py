@@ -141,9 +141,11 @@ def span_error_texts(span: SpanRecord) -> list[str]:
 
 
 def may_have_reason(summary: TraceSummary) -> bool:
-    """True when a trace can have a failure reason: it has a failed handoff or an ERROR span (a
-    retried attempt, a timeout or a failed loop is one). A source reads reasons of these only."""
-    return bool(summary.failed_handoffs or summary.error_spans)
+    """True when a trace can have a failure reason: it has a failed handoff, an ERROR span (a
+    retried attempt, a timeout or a failed loop is one), or more delegation attempts than delegations
+    (a library that re-runs a failed agent may record no error: the re-run attempt failed). A source
+    reads reasons of these only."""
+    return bool(summary.failed_handoffs or summary.error_spans or summary.attempts > summary.delegations)
 
 
 @dataclass(slots=True, frozen=True)

@@ -161,6 +161,11 @@ def test_a_run_inside_a_tool_calls_window_is_its_attempt_where_nothing_recorded_
     assert ([a.depth for a in facts.agents], facts.root_agent, facts.coverage) == ([0, 1, 1, 2], "lead", [])
     # Without a root span the same holds (the runs' parents are missing).
     assert len(structure_facts([s for s in _flat() if s.span_id != "w" * 16]).edges) == 3
+    # A run below another span missing from the trace is not placed by time (it may belong anywhere).
+    lost = [s for s in _flat() if s.span_id not in ("w" * 16, "i" * 16)]
+    lost.append(agent("i", "z", "writer", 151, 690))
+    facts = structure_facts(lost)
+    assert (len(facts.edges), facts.coverage) == (2, ["1 agent run not placed"])
 
 
 def test_a_recorded_parent_relation_wins_over_time() -> None:

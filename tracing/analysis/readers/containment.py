@@ -5,9 +5,11 @@ another agent's tool call included (the tool span and the run it caused are sibl
 started inside the tool call's time window: it is that tool call's attempt (a delegation from the
 tool's loop). The rule applies only where nothing recorded says otherwise: to a run that is not
 below any loop and was reached by no edge, whose parent span is above the tool's loop (the run's
-root, a workflow span) or missing. Among the tool calls whose window holds its start, a call that
-ran no agent yet comes first, then one whose name holds the agent's name, then the earliest (two
-tool calls in parallel run their agents in the order they started).
+root, a workflow span), or who has none, or who hangs below the same span missing from the trace as
+the tool's loop (a run below another missing span may belong anywhere: it stays). Among the tool
+calls whose window holds its start, a call that ran no agent yet comes first, then one whose name
+holds the agent's name, then the earliest (two tool calls in parallel run their agents in the order
+they started).
 """
 
 from __future__ import annotations
@@ -53,9 +55,18 @@ def unplaced_runs(s: Structure) -> list[int]:
     return [n for n in loose_runs(s) if not any(s.edges[e].attempts for e in s.loops[n].edges)]
 
 
+def _above(s: Structure, pos: int) -> tuple[set[int], str]:
+    """(positions of the spans above `pos`, the parent id of the topmost one: "" for a root, else the
+    id of a span missing from the trace that they all hang below)."""
+    above = _ancestors(s, pos)
+    top = next((each for each in above | {pos} if s.index.parent[each] == NO_PARENT), pos)
+    return above, s.index.spans[top].parent_span_id
+
+
 def _candidates(s: Structure, number: int, tools: list[int]) -> list[int]:
     """Tool calls of other loops whose time window holds the start of loop `number`, whose run it
-    may be (its parent span above the tool's loop, or missing)."""
+    may be: its parent span is above the tool's loop, or it has none, or both hang below the same
+    span missing from the trace (a run below another missing span is left where it is)."""
     span = s.index.spans[s.loops[number].pos]
     parent = s.index.parent[s.loops[number].pos]
     found = []
@@ -66,7 +77,8 @@ def _candidates(s: Structure, number: int, tools: list[int]) -> list[int]:
         owner = s.loop_of[tool]
         if _below(s, owner, number):
             continue
-        if parent == NO_PARENT or parent in _ancestors(s, s.loops[owner].pos):
+        above, missing = _above(s, s.loops[owner].pos)
+        if parent in above or (parent == NO_PARENT and span.parent_span_id in ("", missing)):
             found.append(tool)
     return found
 

@@ -44,8 +44,9 @@ _HAS_VALUE = (
 )
 _UNSURE = f"EXISTS ({_SPAN_OF_TRACE}json_type(o.SpanAttributes, ?) IN ('real', 'array', 'object'))"
 
-# `trace_find.may_have_reason` over `trace_summary` (failed handoffs of any runtime, or ERROR spans).
-_MAY_HAVE_REASON = "(FailedHandoffs + ForeignFailed > 0 OR ErrorSpans > 0)"
+# `trace_find.may_have_reason` over `trace_summary` (failed handoffs of any runtime, ERROR spans, or
+# more attempts than delegations).
+_MAY_HAVE_REASON = "(FailedHandoffs + ForeignFailed > 0 OR ErrorSpans > 0 OR Attempts > Delegations)"
 _IDS_PER_QUERY = 500
 
 
