@@ -7,10 +7,12 @@ import os
 import pytest
 from hypothesis import settings
 
+settings.register_profile("suite", deadline=None)
+"""No per-example deadline: a property test proves what it asserts, not a time (timing is bench/'s,
+and a loaded machine must not fail a test)."""
 settings.register_profile("nightly", max_examples=1500, deadline=None)
 """Many more examples for the property tests (`make test-nightly`)."""
-if os.environ.get("HYPOTHESIS_PROFILE"):
-    settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "suite")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -48,6 +48,10 @@ def _usage(summary: TraceSummary, view: TraceView | None) -> dict[str, Any]:
             return {"input_tokens": None, "output_tokens": None, "cost_usd": None, "estimated_cost_usd": None,
                     "unpriced_tokens": None, "usage_known": False}  # fmt: skip
         unknown = total.unread_rounds > 0
+        if not unknown and not total.rounds and not total.total_tokens and total.cost is None:
+            # Nothing ran that uses a model (a graph built, no agent): no figure, not 0.
+            return {"input_tokens": None, "output_tokens": None, "cost_usd": None, "estimated_cost_usd": None,
+                    "unpriced_tokens": None, "usage_known": True}  # fmt: skip
         return {
             "input_tokens": None if total.is_unknown else total.input_tokens,
             "output_tokens": None if total.is_unknown else total.output_tokens,
