@@ -178,10 +178,10 @@ def delegations(view: TraceView) -> None:
     # The failed-handoff screen (issue 14), in this tab.
     if failed is not None and st.button("Explain this failed handoff ›", key="trace_explain"):
         nav.open_handoff(view.trace_id, failed.span_id)
-    if picked.attempts:
-        show_table(tables.attempts_frame(view, int(chosen)), key="trace_attempts")
-    else:
+    if picked.kind == "transfer" or not picked.attempts:  # a transfer's target took over: no attempt
         st.info(fmt.markdown_text(tables.no_attempts_note(picked)))
+    else:
+        show_table(tables.attempts_frame(view, int(chosen)), key="trace_attempts")
     task = picked.task
     if task is not None:
         st.text("Task (captured):")

@@ -94,7 +94,10 @@ def node_lines(node: AgentNode) -> list[str]:
 def edge_lines(delegation: Delegation, attempt: Attempt | None) -> list[str]:
     """An attempt's edge says how that attempt ended and how long it ran (a failed attempt never
     reads "completed"); an edge without attempts says the handoff's final status."""
-    if attempt is not None:
+    if delegation.kind == "transfer" and delegation.recorded:
+        # The target's agent segment took the conversation over: no attempt to count.
+        parts = [delegation.status, "transfer"]
+    elif attempt is not None:
         total = delegation.attempt_count
         parts = [
             f"attempt {attempt.number}/{total}: {outcomes.attempt_outcome(attempt)}",

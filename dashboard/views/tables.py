@@ -102,7 +102,8 @@ def no_attempts_note(delegation: Delegation) -> str:
     if delegation.kind == "transfer":
         return (
             f"A transfer hands the conversation to {delegation.target} inside the same loop: "
-            "it runs no agent span of its own, so there is no attempt to list."
+            f"it runs no attempt. The rounds after it are {delegation.target}'s (a node of its own in "
+            "the tree, its own cost and tokens)."
         )
     why = delegation.deny_reason or delegation.stop_reason or delegation.error
     if delegation.status == c.STATUS_DENIED:

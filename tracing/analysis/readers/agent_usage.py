@@ -36,7 +36,11 @@ def _carries_usage_below(s: Structure, top: int) -> bool:
 def adopt_agent_usage(s: Structure) -> list[int]:
     """Make the usage an agent span reports its loop's own where nothing below it carries usage
     (the span joins its loop's `calls`, read with that usage); returns the positions adopted."""
-    adopted = []
+    adopted: list[int] = []
+    if s.index.issues.orphans:
+        # Spans hang below a missing parent: what they carry may be inside an agent's aggregate,
+        # and "nothing below carries usage" cannot be told. Adopting could count it twice.
+        return adopted
     for loop in s.loops:
         if loop.pos == NO_PARENT or any(s.read(pos).usage == "read" for pos in loop.calls):
             continue

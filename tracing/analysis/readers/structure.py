@@ -461,7 +461,20 @@ def structure(index: SpanIndex) -> Structure:
     """Loops and edges of an indexed trace (see the module docstring for the rules)."""
     built = _Builder(index).run()
     split_segments(built)
+    _parents_first(built)
     return built
+
+
+def _parents_first(s: Structure) -> None:
+    """Keep loops parents before children (every sum folds children into parents in one pass): a
+    rule that placed a run below a loop found after it (time containment, a library's retry in a
+    damaged trace) moves it; a parent link that still points forward closes a cycle and is cut."""
+    if all(loop.parent is None or loop.parent < number for number, loop in enumerate(s.loops)):
+        return
+    _renumber(s, {})
+    for number, loop in enumerate(s.loops):
+        if loop.parent is not None and loop.parent >= number:
+            loop.parent = None
 
 
 # ------------------------------------------------------------------------------ agent segments
