@@ -7,8 +7,6 @@ source."""
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from typing import Any
 
 from janux.tracing.sources.clickhouse import map_parts, schema
@@ -20,7 +18,7 @@ from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter
 from tests.support.clickhouse_rows import insert_statement
 from tests.support.demo_traces import demo_traces
-from tests.tracing.sources.test_clickhouse_facts_projection import _Counting, _facts_over_a_day
+from tests.tracing.sources.test_clickhouse_facts_projection import _close, _Counting, _facts_over_a_day
 from tests.tracing.sources.test_clickhouse_map_rollup import (
     LONG_EDGES,
     SECOND_EDGES,
@@ -38,19 +36,6 @@ from tests.tracing.sources.test_clickhouse_rollup import (
 FROM_4_20 = TraceFilter(start_ns=BASE_NS + 4 * HOUR_NS + 20 * MINUTE, end_ns=BASE_NS + 9 * HOUR_NS)
 """A range starting at 04:20 of the day: 40 minutes of a partial hour, on whole minutes."""
 RANGES = (FROM_4_20, TraceFilter(start_ns=FROM_4_20.start_ns + 10 * 10**9), TraceFilter(), *LONG_EDGES)
-
-
-def _close(left: object, right: object) -> bool:
-    """Equal, floats to 1e-9 relative (costs summed in another order: the last digits differ)."""
-    if dataclasses.is_dataclass(left) and dataclasses.is_dataclass(right):
-        return _close(dataclasses.asdict(left), dataclasses.asdict(right))  # type: ignore[arg-type]
-    if isinstance(left, dict) and isinstance(right, dict):
-        return left.keys() == right.keys() and all(_close(left[k], right[k]) for k in left)
-    if isinstance(left, (list, tuple)) and isinstance(right, (list, tuple)):
-        return len(left) == len(right) and all(_close(a, b) for a, b in zip(left, right, strict=True))
-    if isinstance(left, float) and isinstance(right, float):
-        return math.isclose(left, right, rel_tol=1e-9)
-    return left == right
 
 
 def _schema_5(client: ChdbClient) -> DerivedReads:

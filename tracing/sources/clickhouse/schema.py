@@ -504,16 +504,17 @@ def minute_backfill_sql(cluster: str | None = None) -> list[str]:
     when `init` moves to 6 (the views count what derivers write from then on: stop them for the
     upgrade, as for schema 3; the failure index tolerates rows twice, its reads deduplicate)."""
     columns = ", ".join(n for n, _ in map_parts.MINUTE_COLUMNS)
-    current = f"(SELECT * FROM {FACTS} FINAL WHERE map_rows = 1)"
+    carried = ", ".join(n for n, _ in MAP_FACTS_COLUMNS if n.startswith(("loop_", "delegation_")))
+    current = f"(SELECT start_ns, {carried} FROM {FACTS} FINAL WHERE map_rows = 1)"
     unit = map_parts.MINUTE_NS
-    carried = [
+    selects = [
         map_parts.loop_parts(map_parts.carried_loops(current, MAP_LOOP_FIELDS, "start_ns", 1), unit),
         map_parts.delegation_parts(
             map_parts.carried_delegations(current, MAP_DELEGATION_FIELDS, "start_ns", 1), unit
         ),
         map_parts.trace_parts(f"SELECT start_ns AS s, toInt64(1) AS g FROM {FACTS} FINAL", unit),
     ]
-    statements = [f"INSERT INTO {MAP_MINUTE} ({columns}) {select}" for select in carried]
+    statements = [f"INSERT INTO {MAP_MINUTE} ({columns}) {select}" for select in selects]
     statements += _old_rows_backfill(MAP_MINUTE, columns, unit, traces=False)
     statements.append(
         f"INSERT INTO {FAILURES_BY_START} ({_FAILURE_INDEX_COLUMNS}) SELECT {_FAILURE_INDEX_COLUMNS} "
