@@ -34,9 +34,8 @@ from tests.support.clickhouse_rows import EXPORTER_DDL, insert_statement
 COLLECTOR_SPANS_PER_S = 58_614
 """`janux collect` (2 processes), README's ingest row: what one deriver should keep up with."""
 _FORGET = (
-    *(t.name for t in schema.TABLES if t.name != schema.SCHEMA),
-    schema.USAGE_HOURLY,
-    schema.MAP_HOURLY,
+    *(t.name for t in schema.TABLES if t.name not in (schema.SCHEMA, *schema.ROLLUPS)),
+    *schema.ROLLUPS,
 )
 _WHOLE = 10**12
 """A batch and write size no backlog reaches: one read, one write."""

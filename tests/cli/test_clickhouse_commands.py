@@ -44,7 +44,8 @@ def test_init_derive_then_traces_and_trace_equal_the_store(dirs: tuple[Path, Pat
     missing = janux("derive", "--once", "--chdb", str(chdb))
     assert missing.returncode != 0 and "run `janux clickhouse init` first" in missing.stderr
     for _ in range(2):  # idempotent
-        assert "schema version 5 ready" in _ok("clickhouse", "init", "--chdb", str(chdb))
+        ready = _ok("clickhouse", "init", "--chdb", str(chdb))
+        assert f"schema version {schema.SCHEMA_VERSION} ready" in ready
     traces = len({s.trace_id for s in all_spans()})
     assert f"derived {traces} trace(s)" in _ok(
         "derive", "--once", "--quiet-seconds", "0", "--chdb", str(chdb)

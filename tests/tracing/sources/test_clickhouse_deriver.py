@@ -79,7 +79,7 @@ def test_a_rerun_writes_the_same_rows(client: ChdbClient) -> None:
     assert (again.traces, again.up_to_date) == (0, first.traces)
     # forget the facts too (and the rollup their rows fed): every trace is derived again (in one
     # pass), into the very same rows
-    for table in (*_DERIVED, schema.USAGE_HOURLY, schema.MAP_HOURLY):
+    for table in (*_DERIVED, *schema.ROLLUPS):
         client.command(f"TRUNCATE TABLE {table}")
     client.command(f"TRUNCATE TABLE {schema.STATE}")
     assert derive_pending(client, quiet_s=0).traces == first.traces

@@ -28,6 +28,7 @@ from tests.tracing.sources.test_clickhouse_rollup import (
     HOUR_SPLIT_RANGES,
     MINUTE,
     _spread,
+    drop_schema_6,
     upgrade,
 )
 
@@ -39,6 +40,14 @@ LONG_EDGES = (
 )
 """Ranges whose partial hours are longer than half an hour: the map reads each as its whole rollup
 hour with the rows of the rest of that hour taken back (a trace starts exactly at 175 minutes)."""
+SECOND = 10**9
+SECOND_EDGES = (
+    TraceFilter(start_ns=BASE_NS + 25 * MINUTE + 10 * SECOND),
+    TraceFilter(end_ns=BASE_NS + 25 * MINUTE + 20 * SECOND),
+    TraceFilter(start_ns=BASE_NS + 37 * MINUTE + 50 * SECOND, end_ns=BASE_NS + 175 * MINUTE + 45 * SECOND),
+)
+"""Ranges with partial minutes (schema 6): the first takes the trace starting at 25:00 back from its
+minute bucket through its facts row, the second adds it from its facts row."""
 
 
 def _map_rollup(client: ChdbClient) -> list[tuple[Any, ...]]:
@@ -154,10 +163,15 @@ def test_maps_over_ranges_split_at_hours_equal_the_memory_source(client: ChdbCli
     source = ClickHouseSource(recording)
     for flt in HOUR_SPLIT_RANGES:
         _assert_map_equals_memory(source, spans, flt)
-    for flt in LONG_EDGES:
+    for flt in (*LONG_EDGES, *SECOND_EDGES):
         recording.queries.clear()
         _assert_map_equals_memory(source, spans, flt)
-        assert any("toInt64(-1) AS g" in q for q in recording.queries), flt  # rows taken back
+        # rows taken back (rollup rows negated, or computed from facts rows with sign -1), but for
+        # the range whose partial minute is added from its facts rows
+        taken = any("-rows AS rows" in q or "toInt64(-1) AS g" in q for q in recording.queries)
+        assert taken == (flt != SECOND_EDGES[1]), flt
+        if flt in SECOND_EDGES:  # the partial minutes are read from the facts rows
+            assert any(schema.FACTS in q for q in recording.queries), flt
     recording.queries.clear()
     source.agent_map(TraceFilter(), HOUR_NS)
     # whole hours: one query of the rollup, no loop or delegation row read (the newest references
@@ -213,6 +227,7 @@ def _assert_partial_hour_maps_equal_memory(
     start = min(s.start_ns for s in late)
     for flt in (
         *ROLLED_RANGES,
+        *SECOND_EDGES,  # a trace in a partial minute: read from its facts row (or per-trace rows)
         TraceFilter(start_ns=start + HOUR_NS // 3),
         TraceFilter(end_ns=start + HOUR_NS),
     ):
@@ -270,6 +285,7 @@ def test_init_migrates_a_schema_2_database_once(client: ChdbClient, cluster: str
             client.command(f"DROP VIEW {statement.split()[6]}")
     client.command(f"DROP TABLE {schema.MAP_HOURLY}")
     client.command(f"ALTER TABLE {schema.FACTS} UPDATE map_rows = 0 WHERE 1 SETTINGS mutations_sync = 2")
+    drop_schema_6(client)
     client.command(f"TRUNCATE TABLE {schema.SCHEMA}")
     client.command(f"INSERT INTO {schema.SCHEMA} (version, applied) VALUES (2, now64(3))")
     _assert_map_equals_memory(ClickHouseSource(client), spans, TraceFilter())  # schema 2: per-trace rows
@@ -357,6 +373,7 @@ def test_init_migrates_a_schema_3_database_once(client: ChdbClient) -> None:
     # back to what schema 3 left: loop and delegation rows without their map key's hash
     for table in (schema.LOOPS, schema.DELEGATIONS):
         client.command(f"ALTER TABLE {table} DROP COLUMN {schema.GROUP_HASH}")
+    drop_schema_6(client)
     client.command(f"TRUNCATE TABLE {schema.SCHEMA}")
     client.command(f"INSERT INTO {schema.SCHEMA} (version, applied) VALUES (3, now64(3))")
     assert _last_bits(ClickHouseSource(client).agent_map(TraceFilter())) == expected
@@ -366,7 +383,7 @@ def test_init_migrates_a_schema_3_database_once(client: ChdbClient) -> None:
         TraceFilter(), edge.key
     )
     for _ in range(2):  # the second run changes nothing
-        assert schema.init(client) == schema.SCHEMA_VERSION == 5
+        assert schema.init(client) == schema.SCHEMA_VERSION == 6
         for table in (schema.LOOPS, schema.DELEGATIONS):
             assert _parts_without(client, table, schema.GROUP_HASH) == 0  # written, not computed per read
     recording = RecordingClient(client)

@@ -24,7 +24,13 @@ from janux.tracing.sources.clickhouse.derived_map import MapQueries, RolledMap
 from janux.tracing.sources.clickhouse.fact_rows import summary_of, usage_group
 from janux.tracing.sources.clickhouse.map_refs import GroupRefs
 from janux.tracing.sources.clickhouse.map_rollup import RowsOf
-from janux.tracing.sources.clickhouse.usage_rollup import HourSplit, split_hours, timeline_sql, usage_sql
+from janux.tracing.sources.clickhouse.usage_rollup import (
+    HourSplit,
+    range_only,
+    split_hours,
+    timeline_sql,
+    usage_sql,
+)
 from janux.tracing.sources.store.model_timeline import finish_timeline
 from janux.usage import Usage
 
@@ -106,7 +112,8 @@ class DerivedReads:
     a bounded page, by the caller)."""
 
     def __init__(
-        self, rows: Rows, rollup: bool = True, map_rollup: bool = True, group_hash: bool = True
+        self, rows: Rows, rollup: bool = True, map_rollup: bool = True, group_hash: bool = True,
+        minute_rollup: bool = True,
     ) -> None:
         self._rows: Rows = lambda sql, parameters: rows(with_final_settings(sql), parameters)
         self._rollup = rollup
@@ -115,6 +122,8 @@ class DerivedReads:
         """True when the hourly agent-map rollup exists (schema 3): ranges read it (`map_rollup`)."""
         self._group_hash = group_hash
         """True when loop and delegation rows carry their map key's hash (schema 4)."""
+        self._minute_rollup = minute_rollup
+        """True when the per-minute map rollup and the failures ordered by start exist (schema 6)."""
 
     def _current(self, flt: TraceFilter, parameters: dict[str, Any], extra: str = "1", days: str = "") -> str:
         """(trace_id, version) of the current facts of every trace matching `flt` (and `extra`);
@@ -164,9 +173,24 @@ class DerivedReads:
         )
         return [summary_of(row) for row in self._rows(sql, parameters)]
 
+    def _rolled(self, flt: TraceFilter, parameters: dict[str, Any]) -> RolledMap | None:
+        """The rollups' reader of `flt`'s range, None when they cannot answer it (another filter)."""
+        if not self._map_rollup or not range_only(flt):
+            return None
+        filter_sql(flt, parameters)  # fills `parameters` before the queries run
+        return RolledMap(
+            self._rows, flt.start_ns, flt.end_ns,
+            lambda extra, filtered, sign: self._rows_of(flt if filtered else TraceFilter(), parameters,
+                                                        extra, sign),
+            minutes=self._minute_rollup,
+        )  # fmt: skip
+
     def count_traces(self, flt: TraceFilter) -> int:
-        """How many traces match `flt`."""
+        """How many traces match `flt`: a range alone from the rollups' trace counts (schema 6)."""
         parameters: dict[str, Any] = {}
+        rolled = self._rolled(flt, parameters) if self._minute_rollup else None
+        if rolled is not None:
+            return rolled.trace_count(parameters)
         rows = self._rows(
             f"SELECT count() FROM {s.FACTS} FINAL WHERE {filter_sql(flt, parameters)}", parameters
         )
@@ -206,14 +230,8 @@ class DerivedReads:
         """The agent map over the stored loop and delegation facts of the traces matching `flt`,
         added up in SQL (`derived_map`)."""
         parameters: dict[str, Any] = {}
-        split = split_hours(flt) if self._map_rollup else None
-        if split is not None:
-            rolled = RolledMap(
-                self._rows, split,
-                lambda extra, filtered, sign: self._rows_of(flt if filtered else TraceFilter(), parameters,
-                                                            extra, sign),
-            )  # fmt: skip
-            filter_sql(flt, parameters)  # fills `parameters` before the query runs
+        rolled = self._rolled(flt, parameters)
+        if rolled is not None:
             return rolled.build(bucket_ns, parameters)
         current = self._current(flt, parameters)
         return MapQueries(self._rows, current, parameters).build(bucket_ns)
@@ -228,15 +246,55 @@ class DerivedReads:
         self._current(flt, parameters)  # fills `parameters` before the queries run
         return refs.map_refs(key)
 
-    def failed_handoff_ids(self, flt: TraceFilter, limit: int) -> list[tuple[str, str]]:
-        """(trace id, span id) of the newest `limit` failed handoffs (the order of `newest_spans`)."""
+    def failed_handoff_ids(self, flt: TraceFilter, limit: int) -> list[tuple[str, str, int]]:
+        """(trace id, span id, span start) of the newest `limit` failed handoffs (the order of
+        `newest_spans`); since schema 6 read newest first from the failures ordered by start
+        (`_newest_failures`)."""
+        if self._minute_rollup and limit > 0:
+            return self._newest_failures(flt, limit)
         parameters: dict[str, Any] = {"limit": max(0, limit)}
         sql = (
-            f"SELECT trace_id, span_id FROM {s.FAILURES} FINAL WHERE (trace_id, version) IN "
+            f"SELECT trace_id, span_id, span_start_ns FROM {s.FAILURES} FINAL WHERE (trace_id, version) IN "
             f"({self._current(flt, parameters)}) ORDER BY span_start_ns DESC, trace_id, span_id "
             "LIMIT {limit:UInt64}"
         )
-        return [(str(t), str(span)) for t, span in self._rows(sql, parameters)]
+        return [(str(t), str(span), int(start)) for t, span, start in self._rows(sql, parameters)]
+
+    def _newest_failures(self, flt: TraceFilter, limit: int) -> list[tuple[str, str, int]]:
+        """The newest `limit` failed handoffs of `flt`'s current facts, from `janux_failures_by_start`
+        (ordered by the span's start): the start of its `limit`th newest row (any version, maybe a
+        row written twice; read from the end of the key) bounds the rows read, those of current
+        facts matching `flt` are kept (the facts of their traces, looked up by trace id). When
+        `limit` come back they are the newest (every row before the bound is older than each);
+        when fewer, the bound moves 16 times further back and the read repeats, until it takes
+        every row. A failing span starts inside its trace, so no row before the range counts."""
+        parameters: dict[str, Any] = {"limit": limit}
+        floor = "1" if flt.start_ns is None else f"span_start_ns >= {int(flt.start_ns)}"
+        depth = limit
+        while True:
+            parameters["depth"] = depth - 1
+            bound = self._rows(
+                f"SELECT span_start_ns FROM {s.FAILURES_BY_START} WHERE {floor} "
+                "ORDER BY span_start_ns DESC LIMIT 1 OFFSET {depth:UInt64}",
+                dict(parameters),
+            )
+            past = f"{floor} AND span_start_ns >= {int(bound[0][0])}" if bound else floor
+            rows = (
+                f"SELECT trace_id, version, seq, span_id, span_start_ns, day FROM {s.FAILURES_BY_START} "
+                f"WHERE {past} LIMIT 1 BY trace_id, version, seq"
+            )
+            current = self._current(
+                flt, parameters, f"trace_id IN (SELECT trace_id FROM ({rows}))",
+                days=f"SELECT day FROM ({rows})",
+            )  # fmt: skip
+            found = self._rows(
+                f"SELECT trace_id, span_id, span_start_ns FROM ({rows}) WHERE (trace_id, version) IN "
+                f"({current}) ORDER BY span_start_ns DESC, trace_id, span_id LIMIT {{limit:UInt64}}",
+                parameters,
+            )
+            if len(found) >= limit or not bound:
+                return [(str(trace), str(span), int(start)) for trace, span, start in found]
+            depth *= 16
 
     def distinct_values(self, what: Literal["service", "root_agent", "conversation"]) -> list[str]:
         """Sorted distinct non-empty values of one filter field over the derived traces."""

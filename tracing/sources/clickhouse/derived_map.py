@@ -25,19 +25,22 @@ from janux.tracing.analysis.agentmap.fleet_stats import (
 from janux.tracing.analysis.agentmap.sums import edge_order, node_order, nodes_of_paths, path_order
 from janux.tracing.sources.clickhouse import schema as s
 from janux.tracing.sources.clickhouse.map_rollup import (
+    MINUTE_NS,
+    UNITS,
     MapGroup,
+    Piece,
     RowsOf,
     counted_percentile,
-    edge_plan,
+    cover,
     expand,
+    facts_conditions,
     groups,
     read_sql,
-    rollup_rows,
+    rollup_parts,
     rows_parts,
     timeline_loops,
 )
 from janux.tracing.sources.clickhouse.schema import HOUR_NS
-from janux.tracing.sources.clickhouse.usage_rollup import HourSplit
 from janux.usage import Usage
 
 Rows = Callable[[str, dict[str, Any]], list[Any]]
@@ -184,26 +187,47 @@ the map's filter when `filtered`), counted `sign` times."""
 
 
 class RolledMap:
-    """The agent map from the hourly rollup (`map_rollup`): the whole hours of a range from
-    `janux_map_hourly`, its partial hours from the per-trace rows (`map_rollup.edge_plan`: added,
-    or taken back from their whole hour), summed in one query."""
+    """The agent map from the rollups (`map_rollup`) over a range [`start`, `end`) of trace start
+    with no other filter: its pieces (`map_rollup.cover`: whole hours of `janux_map_hourly`, whole
+    minutes of `janux_map_minute` at its edges, the partial minutes from the facts rows; each added
+    or taken back), summed in one query."""
 
-    def __init__(self, rows: Rows, split: HourSplit, rows_of: RowsOfFacts) -> None:
+    def __init__(
+        self, rows: Rows, start: int | None, end: int | None, rows_of: RowsOfFacts, minutes: bool = True
+    ) -> None:
         self._rows = rows
-        self._split = split
+        self._start, self._end = start, end
         self._rows_of = rows_of
+        self._units = UNITS if minutes else (HOUR_NS,)
+        """The rollups there are: the minute one since schema 6."""
+
+    def _parts(self, pieces: list[Piece], parts: str, traces_only: bool = False) -> list[str]:
+        """The rollup rows of `pieces` (of the parts the condition `parts` keeps)."""
+        found = rollup_parts(pieces, parts)
+        for sign, condition in facts_conditions(pieces).items():
+            computed = rows_parts(self._rows_of(condition, False, sign), traces_only)
+            found += [f"SELECT * FROM ({part}) WHERE {parts}" for part in computed]
+        return found
+
+    def trace_count(self, parameters: dict[str, Any]) -> int:
+        """How many traces the range holds: the `trace` rows of its pieces."""
+        parts = self._parts(cover(self._start, self._end, self._units), "part = 'trace'", traces_only=True)
+        found = self._rows(f"SELECT sum(rows) FROM ({' UNION ALL '.join(parts)})", dict(parameters))
+        return int(found[0][0] or 0) if found else 0
 
     def build(self, bucket_ns: int | None, parameters: dict[str, Any]) -> AgentMap:
-        """The whole map (the timeline too when `bucket_ns` is set)."""
+        """The whole map (the timeline too when `bucket_ns` is set). A timeline by whole hours is
+        read with the map; by whole minutes (15, 30) from the minute rollup's timeline rows of the
+        range's whole minutes (and the facts rows of its partial ones), so no loop is read."""
         hourly = bucket_ns is not None and bucket_ns % HOUR_NS == 0
-        split = self._split
-        plan = edge_plan(split.lo, split.hi, split.flt.start_ns, split.flt.end_ns)
-        parts = [rollup_rows(plan.rollup_where)]
-        if plan.added is not None:
-            parts += rows_parts(self._rows_of(plan.added, True, 1))
-        if plan.taken is not None:
-            parts += rows_parts(self._rows_of(plan.taken, False, -1))
-        found = groups(self._rows(read_sql(parts, hourly), dict(parameters)))
+        by_minute = bucket_ns is not None and not hourly and bucket_ns % MINUTE_NS == 0 \
+            and MINUTE_NS in self._units  # fmt: skip
+        pieces = cover(self._start, self._end, self._units)
+        parts = self._parts(pieces, "1" if hourly else "part != 'timeline'")
+        if by_minute:
+            parts += self._parts(cover(self._start, self._end, (MINUTE_NS,)), "part = 'timeline'")
+        at_unit = int(bucket_ns) if by_minute and bucket_ns is not None else HOUR_NS
+        found = groups(self._rows(read_sql(parts, at_unit), dict(parameters)))
         by_part: dict[str, list[MapGroup]] = {}
         for group in found:
             by_part.setdefault(group.part, []).append(group)
@@ -217,7 +241,7 @@ class RolledMap:
             path.own, path.inclusive = path.own.rounded(), path.inclusive.rounded()
         turns = by_part.get("turn", [])
         timeline: dict[tuple[int, str], Usage] = {}
-        if bucket_ns and hourly:
+        if bucket_ns and (hourly or by_minute):
             timeline = _rolled_timeline(by_part.get("timeline", []), bucket_ns)
         elif bucket_ns:
             timeline = self._timeline(bucket_ns, parameters)

@@ -29,6 +29,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 _H = 3_600 * 10**9  # `schema.HOUR_NS` (this module is below `schema`: it builds its views)
+MINUTE_NS = 60 * 10**9
+"""The finer rollup's bucket (`schema.MAP_MINUTE`, schema 6): a minute of trace start (and, for the
+timeline, of loop start)."""
 _EMPTY_INT_MAP = "CAST(map(), 'Map(Int64, Int64)')"
 NODE_KEY = "[agent]"
 """The rollup key of an agent (`node`, `timeline`), over a loop row."""
@@ -50,32 +53,54 @@ MAP_MAPS = (
     ("reasons", "Map(String, Int64)"),
 )
 """Summed-by-key columns: value counts (durations, turn costs), failures by kind, by reason."""
-MAP_KEYS: tuple[tuple[str, str], ...] = (
-    ("part", "LowCardinality(String)"),
-    ("hour_ns", "Int64"),
-    ("key", "Array(String)"),
-    ("at_ns", "Int64"),
-    ("day", "Date"),
-)
+
+
+def map_keys(bucket: str = "hour_ns") -> tuple[tuple[str, str], ...]:
+    """Key columns of a map rollup whose time bucket (of trace start) is the column `bucket`."""
+    return (
+        ("part", "LowCardinality(String)"),
+        (bucket, "Int64"),
+        ("key", "Array(String)"),
+        ("at_ns", "Int64"),
+        ("day", "Date"),
+    )
+
+
+def map_columns(bucket: str = "hour_ns") -> tuple[tuple[str, str], ...]:
+    """Columns of a map rollup whose time bucket is the column `bucket`."""
+    return (
+        *map_keys(bucket),
+        *(
+            (n, f"SimpleAggregateFunction(sum, {'Float64' if n.endswith('_cost') else 'Int64'})")
+            for n in MAP_SUMS
+        ),
+        *((n, f"SimpleAggregateFunction(sumMap, {kind})") for n, kind in MAP_MAPS),
+    )
+
+
+MAP_KEYS = map_keys()
 """Key columns of `janux_map_hourly`."""
-MAP_COLUMNS: tuple[tuple[str, str], ...] = (
-    *MAP_KEYS,
-    *(
-        (n, f"SimpleAggregateFunction(sum, {'Float64' if n.endswith('_cost') else 'Int64'})")
-        for n in MAP_SUMS
-    ),
-    *((n, f"SimpleAggregateFunction(sumMap, {kind})") for n, kind in MAP_MAPS),
-)
+MAP_COLUMNS = map_columns()
 """Columns of `janux_map_hourly`."""
+MINUTE_COLUMNS = map_columns("minute_ns")
+"""Columns of `janux_map_minute` (schema 6): the same sums per minute of trace start."""
 _DEFAULTS = {**dict.fromkeys(MAP_SUMS, "0"), "vals": _EMPTY_INT_MAP, "failures": _EMPTY_TEXT_MAP,
              "reasons": _EMPTY_TEXT_MAP}  # fmt: skip
 
 
-def _select(values: dict[str, str]) -> str:
-    """The rollup's columns from `values` (name -> expression; the others 0 or empty)."""
+def _select(values: dict[str, str], unit: int) -> str:
+    """The rollup's columns from `values` (name -> expression, `bucket` the time bucket of trace
+    start, named as the rollup of `unit` names it; the sums not given 0 or empty)."""
     cast = {n: f"toInt64({v})" if n in MAP_SUMS and not n.endswith("_cost") else v for n, v in values.items()}
     sums = [f"{cast.get(n, _DEFAULTS[n])} AS {n}" for n in (*MAP_SUMS, *(m for m, _ in MAP_MAPS))]
-    return ", ".join([*(f"{values[n]} AS {n}" for n, _ in MAP_KEYS), *sums])
+    bucket = bucket_column(unit)
+    keys = [(values["bucket" if n == bucket else n], n) for n, _ in map_keys(bucket)]
+    return ", ".join([*(f"{value} AS {name}" for value, name in keys), *sums])
+
+
+def bucket_column(unit: int) -> str:
+    """The name of the time-bucket column of the map rollup of `unit` (an hour or a minute)."""
+    return "minute_ns" if unit == MINUTE_NS else "hour_ns"
 
 
 def _usage(prefix: str, source: str, condition: str) -> dict[str, str]:
@@ -89,8 +114,8 @@ def _usage(prefix: str, source: str, condition: str) -> dict[str, str]:
     }
 
 
-def _hour(column: str) -> str:
-    return f"toInt64(intDiv({column}, {_H}) * {_H})"
+def _floor(column: str, unit: int) -> str:
+    return f"toInt64(intDiv({column}, {unit}) * {unit})"
 
 
 def _counted(value: str) -> str:
@@ -98,15 +123,16 @@ def _counted(value: str) -> str:
     return f"map(reinterpretAsInt64(toFloat64(assumeNotNull({value}))), toInt64(g))"
 
 
-def loop_parts(source: str) -> str:
+def loop_parts(source: str, unit: int = _H) -> str:
     """Rollup rows of every loop of `source` (columns: `s` trace start, `g` sign, the
-    `schema.MAP_LOOP_FIELDS`, `first`: the trace's first loop of its agent)."""
+    `schema.MAP_LOOP_FIELDS`, `first`: the trace's first loop of its agent), in buckets of `unit`
+    (trace start, and loop start for the timeline)."""
     values = {
         "part": "part",
-        "hour_ns": _hour("s"),
+        "bucket": _floor("s", unit),
         "key": f"multiIf(part = 'path', path, part = 'turn', CAST([], 'Array(String)'), {NODE_KEY})",
-        "at_ns": f"if(part = 'timeline', {_hour('start_ns')}, 0)",
-        "day": f"toDate(fromUnixTimestamp64Nano({_hour('s')}, 'UTC'))",
+        "at_ns": f"if(part = 'timeline', {_floor('start_ns', unit)}, 0)",
+        "day": f"toDate(fromUnixTimestamp64Nano({_floor('s', unit)}, 'UTC'))",
         "rows": "g",
         "runs": "g * (part IN ('path', 'node'))",  # a node's runs per hour bound its newest references
         "errors": "g * (part = 'path' AND error)",
@@ -120,19 +146,20 @@ def loop_parts(source: str) -> str:
         ),
     }
     parts = "if(top, ['path', 'node', 'timeline', 'turn'], ['path', 'node', 'timeline'])"
-    return f"SELECT {_select(values)} FROM ({source}) ARRAY JOIN {parts} AS part"
+    return f"SELECT {_select(values, unit)} FROM ({source}) ARRAY JOIN {parts} AS part"
 
 
-def delegation_parts(source: str) -> str:
+def delegation_parts(source: str, unit: int = _H) -> str:
     """Rollup rows of every delegation of `source` (columns: `s`, `g`, the
-    `schema.MAP_DELEGATION_FIELDS`, `first`: the trace's first delegation of its edge)."""
+    `schema.MAP_DELEGATION_FIELDS`, `first`: the trace's first delegation of its edge), in buckets
+    of `unit`."""
     failed = "failure IS NOT NULL"
     values = {
         "part": "'edge'",
-        "hour_ns": _hour("s"),
+        "bucket": _floor("s", unit),
         "key": EDGE_KEY,
         "at_ns": "0",
-        "day": f"toDate(fromUnixTimestamp64Nano({_hour('s')}, 'UTC'))",
+        "day": f"toDate(fromUnixTimestamp64Nano({_floor('s', unit)}, 'UTC'))",
         "rows": "g",
         "runs": "g",
         "traces": "g * first",
@@ -143,14 +170,15 @@ def delegation_parts(source: str) -> str:
         "failures": f"if({failed}, map(assumeNotNull(failure), toInt64(g)), {_EMPTY_TEXT_MAP})",
         "reasons": f"if({failed}, map(reason, toInt64(g)), {_EMPTY_TEXT_MAP})",
     }
-    return f"SELECT {_select(values)} FROM ({source})"
+    return f"SELECT {_select(values, unit)} FROM ({source})"
 
 
-def trace_parts(source: str) -> str:
-    """One `trace` row per row of `source` (columns `s`, `g`)."""
-    values = {"part": "'trace'", "hour_ns": _hour("s"), "key": "CAST([], 'Array(String)')", "at_ns": "0",
-              "day": f"toDate(fromUnixTimestamp64Nano({_hour('s')}, 'UTC'))", "rows": "g"}  # fmt: skip
-    return f"SELECT {_select(values)} FROM ({source})"
+def trace_parts(source: str, unit: int = _H) -> str:
+    """One `trace` row per row of `source` (columns `s`, `g`), in buckets of `unit`."""
+    values = {"part": "'trace'", "bucket": _floor("s", unit), "key": "CAST([], 'Array(String)')",
+              "at_ns": "0", "day": f"toDate(fromUnixTimestamp64Nano({_floor('s', unit)}, 'UTC'))",
+              "rows": "g"}  # fmt: skip
+    return f"SELECT {_select(values, unit)} FROM ({source})"
 
 
 def _facts_source(prefix: str, fields: Sequence[str], start: str, sign: int, first_of: str) -> str:
@@ -187,23 +215,28 @@ def carried_delegations(
     return _facts_source(prefix, fields, start, sign, _EDGE_FIRST).replace("{facts}", facts)
 
 
-def views(facts: str, loops: Sequence[str], delegations: Sequence[str]) -> list[tuple[str, str]]:
-    """(name, SELECT) of every view feeding the rollup from the facts table `facts`, whose rows
-    carry the loop fields `loops` and the delegation fields `delegations` as arrays."""
+def views(
+    facts: str, loops: Sequence[str], delegations: Sequence[str], unit: int = _H
+) -> list[tuple[str, str]]:
+    """(name, SELECT) of every view feeding the rollup of `unit` (an hour, a minute) from the facts
+    table `facts`, whose rows carry the loop fields `loops` and the delegation fields `delegations`
+    as arrays."""
     views = []
     for name, start, sign, replaced in (
         ("add", "start_ns", 1, False),
         ("retract", "replaced_start_ns", -1, True),
     ):
         views += [
-            (f"loops_{name}", loop_parts(carried_loops(facts, loops, start, sign, replaced))),
+            (f"loops_{name}", loop_parts(carried_loops(facts, loops, start, sign, replaced), unit)),
             (f"delegations_{name}",
-             delegation_parts(carried_delegations(facts, delegations, start, sign, replaced))),
+             delegation_parts(carried_delegations(facts, delegations, start, sign, replaced), unit)),
         ]  # fmt: skip
     views += [
-        ("traces_add", trace_parts(f"SELECT start_ns AS s, toInt64(1) AS g FROM {facts} WHERE map_rows = 1")),
+        ("traces_add", trace_parts(
+            f"SELECT start_ns AS s, toInt64(1) AS g FROM {facts} WHERE map_rows = 1", unit)),
         ("traces_retract", trace_parts(
-            f"SELECT replaced_start_ns AS s, toInt64(-1) AS g FROM {facts} WHERE replaced_version > 0")),
+            f"SELECT replaced_start_ns AS s, toInt64(-1) AS g FROM {facts} WHERE replaced_version > 0",
+            unit)),
     ]  # fmt: skip
     return views
 

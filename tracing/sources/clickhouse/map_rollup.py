@@ -1,13 +1,15 @@
-"""The agent map read from its hourly rollup (`schema.MAP_HOURLY`, schema 3; rows: `map_parts`).
+"""The agent map read from its rollups (`schema.MAP_HOURLY`, schema 3, and `schema.MAP_MINUTE`,
+schema 6; rows: `map_parts`).
 
 The same add/take-back scheme as the usage rollup: each facts row carries the trace's loops and
 delegations as arrays (`schema.MAP_FACTS_COLUMNS`) and, when it replaces an earlier version of the
 trace, that version's (`replaced_*`); views add the first and take back the second, so a query sums
-what is there without `FINAL`. Reads split the range at hours as `usage_rollup` does: the rollup for
-the whole hours, the same rows computed from the loops and delegations the current facts rows of
-the partial hours carry (`rows_parts`; `janux_loops`/`janux_delegations` only for facts rows written
-before schema 3), all summed in one query (`read_sql`); `derived_map.RolledMap`
-turns the groups into the `AgentMap`.
+what is there without `FINAL`. Reads cover a range with pieces (`cover`): the rollup's whole hours,
+the minute rollup's whole minutes at its edges, and the partial minutes left from the loops and
+delegations the current facts rows of those seconds carry (`rows_parts`;
+`janux_loops`/`janux_delegations` only for facts rows written before schema 3), each piece added or
+taken back, all summed in one query (`read_sql`); `derived_map.RolledMap` turns the groups into the
+`AgentMap`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from janux.tracing.sources.clickhouse import map_parts
 from janux.tracing.sources.clickhouse import schema as s
 
 HOUR_NS = 3_600 * 10**9
+MINUTE_NS = map_parts.MINUTE_NS
 
 
 def _rows_source(table: str, fields: Sequence[str], group: str, rows_of: RowsOf) -> str:
@@ -91,9 +94,10 @@ def timeline_loops(rows_of: RowsOf) -> str | None:
     return " UNION ALL ".join(found) or None
 
 
-def rows_parts(rows_of: RowsOf) -> list[str]:
-    """Rollup rows computed from the per-trace rows `rows_of` names; hours are not set (reads sum
-    them away)."""
+def rows_parts(rows_of: RowsOf, traces_only: bool = False) -> list[str]:
+    """Rollup rows computed from the per-trace rows `rows_of` names (only their `trace` rows when
+    `traces_only`); buckets of trace start are not set (reads sum them away), the timeline's are
+    minutes of loop start (`read_sql` folds them into its buckets)."""
     loops, sign = loop_sources(rows_of), int(rows_of.sign)
     if loops is None:
         return []
@@ -108,46 +112,92 @@ def rows_parts(rows_of: RowsOf) -> list[str]:
             _rows_source(s.DELEGATIONS, s.MAP_DELEGATION_FIELDS, "caller, target, kind", rows_of)
         )
         traces.append(f"{counted} ({rows_of.old})")
+    counted_traces = map_parts.trace_parts(" UNION ALL ".join(traces), MINUTE_NS)
+    if traces_only:
+        return [counted_traces]
     return [
-        map_parts.loop_parts(loops),
-        map_parts.delegation_parts(" UNION ALL ".join(delegations)),
-        map_parts.trace_parts(" UNION ALL ".join(traces)),
+        map_parts.loop_parts(loops, MINUTE_NS),
+        map_parts.delegation_parts(" UNION ALL ".join(delegations), MINUTE_NS),
+        counted_traces,
     ]
 
 
 @dataclass(frozen=True, slots=True)
-class EdgePlan:
-    """How a range split at hours (`usage_rollup.HourSplit`) reads its partial hours. A partial
-    hour longer than half an hour is read as its whole rollup hour minus the rows of the rest of
-    that hour (taken back, as the rollup's views take back a replaced version), so at most half an
-    hour of per-trace rows is read at each edge of a range."""
+class Piece:
+    """A range [`lo`, `hi`) of trace start (None: unbounded on that side) read from the rollup of
+    buckets `unit` long (`HOUR_NS`, `MINUTE_NS`; 0: the facts rows), added (`sign` 1) or taken
+    back (-1)."""
 
-    rollup_where: str
-    """The rollup hours summed."""
-    added: str | None
-    """The partial hours' rows added (a condition on the facts' start_ns), None when none."""
-    taken: str | None
-    """The rows taken back from the whole hours summed, None when none."""
+    unit: int
+    lo: int | None
+    hi: int | None
+    sign: int
+
+    def where(self, column: str) -> str:
+        """The rows of this piece by the time in `column`."""
+        bounds = [*([f"{column} >= {self.lo}"] if self.lo is not None else []),
+                  *([f"{column} < {self.hi}"] if self.hi is not None else [])]  # fmt: skip
+        return "(" + (" AND ".join(bounds) or "1") + ")"
 
 
-def edge_plan(lo: int | None, hi: int | None, start: int | None, end: int | None) -> EdgePlan:
-    """The plan of a range [`start`, `end`) whose whole hours are [`lo`, `hi`) (None: unbounded)."""
-    added, taken = [], []
-    if start is not None and lo is not None and start < lo:
-        if lo - start > HOUR_NS // 2:
-            lo -= HOUR_NS
-            taken.append(f"(start_ns >= {lo} AND start_ns < {start})")
+UNITS = (HOUR_NS, MINUTE_NS)
+"""The rollups' bucket lengths, coarsest first (then the facts rows)."""
+
+
+def cover(start: int | None, end: int | None, units: Sequence[int] = UNITS) -> list[Piece]:
+    """Pieces whose signed sum is the range [`start`, `end`): the whole buckets of the coarsest
+    rollup in it, and at each edge the rest, covered the same way by the next finer one (the facts
+    rows last). An edge longer than half a bucket is read as that whole bucket with the rest of it
+    taken back, so each edge reads at most half a bucket of each finer level: at most 30 minutes
+    of minute buckets and 30 seconds of facts rows."""
+    return _cover(start, end, 1, tuple(units))
+
+
+def _cover(a: int | None, b: int | None, sign: int, units: tuple[int, ...]) -> list[Piece]:
+    if a is not None and b is not None and a >= b:
+        return []
+    if not units:
+        return [Piece(0, a, b, sign)]
+    unit, finer = units[0], units[1:]
+    lo = None if a is None else -(-a // unit) * unit
+    hi = None if b is None else b // unit * unit
+    if lo is not None and hi is not None and lo > hi:  # inside one bucket
+        return _cover(a, b, sign, finer)
+    pieces = [Piece(unit, lo, hi, sign)] if lo is None or hi is None or lo < hi else []
+    if a is not None and lo is not None and a < lo:
+        if lo - a > unit // 2:
+            pieces += [Piece(unit, lo - unit, lo, sign), *_cover(lo - unit, a, -sign, finer)]
         else:
-            added.append(f"(start_ns >= {start} AND start_ns < {lo})")
-    if end is not None and hi is not None and end > hi:
-        if end - hi > HOUR_NS // 2:
-            hi += HOUR_NS
-            taken.append(f"(start_ns >= {end} AND start_ns < {hi})")
+            pieces += _cover(a, lo, sign, finer)
+    if b is not None and hi is not None and b > hi:
+        if b - hi > unit // 2:
+            pieces += [Piece(unit, hi, hi + unit, sign), *_cover(b, hi + unit, -sign, finer)]
         else:
-            added.append(f"(start_ns >= {hi} AND start_ns < {end})")
-    where = " AND ".join(["1", *([f"hour_ns >= {lo}"] if lo is not None else []),
-                          *([f"hour_ns < {hi}"] if hi is not None else [])])  # fmt: skip
-    return EdgePlan(where, " OR ".join(added) or None, " OR ".join(taken) or None)
+            pieces += _cover(hi, b, sign, finer)
+    return pieces
+
+
+def rollup_parts(pieces: Sequence[Piece], parts: str) -> list[str]:
+    """The rollup rows (those of the parts the condition `parts` keeps) of the rollup pieces of
+    `pieces`, one SELECT per (rollup, sign); a piece taken back has every sum negated."""
+    found = []
+    for unit in UNITS:
+        for sign in (1, -1):
+            mine = [p for p in pieces if p.unit == unit and p.sign == sign]
+            if mine:
+                where = " OR ".join(p.where(map_parts.bucket_column(unit)) for p in mine)
+                found.append(rollup_rows(unit, f"({parts}) AND ({where})", sign))
+    return found
+
+
+def facts_conditions(pieces: Sequence[Piece]) -> dict[int, str]:
+    """sign -> the condition on the facts' `start_ns` of the facts-row pieces of `pieces` with it."""
+    found = {}
+    for sign in (1, -1):
+        mine = [p.where("start_ns") for p in pieces if p.unit == 0 and p.sign == sign]
+        if mine:
+            found[sign] = " OR ".join(mine)
+    return found
 
 
 @dataclass(slots=True)
@@ -164,22 +214,34 @@ class MapGroup:
     reasons: dict[str, int] = field(default_factory=dict)
 
 
-def read_sql(parts: Iterable[str], timeline: bool) -> str:
-    """The groups of the rollup rows `parts` (SELECTs of the rollup's columns), summed."""
+def read_sql(parts: Iterable[str], at_unit: int = HOUR_NS) -> str:
+    """The groups of the rollup rows `parts` (SELECTs of the rollup's columns), summed; timeline
+    rows grouped by buckets of loop start `at_unit` long."""
     inner = " UNION ALL ".join(parts)
     sums = ", ".join(f"sum({n})" for n in map_parts.MAP_SUMS)
-    where = "" if timeline else " WHERE part != 'timeline'"
     return (
-        f"SELECT part, key, at_ns, {sums}, "
+        f"SELECT part, key, intDiv(at_ns, {int(at_unit)}) * {int(at_unit)} AS at, {sums}, "
         "arrayMap(k -> reinterpretAsFloat64(k), mapKeys(sumMap(vals))) AS vk, mapValues(sumMap(vals)), "
-        f"sumMap(failures), sumMap(reasons) FROM ({inner}){where} "
-        "GROUP BY part, key, at_ns HAVING sum(rows) > 0"
+        f"sumMap(failures), sumMap(reasons) FROM ({inner}) "
+        "GROUP BY part, key, at HAVING sum(rows) > 0"
     )
 
 
-def rollup_rows(where: str) -> str:
-    """The rollup's rows of the hours `where` selects."""
-    return f"SELECT {', '.join(n for n, _ in map_parts.MAP_COLUMNS)} FROM {s.MAP_HOURLY} WHERE {where}"
+def rollup_rows(unit: int, where: str, sign: int = 1) -> str:
+    """The rows of the rollup of buckets `unit` long that `where` selects, every sum times `sign`."""
+    columns = []
+    for name, _ in map_parts.map_columns(map_parts.bucket_column(unit)):
+        if sign < 0 and name in map_parts.MAP_SUMS:
+            columns.append(f"-{name} AS {name}")
+        elif sign < 0 and name in dict(map_parts.MAP_MAPS):
+            columns.append(f"mapApply((k, v) -> (k, -v), {name}) AS {name}")
+        else:
+            columns.append(name)
+    rows = f"SELECT * FROM {s.map_rollup_table(unit)} WHERE {where}"
+    if sign > 0:
+        return rows
+    # negated outside: an alias named like its column would change what `where` selects
+    return f"SELECT {', '.join(columns)} FROM ({rows})"
 
 
 def _counts(summed: Any) -> dict[str, int]:

@@ -27,6 +27,12 @@ into these tables; the ClickHouse source reads them instead of re-deriving spans
   delegation arrays), so a range of start reads only its granules, not every granule of its day
   (facts are ordered by trace id); and (trace, version, replaced version, day) ordered by the
   replaced version, so the rows that replaced a version are found without reading the day.
+- `janux_map_minute` (schema 6): the same sums per minute of trace start (the timeline's per
+  minute of loop start), fed by six more views the same way, so a range's partial hours are read
+  as minute buckets and only its partial minutes as facts rows (`map_rollup.cover`).
+- `janux_failures_by_start` (schema 6): (span start, trace, version, seq, span) of every
+  `janux_failures` row, ordered by the span's start and fed by a view, so the failures page reads
+  its newest rows by the key instead of every failure's trace (`derived.DerivedReads.failed_handoff_ids`).
 - `janux_derive_state`: the watermark of each deriver shard of each source table (insertion time
   of the rows derived so far); `janux_schema`: the schema versions applied.
 
@@ -47,12 +53,13 @@ from typing import Any, Protocol
 
 from janux.tracing.sources.clickhouse import map_parts
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """Version of the DDL below; `init` records it in `janux_schema`. 1: the per-trace tables; 2: the
 hourly usage rollup (`janux_usage_hourly`, fed from the facts rows' usage arrays); 3: the hourly
 agent-map rollup (`janux_map_hourly`, fed from the facts rows' loop and delegation arrays); 4: the
 map-key hash of each loop and delegation row (`GROUP_HASH`); 5: the facts table's projections
-(`FACTS_PROJECTIONS`)."""
+(`FACTS_PROJECTIONS`); 6: the per-minute agent-map rollup (`MAP_MINUTE`) and the failures ordered by
+their span's start (`FAILURES_BY_START`)."""
 
 INSERTED_COLUMN = "JanuxInsertedAt"
 """The insertion-time column `init` adds to `otel_traces` (the deriver's watermark)."""
@@ -118,6 +125,12 @@ SUMMARY_COLUMNS: tuple[tuple[str, str], ...] = (
 
 MAP_HOURLY = "janux_map_hourly"
 """The agent map's sums per (part, hour of trace start, key): see `map_rollup`."""
+MAP_MINUTE = "janux_map_minute"
+"""The agent map's sums per (part, minute of trace start, key) (schema 6): see `map_rollup.cover`."""
+FAILURES_BY_START = "janux_failures_by_start"
+"""`janux_failures` ordered by the failing span's start (schema 6), fed by a view."""
+ROLLUPS = (USAGE_HOURLY, MAP_HOURLY, MAP_MINUTE, FAILURES_BY_START)
+"""The tables views fill from the derived tables' inserts (emptied with them by tests and benches)."""
 
 FACTS_EXTRA: tuple[tuple[str, str], ...] = (
     ("day", "Date"),
@@ -266,6 +279,17 @@ FAILURE_COLUMNS: tuple[tuple[str, str], ...] = (("span_id", "String"), ("span_st
 """The span to open for one failed handoff, and its start (how failed handoffs are ordered)."""
 
 
+FAILURE_INDEX_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("span_start_ns", "Int64"),
+    ("trace_id", "String"),
+    ("version", "UInt64"),
+    ("seq", "UInt32"),
+    ("span_id", "String"),
+    ("day", "Date"),
+)
+"""Columns of `janux_failures_by_start`: a `janux_failures` row, ordered by its span's start."""
+
+
 @dataclass(frozen=True, slots=True)
 class Table:
     """One derived table: its name, columns and engine clauses."""
@@ -307,6 +331,7 @@ TABLES: tuple[Table, ...] = (
         partition=False,
     ),
     Table(SCHEMA, (("version", "UInt32"), ("applied", "DateTime64(3)")), "version", None, partition=False),
+    Table(FAILURES_BY_START, FAILURE_INDEX_COLUMNS, "(span_start_ns, trace_id, version, seq)", None),
 )
 """Every table `init` creates."""
 
@@ -426,28 +451,76 @@ def rollup_ddl(ttl: tuple[str, int] | None, cluster: str | None = None) -> list[
     return statements
 
 
-def map_rollup_ddl(ttl: tuple[str, int] | None, cluster: str | None = None) -> list[str]:
-    """`janux_map_hourly` and the six views that feed it from every facts row inserted (loops,
-    delegations and the trace itself; added, and the replaced version's taken back)."""
+def map_rollup_ddl(
+    ttl: tuple[str, int] | None, cluster: str | None = None, unit: int = HOUR_NS
+) -> list[str]:
+    """`janux_map_hourly` (`unit` an hour; `janux_map_minute` for a minute, schema 6) and the six
+    views that feed it from every facts row inserted (loops, delegations and the trace itself;
+    added, and the replaced version's taken back)."""
     local = "_local" if cluster else ""
     on_cluster = f" ON CLUSTER {cluster}" if cluster else ""
-    table = Table(MAP_HOURLY, map_parts.MAP_COLUMNS, "(part, hour_ns, key, at_ns)", None)
+    name = map_rollup_table(unit)
+    bucket = map_parts.bucket_column(unit)
+    table = Table(name, map_parts.map_columns(bucket), f"(part, {bucket}, key, at_ns)", None)
     engine = "AggregatingMergeTree"
     if cluster:
-        path = f"'/clickhouse/tables/{{shard}}/{{database}}/{MAP_HOURLY}'"
+        path = f"'/clickhouse/tables/{{shard}}/{{database}}/{name}'"
         engine = f"ReplicatedAggregatingMergeTree({path}, '{{replica}}')"
     statements = [create_table(table, ttl, cluster, engine)]
-    for name, select in map_parts.views(f"{FACTS}{local}", MAP_LOOP_FIELDS, MAP_DELEGATION_FIELDS):
+    for view, select in map_parts.views(f"{FACTS}{local}", MAP_LOOP_FIELDS, MAP_DELEGATION_FIELDS, unit):
         statements.append(
-            f"CREATE MATERIALIZED VIEW IF NOT EXISTS {MAP_HOURLY}_{name}{local}{on_cluster} "
-            f"TO {MAP_HOURLY}{local} AS {select}"
+            f"CREATE MATERIALIZED VIEW IF NOT EXISTS {name}_{view}{local}{on_cluster} "
+            f"TO {name}{local} AS {select}"
         )
     if cluster:
         statements.append(
-            f"CREATE TABLE IF NOT EXISTS {MAP_HOURLY}{on_cluster} AS {MAP_HOURLY}_local "
-            f"ENGINE = Distributed({cluster}, currentDatabase(), {MAP_HOURLY}_local, rand())"
+            f"CREATE TABLE IF NOT EXISTS {name}{on_cluster} AS {name}_local "
+            f"ENGINE = Distributed({cluster}, currentDatabase(), {name}_local, rand())"
         )
     return statements
+
+
+def map_rollup_table(unit: int) -> str:
+    """The map rollup whose buckets are `unit` long (an hour or a minute)."""
+    return MAP_MINUTE if unit == map_parts.MINUTE_NS else MAP_HOURLY
+
+
+_FAILURE_INDEX_COLUMNS = ", ".join(name for name, _ in FAILURE_INDEX_COLUMNS)
+
+
+def failures_index_ddl(cluster: str | None = None) -> list[str]:
+    """The view filling `FAILURES_BY_START` from every `janux_failures` row inserted (schema 6)."""
+    local = "_local" if cluster else ""
+    on_cluster = f" ON CLUSTER {cluster}" if cluster else ""
+    return [
+        f"CREATE MATERIALIZED VIEW IF NOT EXISTS {FAILURES_BY_START}_add{local}{on_cluster} "
+        f"TO {FAILURES_BY_START}{local} AS SELECT {_FAILURE_INDEX_COLUMNS} FROM {FAILURES}{local}"
+    ]
+
+
+def minute_backfill_sql(cluster: str | None = None) -> list[str]:
+    """INSERTs adding to `janux_map_minute` the loops, delegations and traces of the current facts
+    rows, and to `janux_failures_by_start` every failure row, written before schema 6. Run once,
+    when `init` moves to 6 (the views count what derivers write from then on: stop them for the
+    upgrade, as for schema 3; the failure index tolerates rows twice, its reads deduplicate)."""
+    columns = ", ".join(n for n, _ in map_parts.MINUTE_COLUMNS)
+    carried = ", ".join(n for n, _ in MAP_FACTS_COLUMNS if n.startswith(("loop_", "delegation_")))
+    current = f"(SELECT start_ns, {carried} FROM {FACTS} FINAL WHERE map_rows = 1)"
+    unit = map_parts.MINUTE_NS
+    selects = [
+        map_parts.loop_parts(map_parts.carried_loops(current, MAP_LOOP_FIELDS, "start_ns", 1), unit),
+        map_parts.delegation_parts(
+            map_parts.carried_delegations(current, MAP_DELEGATION_FIELDS, "start_ns", 1), unit
+        ),
+        map_parts.trace_parts(f"SELECT start_ns AS s, toInt64(1) AS g FROM {FACTS} FINAL", unit),
+    ]
+    statements = [f"INSERT INTO {MAP_MINUTE} ({columns}) {select}" for select in selects]
+    statements += _old_rows_backfill(MAP_MINUTE, columns, unit, traces=False)
+    statements.append(
+        f"INSERT INTO {FAILURES_BY_START} ({_FAILURE_INDEX_COLUMNS}) SELECT {_FAILURE_INDEX_COLUMNS} "
+        f"FROM {FAILURES}"
+    )
+    return [statement + (_ON_SHARDS if cluster else "") for statement in statements]
 
 
 _ON_SHARDS = " SETTINGS distributed_product_mode = 'local'"
@@ -459,23 +532,34 @@ def map_backfill_sql(cluster: str | None = None) -> list[str]:
     """INSERTs adding to the rollup the loops, delegations and traces of the current facts rows
     written before schema 3 (`map_rows` = 0: the views never saw them). Run once, when `init` moves
     from 2 to 3 (as `backfill_sql`: let that `init` finish)."""
-    old = f"SELECT trace_id AS t, version AS v, start_ns AS fs FROM {FACTS} FINAL WHERE map_rows = 0"
     columns = ", ".join(n for n, _ in map_parts.MAP_COLUMNS)
+    statements = _old_rows_backfill(MAP_HOURLY, columns, HOUR_NS, traces=True)
+    return [statement + (_ON_SHARDS if cluster else "") for statement in statements]
+
+
+def _old_rows_backfill(table: str, columns: str, unit: int, *, traces: bool) -> list[str]:
+    """INSERTs adding to the map rollup `table` (buckets of `unit`) the loops and delegations of
+    the current facts rows written before schema 3 (`map_rows` = 0), read from the per-trace
+    tables (and their traces when `traces`)."""
+    old = f"SELECT trace_id AS t, version AS v, start_ns AS fs FROM {FACTS} FINAL WHERE map_rows = 0"
     statements = []
-    for table, fields, group, parts in (
+    for rows_table, fields, group, parts in (
         (LOOPS, MAP_LOOP_FIELDS, "agent", map_parts.loop_parts),
         (DELEGATIONS, MAP_DELEGATION_FIELDS, "caller, target, kind", map_parts.delegation_parts),
     ):
         rows = (
-            f"SELECT * FROM {table} AS r INNER JOIN ({old}) AS f ON r.trace_id = f.t AND r.version = f.v "
-            "LIMIT 1 BY trace_id, version, seq"
+            f"SELECT * FROM {rows_table} AS r INNER JOIN ({old}) AS f "
+            "ON r.trace_id = f.t AND r.version = f.v LIMIT 1 BY trace_id, version, seq"
         )
         statements.append(
-            f"INSERT INTO {MAP_HOURLY} ({columns}) {parts(map_parts.numbered(rows, fields, group, 'fs'))}"
+            f"INSERT INTO {table} ({columns}) {parts(map_parts.numbered(rows, fields, group, 'fs'), unit)}"
         )
-    traces = map_parts.trace_parts(f"SELECT fs AS s, toInt64(1) AS g FROM ({old})")
-    statements.append(f"INSERT INTO {MAP_HOURLY} ({columns}) {traces}")
-    return [statement + (_ON_SHARDS if cluster else "") for statement in statements]
+    if traces:
+        statements.append(
+            f"INSERT INTO {table} ({columns}) "
+            f"{map_parts.trace_parts(f'SELECT fs AS s, toInt64(1) AS g FROM ({old})', unit)}"
+        )
+    return statements
 
 
 def facts_migration_ddl(cluster: str | None = None) -> list[str]:
@@ -551,6 +635,8 @@ def ddl(ttl: tuple[str, int] | None = None, table: str = "otel_traces") -> list[
         *projection_ddl(),
         *rollup_ddl(ttl),
         *map_rollup_ddl(ttl),
+        *map_rollup_ddl(ttl, unit=map_parts.MINUTE_NS),
+        *failures_index_ddl(),
     ]
 
 
@@ -572,6 +658,7 @@ def cluster_ddl(cluster: str, ttl: tuple[str, int] | None = None, table: str = "
     return [
         *statements, *group_hash_ddl(cluster), *facts_migration_ddl(cluster), *projection_ddl(cluster),
         *rollup_ddl(ttl, cluster), *map_rollup_ddl(ttl, cluster),
+        *map_rollup_ddl(ttl, cluster, map_parts.MINUTE_NS), *failures_index_ddl(cluster),
     ]  # fmt: skip
 
 
@@ -660,6 +747,8 @@ def init_statements(
             "SETTINGS mutations_sync = 2"
             for name, _ in FACTS_PROJECTIONS
         )
+    if 0 < before < 6:  # the minute rollup and the failure index hold what derivers wrote since
+        statements.extend(minute_backfill_sql(cluster))
     if before < SCHEMA_VERSION:
         statements.append(f"INSERT INTO {SCHEMA} (version, applied) VALUES ({SCHEMA_VERSION}, now64(3))")
     return statements

@@ -231,7 +231,8 @@ class ClickHouseSource:
             version = applied_version(self._client)
             if version >= 1:
                 self._derived_reads = DerivedReads(
-                    self._rows, rollup=version >= 2, map_rollup=version >= 3, group_hash=version >= 4
+                    self._rows, rollup=version >= 2, map_rollup=version >= 3, group_hash=version >= 4,
+                    minute_rollup=version >= 6,
                 )
         return self._derived_reads
 
@@ -421,14 +422,21 @@ class ClickHouseSource:
             found += failed_edge_spans(structure_facts(spans), {span.span_id: span for span in spans})
         return newest_spans(found, limit)
 
-    def _spans_named(self, pairs: list[tuple[str, str]], limit: int) -> list[SpanRecord]:
-        """The spans named by (trace id, span id), newest first (one bounded read); a span named
-        twice comes twice (a graph node fed by several nodes is the failed run of each edge)."""
-        if not pairs:
+    def _spans_named(self, named: list[tuple[str, str, int]], limit: int) -> list[SpanRecord]:
+        """The spans named by (trace id, span id, start), newest first (one read, bounded by the
+        spans' starts: it prunes partitions and uses the table's time key instead of probing every
+        part for the ids); a span named twice comes twice (a graph node fed by several nodes is the
+        failed run of each edge)."""
+        if not named:
             return []
+        pairs = [(trace, span) for trace, span, _ in named]
+        first, last = min(start for *_, start in named), max(start for *_, start in named)
         sql = (
             f"SELECT {SPAN_JSON} FROM {self._table} WHERE TraceId IN {{traces:Array(String)}} "
-            "AND SpanId IN {spans:Array(String)} LIMIT 1 BY TraceId, SpanId"
+            "AND SpanId IN {spans:Array(String)} "
+            f"AND Timestamp >= fromUnixTimestamp64Nano(toInt64({int(first) - 10**9})) "
+            f"AND Timestamp <= fromUnixTimestamp64Nano(toInt64({int(last) + 10**9})) "
+            "LIMIT 1 BY TraceId, SpanId"
         )
         parameters = {"traces": sorted({t for t, _ in pairs}), "spans": sorted({span for _, span in pairs})}
         wanted = Counter(pairs)

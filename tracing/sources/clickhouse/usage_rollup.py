@@ -65,10 +65,15 @@ class HourSplit:
         return " AND ".join(where)
 
 
+def range_only(flt: TraceFilter) -> bool:
+    """True when `flt` filters on nothing but a range of trace start (what the rollups are keyed by)."""
+    return dataclasses.replace(flt, start_ns=None, end_ns=None) == _UNBOUNDED
+
+
 def split_hours(flt: TraceFilter) -> HourSplit | None:
     """The hour split of `flt`, or None when the rollup cannot answer it (a filter besides the
     range, or a range without a whole hour in it)."""
-    if dataclasses.replace(flt, start_ns=None, end_ns=None) != _UNBOUNDED:
+    if not range_only(flt):
         return None
     lo = None if flt.start_ns is None else -(-flt.start_ns // _H) * _H
     hi = None if flt.end_ns is None else flt.end_ns // _H * _H
