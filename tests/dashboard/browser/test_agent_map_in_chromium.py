@@ -69,6 +69,7 @@ def test_failed_handoff_screen_explains_a_cut(served: Served, page: Page) -> Non
         ]
     cut = next(f for f in newest if f.reason == "max_turns")
     _open(page, f"{served.url}/handoff?trace_id={cut.trace_id}&span_id={cut.span_id}", "Failed handoff")
-    expect(page.get_by_text("Decided by budget line: max_turns (attempt 1)", exact=True)).to_be_visible(timeout=UI_WAIT_MS)
+    banner = page.get_by_text("Decided by budget line: max_turns (attempt 1)", exact=True)
+    expect(banner).to_be_visible(timeout=UI_WAIT_MS)
     expect(page.get_by_role("heading", name="Budget burn at the cut")).to_be_visible()
     _shot(page, "handoff")
