@@ -27,6 +27,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from janux.errors import JanuxError
 from janux.tracing.otlp.encode import encode_request, request_json
 from janux.tracing.records import SpanRecord
 
@@ -49,7 +50,7 @@ MAX_PAUSE_S = 30.0
 _PROTOBUF = "application/x-protobuf"
 
 
-class ExportFailed(Exception):
+class ExportFailed(JanuxError):
     """The export cannot go on; the message says what is wrong, on one line."""
 
 

@@ -13,6 +13,7 @@ from playwright.sync_api import Locator, Page, expect
 
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import outcomes
+from janux.tracing.analysis.failures import decided_by
 from janux.tracing.analysis.trace_outline import outline
 from janux.tracing.analysis.trace_view import TraceView, reconstruct
 from janux.tracing.sources.store import open_store
@@ -176,17 +177,19 @@ def test_inspect_a_trace_from_the_list_and_come_back(served: Served, page: Page)
         timeout=UI_WAIT_MS
     )
     expect(page).to_have_url(re.compile(f"span={second.span_id}"))
+    # A retried delegation's diamond is its attempt's: the red "attempt 1/2" one selects attempt 1.
+    chart.locator(f"[aria-label*='kind: handoff'][aria-label*='span_id: {first.span_id}']").first.click()
+    expect(page.get_by_role("heading", name=f"{label} (attempt)")).to_be_visible(timeout=UI_WAIT_MS)
+    expect(page).to_have_url(re.compile(f"span={first.span_id}"))
     assert d.tool_span_id is not None
     tool_row = next(r for r in outline(retried) if r.span_id == d.tool_span_id)
-    chart.locator(f"[aria-label*='kind: handoff'][aria-label*='span_id: {d.tool_span_id}']").first.click()
+    page.get_by_role("tab", name="Waterfall", exact=True).click()
+    chart = page.locator("[data-testid='stVegaLiteChart']").first
+    chart.locator(f"[aria-label*='span_id: {d.tool_span_id}']").first.click()
     expect(page.get_by_role("heading", name=f"{tool_row.label} ({tool_row.kind})")).to_be_visible(
         timeout=UI_WAIT_MS
     )
     expect(page).to_have_url(re.compile(f"span={d.tool_span_id}"))
-    page.get_by_role("tab", name="Waterfall", exact=True).click()
-    chart = page.locator("[data-testid='stVegaLiteChart']").first
-    chart.locator(f"[aria-label*='span_id: {first.span_id}']").first.click()
-    expect(page.get_by_role("heading", name=f"{label} (attempt)")).to_be_visible(timeout=UI_WAIT_MS)
     # Back to the list as it was left: the in-page link, then the browser's Back button.
     page.get_by_role("link", name="← Traces").click()
     _heading(page, "Traces")
@@ -251,7 +254,10 @@ def test_explain_a_failed_handoff_from_the_failures_page(served: Served, page: P
     expect(page).to_have_url(re.compile(f"trace_id={failure.trace_id}.*span_id={failure.span_id}"))
     assert len(page.context.pages) == 1
     expect(_metric(page, "Attempts")).to_contain_text(str(failure.attempts))
-    expect(page.get_by_text(str(failure.error), exact=False).first).to_be_visible()
+    # The banner says what decided it, as the one rule words it (error type and message).
+    decision = decided_by(delegation)
+    assert decision is not None
+    expect(page.get_by_text(decision.text(), exact=True)).to_be_visible()
     page.get_by_role("button", name="Open the whole trace ›").click()
     _heading(page, "Trace")
     expect(page).to_have_url(re.compile(f"span={failure.span_id}"))
