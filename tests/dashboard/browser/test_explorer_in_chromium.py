@@ -257,7 +257,7 @@ def test_explain_a_failed_handoff_from_the_failures_page(served: Served, page: P
     # The banner says what decided it, as the one rule words it (error type and message).
     decision = decided_by(delegation)
     assert decision is not None
-    expect(page.get_by_text(decision.text(), exact=True)).to_be_visible()
+    expect(page.get_by_text(decision.text, exact=True)).to_be_visible()
     page.get_by_role("button", name="Open the whole trace ›").click()
     _heading(page, "Trace")
     expect(page).to_have_url(re.compile(f"span={failure.span_id}"))
