@@ -97,11 +97,12 @@ def test_summary_semantics_on_exporter_rows(sources: tuple[ClickHouseSource, Tra
     assert (janux.span_count, janux.attempts, janux.delegations, janux.failed_handoffs) == (10, 4, 2, 2)
     assert janux.bill_cost == 0.25 and janux.root_agent == "planner" and janux.error_spans == 6
     (other,) = clickhouse.list_traces(TraceFilter(service="other"))
-    # It shares its id with single_document.json: chat usage 7 + 11; agent-span usage never counts.
-    # Read whole (no Janux accounting): the agent below the tool and the one nested in the root are
-    # the two delegations, as in every source.
+    # It shares its id with single_document.json: chat usage 7 + 11, and the 1,000 the agent `sub`
+    # reports on its own span: nothing below it carries usage, so that is its own (issue 29: usage
+    # at the finest level that carries it, never two levels). Read whole (no Janux accounting): the
+    # agent below the tool and the one nested in the root are the two delegations, as in every source.
     summary = (other.attempts, other.delegations, other.failed_handoffs, other.bill_input_tokens)
-    assert summary == (2, 2, 1, 18) and other.bill_cost is None
+    assert summary == (2, 2, 1, 1018) and other.bill_cost is None
 
 
 def test_get_trace_normalizes_both_spellings_and_keeps_string_values(

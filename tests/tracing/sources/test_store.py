@@ -174,14 +174,16 @@ def test_janux_summary(store: TraceStore) -> None:
     )  # fmt: skip
 
 
-def test_other_runtime_summary_sums_inference_spans_only(store: TraceStore) -> None:
+def test_other_runtime_summary_sums_usage_at_the_finest_level(store: TraceStore) -> None:
     store.write(other_runtime_turn())
     (summary,) = store.list_traces(TraceFilter())
     # The agent below the tool span and the agent nested directly in the root are both delegations
     # (`janux.tracing.analysis.readers.structure`); the one below the tool failed.
     assert (summary.attempts, summary.failed_handoffs, summary.delegations) == (2, 1, 2)
     assert (summary.inference_spans, summary.usage_read_spans, summary.partly_unread) == (1, 1, False)
-    assert (summary.bill_input_tokens, summary.bill_output_tokens, summary.bill_cost) == (7, 3, None)
+    # The chat's 7 in (never the `janux.turn.*` it carries) plus the 1,000 the agent `sub` reports on
+    # its own span: nothing below it carries usage, so that is its own (`readers.agent_usage`).
+    assert (summary.bill_input_tokens, summary.bill_output_tokens, summary.bill_cost) == (1007, 3, None)
     assert summary.bill_unpriced_tokens is None and summary.service_name == "other"
     assert summary.bill_reconciled is None  # no bill: nothing to reconcile
 
