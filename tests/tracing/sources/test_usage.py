@@ -84,7 +84,7 @@ def hand_built() -> list[SpanRecord]:
     other = [
         _agent("b1" * 8, "", "triage", (None,) * 4, trace_id=T2, start=5_000),
         _chat("b2" * 8, "b1" * 8, "gpt-4o", (7, 3, None), trace_id=T2, start=5_001),
-        # Usage reported on an agent span never counts (third-party backends double count it).
+        # Usage reported on an agent span counts only where nothing below it carries any (here).
         _agent(
             "b3" * 8,
             "b1" * 8,
@@ -150,20 +150,21 @@ EXPECTED = {
         _g("planner", 1, 0, 100, 20, 0.3, 0),
         _g("researcher", 2, 1, 30, 5, 0.2, 0),
         _g("writer", 1, 0, 5, 5, 0.01, 0),
+        # Another runtime's loops: own usage is the sum of their own model calls; "sub" has none
+        # and nothing below it carries usage, so the 1000 tokens its agent span reports are its own
+        # (`readers.agent_usage`: usage at the finest level that carries it, never two levels).
+        _g("sub", 1, 0, 1000, 0, None, 1000),
         _g("fact_checker", 1, 1, 30, 10, None, 40),
-        # Another runtime's loops: own usage is the sum of their own model calls (the 1000 tokens
-        # "sub" reports on its agent span are never added).
         _g("triage", 1, 0, 7, 3, None, 10),
-        _g("sub", 1, 0, None, None, None, None),
     ],
     # The researcher tool holds its two attempts only; the writer delegation made inside attempt 2
     # is counted under its own tool.
     "tool": [
         _g("delegate.researcher", 1, 0, 30, 5, 0.2, 0),
         _g("delegate.writer", 1, 0, 5, 5, 0.01, 0),
-        _g("delegate.fact_checker", 1, 1, 30, 10, None, 40),
         # Another runtime's agent nested directly in another is a delegation too (named after it).
-        _g("sub", 1, 0, None, None, None, None),
+        _g("sub", 1, 0, 1000, 0, None, 1000),
+        _g("delegate.fact_checker", 1, 1, 30, 10, None, 40),
     ],
     "model": [
         _g("gpt-4o", 5, 1, 137, 28, 0.5, 10),
