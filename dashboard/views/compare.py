@@ -144,7 +144,7 @@ def summary_cost(summary: TraceSummary) -> str:
 def trace_label(summary: TraceSummary) -> str:
     """How a trace is offered in a picker, told apart from its neighbours by its conversation:
     `2025-01-31 09:15:02 · triage · conv-42 · $0.001234 · 4547684b`."""
-    agent = summary.root_agent or summary.root_name or "(no root yet)"
+    agent = summary.agents_shown or summary.root_name or "(no root yet)"
     conversation = summary.conversation_id or "no conversation"
     cost = summary_cost(summary)
     return (

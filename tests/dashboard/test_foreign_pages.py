@@ -55,7 +55,9 @@ def test_traces_page_shows_the_truth(open_page: OpenPage, sources: dict[str, Tra
         assert row["failed handoffs"] == failed_handoffs(truth), case.id
         assert ("unnamed agent" in row["checks"]) == (UNNAMED_AGENT in truth["agents"]), case.id
         if truth["edges"] is not None:
-            assert row["root agent"] == (truth["root_agent"] or ""), case.id  # "" where no agent ran
+            # "" where no agent ran; a transferred conversation's agents in turn
+            shown = " → ".join(truth.get("agent_path") or [truth["root_agent"] or ""])
+            assert row["agents"] == shown, case.id
             assert row["attempts"] == sum(e["attempts"] for e in truth["edges"] if e["kind"] == "delegate")
         assert (row["delegations"], row["transfers"]) == (len(truth["delegations"]), len(truth["transfers"]))
         calls = truth["inference_calls"] + truth["unread_calls"]

@@ -91,6 +91,7 @@ def trace_row(summary: TraceSummary, view: TraceView | None) -> dict[str, Any]:
         "duration_ms": duration_ms(summary.duration_ns),
         "service": summary.service_name or None,
         "root_agent": summary.root_agent or None,
+        "agent_path": list(summary.agent_path),
         "conversation_id": summary.conversation_id or None,
         "status": summary_status(summary, view),
         "failure": outcomes.failure_text(failures) or None,

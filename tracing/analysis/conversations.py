@@ -77,7 +77,7 @@ def turns_frame(conversation: Conversation) -> pd.DataFrame:
         {
             "turn": number,
             "started (UTC)": fmt.utc(t.start_ns),
-            "root agent": t.root_agent or "",
+            "agents": t.agents_shown,
             "cost USD": t.bill_cost,
             "delegations": t.delegations,
             "transfers": t.transfers,

@@ -20,7 +20,7 @@ class TraceFilter:
     service: str | None = None
     """Only traces whose root span has this `service.name`."""
     root_agent: str | None = None
-    """Only traces whose root agent (`gen_ai.agent.name` of the root) is this."""
+    """Only traces whose root agent (`TraceSummary.root_agent`: the run's first agent) is this."""
     conversation_id: str | None = None
     """Only traces of this `gen_ai.conversation.id`."""
     status: Literal["ok", "error"] | None = None
@@ -48,7 +48,9 @@ class TraceSummary:
     root_name: str
     """Name of the root span ("" if the trace has no root yet)."""
     root_agent: str | None
-    """`gen_ai.agent.name` of the root span."""
+    """The run's first agent: `gen_ai.agent.name` of the root span, or the agent that handed the
+    conversation off when the root records a transfer (`janux.handoff.from`); for a root that names
+    no agent, the structure's first agent (`summary.root_agent`)."""
     conversation_id: str | None
     """`gen_ai.conversation.id` of the root span."""
     span_count: int
@@ -90,11 +92,20 @@ class TraceSummary:
     equals the sum of `janux.turn.*` over every `invoke_agent` span of the trace (tokens exactly,
     cost within 1e-9 relative). None when the root carries no bill (other runtimes, or the root not
     received yet). The per-loop checks need the span tree: the dashboard's rebuild runs them."""
+    agent_path: tuple[str, ...] = ()
+    """The agents that held the conversation in turn when it was transferred (`triage`, `billing`);
+    empty when one agent held it throughout (`root_agent` says which). See `summary.agent_path`."""
 
     @property
     def partly_unread(self) -> bool:
         """True when some of the trace's usage could not be read (unknown, shown as such)."""
         return self.usage_read_spans < self.inference_spans or self.unrecognised_spans > 0
+
+    @property
+    def agents_shown(self) -> str:
+        """The list's agent cell: the path of a transferred conversation (`triage → billing`), else
+        the root agent ("" when none is known). One rule for the page, the CLI and the CSV."""
+        return " → ".join(self.agent_path) if self.agent_path else (self.root_agent or "")
 
 
 UsageDimension = Literal["agent", "tool", "model", "conversation"]

@@ -9,6 +9,7 @@ embedded store for those traces' failed handoffs. The numbers are the trace's fa
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from janux.tracing import conventions as c
 from janux.tracing.analysis.facts import TraceFilter, TraceSummary
@@ -46,13 +47,42 @@ def root_span(spans: Sequence[SpanRecord]) -> SpanRecord | None:
 
 
 def root_agent(root: SpanRecord | None, facts: StructureFacts) -> str | None:
-    """The agent the trace list names for a trace: its root span's (unless the root only builds it:
-    `create_agent`), else, for a trace without Janux accounting whose root names none (the OpenAI
-    Agents SDK's workflow span), its first agent."""
+    """The agent the trace list names for a trace, the run's first agent: its root span's (unless
+    the root only builds it: `create_agent`), or the agent that handed off when the root records a
+    Janux transfer (`janux.handoff.from`: the root span is named after the target); else, for a
+    trace without Janux accounting whose root names none (the OpenAI Agents SDK's workflow span),
+    its structure's first agent."""
+    path = agent_path(root, facts)
+    if path:
+        return path[0]
     named = attr_str(root.attributes, c.GEN_AI_AGENT_NAME) if root is not None else None
     if root is not None and root.attributes.get(c.GEN_AI_OPERATION_NAME) == c.OP_CREATE_AGENT:
         named = None  # an agent built, not run (OpenLLMetry traces building a graph on its own)
     return named or (None if facts.janux else facts.root_agent)
+
+
+def agent_path(root: SpanRecord | None, facts: StructureFacts) -> tuple[str, ...]:
+    """The agents that held the run's conversation in turn, when it was transferred; else empty.
+
+    Janux records one transfer per turn on the root span (`janux.handoff.from` and the target as
+    `gen_ai.agent.name`); another runtime's transfers are read from its structure
+    (`StructureFacts.agent_path`), so a chain of transfers keeps every agent."""
+    if facts.janux:
+        return recorded_path(root.attributes if root is not None else {})
+    path = facts.agent_path
+    return path if len(path) > 1 else ()
+
+
+def recorded_path(attrs: dict[str, Any]) -> tuple[str, ...]:
+    """The path a Janux root span records: the agent that handed off (`janux.handoff.from`), then the
+    target (`gen_ai.agent.name`); empty without a transfer."""
+    handed_off, target = attr_str(attrs, c.JANUX_HANDOFF_FROM), attr_str(attrs, c.GEN_AI_AGENT_NAME)
+    return (handed_off, target) if handed_off and target else ()
+
+
+def recorded_first_agent(attrs: dict[str, Any]) -> str | None:
+    """The first agent a root span names: the one that handed off, else its `gen_ai.agent.name`."""
+    return attr_str(attrs, c.JANUX_HANDOFF_FROM) or attr_str(attrs, c.GEN_AI_AGENT_NAME)
 
 
 def summarize(
@@ -74,6 +104,7 @@ def summarize(
         service_name=(root or first).service_name,
         root_name=root.name if root is not None else "",
         root_agent=root_agent(root, facts),
+        agent_path=agent_path(root, facts),
         conversation_id=attr_str(attrs, c.GEN_AI_CONVERSATION_ID),
         span_count=len(spans),
         delegations=facts.delegations,

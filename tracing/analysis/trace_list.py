@@ -134,7 +134,7 @@ def traces_frame(
             {
                 "open": link(s.trace_id),
                 "started (UTC)": fmt.utc(s.start_ns),
-                "root agent": s.root_agent or "",
+                "agents": s.agents_shown,
                 "conversation": s.conversation_id or "",
                 "status": summary_status(s, view),
                 "failure": outcomes.failure_text(view.failures) if view is not None else "",

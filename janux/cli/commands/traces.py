@@ -20,7 +20,7 @@ from janux.cli.source_options import (
 )
 
 _SHOWN = (
-    "trace", "started (UTC)", "root agent", "conversation", "status", "failure", "cost USD", "estimated USD",
+    "trace", "started (UTC)", "agents", "conversation", "status", "failure", "cost USD", "estimated USD",
     "checks", "delegations", "transfers", "attempts", "failed handoffs", "input tokens", "output tokens",
     "usage read",
 )  # fmt: skip

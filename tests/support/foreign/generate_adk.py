@@ -84,7 +84,7 @@ def _transfer(truth: Truth) -> Any:
         description="Handles invoices.",
         model=_model("gemini-2.5-flash", [("Your invoice is paid.", 140, 11)], truth),
     )
-    truth.agents, truth.root_agent = ["router", "billing"], "billing"
+    truth.agents, truth.root_agent = ["router", "billing"], "router"
     truth.edge("router", "billing", kind="transfer")
     script: list[Reply] = [([("transfer_to_agent", {"agent_name": "billing"})], 90, 8)]
     return LlmAgent(name="router", model=_model("gemini-2.5-flash", script, truth), sub_agents=[billing])

@@ -85,7 +85,7 @@ async def _handoff(truth: Truth) -> None:
         .with_termination_condition(lambda said: any(m.author_name == "billing" for m in said))
         .build()
     )
-    truth.agents, truth.root_agent = ["triage", "billing"], "billing"
+    truth.agents, truth.root_agent = ["triage", "billing"], "triage"
     truth.edge("triage", "billing", kind="transfer")
     await workflow.run("Is my invoice paid?")
 

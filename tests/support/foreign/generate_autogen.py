@@ -71,7 +71,7 @@ async def _swarm(truth: Truth) -> None:
     billing = AssistantAgent(
         "billing", model_client=_model([_text("Your invoice is paid. TERMINATE", 150, 12)])
     )
-    truth.agents, truth.root_agent = ["triage", "billing"], "billing"
+    truth.agents, truth.root_agent = ["triage", "billing"], "triage"
     truth.edge("triage", "billing", kind="transfer")
     team = Swarm([triage, billing], termination_condition=TextMentionTermination("TERMINATE"))
     await team.run(task="Where is my invoice?")

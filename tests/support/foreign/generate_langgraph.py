@@ -151,7 +151,7 @@ def _swarm(truth: Truth) -> None:
     triage_script: list[Reply | Exception] = [([("transfer_to_billing", {})], 110, 9)]
     triage = create_react_agent(_model(triage_script, truth), [handoff], name="triage")
     billing = create_react_agent(_model([("Your invoice is paid.", 150, 11)], truth), [], name="billing")
-    truth.agents, truth.root_agent = ["triage", "billing"], "billing"
+    truth.agents, truth.root_agent = ["triage", "billing"], "triage"
     truth.edge("triage", "billing", kind="transfer")
     app = create_swarm([triage, billing], default_active_agent="triage").compile(checkpointer=InMemorySaver())
     app.invoke({"messages": [("user", "Where is my invoice?")]}, config={"configurable": {"thread_id": "t1"}})

@@ -102,7 +102,7 @@ async def _handoff(truth: Truth) -> None:
         tools=[lookup_invoice],
         llm=_model(script, truth),
     )
-    truth.agents, truth.root_agent = ["triage", "billing"], "billing"
+    truth.agents, truth.root_agent = ["triage", "billing"], "triage"
     truth.edge("triage", "billing", kind="transfer")
     await AgentWorkflow(agents=[triage, billing], root_agent="triage").run(user_msg="Where is my invoice?")
 

@@ -52,7 +52,6 @@ def stated_edges(raw: Any, truth: Truth) -> None:
                 truth.root_agent = data.name
         elif isinstance(data, HandoffSpanData) and data.from_agent and data.to_agent:
             truth.edge(data.from_agent, data.to_agent, kind="transfer")
-            truth.root_agent = data.to_agent
     assert (truth.delegations, truth.transfers) == (delegations, transfers)
 
 

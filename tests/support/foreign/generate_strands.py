@@ -101,7 +101,7 @@ def _swarm(truth: Truth, billing_fails: bool = False) -> None:
     billing = Agent(
         name="billing", model=_model("claude-sonnet", billing_script, truth), callback_handler=None
     )
-    truth.agents, truth.root_agent = ["triage", "billing"], "billing"
+    truth.agents, truth.root_agent = ["triage", "billing"], "triage"
     truth.edge("triage", "billing", kind="transfer", status="failed" if billing_fails else "completed")
     Swarm([triage, billing], entry_point=triage)("Where is my invoice?")
 
@@ -150,7 +150,7 @@ def _graph(truth: Truth) -> None:
     builder.add_node(agent("writer", ("The capital of France is Paris.", 210, 11)), "writer")
     builder.add_edge("researcher", "writer")
     builder.set_entry_point("researcher")
-    truth.agents, truth.root_agent = ["researcher", "writer"], "writer"
+    truth.agents, truth.root_agent = ["researcher", "writer"], "researcher"
     truth.edge("researcher", "writer", kind="transfer")
     builder.set_max_node_executions(5)
     builder.build()("What is the capital of France?")
@@ -175,7 +175,9 @@ def _graph_fan_in(truth: Truth, planner_fails: bool = False) -> None:
     builder.add_node(agent("planner", planner_script), "planner")
     builder.add_edge("flights", "planner")
     builder.add_edge("hotels", "planner")
-    truth.agents, truth.root_agent = ["flights", "hotels", "planner"], "planner"
+    # Both entry nodes start at once; in the recorded run `hotels` started first, so it is the run's
+    # first agent (a rerun that starts `flights` first must say so here).
+    truth.agents, truth.root_agent = ["flights", "hotels", "planner"], "hotels"
     status = "failed" if planner_fails else "completed"
     truth.edge("flights", "planner", kind="transfer", status=status)
     truth.edge("hotels", "planner", kind="transfer", status=status)

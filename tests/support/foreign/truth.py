@@ -41,8 +41,10 @@ class Truth:
     hand_built: bool = False
     """True for fixtures written by hand from the library's published conventions."""
     root_agent: str | None = None
-    """The turn's agent as the trace list names it: the first agent, or after a transfer its
-    target (None: not stated by this fixture's truth)."""
+    """The run's first agent, as the trace list names it (None: not stated by this fixture's truth)."""
+    agent_path: list[str] | None = None
+    """The agents that held the conversation in turn when the run's first agent transferred it
+    (`edge` extends it from `root_agent`); None without such a transfer."""
     edges: list[dict[str, Any]] | None = None
     """Every delegation and transfer with its outcome: `caller`, `target`, `kind` (`delegate` |
     `transfer`), `status` (`completed` | `failed`), `attempts` (None: not stated)."""
@@ -58,6 +60,9 @@ class Truth:
             {"caller": caller, "target": target, "kind": kind, "status": status, "attempts": attempts}
         )
         (self.delegations if kind == "delegate" else self.transfers).append([caller, target])
+        path = self.agent_path or [self.root_agent]
+        if kind == "transfer" and path[-1] == caller:  # the agent holding the run's conversation
+            self.agent_path = [*path, target]
 
     def usage(self, input_tokens: int, output_tokens: int) -> None:
         """One inference call the scripted model answered with this usage."""

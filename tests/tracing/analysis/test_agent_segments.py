@@ -26,7 +26,7 @@ from janux.tracing.analysis.trace_view import reconstruct
 from janux.tracing.records import SpanRecord
 from janux.tracing.sdk.convert import span_records_from_readable
 from janux.tracing.sources.memory import MemoryTraceSource
-from janux.tracing.sources.protocol import TraceFilter
+from janux.tracing.sources.protocol import TraceFilter, TraceSource
 from tests.support.three_sources import derived_clickhouse, three_sources
 
 TRIAGE = Cost(input=1.0, output=2.0)
@@ -131,6 +131,37 @@ def test_every_surface_counts_the_callers_round_for_the_caller(tmp_path: Path) -
         assert {n.agent: n.own.input_tokens for n in derived.agent_map(TraceFilter()).nodes} == {
             "triage": 100, "billing": 230,
         }  # fmt: skip
+
+
+def test_the_trace_list_names_the_first_agent_and_shows_the_path(tmp_path: Path) -> None:
+    # The list's agents cell, its root-agent filter (and drop-down) and `janux traces --json` name
+    # the agent the user called first, triage, and show who held the conversation after it.
+    result, spans = _traced(_transfer())
+    assert isinstance(result, RunResult)
+    trace_id = spans[0].trace_id
+
+    def agree(kind: str, source: TraceSource) -> None:
+        (row,) = source.list_traces(TraceFilter())
+        assert (row.root_agent, row.agent_path, row.agents_shown) == (
+            "triage", ("triage", "billing"), "triage → billing"
+        ), kind  # fmt: skip
+        assert [s.trace_id for s in source.list_traces(TraceFilter(root_agent="triage"))] == [trace_id], kind
+        assert source.list_traces(TraceFilter(root_agent="billing")) == [], kind
+        assert source.count_traces(TraceFilter(root_agent="triage")) == 1, kind
+        assert "triage" in source.distinct_values("root_agent"), kind
+        json_row = trace_row(row, None)
+        assert (json_row["root_agent"], json_row["agent_path"]) == ("triage", ["triage", "billing"]), kind
+
+    with three_sources(spans, tmp_path) as sources:
+        for kind, source in sources.items():
+            agree(kind, source)
+    with derived_clickhouse(spans, tmp_path / "derived") as (derived, _):
+        agree("clickhouse derived", derived)
+    # One agent throughout: no path, the agent itself.
+    alone = Agent("solo", model=ScriptedModel([reply("hi")], model_name="m-solo"))
+    _, solo_spans = _traced(alone)
+    (row,) = MemoryTraceSource(solo_spans).list_traces(TraceFilter())
+    assert (row.root_agent, row.agent_path, row.agents_shown) == ("solo", (), "solo")
 
 
 def test_a_turn_that_raised_after_a_transfer_is_failed_everywhere() -> None:

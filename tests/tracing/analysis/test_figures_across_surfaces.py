@@ -1,21 +1,28 @@
 """One figure on every surface: random runs of the runtime (delegations in parallel, retries, failed
-delegations, a transfer, a target that fails after taking over, unpriced agents) traced into memory,
-and each agent's own tokens and money read off every surface that shows them, all equal to what the
-scripted rounds say and, summed, to the runtime's own `RunResult.bill`.
+delegations, budget cuts, denials, fallbacks to a primary tool, a transfer, a target that fails after
+taking over, unpriced agents) traced into memory, and each agent's own tokens and money read off
+every surface that shows them, all equal to what the scripted rounds say and, summed, to the
+runtime's own `RunResult.bill`.
 
 Surfaces: the Trace page's model (`reconstruct`: nodes and header), the structure every source reads
-(`structure_facts`), `usage_by("agent")` and the agent map of the in-memory source and of the
-embedded store, `janux trace --json` (`trace_report`) and `janux traces --json` (`trace_row`). The
-hypothesis test runs every example through them; a seeded batch of the same scenarios is loaded
-once into ClickHouse (chdb, read at query time and from the derived tables) and compared per trace.
+(`structure_facts`), the Traces list's row (first agent, path, attempts, failed handoffs), the
+Failures page's rows, Compare's totals, `usage_by` of every dimension and the Costs page's CSV
+exports, the agent map of the in-memory source and of the embedded store, `janux trace --json`
+(`trace_report`) and `janux traces --json` (`trace_row`). The hypothesis test runs every example
+through them; a seeded batch of the same scenarios is loaded once into ClickHouse (chdb, read at
+query time and from the derived tables) and compared per trace. (The runtime takes one transfer
+per turn, so chains of transfers are other runtimes' traces: tests/tracing/analysis/test_general_rules.py.)
 """
 
 from __future__ import annotations
 
 import asyncio
+import csv
+import io
 import random
 import tempfile
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +33,14 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from janux.runtime import Agent, Cost, HandoffPolicy, Subagent
+from janux.dashboard.views.compare import cost_diff
+from janux.dashboard.views.tables import failures_frame
+from janux.dashboard.views.usage_tables import range_usage
+from janux.runtime import Agent, Cost, HandoffPolicy, OnFailure, Subagent
 from janux.runtime.result import RunResult
-from janux.runtime.testing import ScriptedModel, call_tools, delegate, fail, reply, transfer
+from janux.runtime.testing import ScriptedModel, call_tools, delegate, fail, reply, tool_call, transfer
+from janux.runtime.tools import make_tool
+from janux.tracing.analysis import money_cells as cells
 from janux.tracing.analysis.api_json import trace_row
 from janux.tracing.analysis.readers.structure import structure_facts
 from janux.tracing.analysis.report import trace_report
@@ -56,6 +68,9 @@ class Sub:
     """Each attempt's outcome: True answers, False fails (model error); retried once at most."""
     tokens: tuple[int, int]
     price: Cost | None
+    kind: str = "run"
+    """`run` (as `attempts` say), `cut` (a 1-round budget cuts its searching after one round) or
+    `denied` (the policy's deny-list names it: it never runs)."""
 
 
 @dataclass(frozen=True)
@@ -70,32 +85,55 @@ class Scenario:
     billing_tokens: tuple[int, int]
     billing_fails: bool
     seed_label: str = field(default="")
+    fallback: bool = False
+    """The policy falls back to a primary tool of the same name when a delegation fails."""
 
 
 TOKENS = st.tuples(st.integers(1, 5_000), st.integers(0, 800))
 OUTCOMES = st.sampled_from([(True,), (False, True), (False, False)])
 PRICE = st.sampled_from(PRICES)
+SUB_KINDS = st.sampled_from(["run", "run", "run", "cut", "denied"])
 
 
 @st.composite
 def scenarios(draw: st.DrawFn) -> Scenario:
     names = draw(st.lists(st.sampled_from(["researcher", "writer", "fact_checker"]), unique=True, max_size=3))
-    subs = tuple(Sub(name, draw(OUTCOMES), draw(TOKENS), draw(PRICE)) for name in names)
+    subs = tuple(Sub(name, draw(OUTCOMES), draw(TOKENS), draw(PRICE), draw(SUB_KINDS)) for name in names)
     transfer_to = draw(st.booleans())
     return Scenario(
         triage_price=draw(PRICE), triage_tokens=(draw(TOKENS), draw(TOKENS)), subs=subs, transfer=transfer_to,
         billing_price=draw(PRICE), billing_tokens=draw(TOKENS),
-        billing_fails=transfer_to and draw(st.booleans()),
+        billing_fails=transfer_to and draw(st.booleans()), fallback=draw(st.booleans()),
     )  # fmt: skip
 
 
+def _search(query: str = "") -> str:
+    """Searches the docs (a scripted subagent's tool)."""
+    return f"results for {query}"
+
+
+def _sub_agent(sub: Sub) -> Subagent:
+    if sub.kind == "cut":  # keeps searching: its one-round budget cuts it after the first round
+        search = call_tools(tool_call("search", {"query": sub.name}), input_tokens=sub.tokens[0],
+                            output_tokens=sub.tokens[1])  # fmt: skip
+        model = ScriptedModel([search], model_name=f"m-{sub.name}")
+        agent = Agent(sub.name, model=model, cost=sub.price, tools=[make_tool(_search, name="search")])
+        return Subagent(agent=agent, max_turns=1)
+    steps = [] if sub.kind == "denied" else [
+        reply(f"{sub.name} answer", input_tokens=sub.tokens[0], output_tokens=sub.tokens[1])
+        if ok else fail("upstream returned 503") for ok in sub.attempts
+    ]  # fmt: skip
+    agent = Agent(sub.name, model=ScriptedModel(steps, model_name=f"m-{sub.name}"), cost=sub.price)
+    return Subagent(agent=agent, max_turns=2)
+
+
+def _primary(name: str) -> Any:
+    return make_tool(lambda task="", context="": f"cached answer for {name}", name=f"delegate.{name}",
+                     description="Cached answers.")  # fmt: skip
+
+
 def _agents(s: Scenario) -> Agent:
-    subagents = []
-    for sub in s.subs:
-        steps = [reply(f"{sub.name} answer", input_tokens=sub.tokens[0], output_tokens=sub.tokens[1])
-                 if ok else fail("upstream returned 503") for ok in sub.attempts]  # fmt: skip
-        agent = Agent(sub.name, model=ScriptedModel(steps, model_name=f"m-{sub.name}"), cost=sub.price)
-        subagents.append(Subagent(agent=agent, max_turns=2))
+    subagents = [_sub_agent(sub) for sub in s.subs]
     (t1, t2) = s.triage_tokens
     steps = []
     if s.subs:
@@ -110,9 +148,14 @@ def _agents(s: Scenario) -> Agent:
         answer = fail("upstream returned 503") if s.billing_fails else billed
         model = ScriptedModel([answer], model_name="m-billing")
         handoffs.append(Agent("billing", model=model, cost=s.billing_price))
+    policy = HandoffPolicy(
+        max_retries=1, denied_tools=[f"delegate.{sub.name}" for sub in s.subs if sub.kind == "denied"],
+        on_error=OnFailure.FALLBACK_TO_PRIMARY if s.fallback else OnFailure.FAIL,
+    )  # fmt: skip
+    primaries = [_primary(sub.name) for sub in s.subs] if s.fallback else []
     return Agent(
         "triage", model=ScriptedModel(steps, model_name="m-triage"), subagents=subagents, handoffs=handoffs,
-        policy=HandoffPolicy(max_retries=1), cost=s.triage_price,
+        policy=policy, cost=s.triage_price, fallback_tools=primaries,
     )  # fmt: skip
 
 
@@ -136,6 +179,11 @@ def expected(s: Scenario) -> dict[str, Figures]:
     for tokens in rounds:
         found["triage"] = _add(found.get("triage"), _priced(s.triage_price, tokens))
     for sub in s.subs:
+        if sub.kind == "denied":
+            continue  # never ran: no loop, no figures
+        if sub.kind == "cut":
+            found[sub.name] = _priced(sub.price, sub.tokens)  # its one round, then the cut
+            continue
         for ok in sub.attempts:
             if ok:
                 found[sub.name] = _add(found.get(sub.name), _priced(sub.price, sub.tokens))
@@ -146,6 +194,34 @@ def expected(s: Scenario) -> dict[str, Figures]:
         if s.billing_fails:
             found["billing"] = (0, 0, None, 0)
     return found
+
+
+def expected_failures(s: Scenario) -> list[tuple[str, str, int]]:
+    """(target, final status, attempts) of each failed handoff, by the script and the policy."""
+    found = []
+    for sub in s.subs:
+        if sub.kind == "denied":
+            found.append((sub.name, "denied", 0))
+        elif sub.kind == "cut":
+            found.append((sub.name, "cut", 1))
+        elif not any(sub.attempts):
+            found.append((sub.name, "fallback" if s.fallback else "failed", len(sub.attempts)))
+    return sorted(found)
+
+
+def expected_failure_rows(s: Scenario) -> list[tuple[str, str, int]]:
+    """The Failures page's rows: every failed handoff, every delegation whose failed attempt was
+    retried to completion (listed with its final status), and a turn whose target failed after
+    taking over."""
+    retried = [(sub.name, "completed", len(sub.attempts)) for sub in s.subs
+               if sub.kind == "run" and any(sub.attempts) and not all(sub.attempts)]  # fmt: skip
+    failed_turn = [("billing", "error", 1)] if s.transfer and s.billing_fails else []  # the loop raised
+    return sorted(expected_failures(s) + retried + failed_turn)
+
+
+def expected_attempts(s: Scenario) -> int:
+    """Attempt loops the delegations ran (a denied one runs none; a cut is not retried)."""
+    return sum(0 if sub.kind == "denied" else 1 if sub.kind == "cut" else len(sub.attempts) for sub in s.subs)
 
 
 def run(s: Scenario) -> tuple[RunResult | None, list[SpanRecord]]:
@@ -220,16 +296,77 @@ def check_trace(s: Scenario, result: RunResult | None, spans: list[SpanRecord]) 
         assert _close(total[2], bill.cost)
     failed_turn = s.transfer and s.billing_fails
     assert (result is None) == failed_turn
-    assert report["status"] == ("failed" if failed_turn or any(not any(x.attempts) for x in s.subs) else "ok")
+    assert report["status"] == ("failed" if failed_turn or expected_failures(s) else "ok")
     memory = MemoryTraceSource(spans)
     (summary,) = memory.list_traces(TraceFilter())
     row = trace_row(summary, view)
     assert row["status"] == report["status"]
     assert (row["input_tokens"], row["output_tokens"], row["unpriced_tokens"]) == (*total[:2], total[3])
     assert _close(total[2], row["cost_usd"])
+    # The Traces list: the first agent, the transferred conversation's path, the counts.
+    path = ("triage", "billing") if s.transfer else ()
+    assert (summary.root_agent, summary.agent_path, row["agent_path"]) == ("triage", path, list(path))
+    assert summary.attempts == view.attempts == row["attempts"] == expected_attempts(s)
+    assert summary.failed_handoffs == row["failed_handoffs"] == len(expected_failures(s))
+    # The Failures page: one row per failed handoff (and retried attempt), final status and attempts.
+    frame = failures_frame(view.failures)
+    shown = zip(frame["target"], frame["final status"], frame["attempts"], strict=True)
+    assert sorted(shown) == expected_failure_rows(s)
+    assert len(memory.failed_handoff_spans(TraceFilter())) == len(expected_failures(s))
+    # Compare (the trace against itself): the totals and counts of its side.
+    compare = cost_diff(view, view).set_index("measure")["A"]
+    assert (compare["input tokens"], compare["output tokens"]) == (f"{total[0]:,}", f"{total[1]:,}")
+    assert compare["unpriced tokens"] == f"{total[3]:,}"
+    assert compare["attempts"] == f"{expected_attempts(s):,}"
+    assert compare["failed handoffs"] == f"{len(expected_failures(s)):,}"
     groups, nodes_map = source_figures(memory, TraceFilter())
     _same(groups, want, "memory usage_by")
     _same(nodes_map, want, "memory agent map")
+    check_dimensions(memory, s, TraceFilter(), "memory")
+
+
+def _csv_figures(frame: Any, key: str, prefix: str = "") -> dict[str, tuple[int, int, str, int]]:
+    """A Costs table's CSV rows as (input, output, cost text, unpriced) by their key column."""
+    rows = csv.DictReader(io.StringIO(cells.csv_bytes(frame).decode()))
+    return {
+        r[key]: (int(r[f"{prefix}input tokens"] or 0), int(r[f"{prefix}output tokens"] or 0),
+                 r[f"{prefix}cost USD"], int(r[f"{prefix}unpriced tokens"] or 0))
+        for r in rows
+    }  # fmt: skip
+
+
+def _csv_cost_matches(text: str, cost: float | None, unpriced: int) -> bool:
+    """A CSV cost cell against the figure: exact decimal digits (never scientific notation) that
+    round the cost, `unpriced` when nothing was priced but tokens were, empty when nothing was used."""
+    if cost is None:
+        return text == ("unpriced" if unpriced else "")
+    if "e" in text.lower():
+        return False
+    digits = len(text.split(".")[1]) if "." in text else 0
+    return abs(Decimal(text) - Decimal(repr(cost))) <= Decimal(5) * Decimal(10) ** -(digits + 1)
+
+
+def check_dimensions(source: TraceSource, s: Scenario, flt: TraceFilter, where: str) -> None:
+    """`usage_by` of every dimension and the Costs page's CSV exports of one trace, by the script."""
+    want = expected(s)
+    by: dict[str, dict[str, Figures]] = {}
+    for dimension in ("agent", "tool", "model", "conversation"):
+        by[dimension] = {g.key: (g.input_tokens or 0, g.output_tokens or 0, g.cost, g.unpriced_tokens or 0)
+                         for g in source.usage_by(dimension, flt)}  # type: ignore[arg-type]  # fmt: skip
+    _same(by["model"], {f"m-{agent}": figures for agent, figures in want.items()}, f"{where} usage_by model")
+    tools = {key: f for key, f in by["tool"].items() if key.startswith("delegate.")}
+    _same(tools, {f"delegate.{sub.name}": want.get(sub.name, (0, 0, None, 0)) for sub in s.subs},
+          f"{where} usage_by tool")  # fmt: skip
+    _same(by["conversation"], {"t-prop": _per_agent([("all", f) for f in want.values()])["all"]},
+          f"{where} usage_by conversation")  # fmt: skip
+    tables = range_usage(source, flt).tables
+    columns = (("agent", "agent", "own "), ("model", "model", ""), ("tool", "delegation tool", ""))
+    for dimension, key, prefix in columns:
+        exported = _csv_figures(tables[dimension], key, prefix)
+        for name, figures in by[dimension].items():
+            tokens_in, tokens_out, text, unpriced = exported[name]
+            assert (tokens_in, tokens_out, unpriced) == (figures[0], figures[1], figures[3]), (where, name)
+            assert _csv_cost_matches(text, figures[2], figures[3]), (where, dimension, name, text, figures)
 
 
 PRICED = PRICES[1]
@@ -242,6 +379,11 @@ EXAMPLES = (
     Scenario(None, ((100, 10), (50, 5)), (Sub("writer", (False, False), (30, 3), PRICED),
              Sub("fact_checker", (True,), (20, 2), PRICES[2])), True, PRICED, (40, 4), True),
     Scenario(PRICED, ((100, 10), (50, 5)), (), False, None, (1, 1), False),
+    # A budget cut, a denial by the deny-list and a failed delegation that falls back to the primary tool.
+    Scenario(PRICED, ((100, 10), (50, 5)), (Sub("researcher", (False, False), (30, 3), None),
+             Sub("writer", (True,), (60, 6), PRICED, "cut"),
+             Sub("fact_checker", (True,), (1, 1), None, "denied")),
+             True, PRICES[3], (40, 4), False, fallback=True),
 )  # fmt: skip
 
 
@@ -262,6 +404,8 @@ def test_every_surface_says_the_same_per_agent(s: Scenario) -> None:
         groups, nodes = source_figures(store, TraceFilter())
         _same(groups, expected(s), "store usage_by")
         _same(nodes, expected(s), "store agent map")
+        check_dimensions(store, s, TraceFilter(), "store")
+        check_list_row(store, s, spans[0].trace_id, "store")
 
 
 def seeded_scenarios(count: int, seed: int) -> list[Scenario]:
@@ -272,7 +416,8 @@ def seeded_scenarios(count: int, seed: int) -> list[Scenario]:
     for _ in range(count):
         subs = tuple(
             Sub(name, rng.choice([(True,), (False, True), (False, False)]),
-                (rng.randint(1, 5000), rng.randint(0, 800)), rng.choice(PRICES))
+                (rng.randint(1, 5000), rng.randint(0, 800)), rng.choice(PRICES),
+                rng.choice(["run", "run", "run", "cut", "denied"]))
             for name in rng.sample(names, rng.randint(0, 3))
         )  # fmt: skip
         transfer_to = rng.random() < 0.5
@@ -280,7 +425,7 @@ def seeded_scenarios(count: int, seed: int) -> list[Scenario]:
             rng.choice(PRICES), ((rng.randint(1, 5000), rng.randint(0, 800)), (rng.randint(1, 5000), 7)),
             subs,
             transfer_to, rng.choice(PRICES), (rng.randint(1, 5000), rng.randint(0, 800)),
-            transfer_to and rng.random() < 0.5,
+            transfer_to and rng.random() < 0.5, fallback=rng.random() < 0.5,
         ))  # fmt: skip
     return found
 
@@ -293,6 +438,8 @@ def test_clickhouse_says_the_same_per_agent_and_per_trace(tmp_path: Path) -> Non
     assert any(sub.attempts == (False, False) for s in batch for sub in s.subs)
     assert any(sub.attempts == (False, True) for s in batch for sub in s.subs)
     assert any(sub.price is None for s in batch for sub in s.subs) and any(not s.subs for s in batch)
+    assert {sub.kind for s in batch for sub in s.subs} == {"run", "cut", "denied"}
+    assert any(s.fallback and sub.kind == "run" and not any(sub.attempts) for s in batch for sub in s.subs)
     runs = [(s, *run(s)) for s in batch]
     spans = [span for _, _, trace in runs for span in trace]
     ids = [(s, trace[0].trace_id) for s, _, trace in runs]
@@ -304,8 +451,22 @@ def test_clickhouse_says_the_same_per_agent_and_per_trace(tmp_path: Path) -> Non
                 groups, nodes = source_figures(sources[kind], TraceFilter(trace_id=trace_id))
                 _same(groups, expected(s), f"{kind} usage_by")
                 _same(nodes, expected(s), f"{kind} agent map")
+                check_dimensions(sources[kind], s, TraceFilter(trace_id=trace_id), kind)
+                check_list_row(sources[kind], s, trace_id, kind)
     with derived_clickhouse(spans, tmp_path) as (derived, _):
         for s, trace_id in ids:
             groups, nodes = source_figures(derived, TraceFilter(trace_id=trace_id))
             _same(groups, expected(s), "derived clickhouse usage_by")
             _same(nodes, expected(s), "derived clickhouse agent map")
+            check_dimensions(derived, s, TraceFilter(trace_id=trace_id), "derived clickhouse")
+            check_list_row(derived, s, trace_id, "derived clickhouse")
+
+
+def check_list_row(source: TraceSource, s: Scenario, trace_id: str, where: str) -> None:
+    """The Traces list's row of one trace and its failed handoffs, by the script."""
+    (summary,) = source.list_traces(TraceFilter(trace_id=trace_id))
+    path = ("triage", "billing") if s.transfer else ()
+    assert (summary.root_agent, summary.agent_path) == ("triage", path), where
+    failures = len(expected_failures(s))
+    assert (summary.attempts, summary.failed_handoffs) == (expected_attempts(s), failures), where
+    assert len(source.failed_handoff_spans(TraceFilter(trace_id=trace_id))) == failures, where

@@ -48,39 +48,42 @@ def test_the_trace_list_gives_the_truth(sources: dict[str, TraceSource], kind: s
             attempts = sum(e["attempts"] for e in truth["edges"] if e["kind"] == "delegate")
             assert row.attempts == attempts, case.id
             assert row.root_agent == truth["root_agent"], case.id
+        assert row.agent_path == _path(case), case.id
 
 
 @pytest.mark.parametrize("kind", ["memory", "store", "clickhouse"])
-def test_the_root_agent_is_the_first_agent_when_the_root_span_names_none(
+def test_the_root_agent_is_the_first_agent_and_a_transfer_shows_the_path(
     sources: dict[str, TraceSource], kind: str
 ) -> None:
     # An OpenAI Agents SDK trace's root is its workflow span, which names no agent: the list, its
-    # root-agent filter and the filter's drop-down name the run's agent instead, as Janux's own
-    # turn span does: the first agent, or after a transfer its target.
+    # root-agent filter and the filter's drop-down name the run's first agent instead, as for
+    # Janux's own turns; a transferred conversation shows the agents that held it in turn.
     source = sources[kind]
     rows = _summaries(source)
-    expected = {case.trace_id: _holder(case) for case in CASES}
+    expected = {case.trace_id: _path(case)[:1] or (case.truth["agents"] or [None])[:1] for case in CASES}
+    firsts = {trace_id: first[0] for trace_id, first in expected.items()}
     for case in CASES:
-        assert rows[case.trace_id].root_agent == expected[case.trace_id], case.id
+        assert rows[case.trace_id].root_agent == firsts[case.trace_id], case.id
+        shown = " → ".join(_path(case)) or firsts[case.trace_id] or ""
+        assert rows[case.trace_id].agents_shown == shown, case.id
     offered = source.distinct_values("root_agent")
-    for name in {holder for holder in expected.values() if holder is not None}:
+    for name in {first for first in firsts.values() if first is not None}:
         assert name in offered, name
         found = {s.trace_id for s in source.list_traces(TraceFilter(root_agent=name), limit=1_000)}
-        assert found == {trace_id for trace_id, holder in expected.items() if holder == name}, name
+        assert found == {trace_id for trace_id, first in firsts.items() if first == name}, name
+    assert "billing" not in {firsts[case.trace_id] for case in CASES if case.truth["transfers"]}
 
 
-def _holder(case: Case) -> str | None:
-    """The agent holding the conversation at the end, by the truth: the first, then each transfer's
-    target (None in a trace where no agent ran)."""
-    if case.truth["root_agent"] is not None:
-        return str(case.truth["root_agent"])
-    if not case.truth["agents"]:
-        return None
-    holder: str = case.truth["agents"][0]
+def _path(case: Case) -> tuple[str, ...]:
+    """The agents that held the conversation in turn, by the truth: from the run's first agent,
+    each transfer made by the agent holding it (empty without one)."""
+    agents = case.truth["agents"]
+    first = case.truth["root_agent"] or (agents[0] if agents else None)
+    path = [first]
     for caller, target in case.truth["transfers"]:
-        if caller == holder:
-            holder = target
-    return holder
+        if caller == path[-1]:
+            path.append(target)
+    return tuple(path) if len(path) > 1 else ()
 
 
 def test_the_three_sources_agree(sources: dict[str, TraceSource]) -> None:

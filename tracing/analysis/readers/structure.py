@@ -809,17 +809,26 @@ class StructureFacts:
         return sum(1 for e in self.edges if e.failed)
 
     @property
-    def root_agent(self) -> str | None:
-        """The agent holding the conversation at the end: the run's first agent, or after a transfer
-        its target (as Janux's own turn span is named). The trace list's root agent when the root
-        span names none (the OpenAI Agents SDK's workflow span, a framework's wrapper span)."""
+    def agent_path(self) -> tuple[str, ...]:
+        """The agents that held the conversation in turn: the run's first agent, then the target of
+        each transfer made by the agent holding it then (a transfer inside a delegation moves no
+        conversation of the run). Empty when no agent runs at the top."""
         holder = next((n for n, a in enumerate(self.agents) if a.depth == 0 and a.span_id), None)
         if holder is None:
-            return None
+            return ()
+        path = [holder]
         for edge in self.edges:
             if edge.kind == "transfer" and edge.caller == self.agents[holder].name and edge.attempt_agents:
                 holder = edge.attempt_agents[-1]
-        return self.agents[holder].name
+                path.append(holder)
+        return tuple(self.agents[n].name for n in path)
+
+    @property
+    def root_agent(self) -> str | None:
+        """The run's first agent (`agent_path`'s first): the trace list's root agent when the root
+        span names none (the OpenAI Agents SDK's workflow span, a framework's wrapper span)."""
+        path = self.agent_path
+        return path[0] if path else None
 
     @property
     def partly_unread(self) -> bool:

@@ -41,6 +41,8 @@ MAX_DISTINCT_VALUES = 5_000
 """Most values `distinct_values` returns."""
 _HEX = frozenset("0123456789abcdef")
 _SUMMARY = ", ".join(name for name, _ in s.SUMMARY_COLUMNS)
+# A database before schema 7 has no `agent_path` column until `init` adds it: read it as empty.
+_SUMMARY_BEFORE_7 = _SUMMARY.replace("agent_path", "CAST([], 'Array(String)') AS agent_path")
 _CARRIED = ", ".join(n for n, _ in s.MAP_FACTS_COLUMNS if n.startswith(("loop_", "delegation_")))
 """The loop and delegation arrays a facts row carries (schema 3)."""
 
@@ -113,7 +115,7 @@ class DerivedReads:
 
     def __init__(
         self, rows: Rows, rollup: bool = True, map_rollup: bool = True, group_hash: bool = True,
-        minute_rollup: bool = True,
+        minute_rollup: bool = True, agent_path: bool = True,
     ) -> None:
         self._rows: Rows = lambda sql, parameters: rows(with_final_settings(sql), parameters)
         self._rollup = rollup
@@ -124,6 +126,8 @@ class DerivedReads:
         """True when loop and delegation rows carry their map key's hash (schema 4)."""
         self._minute_rollup = minute_rollup
         """True when the per-minute map rollup and the failures ordered by start exist (schema 6)."""
+        self._summary = _SUMMARY if agent_path else _SUMMARY_BEFORE_7
+        """The facts columns a trace-list row reads (`agent_path` since schema 7)."""
 
     def _current(self, flt: TraceFilter, parameters: dict[str, Any], extra: str = "1", days: str = "") -> str:
         """(trace_id, version) of the current facts of every trace matching `flt` (and `extra`);
@@ -168,7 +172,7 @@ class DerivedReads:
         """Trace summaries matching `flt`, newest first."""
         parameters: dict[str, Any] = {"limit": max(0, limit), "offset": max(0, offset)}
         sql = (
-            f"SELECT {_SUMMARY} FROM {s.FACTS} FINAL WHERE {filter_sql(flt, parameters)} "
+            f"SELECT {self._summary} FROM {s.FACTS} FINAL WHERE {filter_sql(flt, parameters)} "
             "ORDER BY start_ns DESC, trace_id LIMIT {limit:UInt64} OFFSET {offset:UInt64}"
         )
         return [summary_of(row) for row in self._rows(sql, parameters)]

@@ -148,7 +148,8 @@ def typed_value(kind: str, value: Any) -> Any:
 
 
 def _summary_value(name: str, value: Any) -> Any:
-    return typed_value(_SUMMARY_KINDS[name], value)
+    typed = typed_value(_SUMMARY_KINDS[name], value)
+    return tuple(typed) if isinstance(typed, list) else typed  # `TraceSummary.agent_path` is a tuple
 
 
 def summary_of(row: Sequence[Any]) -> TraceSummary:

@@ -53,13 +53,14 @@ from typing import Any, Protocol
 
 from janux.tracing.sources.clickhouse import map_parts
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """Version of the DDL below; `init` records it in `janux_schema`. 1: the per-trace tables; 2: the
 hourly usage rollup (`janux_usage_hourly`, fed from the facts rows' usage arrays); 3: the hourly
 agent-map rollup (`janux_map_hourly`, fed from the facts rows' loop and delegation arrays); 4: the
 map-key hash of each loop and delegation row (`GROUP_HASH`); 5: the facts table's projections
 (`FACTS_PROJECTIONS`); 6: the per-minute agent-map rollup (`MAP_MINUTE`) and the failures ordered by
-their span's start (`FAILURES_BY_START`)."""
+their span's start (`FAILURES_BY_START`); 7: the path of a transferred conversation on the facts rows
+(`agent_path`; rows derived before it keep an empty path and their last agent as `root_agent`)."""
 
 INSERTED_COLUMN = "JanuxInsertedAt"
 """The insertion-time column `init` adds to `otel_traces` (the deriver's watermark)."""
@@ -120,8 +121,11 @@ SUMMARY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("unrecognised_spans", "UInt32"),
     ("bill_cost_estimate", "Nullable(Float64)"),
     ("bill_reconciled", "Nullable(Bool)"),
+    ("agent_path", "Array(String)"),
 )
 """`TraceSummary`'s fields, in order, with their ClickHouse types (a test holds the two equal)."""
+ADDED_SUMMARY_COLUMNS = SUMMARY_COLUMNS[-1:]
+"""The summary columns added after schema 1 (`agent_path`, schema 7): an upgrade adds them."""
 
 MAP_HOURLY = "janux_map_hourly"
 """The agent map's sums per (part, hour of trace start, key): see `map_rollup`."""
@@ -563,14 +567,15 @@ def _old_rows_backfill(table: str, columns: str, unit: int, *, traces: bool) -> 
 
 
 def facts_migration_ddl(cluster: str | None = None) -> list[str]:
-    """Schema 1 -> 2 -> 3 on `janux_trace_facts`: the rollups' array columns and a minmax index on the
-    trace start (range reads of the partial hours at a range's edges skip most granules)."""
+    """Schema 1 -> 2 -> 3 (and 7) on `janux_trace_facts`: the rollups' array columns (the agent path)
+    and a minmax index on the trace start (range reads of the partial hours at a range's edges skip
+    most granules)."""
     on_cluster = f" ON CLUSTER {cluster}" if cluster else ""
     tables = [f"{FACTS}_local", FACTS] if cluster else [FACTS]
     statements = [
         f"ALTER TABLE {table}{on_cluster} ADD COLUMN IF NOT EXISTS {name} {kind}"
         for table in tables
-        for name, kind in (*ROLLUP_FACTS_COLUMNS, *MAP_FACTS_COLUMNS)
+        for name, kind in (*ROLLUP_FACTS_COLUMNS, *MAP_FACTS_COLUMNS, *ADDED_SUMMARY_COLUMNS)
     ]
     statements.append(
         f"ALTER TABLE {tables[0]}{on_cluster} ADD INDEX IF NOT EXISTS idx_janux_start start_ns "

@@ -33,7 +33,12 @@ from janux.tracing.analysis.agentmap.foreign_rows import foreign_links
 from janux.tracing.analysis.agentmap.loops import TraceLinks
 from janux.tracing.analysis.agentmap.sums import newest_refs
 from janux.tracing.analysis.readers.structure import JANUX_LOOP_MARKERS, structure_facts
-from janux.tracing.analysis.summary import failed_edge_spans, newest_spans
+from janux.tracing.analysis.summary import (
+    failed_edge_spans,
+    newest_spans,
+    recorded_first_agent,
+    recorded_path,
+)
 from janux.tracing.analysis.trace_find import FoundTraces, TraceQuery, parse_attribute
 from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.analysis.usage_aggregate import group_rows, merge_groups
@@ -89,6 +94,13 @@ def _root(expression: str) -> str:
 
 def _root_attr(key: str) -> str:
     return _root(f"SpanAttributes['{key}']")
+
+
+# A root span's first agent (`summary.recorded_first_agent`): the agent that handed off, else its own.
+_FIRST_AGENT = (
+    f"if(SpanAttributes['{c.JANUX_HANDOFF_FROM}'] != '', SpanAttributes['{c.JANUX_HANDOFF_FROM}'], "
+    f"SpanAttributes['{c.GEN_AI_AGENT_NAME}'])"
+)
 
 
 _IS_TOOL = f"{_OP} = '{c.OP_EXECUTE_TOOL}'"
@@ -156,7 +168,9 @@ SELECT
     max(toUnixTimestamp64Nano(Timestamp) + toInt64(Duration)) - start_ns AS duration_ns,
     if(countIf({_IS_ROOT}) > 0, {_root("ServiceName")}, argMin(ServiceName, Timestamp)) AS service,
     {_root("SpanName")} AS root_name,
-    {_root_attr(c.GEN_AI_AGENT_NAME)} AS root_agent,
+    {_root_attr(c.GEN_AI_AGENT_NAME)} AS root_named,
+    {_root_attr(c.JANUX_HANDOFF_FROM)} AS handed_off,
+    if(handed_off != '', handed_off, root_named) AS root_agent,
     {_root_attr(c.GEN_AI_CONVERSATION_ID)} AS conversation,
     count() AS span_count,
     countIf({_IS_DELEGATION}) AS delegations,
@@ -183,7 +197,8 @@ SELECT
 """
 
 _SUMMARY_COLUMNS = (
-    "TraceId", "start_ns", "duration_ns", "service", "root_name", "root_agent", "conversation", "span_count",
+    "TraceId", "start_ns", "duration_ns", "service", "root_name", "root_named", "handed_off", "conversation",
+    "span_count",
     "delegations", "attempts", "failed_handoffs", "error_spans", "has_bill", "bill_cost", "bill_input",
     "bill_output", "bill_unpriced", "bill_estimate", "inference_input", "inference_output", "input_spans",
     "output_spans", "turn_input", "turn_output", "turn_cost", "turn_unpriced", "janux", "transfers", "calls",
@@ -232,7 +247,7 @@ class ClickHouseSource:
             if version >= 1:
                 self._derived_reads = DerivedReads(
                     self._rows, rollup=version >= 2, map_rollup=version >= 3, group_hash=version >= 4,
-                    minute_rollup=version >= 6,
+                    minute_rollup=version >= 6, agent_path=version >= 7,
                 )
         return self._derived_reads
 
@@ -459,7 +474,7 @@ class ClickHouseSource:
     def _root_values(self, what: Literal["service", "root_agent", "conversation"]) -> list[str]:
         expression = {
             "service": "ServiceName",
-            "root_agent": f"SpanAttributes['{c.GEN_AI_AGENT_NAME}']",
+            "root_agent": _FIRST_AGENT,
             "conversation": f"SpanAttributes['{c.GEN_AI_CONVERSATION_ID}']",
         }.get(what)
         if expression is None:
@@ -569,7 +584,7 @@ def _filter_sql(flt: TraceFilter, parameters: dict[str, Any]) -> tuple[list[str]
         parameters["end_ns"] = flt.end_ns
         where.append("Timestamp < fromUnixTimestamp64Nano({end_ns:Int64})")
         having.append("start_ns < {end_ns:Int64}")
-    root_agent = f"{_IS_ROOT} AND SpanAttributes['{c.GEN_AI_AGENT_NAME}'] = {{root_agent:String}}"
+    root_agent = f"{_IS_ROOT} AND {_FIRST_AGENT} = {{root_agent:String}}"
     conversation = f"{_IS_ROOT} AND SpanAttributes['{c.GEN_AI_CONVERSATION_ID}'] = {{conversation:String}}"
     for name, value, span_condition in (
         ("service", flt.service, "ServiceName = {service:String}"),
@@ -639,6 +654,7 @@ def _summary(row: Any) -> TraceSummary:
         value = row[at[name]]
         return str(value) if value else None
 
+    recorded = {c.GEN_AI_AGENT_NAME: text("root_named"), c.JANUX_HANDOFF_FROM: text("handed_off")}
     has_bill = bool(row[at["has_bill"]])
     bill = UsageSums(number("bill_input"), number("bill_output"), money("bill_cost"), number("bill_unpriced"))
     turns = UsageSums(
@@ -653,7 +669,8 @@ def _summary(row: Any) -> TraceSummary:
         duration_ns=int(row[at["duration_ns"]]),
         service_name=text("service") or "",
         root_name=text("root_name") or "",
-        root_agent=text("root_agent"),
+        root_agent=recorded_first_agent(recorded),
+        agent_path=recorded_path(recorded),
         conversation_id=text("conversation"),
         span_count=int(row[at["span_count"]]),
         delegations=int(row[at["delegations"]]),

@@ -8,8 +8,9 @@ Janux accounting (`trace_summary.Janux = 0`), or a Janux transfer (whose loop ma
 segments, `structure.is_read_whole`), once more, whole, with the same facts every source
 uses (`janux.tracing.analysis.readers.structure`), and replaces that trace's agent and delegation rows, its
 agent map rows (`agent_links`, resolved from the same structure: `agentmap.foreign_rows`), its
-structural counts and its root agent (`summaries.root_agent`: the first agent when the root span
-names none). A trace read this way keeps `Derived = 1`: should Janux accounting show up in
+structural counts, its root agent and the path of a transferred conversation (`summary.root_agent`,
+`summary.agent_path`: read from the structure when the root span names none). A trace read this
+way keeps `Derived = 1`: should Janux accounting show up in
 a later batch, its rows are recomputed from its spans then too (Janux's own rows).
 """
 
@@ -23,13 +24,13 @@ from janux.tracing.analysis.agentmap.foreign_rows import foreign_rows
 from janux.tracing.analysis.derived_rows import derived_rows
 from janux.tracing.analysis.readers.structure import facts_of, is_read_whole, structure
 from janux.tracing.analysis.span_index import build_index
-from janux.tracing.analysis.summary import root_agent, root_span
+from janux.tracing.analysis.summary import agent_path, root_agent, root_span
 from janux.tracing.analysis.usage_aggregate import span_rows
 from janux.tracing.analysis.usage_rows import USAGE_COLUMNS
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.store.bulk import insert_rows
 from janux.tracing.sources.store.links import INSERT_LINKS, LINK_COLUMNS, link_values
-from janux.tracing.sources.store.rows import SELECT_SPAN_COLUMNS, RowReader
+from janux.tracing.sources.store.rows import SELECT_SPAN_COLUMNS, RowReader, path_text
 
 _IDS_PER_QUERY = 500
 # A Janux trace with a transfer may hold agent segments (`structure.is_read_whole`): read it whole too.
@@ -46,7 +47,8 @@ _STORE_USAGE = f"INSERT OR REPLACE INTO main.span_usage ({', '.join(USAGE_COLUMN
 _COUNTS = """
 UPDATE main.trace_summary SET Derived = 1, Delegations = ?, Attempts = ?, FailedHandoffs = ?,
     ForeignFailed = 0, Transfers = ?, InferenceSpans = ?, UsageReadSpans = ?, UnrecognisedSpans = ?,
-    InferenceInput = ?, InferenceOutput = ?, RootAgent = CASE WHEN ? THEN RootAgent ELSE ? END
+    InferenceInput = ?, InferenceOutput = ?, RootAgent = CASE WHEN ? THEN RootAgent ELSE ? END,
+    AgentPath = CASE WHEN ? THEN AgentPath ELSE ? END
 WHERE TraceId = ?
 """
 
@@ -101,6 +103,7 @@ def derive(conn: sqlite3.Connection, wanted: ToDerive, batch: Sequence[SpanRecor
         if len(spans) != stored:  # spans stored before this batch: read the trace back whole
             spans = [reader.span(row) for row in conn.execute(_SPANS, (trace_id,))]
         built = structure(build_index(spans))
+        root = root_span(spans)
         facts = facts_of(built, janux)
         if janux and not is_read_whole(spans):  # Janux's own rows: each loop's and delegation's span
             derived = [(span.span_id, span.parent_span_id, row) for span, row in span_rows(spans)
@@ -114,7 +117,7 @@ def derive(conn: sqlite3.Connection, wanted: ToDerive, batch: Sequence[SpanRecor
             _COUNTS,
             (facts.delegations, facts.attempts, facts.failed_handoffs, facts.transfers, facts.inference_spans,
              facts.usage_read_spans, facts.unrecognised_spans, facts.input_tokens, facts.output_tokens,
-             janux, root_agent(root_span(spans), facts), trace_id),
+             janux, root_agent(root, facts), janux, path_text(agent_path(root, facts)), trace_id),
         )  # fmt: skip
     _replace_rows(conn, [trace_id for trace_id, _, _ in wanted], usage, links)
 

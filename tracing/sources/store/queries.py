@@ -22,7 +22,7 @@ from janux.tracing.columns import positions, select_list
 from janux.tracing.conventions import FAILING_STATUSES, OP_EXECUTE_TOOL, OP_INVOKE_AGENT
 from janux.tracing.records import STATUS_ERROR, SpanRecord
 from janux.tracing.sources.protocol import IngestStats, TraceFilter, TraceSummary, UsageAggregate
-from janux.tracing.sources.store.rows import SELECT_SPAN_COLUMNS, SPAN_SELECT, RowReader
+from janux.tracing.sources.store.rows import SELECT_SPAN_COLUMNS, SPAN_SELECT, RowReader, path_of
 
 MAX_DISTINCT_VALUES = 5_000
 """Most values `distinct_values` returns (a drop-down, not an export)."""
@@ -36,6 +36,7 @@ _LIST_COLUMNS = (
     ("Service", "coalesce(RootService, FirstService)"),
     ("RootSpanName", "coalesce(RootName, '')"),
     ("RootAgent", "RootAgent"),
+    ("AgentPath", "AgentPath"),
     ("ConversationId", "ConversationId"),
     ("SpanCount", "SpanCount"),
     ("Delegations", "Delegations"),
@@ -128,6 +129,7 @@ def _summary(row: tuple[Any, ...]) -> TraceSummary:
         service_name=row[at["Service"]] or "",
         root_name=row[at["RootSpanName"]],
         root_agent=row[at["RootAgent"]],
+        agent_path=path_of(row[at["AgentPath"]]),
         conversation_id=row[at["ConversationId"]],
         span_count=row[at["SpanCount"]],
         delegations=row[at["Delegations"]],

@@ -20,6 +20,7 @@ import msgspec
 
 from janux.tracing.analysis.readers.spans import classify
 from janux.tracing.analysis.readers.structure import is_janux_span
+from janux.tracing.analysis.summary import recorded_first_agent, recorded_path
 from janux.tracing.analysis.trace_find import span_error_texts
 from janux.tracing.analysis.usage_rows import safe_float, safe_int, span_usage
 from janux.tracing.columns import picker
@@ -27,7 +28,6 @@ from janux.tracing.conventions import (
     BILL_KEYS,
     ERROR_TYPE,
     FAILING_STATUSES,
-    GEN_AI_AGENT_NAME,
     GEN_AI_CONVERSATION_ID,
     GEN_AI_OPERATION_NAME,
     GEN_AI_TOOL_TYPE,
@@ -362,7 +362,7 @@ def root_fields(attrs: dict[str, Any]) -> tuple[Any, ...]:
     """Agent, conversation and the whole-turn bill of a root span, in `summary.ROOT_FIELDS` order."""
     has_bill = any(attrs.get(key) is not None for key in BILL_KEYS)
     values = {
-        "RootAgent": attr_str(attrs, GEN_AI_AGENT_NAME),
+        "RootAgent": recorded_first_agent(attrs),
         "ConversationId": attr_str(attrs, GEN_AI_CONVERSATION_ID),
         "RootHasBill": 1 if has_bill else 0,
         "BillCost": safe_float(attrs, JANUX_BILL_COST),
@@ -370,8 +370,20 @@ def root_fields(attrs: dict[str, Any]) -> tuple[Any, ...]:
         "BillOutput": safe_int(attrs, JANUX_BILL_OUTPUT_TOKENS),
         "BillUnpriced": safe_int(attrs, JANUX_BILL_UNPRICED_TOKENS),
         "BillEstimate": safe_float(attrs, JANUX_BILL_COST_ESTIMATE),
+        "AgentPath": path_text(recorded_path(attrs)),
     }
     return tuple(values[name] for name in ROOT_FIELDS)
+
+
+def path_text(path: tuple[str, ...]) -> str | None:
+    """`trace_summary.AgentPath`: the path as a JSON array (agent names may hold any character),
+    NULL when one agent held the conversation throughout."""
+    return json.dumps(list(path)) if path else None
+
+
+def path_of(text: str | None) -> tuple[str, ...]:
+    """The path `path_text` stored."""
+    return tuple(json.loads(text)) if text else ()
 
 
 def _events_json(events: list[EventRecord]) -> str:

@@ -22,13 +22,14 @@ from janux.tracing.analysis.usage_rows import USAGE_COLUMNS as USAGE_COLUMNS
 from janux.tracing.columns import positions
 from janux.tracing.conventions import OP_INVOKE_AGENT
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """`PRAGMA user_version` of a store created by this code. 2 added `span_usage`; 4 keys it by
 (trace, parent, span), so finding a tool span's attempts needs no second index on the write path;
 5 reads other runtimes' conventions (`span_usage.Unread`, the coverage, transfer and `Janux` /
 `Derived` columns of `trace_summary`); 6 keeps an integration's `janux.bill.cost_estimate`
-(`BillEstimate`); 7 adds the find index of error text (`span_errors`). An older store is rebuilt
-from its spans when opened."""
+(`BillEstimate`); 7 adds the find index of error text (`span_errors`); 8 the path of a
+transferred conversation (`trace_summary.AgentPath`) and the first agent as `RootAgent`. An older
+store is rebuilt from its spans when opened."""
 
 BUSY_TIMEOUT_MS = 30_000
 """How long a connection waits for another process's write lock before giving up."""
@@ -88,6 +89,7 @@ CREATE TABLE IF NOT EXISTS trace_summary (
     BillOutput INTEGER,
     BillUnpriced INTEGER,
     BillEstimate REAL,
+    AgentPath TEXT,
     InferenceInput INTEGER,
     InferenceOutput INTEGER,
     Janux INTEGER NOT NULL DEFAULT 0,

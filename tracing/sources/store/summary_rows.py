@@ -31,7 +31,7 @@ from janux.tracing.sources.store.schema import (
 
 ROOT_FIELDS = (
     "RootAgent", "ConversationId", "RootHasBill", "BillCost", "BillInput", "BillOutput", "BillUnpriced",
-    "BillEstimate",
+    "BillEstimate", "AgentPath",
 )  # fmt: skip
 """What `rows.root_fields` reads off a root span's attributes, in its order."""
 
