@@ -1,13 +1,15 @@
 """The Costs page's what-if ("this range if researcher ran on X"), driven through its controls.
 
 The range is the contract trace and another runtime's trace (tests/support/contract_traces.py);
-the amounts are the ones tests/tracing/analysis/test_repricing.py works out by hand.
+the amounts are the ones tests/tracing/analysis/test_repricing.py works out by hand. The page
+shows the same table on the embedded store and on ClickHouse's derived tables (chdb).
 """
 
 from __future__ import annotations
 
 import io
 from decimal import Decimal
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -18,9 +20,11 @@ from janux.tracing.analysis.repricing import reprice_agent
 from janux.tracing.prices import TokenPrice
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter
+from janux.tracing.sources.store import open_store
 from tests.dashboard.app_helpers import OpenPage
 from tests.dashboard.shown import rendered
 from tests.support.contract_traces import contract_trace, plain_trace
+from tests.support.three_sources import derived_clickhouse
 
 WHAT_IF_COLUMNS = ["agent", "what-if cost", "what if"]
 
@@ -104,3 +108,27 @@ def test_the_what_if_csv_keeps_the_page_s_digits(costs: AppTest) -> None:
                 assert on_page == in_file, (agent, column)
     assert csv.loc["translator", "what-if cost"] == "0.0000285"
     assert csv.loc["planner", "unpriced (what-if)"] == "1800"
+
+
+def test_the_page_shows_the_same_what_if_on_the_store_and_on_clickhouse(
+    open_page: OpenPage, tmp_path: Path
+) -> None:
+    spans = contract_trace() + plain_trace()
+    shown_on: dict[str, pd.DataFrame] = {}
+    with open_store(tmp_path / "store") as store:
+        store.write(spans)
+        at = _pick(
+            open_page(store, "costs.py"), agent="researcher", kind="A custom price", input=0.15, output=0.6
+        )
+        shown_on["store"] = _what_if(at)
+    with derived_clickhouse(spans, tmp_path) as (clickhouse, _):
+        at = _pick(
+            open_page(clickhouse, "costs.py"),
+            agent="researcher",
+            kind="A custom price",
+            input=0.15,
+            output=0.6,
+        )
+        shown_on["clickhouse"] = _what_if(at)
+    assert shown_on["store"].loc["researcher", "what-if cost"] == "$0.000240"
+    pd.testing.assert_frame_equal(shown_on["clickhouse"], shown_on["store"])
