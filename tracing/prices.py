@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import dataclass
+from decimal import Decimal
 from functools import cache, lru_cache
 
 _log = logging.getLogger(__name__)
@@ -102,3 +104,45 @@ def price_source() -> str:
     except ImportError:  # pragma: no cover
         return "no price table"
     return f"genai-prices {__version__}"
+
+
+@dataclass(frozen=True, slots=True)
+class TokenPrice:
+    """A flat price in USD per million input and output tokens: a model's list price from the table,
+    or one typed by hand (a what-if's "if researcher ran on X")."""
+
+    name: str
+    """What the price is: `openai · gpt-4o-mini` for a table entry, `custom` for a typed one."""
+    input_per_mtok: Decimal
+    """USD per million input tokens."""
+    output_per_mtok: Decimal
+    """USD per million output tokens."""
+
+    def cost(self, input_tokens: int, output_tokens: int) -> Decimal:
+        """The exact USD price of these tokens (no float on the way)."""
+        amount = Decimal(input_tokens) * self.input_per_mtok + Decimal(output_tokens) * self.output_per_mtok
+        return amount / _MTOK
+
+
+@cache
+def flat_list_prices() -> tuple[TokenPrice, ...]:
+    """Every model of the price table with one flat price per input and per output token (its
+    standard tier), in the table's order (grouped by provider). Models priced by tiers, by date
+    ranges or per request are left out: no single $/1M describes them."""
+    try:
+        from genai_prices.data import providers
+        from genai_prices.types import ModelPrice
+    except ImportError:  # pragma: no cover - genai-prices is a declared dependency
+        return ()
+    found = []
+    for provider in providers:
+        for model in provider.models:
+            price = model.prices
+            if not isinstance(price, ModelPrice):
+                continue
+            rate_in, rate_out = getattr(price, "input_mtok", None), getattr(price, "output_mtok", None)
+            if getattr(price, "requests_kcount", None):
+                continue  # a price per request as well: not one $/1M
+            if isinstance(rate_in, Decimal) and isinstance(rate_out, Decimal):
+                found.append(TokenPrice(f"{provider.id} · {model.id}", rate_in, rate_out))
+    return tuple(found)

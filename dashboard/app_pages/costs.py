@@ -2,7 +2,8 @@
 
 The headline and the four own-cost tables are the source's exact aggregates over every trace in
 the range (`usage_by`, one query each); inclusive cost and the costliest delegations need handoff
-trees, so they are rebuilt from the newest traces only, and say how many.
+trees, so they are rebuilt from the newest traces only, and say how many. The what-if reprices
+the range's agent groups as if one agent ran at another price (`janux.dashboard.ui.repricing_panel`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from janux.dashboard.ui import cost_pictures, headline, nav
+from janux.dashboard.ui import cost_pictures, headline, nav, repricing_panel
 from janux.dashboard.ui.filters import trace_filter
 from janux.dashboard.ui.state import active_source, get_views
 from janux.dashboard.ui.table import show_table
@@ -24,8 +25,14 @@ from janux.tracing.prices import price_source
 from janux.tracing.sources.protocol import TraceFilter, TraceSource
 
 # The page's sections (tabs): the exact own-cost tables; cost and tokens over time and the icicle
-# of delegation paths; inclusive cost and the costliest delegations, rebuilt from the newest traces.
-SECTIONS = ("By agent, tool, model, conversation", "Over time & by path", "Inclusive & costliest delegations")
+# of delegation paths; inclusive cost and the costliest delegations, rebuilt from the newest traces;
+# the range repriced as if one agent ran at another price.
+SECTIONS = (
+    "By agent, tool, model, conversation",
+    "Over time & by path",
+    "Inclusive & costliest delegations",
+    "What if: another price",
+)
 DEFAULT_MAX_TRACES = 500
 MAX_TRACES = 100_000
 EAGER_CSV_ROWS = 5_000
@@ -161,6 +168,8 @@ def main() -> None:
         cost_pictures.render(key, source, flt)
     with tabs[2]:
         _rebuilt(source, flt, usage.traces if usage.complete else source.count_traces(flt))
+    with tabs[3]:
+        repricing_panel.render(usage.agents)
 
 
 main()

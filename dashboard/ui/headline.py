@@ -6,8 +6,10 @@ small line below (`+ 415 unpriced tokens`), the exact figure in the help.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from janux.tracing.analysis import figures
 from janux.tracing.analysis import formatting as fmt
 from janux.usage import Usage
 
@@ -37,6 +39,17 @@ def cost(col: Any, label: str, usage: Usage, note: str | None = None) -> None:
     if usage.unread_rounds:
         qualifiers.append(f"+ {fmt.UNKNOWN}")
     _show(col, label, value, " ".join(qualifiers) or None, _help(fmt.usage_cost_full(usage), note))
+
+
+def figure(col: Any, label: str, value: figures.Figure, note: str | None = None) -> None:
+    """Any figure by its short label (`figures.chart_label`), with its unpriced tokens on the line
+    below (`+ 1,900 unpriced tokens`). Help: the exact figure (`figures.page_text`)."""
+    short = figures.chart_label(replace(value, unpriced_tokens=0))
+    qualifier = None
+    if value.unpriced_tokens:  # beside an amount, or the whole of an `unpriced` figure
+        more = "+ " if value.has_number else ""
+        qualifier = f"{more}{figures.compact_number(value.unpriced_tokens)} unpriced tokens"
+    _show(col, label, short, qualifier, _help(figures.page_text(value), note))
 
 
 def amount(

@@ -126,6 +126,8 @@ class RangeUsage:
     """Model calls in the range whose usage could not be read."""
     tables: dict[UsageDimension, pd.DataFrame]
     """agent, tool, model and conversation tables (see the `TableSpec`s)."""
+    agents: list[UsageAggregate]
+    """The agent groups the agent table was made from (the what-if reprices them)."""
 
 
 def range_usage(source: TraceSource, flt: TraceFilter) -> RangeUsage:
@@ -143,4 +145,5 @@ def range_usage(source: TraceSource, flt: TraceFilter) -> RangeUsage:
         tables=tables,
         unread_traces=sum(g.unread for g in conversations),
         unread_calls=sum(g.unread for g in groups["model"]),
+        agents=groups["agent"],
     )

@@ -202,8 +202,9 @@ def test_costs_page(open_page: OpenPage) -> None:
     assert _frame(at, "costs_model").set_index("model").loc["local-llm", "rounds"] == 2
     top = _frame(at, "costs_top")
     assert top.iloc[0]["delegation tool"] == "delegate.researcher"
-    # The five tables' CSVs, plus one per cost picture (cost and tokens over time, paths).
-    assert len(at.get("download_button")) == 6 + 3
+    # The five tables' CSVs, plus one per cost picture (cost and tokens over time, paths), plus
+    # the what-if's.
+    assert len(at.get("download_button")) == 6 + 3 + 1
 
 
 def test_failures_page(open_page: OpenPage, two_traces: MemoryTraceSource) -> None:

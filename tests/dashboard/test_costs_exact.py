@@ -244,6 +244,7 @@ def test_every_table_has_a_csv_that_spells_out_unpriced(open_page: OpenPage, dem
         "Download inclusive cost and tokens by delegation path (CSV)",
         "Download inclusive cost by agent (CSV)",
         "Download most expensive delegations (CSV)",
+        "Download the what-if (CSV)",
     ]
     # The buttons offer `cells.csv_bytes(table)`; read one back as a spreadsheet would.
     frame = _table(at, "agent", "failed loops").value

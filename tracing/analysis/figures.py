@@ -108,9 +108,17 @@ class Figure:
         return self.value is not None
 
 
-def exact_usd(amount: float) -> Decimal:
+def noise_free_usd(amount: float | Decimal) -> Decimal:
+    """An amount rounded to `COST_DECIMALS`: a float's noise (0.00028649999999999997) removed, an exact
+    `Decimal` (a repricing's product) held to the same decimals, so both add up alike."""
+    if isinstance(amount, Decimal):
+        return amount.quantize(Decimal(1).scaleb(-COST_DECIMALS), rounding=ROUND_HALF_EVEN)
+    return Decimal(repr(round(float(amount), COST_DECIMALS)))
+
+
+def exact_usd(amount: float | Decimal) -> Decimal:
     """The one money rounding rule (see the module's docstring)."""
-    noise_free = Decimal(repr(round(float(amount), COST_DECIMALS)))
+    noise_free = noise_free_usd(amount)
     exact = noise_free.quantize(Decimal(1).scaleb(-EXPORT_DECIMALS), rounding=ROUND_HALF_EVEN).normalize()
     if exact.as_tuple().exponent > -MONEY_DECIMALS:  # type: ignore[operator]  # finite: an int exponent
         exact = exact.quantize(Decimal(1).scaleb(-MONEY_DECIMALS))
@@ -119,8 +127,7 @@ def exact_usd(amount: float) -> Decimal:
 
 def rounded_usd(amount: float, decimals: int) -> Decimal:
     """An amount by the one rule (`exact_usd`'s noise removal), rounded half-even to `decimals`."""
-    noise_free = Decimal(repr(round(float(amount), COST_DECIMALS)))
-    return noise_free.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_EVEN)
+    return noise_free_usd(amount).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_EVEN)
 
 
 def plain_decimal(value: float | Decimal) -> str:
@@ -133,15 +140,16 @@ def plain_decimal(value: float | Decimal) -> str:
 
 
 def money(
-    amount: float | None,
+    amount: float | Decimal | None,
     *,
     estimated: bool = False,
     unpriced_tokens: int = 0,
     unknown: bool = False,
     partly_unknown: bool = False,
 ) -> Figure:
-    """A USD amount; without one: `unpriced` when tokens went unpriced (or the amount is a table's
-    `-inf` unpriced cell), `unknown` when usage could not be read, else nothing to show."""
+    """A USD amount (a float as recorded, or an exact `Decimal`); without one: `unpriced` when tokens
+    went unpriced (or the amount is a table's `-inf` unpriced cell), `unknown` when usage could not
+    be read, else nothing to show."""
     if amount is None or not math.isfinite(amount):
         if amount == -math.inf:
             return Figure(Kind.MONEY, State.UNPRICED, unpriced_tokens=unpriced_tokens)
