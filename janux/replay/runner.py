@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from janux.errors import JanuxError
 from janux.replay.source import expectation, replay_source
 from janux.replay.support import OfflineRun, Recording, run_offline_async
-from janux.replay.whatif import Change, apply_changes
+from janux.replay.whatif import Change, ModelChange, apply_changes
 from janux.runtime.agent import Agent
 from janux.tracing.analysis.replay_outcome import RunOutcome, differences, find_delegation, run_outcome
 from janux.tracing.analysis.replay_plan import ReplayPlan, ReplayUnavailable, replay_plan
@@ -68,6 +68,7 @@ def replay_trace(
     *,
     changes: Sequence[Change] = (),
     costs: Sequence[tuple[str, dict[str, float] | None]] = (),
+    models: Sequence[ModelChange] = (),
     delegation: int | None = None,
     span_id: str | None = None,
 ) -> ReplayReport:
@@ -77,7 +78,9 @@ def replay_trace(
     plan = replay_plan(spans)
     recorded = run_outcome(reconstruct(spans))
     only = _selected(recorded, delegation, span_id)
-    agents, deadline_raised = apply_changes(plan.definitions["agents"], list(changes), list(costs))
+    agents, deadline_raised = apply_changes(
+        plan.definitions["agents"], list(changes), list(costs), models
+    )
     source, build = _program(plan, agents, deadline_raised)
     run, replay_spans = _run(plan, build)
     replayed = run_outcome(reconstruct(replay_spans))

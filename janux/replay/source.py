@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from janux.replay.whatif import REPLAY_MODEL
 from janux.tracing.analysis.replay_outcome import RunOutcome
 from janux.tracing.analysis.replay_plan import RecordedRound, ReplayPlan
 
@@ -99,7 +100,8 @@ def _step(round_: RecordedRound, deadline_raised: bool) -> str | None:
 
 def _model(plan: ReplayPlan, name: str, definition: dict[str, Any], deadline_raised: bool) -> str:
     rounds = [r for r in plan.rounds if r.agent == name]
-    model_name = rounds[0].model if rounds else str(definition.get("model") or "replay")
+    recorded_name = rounds[0].model if rounds else str(definition.get("model") or "replay")
+    model_name = str(definition.get(REPLAY_MODEL) or recorded_name)
     steps: list[str] = []
     for round_ in rounds:
         step = _step(round_, deadline_raised)

@@ -2,6 +2,7 @@
 
     janux replay 4bf92f35 --delegation 1
     janux replay 4bf92f35 --set researcher.max_turns=4 --cost researcher=0.15/0.60
+    janux replay 4bf92f35 --model researcher=gpt-4o-mini
     janux replay 4bf92f35 --write-test tests/test_refund_handoff.py
 
 The trace must have been recorded with content capture on (each round's messages and outputs, tool
@@ -65,6 +66,11 @@ def register(subparsers: Any) -> None:
         "repeatable",
     )  # fmt: skip
     parser.add_argument(
+        "--model", action="append", default=[], metavar="AGENT=MODEL",
+        help="what-if: price an agent's recorded rounds as MODEL's, from the genai-prices table "
+        "(researcher=gpt-4o-mini); an unknown or tiered model is refused; repeatable",
+    )  # fmt: skip
+    parser.add_argument(
         "--write-test", metavar="PATH", help="write the replay as a self-contained pytest file"
     )
     add_source_arguments(parser)
@@ -75,7 +81,7 @@ def _run(args: argparse.Namespace) -> int:
     # Imported here: the runtime and the analysis are not needed by the other subcommands' start.
     from janux.cli.commands.trace import full_trace_id
     from janux.replay.runner import replay_trace, test_source
-    from janux.replay.whatif import WhatIfError, parse_cost, parse_set
+    from janux.replay.whatif import WhatIfError, parse_cost, parse_model, parse_set
     from janux.tracing.analysis.replay_plan import ReplayUnavailable
 
     source = open_from_args(args, "replay")
@@ -89,24 +95,30 @@ def _run(args: argparse.Namespace) -> int:
     try:
         changes = [parse_set(text) for text in args.set]
         costs = [parse_cost(text) for text in args.cost]
+        models = [parse_model(text) for text in args.model]
         report = replay_trace(
-            spans, changes=changes, costs=costs, delegation=args.delegation, span_id=args.span
-        )
+            spans, changes=changes, costs=costs, models=models, delegation=args.delegation,
+            span_id=args.span,
+        )  # fmt: skip
     except (ReplayUnavailable, WhatIfError) as exc:
         print(f"janux replay: {exc}")
         return EXIT_UNAVAILABLE
-    status = _print_report(report, trace_id, [*args.set, *args.cost])
+    status = _print_report(report, trace_id, [*args.set, *args.cost, *args.model])
     if args.write_test:
         command = "janux replay " + shlex.join([trace_id, *_what_if_args(args)])
         _write(Path(args.write_test), test_source(report, command))
-        if args.set or args.cost:
+        if args.set or args.cost or args.model:
             print("note: its agents carry the what-if changes and it asserts the recorded outcome, so it "
                   "fails until you edit the assertion to the outcome you expect")  # fmt: skip
     return status
 
 
 def _what_if_args(args: argparse.Namespace) -> list[str]:
-    flags = [("--set", value) for value in args.set] + [("--cost", value) for value in args.cost]
+    flags = [
+        *(("--set", value) for value in args.set),
+        *(("--cost", value) for value in args.cost),
+        *(("--model", value) for value in args.model),
+    ]
     return [part for flag, value in flags for part in (flag, value)]
 
 
