@@ -71,6 +71,16 @@ def register(subparsers: Any) -> None:
         "(researcher=gpt-4o-mini); an unknown or tiered model is refused; repeatable",
     )  # fmt: skip
     parser.add_argument(
+        "--agents", metavar="MODULE:NAME",
+        help="take the agents from your code (a mapping name -> janux Agent, or a callable returning "
+        "one, e.g. myapp.agents:registry) instead of the definitions the trace recorded: the replay "
+        "and a written test run your prompts, guardrails and budgets; the working directory is importable",
+    )  # fmt: skip
+    parser.add_argument(
+        "--live-tools", action="store_true",
+        help="run the real tools of --agents instead of answering each call with its recorded result",
+    )  # fmt: skip
+    parser.add_argument(
         "--write-test", metavar="PATH", help="write the replay as a self-contained pytest file"
     )
     add_source_arguments(parser)
@@ -81,6 +91,7 @@ def _run(args: argparse.Namespace) -> int:
     # Imported here: the runtime and the analysis are not needed by the other subcommands' start.
     from janux.cli.commands.trace import full_trace_id
     from janux.replay.runner import replay_trace, test_source
+    from janux.replay.user_agents import RegistryError
     from janux.replay.whatif import WhatIfError, parse_cost, parse_model, parse_set
     from janux.tracing.analysis.replay_plan import ReplayUnavailable
 
@@ -98,9 +109,9 @@ def _run(args: argparse.Namespace) -> int:
         models = [parse_model(text) for text in args.model]
         report = replay_trace(
             spans, changes=changes, costs=costs, models=models, delegation=args.delegation,
-            span_id=args.span,
+            span_id=args.span, agents_from=args.agents, live_tools=args.live_tools,
         )  # fmt: skip
-    except (ReplayUnavailable, WhatIfError) as exc:
+    except (ReplayUnavailable, WhatIfError, RegistryError) as exc:
         print(f"janux replay: {exc}")
         return EXIT_UNAVAILABLE
     status = _print_report(report, trace_id, [*args.set, *args.cost, *args.model])
@@ -118,8 +129,10 @@ def _what_if_args(args: argparse.Namespace) -> list[str]:
         *(("--set", value) for value in args.set),
         *(("--cost", value) for value in args.cost),
         *(("--model", value) for value in args.model),
+        *([("--agents", args.agents)] if args.agents else []),
     ]
-    return [part for flag, value in flags for part in (flag, value)]
+    live = ["--live-tools"] if args.live_tools else []
+    return [part for flag, value in flags for part in (flag, value)] + live
 
 
 def _print_report(report: Any, trace_id: str, what_ifs: list[str]) -> int:
