@@ -11,7 +11,8 @@ analysis as the recorded ones (`janux.tracing.analysis.replay_outcome`), so both
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,7 @@ from janux.replay.support import OfflineRun, Recording, run_offline_async
 from janux.replay.user_agents import RegistryError, check_covers, load_registry, registry_definitions
 from janux.replay.whatif import Change, ModelChange, apply_changes
 from janux.runtime.agent import Agent
+from janux.runtime.model import Model
 from janux.tracing.analysis.replay_outcome import RunOutcome, differences, find_delegation, run_outcome
 from janux.tracing.analysis.replay_plan import ReplayPlan, ReplayUnavailable, replay_plan
 from janux.tracing.analysis.trace_view import reconstruct
@@ -82,10 +84,12 @@ def replay_trace(
     span_id: str | None = None,
     agents_from: str | None = None,
     live_tools: bool = False,
+    live: Callable[[str], Model] | None = None,
 ) -> ReplayReport:
     """Replay `spans` (one trace) with the what-ifs; compare every delegation, or only the one numbered
     `delegation` (or whose tool span is `span_id`). The agents are the recorded ones, or with
-    `agents_from` (`module:attr`) the user's, whose real tools run with `live_tools`. Raise
+    `agents_from` (`module:attr`) the user's, whose real tools run with `live_tools`. With `live` (a
+    model by name, see `live_models`), a request the recording has no round for goes to it. Raise
     `ReplayUnavailable`, `WhatIfError` or `RegistryError` when it cannot."""
     plan = replay_plan(spans)
     recorded = run_outcome(reconstruct(spans))
@@ -99,11 +103,35 @@ def replay_trace(
         overlay = agents if (changes or costs or models) else None
         registry = FromRegistry(agents_from, live_tools, overlay)
     source, build = _program(plan, agents, deadline_raised, registry)
+    build[0].live = live
     run, replay_spans = _run(plan, build)
     replayed = run_outcome(reconstruct(replay_spans))
     report = ReplayReport(plan, recorded, replayed, run, source, agents, deadline_raised, only, registry)
     report.differences = differences(recorded, replayed, only)
     return report
+
+
+def live_models(url: str, api_key_env: str = "OPENAI_API_KEY") -> Callable[[str], Model]:
+    """Models on the OpenAI-compatible chat-completions server at `url` (the runtime's client), keyed
+    by model name, with the API key read from `api_key_env` (none when unset); `ReplayUnavailable`
+    names a bad URL or a missing `openai` package."""
+    try:
+        from janux.runtime.openai_client import OpenAIChatModel, require_openai
+
+        require_openai()
+    except ImportError as exc:
+        raise ReplayUnavailable(f"--model-url: {exc}") from None
+    # An empty key, not None: None would fall back to OPENAI_API_KEY when another variable was named.
+    api_key = os.environ.get(api_key_env) or ""
+
+    def model(name: str) -> Model:
+        return OpenAIChatModel(name, base_url=url, api_key=api_key)
+
+    try:
+        model("replay")  # checks the URL (and the key OpenAI itself needs) before the replay starts
+    except ValueError as exc:
+        raise ReplayUnavailable(f"--model-url {url}: {exc}") from None
+    return model
 
 
 def _selected(recorded: RunOutcome, number: int | None, span_id: str | None) -> int | None:

@@ -4,6 +4,8 @@
     janux replay 4bf92f35 --set researcher.max_turns=4 --cost researcher=0.15/0.60
     janux replay 4bf92f35 --model researcher=gpt-4o-mini
     janux replay 4bf92f35 --write-test tests/test_refund_handoff.py
+    janux replay 4bf92f35 --agents myapp.agents:registry --live-tools --write-test tests/test_fix.py
+    janux replay 4bf92f35 --set researcher.max_turns=5 --model-url http://localhost:11434/v1
 
 The trace must have been recorded with content capture on (each round's messages and outputs, tool
 arguments and results, the agents' definitions). Exit status: 0 when the replay ends as recorded,
@@ -81,6 +83,16 @@ def register(subparsers: Any) -> None:
         help="run the real tools of --agents instead of answering each call with its recorded result",
     )  # fmt: skip
     parser.add_argument(
+        "--model-url", metavar="URL",
+        help="where the recording ends, continue on a live OpenAI-compatible chat-completions server "
+        "(http://localhost:11434/v1, https://api.openai.com/v1, ...) instead of stopping there",
+    )  # fmt: skip
+    parser.add_argument(
+        "--api-key-env", metavar="NAME", default="OPENAI_API_KEY",
+        help="environment variable holding the --model-url server's API key (default OPENAI_API_KEY; "
+        "optional for local servers)",
+    )  # fmt: skip
+    parser.add_argument(
         "--write-test", metavar="PATH", help="write the replay as a self-contained pytest file"
     )
     add_source_arguments(parser)
@@ -90,7 +102,7 @@ def register(subparsers: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     # Imported here: the runtime and the analysis are not needed by the other subcommands' start.
     from janux.cli.commands.trace import full_trace_id
-    from janux.replay.runner import replay_trace, test_source
+    from janux.replay.runner import live_models, replay_trace, test_source
     from janux.replay.user_agents import RegistryError
     from janux.replay.whatif import WhatIfError, parse_cost, parse_model, parse_set
     from janux.tracing.analysis.replay_plan import ReplayUnavailable
@@ -107,14 +119,15 @@ def _run(args: argparse.Namespace) -> int:
         changes = [parse_set(text) for text in args.set]
         costs = [parse_cost(text) for text in args.cost]
         models = [parse_model(text) for text in args.model]
+        live = live_models(args.model_url, args.api_key_env) if args.model_url else None
         report = replay_trace(
             spans, changes=changes, costs=costs, models=models, delegation=args.delegation,
-            span_id=args.span, agents_from=args.agents, live_tools=args.live_tools,
+            span_id=args.span, agents_from=args.agents, live_tools=args.live_tools, live=live,
         )  # fmt: skip
     except (ReplayUnavailable, WhatIfError, RegistryError) as exc:
         print(f"janux replay: {exc}")
         return EXIT_UNAVAILABLE
-    status = _print_report(report, trace_id, [*args.set, *args.cost, *args.model])
+    status = _print_report(report, trace_id, [*args.set, *args.cost, *args.model], args.model_url)
     if args.write_test:
         command = "janux replay " + shlex.join([trace_id, *_what_if_args(args)])
         _write(Path(args.write_test), test_source(report, command))
@@ -135,7 +148,7 @@ def _what_if_args(args: argparse.Namespace) -> list[str]:
     return [part for flag, value in flags for part in (flag, value)] + live
 
 
-def _print_report(report: Any, trace_id: str, what_ifs: list[str]) -> int:
+def _print_report(report: Any, trace_id: str, what_ifs: list[str], model_url: str | None) -> int:
     from janux.tracing.analysis.replay_outcome import render_comparison
 
     plan = report.plan
@@ -147,6 +160,9 @@ def _print_report(report: Any, trace_id: str, what_ifs: list[str]) -> int:
     print(render_comparison(report.recorded, report.replayed, report.only))
     if report.ended is not None:
         print(report.ended)
+        if report.run.live_rounds:
+            print(f"continued on {model_url}: {report.run.live_rounds} live round(s) past the recording, "
+                  "counted in the replayed outcome and bill")  # fmt: skip
         print("the replay went past the recording: the outcome after that point is not a replay of it")
         return EXIT_DIFFERS
     if report.differences:
