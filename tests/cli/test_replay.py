@@ -244,6 +244,18 @@ def test_the_command_shows_the_bill_repriced_as_another_model(
     assert f"  delegation 1 (delegate.researcher): {change}" in done.stdout.splitlines()
 
 
+def test_the_help_documents_every_option() -> None:
+    done = janux("replay", "--help")
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())
+    for option in (
+        "--set AGENT.FIELD=VALUE", "--cost AGENT=IN/OUT", "--model AGENT=MODEL", "--agents MODULE:NAME",
+        "--live-tools", "--model-url URL", "--api-key-env NAME", "--write-test PATH",
+    ):  # fmt: skip
+        assert option in text, option
+    assert "genai-prices table" in text and "your code" in text and "chat-completions server" in text
+
+
 def test_the_command_compares_one_delegation(recorded: tuple[Path, dict[str, str]]) -> None:
     folder, ids = recorded
     done = _replay(folder, "captured.jsonl", ids["delegation"], "--delegation", "1")
