@@ -134,6 +134,10 @@ def user_agents(
     recorded rounds gets an empty script), tools as recorded unless `live_tools`, budgets, policy and
     prices from `definitions` where given."""
     agents = reachable(registry_of(registry))
+    if entry not in agents:
+        raise RegistryError(
+            f"the registry has no agent named {entry!r} (it has: {', '.join(sorted(agents))})"
+        )
     rebuilt: dict[str, Agent] = {}
 
     def rebuild(agent: AgentCore) -> Agent:

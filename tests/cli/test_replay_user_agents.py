@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from janux.replay.runner import replay_trace
-from janux.replay.user_agents import RegistryError
+from janux.replay.support import Recording
+from janux.replay.user_agents import RegistryError, user_agents
 from janux.replay.whatif import parse_set
 from janux.tracing.records import SpanRecord
 from tests.support.demo_traces import demo_traces
@@ -161,6 +162,15 @@ def test_a_live_tool_answering_otherwise_ends_the_recording(
 def test_a_registry_that_cannot_serve_is_named(user_code: Path, reference: str, message: str) -> None:
     with pytest.raises(RegistryError, match=message):
         replay_trace(_trace("cut_max_turns"), agents_from=reference)
+
+
+def test_a_written_test_whose_registry_lost_the_entry_agent_says_so(user_code: Path) -> None:
+    from help_desk_recorded import registry  # type: ignore[import-not-found]
+
+    with pytest.raises(
+        RegistryError, match="the registry has no agent named 'front' \\(it has: researcher, triage\\)"
+    ):
+        user_agents(registry, "front", Recording(), {})
 
 
 # -- the command, end to end ----------------------------------------------------------------------------
