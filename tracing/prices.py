@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from functools import cache, lru_cache
 
+from janux.errors import JanuxError
+
 _log = logging.getLogger(__name__)
 
 _MTOK = 1_000_000
@@ -88,6 +90,31 @@ def estimate_round_cost(model: str, provider: str, input_tokens: int, output_tok
         return _exact(model, provider, input_tokens, output_tokens)
     assert not isinstance(plan, bool)
     return _linear(plan, input_tokens, output_tokens)
+
+
+class TieredPrice(JanuxError, ValueError):
+    """A model whose list price is not one rate per input and one per output token (tiers, a fee per
+    request), so it cannot be written as a per-million `Cost`."""
+
+
+def per_million_prices(model: str, provider: str = "") -> tuple[float, float] | None:
+    """USD per million input and output tokens of `model` in the price table (what `Cost` takes), None
+    when the table does not know it; raise `TieredPrice` when its price is not linear."""
+    if not model:
+        return None
+    plan = _plan(model, provider)
+    if plan is False:
+        return None
+    if plan is True or plan[0] != 0:
+        raise TieredPrice(
+            f"{model!r} is priced in tiers or per request in {price_source()}, not as one rate per token"
+        )
+    # Read at one million tokens rather than scaling the fitted per-token rates: exact table figures.
+    per_input = _exact(model, provider, _MTOK, 0)
+    per_output = _exact(model, provider, 0, _MTOK)
+    if per_input is None or per_output is None:  # pragma: no cover - _plan found the same model
+        return None
+    return per_input, per_output
 
 
 def clear_price_cache() -> None:

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from janux.replay.whatif import REPLAY_MODEL
 from janux.tracing.analysis.replay_outcome import RunOutcome
 from janux.tracing.analysis.replay_plan import RecordedRound, ReplayPlan
 
@@ -31,6 +32,18 @@ _ON_FAILURE = {
     "raise": "OnFailure.RAISE",
 }
 _SESSION = {"new_session": "SessionMode.NEW_SESSION", "reuse_session": "SessionMode.REUSE_SESSION"}
+
+
+@dataclass(frozen=True, slots=True)
+class FromRegistry:
+    """Agents from the user's code (`--agents module:attr`) instead of the recorded definitions."""
+
+    reference: str
+    """`module:attr` of the registry (a mapping name -> Agent, or a callable returning one)."""
+    live_tools: bool = False
+    """Run the registry's tools instead of answering with the recorded results."""
+    overlay: dict[str, dict[str, Any]] | None = None
+    """The registry's definitions with the what-ifs made; None when there are none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +112,8 @@ def _step(round_: RecordedRound, deadline_raised: bool) -> str | None:
 
 def _model(plan: ReplayPlan, name: str, definition: dict[str, Any], deadline_raised: bool) -> str:
     rounds = [r for r in plan.rounds if r.agent == name]
-    model_name = rounds[0].model if rounds else str(definition.get("model") or "replay")
+    recorded_name = rounds[0].model if rounds else str(definition.get("model") or "replay")
+    model_name = str(definition.get(REPLAY_MODEL) or recorded_name)
     steps: list[str] = []
     for round_ in rounds:
         step = _step(round_, deadline_raised)
@@ -235,7 +249,7 @@ _RUNTIME_NAMES = (
 _STEP_NAMES = ("answer", "failure", "silence")
 
 
-def _imports(body: str, test: bool) -> list[str]:
+def _imports(body: str, test: bool, registry: FromRegistry | None) -> list[str]:
     """Import lines naming only what the written module uses (so it lints clean)."""
     used = [name for name in _RUNTIME_NAMES if re.search(rf"\b{name}\b", body)]
     steps = [name for name in _STEP_NAMES if re.search(rf"\b{name}\(", body)]
@@ -243,9 +257,34 @@ def _imports(body: str, test: bool) -> list[str]:
     lines = ["from __future__ import annotations", ""]
     if test:
         lines += ["import pytest", ""]
+    if registry is not None:
+        module, attr = registry.reference.split(":", 1)
+        lines.append(f"from {module} import {attr} as user_registry")
     lines.append(f"from janux.replay.support import {', '.join(support)}")
+    if registry is not None:
+        lines.append("from janux.replay.user_agents import user_agents")
     lines.append(f"from janux.runtime import {', '.join(used)}")
     return lines
+
+
+def _registry_body(
+    plan: ReplayPlan, agents: dict[str, dict[str, Any]], registry: FromRegistry, deadline_raised: bool
+) -> list[str]:
+    """`build(recording)` over the user's registry: their agents, each model from its recorded rounds."""
+    body = [
+        "def build(recording: Recording) -> Agent:",
+        f'    """The entry agent of `{registry.reference}` (your code), each model answering from its',
+        '    recorded rounds."""',
+        "    models = {",
+    ]
+    for name in plan.agent_names:
+        body.append(f"        {name!r}: {_model(plan, name, agents.get(name, {}), deadline_raised)},")
+    body.append("    }")
+    options = f"live_tools={registry.live_tools!r}"
+    if registry.overlay is not None:
+        options += ", definitions=DEFINITIONS"
+    body.append(f"    return user_agents(user_registry, {plan.entry!r}, recording, models, {options})")
+    return body
 
 
 def replay_source(
@@ -255,28 +294,39 @@ def replay_source(
     deadline_raised: bool = False,
     expected: Expected | None = None,
     command: str = "",
+    registry: FromRegistry | None = None,
 ) -> str:
-    """The module: constants, `build(recording)`, and with `expected` a pytest test of that outcome."""
-    body = [
-        "def build(recording: Recording) -> Agent:",
-        '    """The entry agent, with every agent it reaches, as recorded."""',
-    ]
-    order = _agent_order(plan, agents)
-    names = _variables(order)
-    for name in order:
-        body.extend(_agent(plan, name, names, agents, deadline_raised))
-    body.append(f"    return {names[plan.entry]}")
+    """The module: constants, `build(recording)`, and with `expected` a pytest test of that outcome;
+    with `registry`, `build` takes the agents from the user's code instead of defining them."""
+    if registry is None:
+        body = _recorded_body(plan, agents, deadline_raised)
+        about = [
+            "The agents are defined as the trace recorded them; each model answers from its recorded rounds",
+            "(a round is taken only by a request asked with the recorded messages) and each tool with its",
+            "recorded result. Edit an agent below (a budget, the policy) to check a fix: a run that needs a",
+            "model output the trace never recorded stops with `recording ends at round N`.",
+        ]
+    else:
+        body = _registry_body(plan, agents, registry, deadline_raised)
+        tools = "run for real" if registry.live_tools else "answer with their recorded results"
+        about = [
+            f"The agents come from `{registry.reference}` (your prompts, guardrails and budgets); each",
+            "model answers from its recorded rounds (a round is taken only by a request asked with the",
+            f"recorded messages) and the tools {tools}. Fix an agent in your code to check",
+            "the fix: a run that needs a model output the trace never recorded stops with",
+            "`recording ends at round N`.",
+        ]
     written_by = f"`{command}`" if command else "`janux replay`"
+    overlay = (
+        [] if registry is None or registry.overlay is None else _literal("DEFINITIONS", registry.overlay)
+    )
     lines = [
         f'"""Replay of trace {plan.trace_id}, written by {written_by}.',
         "",
-        "The agents are defined as the trace recorded them; each model answers from its recorded rounds",
-        "(a round is taken only by a request asked with the recorded messages) and each tool with its",
-        "recorded result. Edit an agent below (a budget, the policy) to check a fix: a run that needs a",
-        "model output the trace never recorded stops with `recording ends at round N`.",
+        *about,
         '"""',
         "",
-        *_imports("\n".join(body), expected is not None),
+        *_imports("\n".join(body), expected is not None, registry),
         "",
         f"TRACE_ID = {plan.trace_id!r}",
         f"INPUT = {plan.input!r}",
@@ -286,6 +336,7 @@ def replay_source(
         *_literal("TOOL_RESULTS", _results(plan, fallback=False)),
         *_literal("FALLBACK_RESULTS", _results(plan, fallback=True)),
         *_literal("REFUSALS", _refusals(plan)),
+        *overlay,
         "",
         "",
         *body,
@@ -300,6 +351,20 @@ def replay_source(
     if expected is not None:
         lines.extend(_test(expected))
     return "\n".join(lines) + "\n"
+
+
+def _recorded_body(plan: ReplayPlan, agents: dict[str, dict[str, Any]], deadline_raised: bool) -> list[str]:
+    """`build(recording)` defining every agent as the trace recorded it."""
+    body = [
+        "def build(recording: Recording) -> Agent:",
+        '    """The entry agent, with every agent it reaches, as recorded."""',
+    ]
+    order = _agent_order(plan, agents)
+    names = _variables(order)
+    for name in order:
+        body.extend(_agent(plan, name, names, agents, deadline_raised))
+    body.append(f"    return {names[plan.entry]}")
+    return body
 
 
 def _test(expected: Expected) -> list[str]:

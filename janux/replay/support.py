@@ -25,7 +25,7 @@ from janux.runtime.dispatch import dispatch_and_synthesize
 from janux.runtime.errors import error_type_of, handoff_events_of
 from janux.runtime.handoff_record import HandoffRecord
 from janux.runtime.messages import messages_json
-from janux.runtime.model import Message, ModelError, ModelResponse, ModelSettings, ToolSpec
+from janux.runtime.model import Message, Model, ModelError, ModelResponse, ModelSettings, ToolSpec
 from janux.runtime.result import RunResult
 from janux.runtime.testing import (
     MessagesPredicate,
@@ -94,6 +94,7 @@ class Recording:
         tool_results: Mapping[str, Sequence[tuple[str, str]]] | None = None,
         fallback_results: Mapping[str, Sequence[tuple[str, str]]] | None = None,
         refusals: Sequence[tuple[str, str]] = (),
+        live: Callable[[str], Model] | None = None,
     ) -> None:
         self._tool_results = _queues(tool_results or {})
         self._fallback_results = _queues(fallback_results or {})
@@ -103,11 +104,28 @@ class Recording:
         """Model requests made so far."""
         self.ended: str | None = None
         """`recording ends at round N: ...` once the run needed something never recorded."""
+        self.live = live
+        """Makes the live model (by model name) a request the recording has no round for goes to, or
+        None to stop there (`janux replay --model-url`)."""
+        self.live_rounds = 0
+        """Requests answered by the live model."""
+        self._live_models: dict[str, Model] = {}
 
     def end(self, why: str) -> None:
         """Note the first place the run went past the recording."""
         if self.ended is None:
             self.ended = f"recording ends at round {max(self.rounds, 1)}: {why}"
+
+    async def ask_live(
+        self, model_name: str, messages: list[Message], tools: list[ToolSpec], settings: ModelSettings
+    ) -> ModelResponse:
+        """One round past the recording, on the live model (one client per model name)."""
+        assert self.live is not None
+        model = self._live_models.get(model_name)
+        if model is None:
+            model = self._live_models[model_name] = self.live(model_name)
+        self.live_rounds += 1
+        return await model.request(messages, tools, settings)
 
     def model(self, agent: str, model_name: str, steps: Sequence[ScriptStep]) -> ReplayModel:
         """A model answering `agent`'s requests from its recorded rounds."""
@@ -186,17 +204,23 @@ class ReplayModel(ScriptedModel):
     async def request(
         self, messages: list[Message], tools: list[ToolSpec], settings: ModelSettings
     ) -> ModelResponse:
-        """The recorded round asked with these messages; the recording ends when there is none."""
-        self._recording.rounds += 1
+        """The recorded round asked with these messages; where there is none the recording ends, and
+        the request goes to the live model when there is one."""
+        recording = self._recording
+        recording.rounds += 1
         try:
             return await super().request(messages, tools, settings)
         except UnexpectedModelCall:
-            self._recording.end(f"{self._agent}'s model output for this request was never recorded")
-            raise
+            recording.end(f"{self._agent}'s model output for this request was never recorded")
+            if recording.live is None:
+                raise
         except ModelError as exc:
-            if exc.error_type == RECORDING_ENDED:
-                self._recording.end(str(exc))
-            raise
+            if exc.error_type != RECORDING_ENDED:
+                raise
+            recording.end(str(exc))
+            if recording.live is None:
+                raise
+        return await recording.ask_live(self.model_name, messages, tools, settings)
 
 
 def answer(
@@ -251,6 +275,8 @@ class OfflineRun:
     """The turn's bill (empty when it raised)."""
     ended: str | None = None
     """Where the run went past the recording, if it did."""
+    live_rounds: int = 0
+    """Rounds a live model answered past the recording (`--model-url`)."""
 
 
 async def run_offline_async(
@@ -276,8 +302,12 @@ async def run_offline_async(
             result = await entry.run(input, **run_options)
     except Exception as exc:
         events = handoff_events_of(exc)
-        return OfflineRun(None, error_type_of(exc), _delegations(events), ended=recording.ended)
-    return OfflineRun(result, None, _delegations(result.handoff_events), result.bill, recording.ended)
+        return OfflineRun(
+            None, error_type_of(exc), _delegations(events), ended=recording.ended,
+            live_rounds=recording.live_rounds,
+        )  # fmt: skip
+    delegations = _delegations(result.handoff_events)
+    return OfflineRun(result, None, delegations, result.bill, recording.ended, recording.live_rounds)
 
 
 def run_offline(

@@ -7,16 +7,20 @@ A change edits the recorded definitions (`janux.agent.definitions`) before the r
   agent's own `max_turns` when it runs a turn); `none` removes a line;
 - `policy.FIELD=V` (every agent's policy) or `AGENT.policy.FIELD=V`: `max_retries`, `timeout_ms`,
   `max_depth`, `enabled`, `on_error`, `on_denied`;
-- `--cost AGENT=IN/OUT`: the agent's price in USD per million input/output tokens (`none`: unpriced).
+- `--cost AGENT=IN/OUT`: the agent's price in USD per million input/output tokens (`none`: unpriced);
+- `--model AGENT=MODEL`: the agent's recorded rounds priced as MODEL's, from the price table
+  (`janux.tracing.prices`), and its replayed rounds named after MODEL.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from janux.errors import JanuxError
+from janux.tracing.prices import TieredPrice, per_million_prices, price_source
 
 BUDGET_FIELDS = ("max_turns", "max_tokens", "max_ms")
 """Budget lines a `--set` can change."""
@@ -112,6 +116,33 @@ def parse_cost(text: str) -> tuple[str, dict[str, float] | None]:
     return agent.strip(), {"input": values[0], "output": values[1]}
 
 
+@dataclass(frozen=True, slots=True)
+class ModelChange:
+    """One `--model`: the agent, the model it is priced as, and that model's table price."""
+
+    agent: str
+    """Agent name."""
+    model: str
+    """The model its rounds are priced (and named) as."""
+    cost: dict[str, float]
+    """USD per million input/output tokens, from the price table."""
+
+
+def parse_model(text: str) -> ModelChange:
+    """`researcher=gpt-4o-mini` -> the agent priced as gpt-4o-mini; raise `WhatIfError` when the price
+    table does not know the model or cannot give it as one rate per token."""
+    agent, sep, model = (part.strip() for part in text.partition("="))
+    if not sep or not agent or not model:
+        raise WhatIfError(f"--model {text!r}: expected AGENT=MODEL (a model of the price table)")
+    try:
+        prices = per_million_prices(model)
+    except TieredPrice as exc:
+        raise WhatIfError(f"--model {text}: {exc}; give its price with --cost {agent}=IN/OUT") from None
+    if prices is None:
+        raise WhatIfError(f"--model {text}: the price table ({price_source()}) has no model {model!r}")
+    return ModelChange(agent, model, {"input": prices[0], "output": prices[1]})
+
+
 def _later(old: Any, new: Any) -> bool:
     """True when the deadline `new` is later than `old` (0 or None: no deadline)."""
     if not new:
@@ -119,8 +150,15 @@ def _later(old: Any, new: Any) -> bool:
     return bool(old) and float(new) > float(old)
 
 
+REPLAY_MODEL = "replay_model"
+"""Key of a definition a `--model` changed: the model name its replayed rounds carry."""
+
+
 def apply_changes(
-    agents: dict[str, dict[str, Any]], changes: list[Change], costs: list[tuple[str, dict[str, float] | None]]
+    agents: dict[str, dict[str, Any]],
+    changes: list[Change],
+    costs: list[tuple[str, dict[str, float] | None]],
+    models: Sequence[ModelChange] = (),
 ) -> tuple[dict[str, dict[str, Any]], bool]:
     """The definitions with the changes made, and whether a deadline now ends later than recorded."""
     changed = copy.deepcopy(agents)
@@ -130,6 +168,10 @@ def apply_changes(
     for agent, cost in costs:
         _known(changed, agent, f"--cost {agent}")
         changed[agent]["cost"] = cost
+    for model in models:
+        _known(changed, model.agent, f"--model {model.agent}")
+        changed[model.agent]["cost"] = dict(model.cost)
+        changed[model.agent][REPLAY_MODEL] = model.model
     return changed, later
 
 

@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from janux.demo.scenarios import SCENARIO_NAMES
 from janux.replay.runner import replay_trace
 from janux.replay.source import expectation
-from janux.replay.whatif import WhatIfError, parse_cost, parse_set
+from janux.replay.whatif import WhatIfError, parse_cost, parse_model, parse_set
 from janux.runtime import Agent, Cost
 from janux.runtime.testing import ScriptedModel, reply
 from janux.tracing import conventions as c
@@ -118,6 +118,57 @@ def test_a_new_price_reprices_the_bill_exactly() -> None:
     assert report.replayed.delegations[0].status == "cut"
 
 
+def _table_price(model: str, input_tokens: int, output_tokens: int) -> float:
+    """The genai-prices table's own figure, read without Janux's price module."""
+    from genai_prices import Usage as PriceUsage
+    from genai_prices import calc_price
+
+    usage = PriceUsage(input_tokens=input_tokens, output_tokens=output_tokens)
+    return float(calc_price(usage, model).total_price)
+
+
+def test_another_model_reprices_that_agents_rounds_by_the_price_table() -> None:
+    recorded = replay_trace(_trace("cut_max_turns"))
+    report = replay_trace(_trace("cut_max_turns"), models=[parse_model("researcher=gpt-4o-mini")])
+    assert report.ended is None
+    researcher = report.replayed.delegations[0].usage
+    assert (researcher.input_tokens, researcher.output_tokens) == (1000, 48)
+    assert researcher.cost == pytest.approx(_table_price("gpt-4o-mini", 1000, 48), rel=1e-12)
+    assert researcher.cost != pytest.approx(recorded.recorded.delegations[0].usage.cost, rel=1e-3)
+    triage_cost = recorded.recorded.bill.cost - recorded.recorded.delegations[0].usage.cost  # type: ignore[operator]
+    assert report.replayed.bill.cost == pytest.approx(triage_cost + researcher.cost, rel=1e-12)
+    # The replayed rounds carry the model they were priced as; the outcome is the recorded one.
+    assert report.agents["researcher"]["cost"] == {"input": 0.15, "output": 0.6}
+    assert "recording.model('researcher', 'gpt-4o-mini', [" in report.source
+    assert report.replayed.delegations[0].status == "cut"
+
+
+def test_a_model_what_if_keeps_unpriced_tokens_apart() -> None:
+    report = replay_trace(
+        _trace("cut_max_turns"),
+        costs=[parse_cost("researcher=none")],
+        models=[parse_model("triage=gpt-4o")],
+    )
+    bill, researcher = report.replayed.bill, report.replayed.delegations[0].usage
+    assert researcher.cost is None
+    assert bill.unpriced_tokens == researcher.input_tokens + researcher.output_tokens == 1048
+    triage_in, triage_out = bill.input_tokens - 1000, bill.output_tokens - 48
+    assert bill.cost == pytest.approx(_table_price("gpt-4o", triage_in, triage_out), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("researcher=gpt-nonexistent-9", "the price table (genai-prices"),
+        ("researcher=gemini-1.5-pro", "'gemini-1.5-pro' is priced in tiers or per request"),
+        ("researcher", "expected AGENT=MODEL"),
+    ],
+)
+def test_a_model_the_price_table_cannot_price_is_refused(text: str, message: str) -> None:
+    with pytest.raises(WhatIfError, match=re.escape(message)):
+        parse_model(text)
+
+
 def test_what_ifs_naming_unknown_things_are_refused() -> None:
     with pytest.raises(WhatIfError, match="the trace has no agent 'writer'"):
         replay_trace(_trace("cut_max_turns"), changes=[parse_set("writer.max_turns=3")])
@@ -179,6 +230,32 @@ def test_the_command_exits_1_when_the_recording_ends(recorded: tuple[Path, dict[
     assert "recording ends at round 3: no recorded tool result for search_docs" in done.stdout
 
 
+def test_the_command_shows_the_bill_repriced_as_another_model(
+    recorded: tuple[Path, dict[str, str]],
+) -> None:
+    folder, ids = recorded
+    done = _replay(folder, "captured.jsonl", ids["cut_max_turns"], "--model", "researcher=gpt-4o-mini")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "what-if: researcher=gpt-4o-mini" in done.stdout
+    # Recorded at the researcher's own price (2.50/10.00), replayed at gpt-4o-mini's table price.
+    usage = "* usage      1,000 in / 48 out, $0.002980                 1,000 in / 48 out, $0.0001788"
+    assert usage in done.stdout.splitlines()
+    change = "1,000 in / 48 out, $0.00298 -> 1,000 in / 48 out, $0.0001788"
+    assert f"  delegation 1 (delegate.researcher): {change}" in done.stdout.splitlines()
+
+
+def test_the_help_documents_every_option() -> None:
+    done = janux("replay", "--help")
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())
+    for option in (
+        "--set AGENT.FIELD=VALUE", "--cost AGENT=IN/OUT", "--model AGENT=MODEL", "--agents MODULE:NAME",
+        "--live-tools", "--model-url URL", "--api-key-env NAME", "--write-test PATH",
+    ):  # fmt: skip
+        assert option in text, option
+    assert "genai-prices table" in text and "your code" in text and "chat-completions server" in text
+
+
 def test_the_command_compares_one_delegation(recorded: tuple[Path, dict[str, str]]) -> None:
     folder, ids = recorded
     done = _replay(folder, "captured.jsonl", ids["delegation"], "--delegation", "1")
@@ -202,6 +279,14 @@ def test_the_command_compares_one_delegation(recorded: tuple[Path, dict[str, str
         (
             ("captured.jsonl", "{cut_max_turns}", "--set", "nobody.max_turns=2"),
             "janux replay: --set nobody.max_turns=2: the trace has no agent 'nobody'",
+        ),
+        (
+            ("captured.jsonl", "{cut_max_turns}", "--model", "researcher=gpt-nonexistent-9"),
+            "janux replay: --model researcher=gpt-nonexistent-9: the price table (genai-prices",
+        ),
+        (
+            ("captured.jsonl", "{cut_max_turns}", "--model", "nobody=gpt-4o-mini"),
+            "janux replay: --model nobody: the trace has no agent 'nobody'",
         ),
     ],
 )

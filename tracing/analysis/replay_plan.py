@@ -137,6 +137,12 @@ class ReplayPlan:
     holder: str = ""
     """The agent holding the conversation when the turn began (a transfer target on a later turn)."""
 
+    @property
+    def agent_names(self) -> list[str]:
+        """The agents the trace names: its definitions', then whoever made a round, first seen first."""
+        names = [*self.definitions.get("agents", {}), *(r.agent for r in self.rounds)]
+        return list(dict.fromkeys(names))
+
     def agent(self, name: str) -> dict[str, Any]:
         """The recorded definition of `name` (an empty one when the trace does not hold it)."""
         found = self.definitions.get("agents", {}).get(name)

@@ -2,7 +2,10 @@
 
     janux replay 4bf92f35 --delegation 1
     janux replay 4bf92f35 --set researcher.max_turns=4 --cost researcher=0.15/0.60
+    janux replay 4bf92f35 --model researcher=gpt-4o-mini
     janux replay 4bf92f35 --write-test tests/test_refund_handoff.py
+    janux replay 4bf92f35 --agents myapp.agents:registry --live-tools --write-test tests/test_fix.py
+    janux replay 4bf92f35 --set researcher.max_turns=5 --model-url http://localhost:11434/v1
 
 The trace must have been recorded with content capture on (each round's messages and outputs, tool
 arguments and results, the agents' definitions). Exit status: 0 when the replay ends as recorded,
@@ -65,6 +68,31 @@ def register(subparsers: Any) -> None:
         "repeatable",
     )  # fmt: skip
     parser.add_argument(
+        "--model", action="append", default=[], metavar="AGENT=MODEL",
+        help="what-if: price an agent's recorded rounds as MODEL's, from the genai-prices table "
+        "(researcher=gpt-4o-mini); an unknown or tiered model is refused; repeatable",
+    )  # fmt: skip
+    parser.add_argument(
+        "--agents", metavar="MODULE:NAME",
+        help="take the agents from your code (a mapping name -> janux Agent, or a callable returning "
+        "one, e.g. myapp.agents:registry) instead of the definitions the trace recorded: the replay "
+        "and a written test run your prompts, guardrails and budgets; the working directory is importable",
+    )  # fmt: skip
+    parser.add_argument(
+        "--live-tools", action="store_true",
+        help="run the real tools of --agents instead of answering each call with its recorded result",
+    )  # fmt: skip
+    parser.add_argument(
+        "--model-url", metavar="URL",
+        help="where the recording ends, continue on a live OpenAI-compatible chat-completions server "
+        "(http://localhost:11434/v1, https://api.openai.com/v1, ...) instead of stopping there",
+    )  # fmt: skip
+    parser.add_argument(
+        "--api-key-env", metavar="NAME", default="OPENAI_API_KEY",
+        help="environment variable holding the --model-url server's API key (default OPENAI_API_KEY; "
+        "optional for local servers)",
+    )  # fmt: skip
+    parser.add_argument(
         "--write-test", metavar="PATH", help="write the replay as a self-contained pytest file"
     )
     add_source_arguments(parser)
@@ -74,8 +102,9 @@ def register(subparsers: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     # Imported here: the runtime and the analysis are not needed by the other subcommands' start.
     from janux.cli.commands.trace import full_trace_id
-    from janux.replay.runner import replay_trace, test_source
-    from janux.replay.whatif import WhatIfError, parse_cost, parse_set
+    from janux.replay.runner import live_models, replay_trace, test_source
+    from janux.replay.user_agents import RegistryError
+    from janux.replay.whatif import WhatIfError, parse_cost, parse_model, parse_set
     from janux.tracing.analysis.replay_plan import ReplayUnavailable
 
     source = open_from_args(args, "replay")
@@ -89,28 +118,37 @@ def _run(args: argparse.Namespace) -> int:
     try:
         changes = [parse_set(text) for text in args.set]
         costs = [parse_cost(text) for text in args.cost]
+        models = [parse_model(text) for text in args.model]
+        live = live_models(args.model_url, args.api_key_env) if args.model_url else None
         report = replay_trace(
-            spans, changes=changes, costs=costs, delegation=args.delegation, span_id=args.span
-        )
-    except (ReplayUnavailable, WhatIfError) as exc:
+            spans, changes=changes, costs=costs, models=models, delegation=args.delegation,
+            span_id=args.span, agents_from=args.agents, live_tools=args.live_tools, live=live,
+        )  # fmt: skip
+    except (ReplayUnavailable, WhatIfError, RegistryError) as exc:
         print(f"janux replay: {exc}")
         return EXIT_UNAVAILABLE
-    status = _print_report(report, trace_id, [*args.set, *args.cost])
+    status = _print_report(report, trace_id, [*args.set, *args.cost, *args.model], args.model_url)
     if args.write_test:
         command = "janux replay " + shlex.join([trace_id, *_what_if_args(args)])
         _write(Path(args.write_test), test_source(report, command))
-        if args.set or args.cost:
+        if args.set or args.cost or args.model:
             print("note: its agents carry the what-if changes and it asserts the recorded outcome, so it "
                   "fails until you edit the assertion to the outcome you expect")  # fmt: skip
     return status
 
 
 def _what_if_args(args: argparse.Namespace) -> list[str]:
-    flags = [("--set", value) for value in args.set] + [("--cost", value) for value in args.cost]
-    return [part for flag, value in flags for part in (flag, value)]
+    flags = [
+        *(("--set", value) for value in args.set),
+        *(("--cost", value) for value in args.cost),
+        *(("--model", value) for value in args.model),
+        *([("--agents", args.agents)] if args.agents else []),
+    ]
+    live = ["--live-tools"] if args.live_tools else []
+    return [part for flag, value in flags for part in (flag, value)] + live
 
 
-def _print_report(report: Any, trace_id: str, what_ifs: list[str]) -> int:
+def _print_report(report: Any, trace_id: str, what_ifs: list[str], model_url: str | None) -> int:
     from janux.tracing.analysis.replay_outcome import render_comparison
 
     plan = report.plan
@@ -122,6 +160,9 @@ def _print_report(report: Any, trace_id: str, what_ifs: list[str]) -> int:
     print(render_comparison(report.recorded, report.replayed, report.only))
     if report.ended is not None:
         print(report.ended)
+        if report.run.live_rounds:
+            print(f"continued on {model_url}: {report.run.live_rounds} live round(s) past the recording, "
+                  "counted in the replayed outcome and bill")  # fmt: skip
         print("the replay went past the recording: the outcome after that point is not a replay of it")
         return EXIT_DIFFERS
     if report.differences:
