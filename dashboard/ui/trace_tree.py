@@ -11,7 +11,9 @@ of the time a span's detail may take; this component sends the picked span id on
 (`setTriggerValue`), and marks the row at once. Rows already drawn stay when the new ones extend
 them (a click only moves the mark; more rows are appended below). A big tree is sent a part at a
 time: its last row says how many are not drawn yet, and a click on it, scrolling down to it or the
-down arrow past the last row asks for the next part. Every cell is set as text (never as HTML), so
+down arrow past the last row asks for the next part. The rows are drawn in parts of `PART_ROWS`,
+each laid out by the browser only once scrolled near (`content-visibility: auto`), so a thousand
+rows cost a first draw little more than a screenful. Every cell is set as text (never as HTML), so
 a hostile span name is shown as written; lines, icons and bars are drawn by CSS on empty elements.
 """
 
@@ -32,6 +34,9 @@ COLUMNS = ("span", "timeline", "duration", "tokens in / out", "cost")
 VISIBLE_ROWS = 12
 """Rows shown before the tree scrolls (the tree and its toolbar fit the top half of a 900 px window
 below the header, and the selected span's detail beside it)."""
+PART_ROWS = 50
+"""Rows in each part of the tree the browser lays out on its own, only once scrolled near (a
+thousand rows laid out at once were most of a big trace's first draw)."""
 MAX_GUIDES = 24
 """Connector levels drawn at most (a hostile trace thousands deep is drawn at this depth, its depth
 written in its kind cell's hover)."""
@@ -47,13 +52,15 @@ STATE_NAMES = {
 """Each state with an icon, as its hover names it (a span that ended well has none)."""
 
 _CSS = """
-.tree { max-height: calc(var(--rows) * 1.7rem + 1.9rem); overflow: auto; outline: none;
+.tree { max-height: calc(var(--rows) * 1.7rem + 1.9rem); overflow: auto; outline: none; position: relative;
         border: 1px solid var(--st-border-color, rgba(49, 51, 63, 0.2)); border-radius: 0.5rem; }
 table { border-collapse: collapse; width: 100%; table-layout: fixed; font-size: 0.8125rem;
         font-family: var(--st-font, inherit); }
+table.head { position: sticky; top: 0; z-index: 1; background: var(--st-background-color, #fff); }
+.part { content-visibility: auto; contain-intrinsic-block-size: auto calc(var(--n) * 1.7rem); }
 col.timeline { width: 17%; } col.duration { width: 4.4rem; } col.tokens { width: 6.6rem; }
 col.cost { width: 6.6rem; }
-th { position: sticky; top: 0; z-index: 1; text-align: left; font-weight: 400; opacity: 0.85;
+th { text-align: left; font-weight: 400; opacity: 0.85;
      background: var(--st-secondary-background-color, #f0f2f6); }
 th, td { padding: 0 0.45rem; white-space: nowrap; overflow: hidden; text-overflow: ellipsis;
          height: 1.7rem; line-height: 1.7rem; }
@@ -130,16 +137,20 @@ export default function (component) {
   }
   box.style.setProperty('--rows', String(data.visible));
   // One key per row (all it shows): rows already drawn are kept when the new ones extend them
-  // (more rows asked for, or a click: only the mark moves); else the table is built anew.
+  // (more rows asked for, or a click: only the mark moves); else the tree is built anew.
   const keys = data.rows.map((row) => row.join('\\t'));
   const drawn = box.drawnKeys || [];
-  let body = box.querySelector('tbody');
-  const rebuilt = !body || drawn.length > keys.length || drawn.some((key, at) => key !== keys[at]);
-  if (rebuilt) {
-    if (body) box.scrollTop = 0;  // other rows (a search) start at the top; a first draw has no scroll
-    const table = document.createElement('table');
-    const cols = table.appendChild(document.createElement('colgroup'));
+  const rebuilt = !box.firstChild || drawn.length > keys.length || drawn.some((key, at) => key !== keys[at]);
+  const colgroup = () => {
+    const cols = document.createElement('colgroup');
     for (const name of data.classes) cols.appendChild(document.createElement('col')).className = name;
+    return cols;
+  };
+  if (rebuilt) {
+    if (box.firstChild) box.scrollTop = 0;  // other rows (a search) start at the top
+    const table = document.createElement('table');
+    table.className = 'head';
+    table.appendChild(colgroup());
     const head = table.createTHead().insertRow();
     data.columns.forEach((name, col) => {
       const th = document.createElement('th');
@@ -147,18 +158,35 @@ export default function (component) {
       th.className = data.classes[col];
       head.appendChild(th);
     });
-    body = table.createTBody();
     box.replaceChildren(table);
     box.drawnKeys = [];
     delete box.dataset.asked;  // other rows (a search, another trace): their next part not asked yet
   }
-  body.querySelector('tr.more')?.remove();
-  for (let at = box.drawnKeys.length; at < data.rows.length; at++) drawRow(body, data.rows[at], at);
+  box.querySelector('table.tail')?.remove();
+  // Rows in parts of PART_ROWS, each its own table in a box the browser lays out only when it is
+  // scrolled near (`content-visibility: auto`): 1,000 rows laid out at once took most of a big
+  // trace's first draw; the columns line up as every table has the same fixed widths.
+  let body = box.lastChild.querySelector('tbody');  // the last part's rows (none after the header)
+  for (let at = box.drawnKeys.length; at < data.rows.length; at++) {
+    if (at % data.part === 0) {
+      const part = box.appendChild(document.createElement('div'));
+      part.className = 'part';
+      part.style.setProperty('--n', String(Math.min(data.part, data.rows.length - at)));  // its height unseen
+      const table = part.appendChild(document.createElement('table'));
+      table.appendChild(colgroup());
+      body = table.createTBody();
+    }
+    drawRow(body, data.rows[at], at);
+  }
+  if (body) body.closest('.part').style.setProperty('--n', String(body.rows.length));  // a part extended
   box.drawnKeys = keys;
-  const rows = Array.from(body.querySelectorAll('tr.row'));
+  const rows = Array.from(box.querySelectorAll('tr.row'));
   let more = null;
   if (data.more) {  // the rows not sent yet: asked for by a click on this row or by scrolling to it
-    more = body.insertRow();
+    const tail = box.appendChild(document.createElement('table'));
+    tail.className = 'tail';
+    tail.appendChild(colgroup());
+    more = tail.createTBody().insertRow();
     more.className = 'more';
     const td = more.insertCell();
     td.colSpan = data.columns.length;
@@ -173,7 +201,7 @@ export default function (component) {
   const ids = data.rows.map((row) => row[0]);
   let current = data.selected;
   const mark = (at, scroll) => {
-    for (const tr of body.querySelectorAll('tr.on')) tr.classList.remove('on');
+    for (const tr of box.querySelectorAll('tr.on')) tr.classList.remove('on');
     if (at < 0 || at >= rows.length) return;
     rows[at].classList.add('on');
     if (!scroll) return;
@@ -183,7 +211,9 @@ export default function (component) {
     requestAnimationFrame(() => {
       const row = rows[at];
       if (!row.isConnected) return;
-      const top = row.offsetTop - body.offsetTop, head = body.offsetTop;
+      // The row's top within the rows (below the header), the part it is in being laid out now.
+      const head = box.firstChild.offsetHeight;
+      const top = row.getBoundingClientRect().top - box.getBoundingClientRect().top + box.scrollTop - head;
       if (top < box.scrollTop) box.scrollTop = top;
       else if (top + row.offsetHeight + head > box.scrollTop + box.clientHeight) {
         box.scrollTop = top + row.offsetHeight + head - box.clientHeight;
@@ -209,7 +239,8 @@ export default function (component) {
     pick(Number(tr.dataset.at));
   };
   box.onscroll = () => {
-    if (more && box.scrollTop + box.clientHeight >= more.offsetTop - more.offsetHeight) askMore();
+    const tail = more?.closest('table');
+    if (tail && box.scrollTop + box.clientHeight >= tail.offsetTop - more.offsetHeight) askMore();
   };
   box.onkeydown = (event) => {
     if (event.key !== 'ArrowDown' && event.key !== 'ArrowUp') return;
@@ -347,6 +378,7 @@ def trace_tree(
             "rows": _rows_kept(version, rows, total_ms, hits),
             "selected": ids.index(selected) if selected in ids else -1,
             "visible": VISIBLE_ROWS,
+            "part": PART_ROWS,
             "more": more if on_more is not None else "",
         },
         on_picked_change=picked,

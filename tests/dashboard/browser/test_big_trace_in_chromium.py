@@ -18,7 +18,7 @@ from playwright.sync_api import Page, expect
 
 from janux.cli.commands.ui import free_port, launch_ui
 from janux.dashboard.ui.trace_explorer import FIRST_ROWS, MORE_ROWS
-from janux.dashboard.ui.trace_tree import row_cells
+from janux.dashboard.ui.trace_tree import PART_ROWS, row_cells
 from janux.tracing.analysis import reconstruct
 from janux.tracing.analysis.trace_outline import OutlineRow, outline
 from janux.tracing.analysis.trace_search import matches, with_ancestors
@@ -189,3 +189,24 @@ def test_big_trace_header_figures_are_never_cut(big_trace: BigTrace, page: Page)
     expect(header).to_contain_text(f"tokens {total.input_tokens:,} in / {total.output_tokens:,} out")
     cut: bool = header.evaluate("el => el.scrollWidth > el.clientWidth + 1")
     assert not cut
+
+
+def test_rows_far_below_the_view_are_left_unlaid_until_scrolled_near(big_trace: BigTrace, page: Page) -> None:
+    """Of the first `FIRST_ROWS` rows drawn, those far below the tree's box are not laid out (their
+    part is skipped by the browser) until the box scrolls to them; every part's columns line up
+    with the header's."""
+    page.goto(big_trace.url)
+    rows = page.locator("tr.row")
+    expect(rows).to_have_count(FIRST_ROWS, timeout=UI_WAIT_MS)
+    expect(page.locator(IDLE)).to_have_count(1, timeout=UI_WAIT_MS)
+    laid_out = "tr => tr.checkVisibility({ contentVisibilityAuto: true })"
+    far = rows.nth(FIRST_ROWS - 1 - PART_ROWS // 2)
+    assert rows.first.evaluate(laid_out) is True
+    assert far.evaluate(laid_out) is False
+    far.scroll_into_view_if_needed()
+    wait_until(lambda: far.evaluate(laid_out), timeout_s=UI_WAIT_MS / 1000, what="the far row laid out")
+    lefts = "tr => [...tr.cells].map(td => Math.round(td.getBoundingClientRect().left))"
+    header = page.locator(".tree table.head tr").evaluate(lefts)
+    assert far.evaluate(lefts) == header
+    page.locator(".tree").evaluate("box => { box.scrollTop = 0; }")
+    assert rows.first.evaluate(lefts) == header

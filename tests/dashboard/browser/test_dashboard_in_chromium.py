@@ -41,6 +41,9 @@ CHROMIUM_FLAGS = [
 ]  # fmt: skip
 DEMO_TRACES = 19
 UI_WAIT_MS = 30_000
+WINDOW = {"width": 1440, "height": 900}
+"""The browser window of every page test and of the README's screenshots: a 1440x900 laptop
+(design brief: on that window the trace tree starts in the top half)."""
 TABLE_HEADER_PX, TABLE_ROW_PX = 38, 35
 """Streamlit's table header and row heights (to click a link drawn on the table canvas)."""
 
@@ -119,7 +122,7 @@ def browser() -> Iterator[Browser]:
 
 @pytest.fixture()
 def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1440, "height": 1000})
+    context = browser.new_context(viewport=WINDOW)
     opened = context.new_page()
     errors: list[str] = []
     opened.on("pageerror", lambda exc: errors.append(str(exc)))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from janux.cli.commands.ui import free_port, launch_ui
 from janux.tracing.analysis import reconstruct
@@ -23,10 +23,9 @@ from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.records import STATUS_ERROR
 from janux.tracing.sources.store import open_store
 from janux.tracing.testing import synthetic_trace
-from tests.dashboard.browser.test_dashboard_in_chromium import UI_WAIT_MS, _wait_for_ui
+from tests.dashboard.browser.test_dashboard_in_chromium import UI_WAIT_MS, WINDOW, _wait_for_ui
 from tests.support.failed_round_trace import FAILED_TOKENS, STATUS_MESSAGE, failed_round_trace
 
-WINDOW = {"width": 1440, "height": 900}
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 LABELS_JS = "cells => cells.map(td => td.textContent)"
 
@@ -55,17 +54,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     finally:
         server.terminate()
         server.wait(timeout=30)
-
-
-@pytest.fixture()
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport=WINDOW)
-    opened = context.new_page()
-    errors: list[str] = []
-    opened.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield opened
-    context.close()
-    assert not errors, f"JavaScript errors in the page: {errors}"
 
 
 def _open(page: Page, url: str) -> None:
