@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from janux.runtime import Agent, HandoffPolicy, OnFailure, SessionMode, Subagent, function_tool
-from janux.runtime.model import Message, ModelResponse, ModelUsage, ToolCall
+from janux.runtime.model import Message, ModelError, ModelResponse, ModelUsage, ToolCall
 from janux.runtime.testing import FunctionModel
 from tests.support.run_audit import RunAudit, live_tasks
 
@@ -56,6 +56,9 @@ class Node:
     max_tokens: int | None = None
     max_ms: float | None = None
     reuse: bool = False
+    fails: bool = False
+    """Its model fails on every call (a failure of its own, besides the planned one): its caller
+    retries, fails the delegation or falls back to the primary, so the fallback site is reached."""
 
 
 @dataclass
@@ -117,6 +120,7 @@ def trees(draw: st.DrawFn, depth: int = 0) -> Node:
         max_tokens=draw(st.sampled_from([None, None, 40])),
         max_ms=draw(st.sampled_from([None, None, 30.0])),
         reuse=draw(st.booleans()),
+        fails=depth > 0 and draw(st.sampled_from([False, False, True])),
     )
     if depth < 2:
         node.children = draw(st.lists(trees(depth + 1), max_size=3 - depth))
@@ -130,6 +134,8 @@ def _all(node: Node) -> list[Node]:
 def _model(node: Node, plan: Plan, transfer_to: str | None) -> FunctionModel:
     async def answer(messages: list[Message], tools: Any, settings: Any) -> ModelResponse:
         await plan.at(f"model:{node.name}")
+        if node.fails:
+            raise ModelError("upstream returned 503", "server_error", 503)
         usage = ModelUsage(input_tokens=10, output_tokens=5)
         if messages[-1].role == "tool":
             return ModelResponse(text="done", usage=usage)
@@ -238,7 +244,54 @@ async def _run(agent: Agent, plan: Plan, audit: RunAudit, outcome: Outcome) -> N
 )
 @given(scenarios())
 def test_every_run_closes_what_it_opened_whatever_fails_where(scenario: tuple[Node, bool, Plan]) -> None:
-    tree, transfer, plan = scenario
+    tree, _, plan = scenario
+    outcome = check_run(*scenario)
+    event(f"{plan.action} at {plan.site.split(':')[0]}: {'fired' if plan.fired else 'not reached'}")
+    event(f"agents: {len(_all(tree))}, ended by {type(outcome.error).__name__}")
+
+
+def _explicit_tree() -> Node:
+    """A root that works and delegates to a subagent that works and delegates in turn, and to one
+    whose model fails, retried once and then served by the primary (the fallback site)."""
+    leaf = Node(f"a{next(_names)}", work=True)
+    middle = Node(f"a{next(_names)}", children=[leaf], work=True)
+    failing = Node(f"a{next(_names)}", fails=True, fallback=True, retries=1)
+    return Node(f"a{next(_names)}", children=[middle, failing], work=True, retries=1)
+
+
+def explicit_scenarios() -> list[tuple[Node, bool, Plan]]:
+    """Every action at every kind of site (the turn's model, a subagent's model two levels down, a
+    tool, each listener event, the fallback handler, the transfer target's model): the random
+    examples need not draw each, so each is run here on a tree that reaches it."""
+    found = []
+    for action in ACTIONS:
+        tree = _explicit_tree()
+        middle, _ = tree.children
+        sites = [f"model:{tree.name}", f"model:{middle.children[0].name}", f"tool:{middle.name}",
+                 "listener:HANDOFF_START", "listener:HANDOFF_END", "fallback", "model:desk"]  # fmt: skip
+        found += [(_explicit_tree_like(tree), True, Plan(site, action)) for site in sites]
+    return found
+
+
+def _explicit_tree_like(tree: Node) -> Node:
+    """A fresh copy of `tree` with the same names (each run builds its own agents from it)."""
+    return Node(tree.name, [_explicit_tree_like(c) for c in tree.children], tree.parallel, tree.work,
+                tree.retries, tree.timeout_ms, tree.fallback, tree.max_tokens, tree.max_ms, tree.reuse,
+                tree.fails)  # fmt: skip
+
+
+def test_every_action_strikes_at_every_kind_of_site() -> None:
+    reached = set()
+    for tree, transfer, plan in explicit_scenarios():
+        check_run(tree, transfer, plan)
+        assert plan.fired, (plan.action, plan.site)  # the planned point was reached: the case ran
+        reached.add((plan.action, plan.site.split(":")[0]))
+    assert reached == {(action, site) for action in ACTIONS for site in ("model", "tool", "listener", "fallback")}
+
+
+def check_run(tree: Node, transfer: bool, plan: Plan) -> Outcome:
+    """Run `tree` (its root transferring to `desk` when `transfer`) with `plan`'s failure and check
+    that the run closed what it opened."""
     agent = _agent(tree, plan, root=True, transfer=transfer)
     audit = RunAudit()
     outcome = Outcome()
@@ -257,8 +310,7 @@ def test_every_run_closes_what_it_opened_whatever_fails_where(scenario: tuple[No
     if plan.fired and plan.action in ("error", "stray") and plan.site not in _turn_models(tree):
         # An Exception or a stray CancelledError below the turn's own loop is absorbed: the turn answers.
         assert outcome.error is None
-    event(f"{plan.action} at {plan.site.split(':')[0]}: {'fired' if plan.fired else 'not reached'}")
-    event(f"agents: {len(_all(tree))}, ended by {type(outcome.error).__name__}")
+    return outcome
 
 
 def _turn_models(tree: Node) -> set[str]:
