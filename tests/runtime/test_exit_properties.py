@@ -286,7 +286,8 @@ def test_every_action_strikes_at_every_kind_of_site() -> None:
         check_run(tree, transfer, plan)
         assert plan.fired, (plan.action, plan.site)  # the planned point was reached: the case ran
         reached.add((plan.action, plan.site.split(":")[0]))
-    assert reached == {(action, site) for action in ACTIONS for site in ("model", "tool", "listener", "fallback")}
+    kinds = ("model", "tool", "listener", "fallback")
+    assert reached == {(action, site) for action in ACTIONS for site in kinds}
 
 
 def check_run(tree: Node, transfer: bool, plan: Plan) -> Outcome:
