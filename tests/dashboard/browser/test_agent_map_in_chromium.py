@@ -1,4 +1,6 @@
-"""The agent map, the cost pictures and the failed-handoff screen in a real Chromium, on `janux serve --demo`.
+"""The agent map, the cost pictures and the failed-handoff screen in a real Chromium, on `janux serve --demo`;
+and one figure across pages (issue 28): a transfer's caller and billing's own cost on the Trace page,
+the agent map and the Costs CSV, and a failed attempt's failed round counted.
 
 Reuses the served demo, browser and page fixtures of `test_dashboard_in_chromium` (conftest.py).
 Its screenshots are the README's (docs/screenshots/agent-map*.png, costs-*.png, handoff.png).
@@ -6,10 +8,16 @@ Its screenshots are the README's (docs/screenshots/agent-map*.png, costs-*.png, 
 
 from __future__ import annotations
 
+import csv
+import io
 import re
+from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
+from janux.tracing.analysis import figures
+from janux.tracing.analysis.trace_outline import outline
+from janux.tracing.analysis.trace_view import TraceView, reconstruct
 from janux.tracing.sources.protocol import TraceFilter
 from janux.tracing.sources.store import open_store
 from tests.dashboard.browser.test_dashboard_in_chromium import UI_WAIT_MS, Served, _open, _shot, cut_metrics
@@ -73,3 +81,59 @@ def test_failed_handoff_screen_explains_a_cut(served: Served, page: Page) -> Non
     expect(banner).to_be_visible(timeout=UI_WAIT_MS)
     expect(page.get_by_role("heading", name="Budget burn at the cut")).to_be_visible()
     _shot(page, "handoff")
+
+
+def _transfer_view(served: Served) -> TraceView:
+    """The demo's transfer (triage hands the conversation to billing), rebuilt from the store."""
+    (summary,) = [t for t in served.traces if t.agent_path]
+    with open_store(served.data_dir) as store:
+        return reconstruct(store.get_trace(summary.trace_id))
+
+
+def test_a_transfer_shows_its_caller_and_one_figure_on_every_page(served: Served, page: Page) -> None:
+    # Issue 28: the caller's round is the caller's, and billing's own cost is one figure, rendered by
+    # one rule per medium: the Trace page's row, the agent map's label and the Costs page's CSV.
+    view = _transfer_view(served)
+    assert [n.agent for n in view.nodes] == ["triage", "billing"]
+    billing = view.nodes[1].own
+    _open(page, f"{served.url}/trace?trace_id={view.trace_id}", "Trace")
+    rows = outline(view)
+    labels: list[str] = page.locator("tr.row td.span").evaluate_all("tds => tds.map(td => td.textContent)")
+    assert labels == [r.label for r in rows][: len(labels)]
+    loops = [r for r in rows if r.kind == "loop"]
+    assert [r.agent for r in loops] == ["triage", "billing"]  # the caller, then the agent it handed to
+    for loop, node in zip(loops, view.nodes, strict=True):
+        cell = page.locator("tr.row").nth(rows.index(loop)).locator("td.cost")
+        expect(cell).to_contain_text(loop.cost)
+        # its own cost (the hover's first line), by the page's rule: the caller's round is the caller's
+        own = re.escape(f"own: {figures.page_text(figures.cost(node.own))},")
+        expect(cell).to_have_attribute("title", re.compile(own))
+    # The agent map: billing runs only in this trace, so its node's own cost is this figure.
+    _open(page, f"{served.url}/agent-map", "Agent map")
+    graph = page.locator("[data-testid='stVegaLiteChart'] svg")
+    label = f"own {figures.chart_label(figures.cost(billing))}"
+    expect(graph.get_by_text(label, exact=False).first).to_be_visible(timeout=UI_WAIT_MS)
+    # The Costs page's by-agent CSV: the same figure's exact digits, and triage's own round apart.
+    _open(page, f"{served.url}/costs", "Costs")
+    with page.expect_download(timeout=UI_WAIT_MS) as started:
+        page.get_by_role("button", name="Download by agent (own) (CSV)").click()
+    exported = {r["agent"]: r for r in csv.DictReader(io.StringIO(Path(started.value.path()).read_text()))}
+    assert exported["billing"]["own cost USD"] == figures.csv_value(figures.cost(billing))
+    assert int(exported["billing"]["own input tokens"]) == billing.input_tokens
+    assert "e" not in exported["billing"]["own cost USD"].lower()  # never scientific notation
+
+
+def test_a_failed_attempt_counts_its_failed_round(served: Served, page: Page) -> None:
+    # Issue 28: a failed model round is a round: the failed attempt's detail says 1, not 0.
+    retried = next(
+        t for t in served.traces if t.attempts == 2 and t.failed_handoffs == 0 and t.delegations == 1
+    )
+    with open_store(served.data_dir) as store:
+        view = reconstruct(store.get_trace(retried.trace_id))
+    failed = next(n for n in view.nodes if n.attempt == 1 and n.via is not None)
+    assert failed.own.rounds == 1
+    _open(page, f"{served.url}/trace?trace_id={view.trace_id}&span={failed.span_id}", "Trace")
+    detail = page.locator(".tables").filter(has_text="model rounds")
+    expect(detail.first).to_be_visible(timeout=UI_WAIT_MS)
+    row = detail.first.locator("tr", has_text="model rounds")
+    expect(row.locator("td").last).to_have_text("1")
