@@ -25,8 +25,12 @@ from janux.tracing.analysis.report import trace_report
 from janux.tracing.analysis.trace_view import reconstruct
 from janux.tracing.records import SpanRecord
 from janux.tracing.sdk.convert import span_records_from_readable
+from janux.tracing.sources.clickhouse import schema
+from janux.tracing.sources.clickhouse.deriver import derive_pending
+from janux.tracing.sources.clickhouse.source import ClickHouseSource
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.protocol import TraceFilter, TraceSource
+from tests.support.clickhouse_rows import insert_statement
 from tests.support.three_sources import derived_clickhouse, three_sources
 
 TRIAGE = Cost(input=1.0, output=2.0)
@@ -207,3 +211,23 @@ def test_a_denied_transfer_splits_nothing() -> None:
     assert [n.agent for n in view.nodes] == ["triage"]
     assert view.nodes[0].own_source == "recorded" and view.nodes[0].own.input_tokens == 150
     assert [(d.kind, d.status) for d in view.delegations] == [("transfer", "denied")]
+
+
+def test_a_clickhouse_database_of_schema_6_reads_and_upgrades_to_the_path(tmp_path: Path) -> None:
+    # Facts rows written before schema 7 have no `agent_path` column: the source reads them with an
+    # empty path until `init` adds it, and a trace derived after the upgrade carries its path.
+    _, spans = _traced(_transfer())
+    with derived_clickhouse(spans, tmp_path) as (_, client):
+        client.command(f"ALTER TABLE {schema.FACTS} DROP COLUMN agent_path")
+        client.command(f"TRUNCATE TABLE {schema.SCHEMA}")
+        client.command(f"INSERT INTO {schema.SCHEMA} (version, applied) VALUES (6, now64(3))")
+        (row,) = ClickHouseSource(client).list_traces(TraceFilter())
+        assert row.agent_path == ()
+        assert schema.init(client) == schema.SCHEMA_VERSION == 7
+        (row,) = ClickHouseSource(client).list_traces(TraceFilter())
+        assert row.agent_path == ()  # derived before the upgrade
+        _, again = _traced(_transfer())
+        client.command(insert_statement(again))
+        derive_pending(client, quiet_s=0)
+        rows = {r.trace_id: r for r in ClickHouseSource(client).list_traces(TraceFilter())}
+        assert rows[again[0].trace_id].agent_path == ("triage", "billing")
