@@ -87,6 +87,17 @@ def test_inside_a_loop_without_a_tool_call_between_a_naming_span_is_a_step_not_a
     assert facts.edges == []
 
 
+def test_below_an_unnamed_agent_span_that_wraps_the_run_a_naming_span_is_the_loop() -> None:
+    # The run's wrapper is an agent span with no name; the agent is named only by its task span.
+    root = record("r" * 16, "", "Agent workflow", {c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT}, start=0,
+                  duration=2000)  # fmt: skip
+    spans = [root, *(_team()[:3]), *(_team()[6:])]
+    spans[1] = task("a", "r", "lead", 0, 1000)
+    facts = structure_facts(spans)
+    assert [(a.name, a.input_tokens) for a in facts.agents] == [("lead", 130)]
+    assert facts.root_agent == "lead"
+
+
 def test_a_span_that_only_names_an_agent_or_names_none_is_no_loop() -> None:
     # `create_agent`-like: names lead, runs nothing (lead's task beside it is the loop); an unnamed
     # task holding a call makes no agent.

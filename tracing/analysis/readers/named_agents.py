@@ -71,10 +71,13 @@ def loop_spans(
     convention: Callable[[int], str],
     graph_name: Callable[[int], str | None],
     skip: Collection[int] = (),
+    unnamed: Collection[int] = (),
 ) -> dict[int, str]:
     """Structural spans to read as agent loops (position -> agent name), by the rules above. `role`
     and `convention` are each span's (`spans.classify`), `graph_name` the name a span has as a
-    graph's run (None when it is none), `skip` spans another rule already placed."""
+    graph's run (None when it is none), `skip` spans another rule already placed, `unnamed` the
+    agent spans without a name: a run's wrapper (the OpenAI Agents SDK's workflow root) unless it
+    makes model calls of its own, so a span naming an agent below it is no step of a loop."""
     names: dict[int, str] = {}
     for pos, span in enumerate(index.spans):
         if role(pos) != "plain" or pos in skip:
@@ -92,7 +95,7 @@ def loop_spans(
         above = in_loop[parent] if parent != NO_PARENT else False
         kind = role(pos)
         if kind == "agent":
-            in_loop[pos] = True
+            in_loop[pos] = above if pos in unnamed else True
         elif kind in ("tool", "transfer"):
             in_loop[pos] = False
         elif pos in names and holds[pos] and not above:

@@ -197,9 +197,10 @@ class _Builder:
             convention=lambda pos: s.kinds[pos][1],
             graph_name=lambda pos: openinference.graph_run_name(index.spans, index.children[pos], pos),
             skip=self.joined.keys(),
+            unnamed=self.unnamed,
         )
         for pos, name in found.items():
-            s.kinds[pos] = ("agent", s.kinds[pos][1], True)  # type: ignore[assignment]
+            s.kinds[pos] = ("agent", s.kinds[pos][1], True)
             s._reads[pos] = SpanRead("agent", s.kinds[pos][1], True, agent=name)  # type: ignore[arg-type]
 
     def run(self) -> Structure:
