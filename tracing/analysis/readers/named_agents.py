@@ -24,7 +24,7 @@ that only names an agent (`create_agent`, a configuration step) runs nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Final
 
 from janux.tracing import conventions as c
@@ -51,7 +51,7 @@ def named_agent(attributes: dict[str, Any], convention: str) -> str | None:
     return next((found for key in _OI_NAME_KEYS if (found := _text(attributes, key))), None)
 
 
-def _holds_work(index: SpanIndex, role: Callable[[int], str]) -> list[bool]:
+def _holds_work(index: SpanIndex, kinds: Sequence[tuple[str, str, bool]]) -> list[bool]:
     """Per span: True when a model call, tool call or handoff lies below it with no agent span
     between (children before parents: the index's order reversed)."""
     holds = [False] * len(index.spans)
@@ -59,7 +59,7 @@ def _holds_work(index: SpanIndex, role: Callable[[int], str]) -> list[bool]:
         parent = index.parent[pos]
         if parent == NO_PARENT:
             continue
-        kind = role(pos)
+        kind = kinds[pos][0]
         if kind in _WORK or (kind != "agent" and holds[pos]):
             holds[parent] = True
     return holds
@@ -67,33 +67,32 @@ def _holds_work(index: SpanIndex, role: Callable[[int], str]) -> list[bool]:
 
 def loop_spans(
     index: SpanIndex,
-    role: Callable[[int], str],
-    convention: Callable[[int], str],
+    kinds: Sequence[tuple[str, str, bool]],
     graph_name: Callable[[int], str | None],
     skip: Collection[int] = (),
     unnamed: Collection[int] = (),
 ) -> dict[int, str]:
-    """Structural spans to read as agent loops (position -> agent name), by the rules above. `role`
-    and `convention` are each span's (`spans.classify`), `graph_name` the name a span has as a
+    """Structural spans to read as agent loops (position -> agent name), by the rules above. `kinds`
+    are each span's (role, convention, recognised) (`spans.classify`), `graph_name` the name a span has as a
     graph's run (None when it is none), `skip` spans another rule already placed, `unnamed` the
     agent spans without a name: a run's wrapper (the OpenAI Agents SDK's workflow root) unless it
     makes model calls of its own, so a span naming an agent below it is no step of a loop."""
     names: dict[int, str] = {}
-    for pos, span in enumerate(index.spans):
-        if role(pos) != "plain" or pos in skip:
+    for pos, kind in enumerate(kinds):
+        if kind[0] != "plain" or pos in skip:  # (a Janux trace has no plain span: nothing more to do)
             continue
-        name = named_agent(span.attributes, convention(pos)) or graph_name(pos)
+        name = named_agent(index.spans[pos].attributes, kind[1]) or graph_name(pos)
         if name is not None:
             names[pos] = name
-    if not names:  # the common case (every Janux trace): no scan of the tree
+    if not names:
         return {}
-    holds = _holds_work(index, role)
+    holds = _holds_work(index, kinds)
     in_loop = [False] * len(index.spans)  # below an agent (or a loop found here) with no tool between
     found: dict[int, str] = {}
     for pos in index.order:
         parent = index.parent[pos]
         above = in_loop[parent] if parent != NO_PARENT else False
-        kind = role(pos)
+        kind = kinds[pos][0]
         if kind == "agent":
             in_loop[pos] = above if pos in unnamed else True
         elif kind in ("tool", "transfer"):

@@ -193,8 +193,7 @@ class _Builder:
         index = s.index
         found = named_agents.loop_spans(
             index,
-            role=lambda pos: s.kinds[pos][0],
-            convention=lambda pos: s.kinds[pos][1],
+            s.kinds,
             graph_name=lambda pos: openinference.graph_run_name(index.spans, index.children[pos], pos),
             skip=self.joined.keys(),
             unnamed=self.unnamed,
