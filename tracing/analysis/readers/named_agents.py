@@ -72,11 +72,12 @@ def loop_spans(
     skip: Collection[int] = (),
     unnamed: Collection[int] = (),
 ) -> dict[int, str]:
-    """Structural spans to read as agent loops (position -> agent name), by the rules above. `kinds`
-    are each span's (role, convention, recognised) (`spans.classify`), `graph_name` the name a span has as a
-    graph's run (None when it is none), `skip` spans another rule already placed, `unnamed` the
-    agent spans without a name: a run's wrapper (the OpenAI Agents SDK's workflow root) unless it
-    makes model calls of its own, so a span naming an agent below it is no step of a loop."""
+    """Structural spans to read as agent loops (position -> agent name), by the rules above.
+
+    `kinds`: each span's `spans.classify` (role, convention, recognised); `graph_name`: the name a
+    span has as a graph's run (None when it is none); `skip`: spans another rule already placed;
+    `unnamed`: the agent spans without a name, read as the run's wrapper (the OpenAI Agents SDK's
+    workflow root): a span naming an agent below one is not taken for a step of it."""
     names: dict[int, str] = {}
     for pos, kind in enumerate(kinds):
         if kind[0] != "plain" or pos in skip:  # (a Janux trace has no plain span: nothing more to do)
