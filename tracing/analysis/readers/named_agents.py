@@ -93,10 +93,10 @@ def loop_spans(
     for pos in index.order:
         parent = index.parent[pos]
         above = in_loop[parent] if parent != NO_PARENT else False
-        kind = kinds[pos][0]
-        if kind == "agent":
+        role = kinds[pos][0]
+        if role == "agent":
             in_loop[pos] = above if pos in unnamed else True
-        elif kind in ("tool", "transfer"):
+        elif role in ("tool", "transfer"):
             in_loop[pos] = False
         elif pos in names and holds[pos] and not above:
             found[pos] = names[pos]
