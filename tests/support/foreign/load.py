@@ -31,6 +31,7 @@ NAMES = (
     "openai_agents_openllmetry",
     "crewai_openllmetry",
     "agent_framework",
+    "langchain_openinference",
 )
 """Every committed fixture (`smolagents_openinference`, `strands` and `openllmetry` are hand-built)."""
 

@@ -54,7 +54,7 @@ def test_every_major_library_has_a_fixture_from_the_real_library() -> None:
     generated = {"langgraph_openinference", "smolagents_managed", "adk", "strands_agents",
                  "autogen_agentchat", "crewai_openinference", "llamaindex_openinference",
                  "langgraph_openllmetry", "openai_agents_openllmetry", "crewai_openllmetry",
-                 "agent_framework"}  # fmt: skip
+                 "agent_framework", "langchain_openinference"}  # fmt: skip
     assert generated <= libraries
     outcomes = {(e["kind"], e["status"]) for case in STATED for e in case.truth["edges"]}
     assert outcomes == {("delegate", "completed"), ("delegate", "failed"), ("transfer", "completed"),

@@ -21,6 +21,8 @@
   (`current_agent_name='NAME'`, recorded content). A run of one agent is its loop; in a run whose
   agents hand over, each stretch of one agent's steps is a loop (`workflow_loops`). The `handoff`
   tool (argument `to_agent`) is a transfer.
+- LangChain agents (`create_agent`): no AGENT span; the graph's run is a CHAIN span named after the
+  agent whose children are graph nodes (`graph_run_name`), read as the agent's loop (`named_agents`).
 - `graph.node.parent_id` on an AGENT span: the agent that handed off to it (a transfer).
 - `input.value` / `output.value` on a handoff span: the transfer's ends.
 """
@@ -95,6 +97,24 @@ def graph_loops(
             continue
         found[parent] = graph.name if graph.name and graph.name != c.LANGGRAPH_DEFAULT_NAME else None
     return found
+
+
+def graph_run_name(spans: Sequence[SpanRecord], children: Sequence[int], pos: int) -> str | None:
+    """The name of a CHAIN span that is a graph's run (a child of it is a CHAIN or AGENT span whose
+    metadata names its graph node), None for any other span or a graph under the library's default
+    name: the name the application gave its graph (LangChain's `create_agent(name=...)` agents)."""
+    span = spans[pos]
+    if span.attributes.get(c.OI_SPAN_KIND) != c.OI_KIND_CHAIN or span.name in ("", c.LANGGRAPH_DEFAULT_NAME):
+        return None
+    for child in children:
+        node = spans[child]
+        if node.attributes.get(c.OI_SPAN_KIND) in _NODE_KINDS and _is_graph_node(node):
+            return span.name
+    return None
+
+
+_NODE_KINDS: Final = frozenset({c.OI_KIND_CHAIN, c.OI_KIND_AGENT})
+"""Kinds of a graph node's span (a node named like an agent is an AGENT span)."""
 
 
 def langgraph_handoff(attributes: dict[str, Any]) -> str | None:

@@ -7,6 +7,8 @@ two of them can disagree on a count:
 - an agent span is a loop (a node) when it has a name, or when it has no name but model calls of
   its own; an unnamed agent span without model calls of its own (the OpenAI Agents SDK's workflow
   root under both bridges) is the run itself: transparent, never an agent;
+- a structural span (task, chain, workflow) that names an agent and holds model calls or tool calls,
+  at the top or below a tool call, is that agent's loop, as an agent span would be (`named_agents`);
 - an agent span directly below a loop of the same name is that loop (one run wrapped twice);
   another agent loop below a loop is a delegation attempt: of the nearest tool span between the
   two (however deep: tool -> task span -> agent counts), else of a direct delegation; unless a
@@ -33,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from janux.tracing import conventions as c
-from janux.tracing.analysis.readers import genai, openinference, openllmetry
+from janux.tracing.analysis.readers import genai, named_agents, openinference, openllmetry
 from janux.tracing.analysis.readers.agent_usage import adopt_agent_usage
 from janux.tracing.analysis.readers.containment import contained_runs, loose_runs, unplaced_runs
 from janux.tracing.analysis.readers.links import by_span_links, by_workflow_edges
@@ -127,6 +129,7 @@ class _Builder:
         self._detached_bodies(agents)
         if self.unnamed:
             self._graph_loops()
+        self._named_loops()
         # Only an unnamed agent span needs to know whether it made model calls of its own.
         self.owners = _own_call_owners(index, self.s.kinds) if self.unnamed else set()
 
@@ -181,6 +184,23 @@ class _Builder:
             if s.index.parent[pos] in graphs:
                 s.kinds[pos] = ("plain", "openinference", True)
                 self.unnamed.discard(pos)
+
+    def _named_loops(self) -> None:
+        """A structural span that names an agent and holds model calls or tool calls, at the top or
+        below a tool call, is that agent's loop (`named_agents`); spans already joined to a loop
+        (an agent's detached body, a workflow's later steps) stay where they are."""
+        s = self.s
+        index = s.index
+        found = named_agents.loop_spans(
+            index,
+            s.kinds,
+            graph_name=lambda pos: openinference.graph_run_name(index.spans, index.children[pos], pos),
+            skip=self.joined.keys(),
+            unnamed=self.unnamed,
+        )
+        for pos, name in found.items():
+            s.kinds[pos] = ("agent", s.kinds[pos][1], True)
+            s._reads[pos] = SpanRead("agent", s.kinds[pos][1], True, agent=name)  # type: ignore[arg-type]
 
     def run(self) -> Structure:
         s = self.s
