@@ -10,8 +10,9 @@ import pandas as pd
 from janux.tracing import conventions as c
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import outcomes
+from janux.tracing.analysis import spanread as sr
 from janux.tracing.analysis.trace_outline import OutlineRow
-from janux.tracing.analysis.trace_parts import Delegation
+from janux.tracing.analysis.trace_parts import AgentNode, Delegation
 from janux.tracing.analysis.trace_view import TraceView
 from janux.tracing.records import SpanRecord
 
@@ -79,13 +80,25 @@ def _reached_by(edge: Delegation) -> str:
     return f"{edge.kind}, found by {edge.found}"
 
 
+def _own_tokens(view: TraceView, node: AgentNode) -> str:
+    """A loop's own tokens, saying so when failed rounds reported no usage: a failed round is a
+    round, and its missing usage is not "0 in / 0 out"."""
+    silent = sum(1 for pos in node.chat_spans if sr.round_usage(view.index.spans[pos])[0] == "failed")
+    if not silent:
+        return fmt.tokens(node.own)
+    rounds = f"{silent:,} failed round{'s' if silent > 1 else ''}"
+    if silent == len(node.chat_spans) and not node.own.total_tokens:
+        return f"{outcomes.NO_USAGE_REPORTED} ({rounds})"
+    return f"{fmt.tokens(node.own)} · {rounds}: {outcomes.NO_USAGE_REPORTED}"
+
+
 def _usage(view: TraceView, span: SpanRecord) -> list[tuple[str, str]]:
     node = next((n for n in view.nodes if n.span_id == span.span_id), None)
     if node is not None:
         return [
             ("own cost", fmt.usage_cost(node.own)),
             ("inclusive cost", fmt.usage_cost(node.inclusive)),
-            ("own tokens", fmt.tokens(node.own)),
+            ("own tokens", _own_tokens(view, node)),
             ("inclusive tokens", fmt.tokens(node.inclusive)),
             ("model rounds", f"{node.own.rounds:,}"),
             *([] if node.via is None else [("reached by", _reached_by(view.delegations[node.via]))]),
