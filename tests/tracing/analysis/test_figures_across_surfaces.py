@@ -221,7 +221,7 @@ def expected_failure_rows(s: Scenario) -> list[tuple[str, str, int]]:
 
 def expected_attempts(s: Scenario) -> int:
     """Attempt loops the delegations ran (a denied one runs none; a cut is not retried)."""
-    return sum(0 if sub.kind == "denied" else 1 if sub.kind == "cut" else len(sub.attempts) for sub in s.subs)
+    return sum(sub_attempts(sub) for sub in s.subs)
 
 
 def run(s: Scenario) -> tuple[RunResult | None, list[SpanRecord]]:
@@ -323,6 +323,7 @@ def check_trace(s: Scenario, result: RunResult | None, spans: list[SpanRecord]) 
     _same(groups, want, "memory usage_by")
     _same(nodes_map, want, "memory agent map")
     check_dimensions(memory, s, TraceFilter(), "memory")
+    check_edges(memory, s, TraceFilter(), "memory")
 
 
 def _csv_figures(frame: Any, key: str, prefix: str = "") -> dict[str, tuple[int, int, str, int]]:
@@ -344,6 +345,33 @@ def _csv_cost_matches(text: str, cost: float | None, unpriced: int) -> bool:
         return False
     digits = len(text.split(".")[1]) if "." in text else 0
     return abs(Decimal(text) - Decimal(repr(cost))) <= Decimal(5) * Decimal(10) ** -(digits + 1)
+
+
+def sub_attempts(sub: Sub) -> int:
+    """Attempt loops one delegation ran (a denied one runs none; a cut is not retried)."""
+    return 0 if sub.kind == "denied" else 1 if sub.kind == "cut" else len(sub.attempts)
+
+
+def check_edges(source: TraceSource, s: Scenario, flt: TraceFilter, where: str) -> None:
+    """The agent map's edges of one trace: each delegation's count, attempts, failures by final
+    status and the usage it carried; the transfer's count."""
+    want = expected(s)
+    edges = {(e.caller, e.target, e.kind): e for e in source.agent_map(flt).edges}
+    failing = {name: status for name, status, _ in expected_failures(s)}
+    keys = {("triage", sub.name, "delegate") for sub in s.subs}
+    keys |= {("triage", "billing", "transfer")} if s.transfer else set()
+    assert set(edges) == keys, where
+    for sub in s.subs:
+        edge = edges["triage", sub.name, "delegate"]
+        status = failing.get(sub.name)
+        counts = (edge.count, edge.attempts, edge.failed)
+        assert counts == (1, sub_attempts(sub), int(status is not None)), (where, sub)
+        assert edge.failures == ({status: 1} if status else {}), (where, sub, edge.failures)
+        carried = (edge.cost.input_tokens, edge.cost.output_tokens, edge.cost.cost, edge.cost.unpriced_tokens)
+        _same({sub.name: carried}, {sub.name: want.get(sub.name, (0, 0, None, 0))}, f"{where} edge cost")
+    if s.transfer:
+        handed = edges["triage", "billing", "transfer"]
+        assert (handed.count, handed.failed) == (1, 0), where
 
 
 def check_dimensions(source: TraceSource, s: Scenario, flt: TraceFilter, where: str) -> None:
@@ -405,6 +433,7 @@ def test_every_surface_says_the_same_per_agent(s: Scenario) -> None:
         _same(groups, expected(s), "store usage_by")
         _same(nodes, expected(s), "store agent map")
         check_dimensions(store, s, TraceFilter(), "store")
+        check_edges(store, s, TraceFilter(), "store")
         check_list_row(store, s, spans[0].trace_id, "store")
 
 
@@ -452,6 +481,7 @@ def test_clickhouse_says_the_same_per_agent_and_per_trace(tmp_path: Path) -> Non
                 _same(groups, expected(s), f"{kind} usage_by")
                 _same(nodes, expected(s), f"{kind} agent map")
                 check_dimensions(sources[kind], s, TraceFilter(trace_id=trace_id), kind)
+                check_edges(sources[kind], s, TraceFilter(trace_id=trace_id), kind)
                 check_list_row(sources[kind], s, trace_id, kind)
     with derived_clickhouse(spans, tmp_path) as (derived, _):
         for s, trace_id in ids:
@@ -459,6 +489,7 @@ def test_clickhouse_says_the_same_per_agent_and_per_trace(tmp_path: Path) -> Non
             _same(groups, expected(s), "derived clickhouse usage_by")
             _same(nodes, expected(s), "derived clickhouse agent map")
             check_dimensions(derived, s, TraceFilter(trace_id=trace_id), "derived clickhouse")
+            check_edges(derived, s, TraceFilter(trace_id=trace_id), "derived clickhouse")
             check_list_row(derived, s, trace_id, "derived clickhouse")
 
 
