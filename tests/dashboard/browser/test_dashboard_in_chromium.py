@@ -246,7 +246,7 @@ def test_timeline_outlines_the_attempt_that_timed_out(served: Served, page: Page
 
 def test_compare_page_diffs_two_traces(served: Served, page: Page) -> None:
     retried = _trace_with(served.traces, attempts=2, failed=0, delegations=1)
-    plain = next(t for t in served.traces if t.delegations == 0 and t.root_agent == "triage")
+    plain = next(t for t in served.traces if not (t.delegations or t.transfers) and t.root_agent == "triage")
     _open(page, f"{served.url}/compare?a={plain.trace_id}&b={retried.trace_id}", "Compare")
     expect(page.locator("svg").get_by_text("researcher", exact=False).first).to_be_visible(timeout=UI_WAIT_MS)
     # The pickers show which traces the URL chose: start time, root agent, cost, short id.
@@ -259,7 +259,7 @@ def test_compare_page_diffs_two_traces(served: Served, page: Page) -> None:
 
 def test_compare_page_picks_two_traces_from_the_list(served: Served, page: Page) -> None:
     retried = _trace_with(served.traces, attempts=2, failed=0, delegations=1)
-    plain = next(t for t in served.traces if t.delegations == 0 and t.root_agent == "triage")
+    plain = next(t for t in served.traces if not (t.delegations or t.transfers) and t.root_agent == "triage")
     _open(page, f"{served.url}/compare", "Compare")
     expect(page.get_by_text("Pick two traces", exact=False)).to_be_visible(timeout=UI_WAIT_MS)
     for side, trace in enumerate((plain, retried)):

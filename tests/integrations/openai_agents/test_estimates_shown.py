@@ -193,7 +193,8 @@ async def test_the_trace_list_shows_the_estimate_and_the_page_s_unpriced_tokens(
             (summary,) = source.list_traces(TraceFilter())
             assert summary.bill_cost_estimate is not None, kind
             assert math.isclose(summary.bill_cost_estimate, ESTIMATE, rel_tol=1e-9), kind
-            assert summary.root_agent == "billing", kind  # the contract's turn span: the transfer's target
+            # the run's first agent, and the path of the transfer the contract's turn span records
+            assert (summary.root_agent, summary.agent_path) == ("triage", ("triage", "billing")), kind
             at = run_page(source, "traces.py")
             (table,) = [e for e in at.dataframe if "estimated USD" in e.value.columns]
             row = table.value.set_index("trace").loc[trace_id]

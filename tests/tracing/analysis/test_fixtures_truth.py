@@ -205,7 +205,7 @@ def test_llamaindex_sibling_steps_of_one_agent_are_one_loop() -> None:
     assert [(e.caller, e.target, e.kind, e.attempts) for e in facts.edges] == [
         ("triage", "billing", "transfer", 1)
     ]
-    assert facts.root_agent == "billing"
+    assert (facts.root_agent, facts.agent_path) == ("triage", ("triage", "billing"))
 
 
 def _smolagents_failed_step(orphan_start: int) -> list[SpanRecord]:
@@ -332,7 +332,7 @@ def test_strands_graph_edges_are_read_from_the_nodes_input() -> None:
     assert [(e.caller, e.target, e.kind, e.attempts) for e in facts.edges] == [
         ("researcher", "writer", "transfer", 1)
     ]
-    assert facts.root_agent == "writer"
+    assert (facts.root_agent, facts.agent_path) == ("researcher", ("researcher", "writer"))
     # The same agents outside a graph's span: no edge.
     loose = structure_facts([record("a" * 16, "", "invoke_swarm", {c.GEN_AI_OPERATION_NAME: "invoke_swarm"}),
                              *spans[1:]])  # fmt: skip
@@ -348,7 +348,7 @@ def test_strands_graph_edges_are_read_from_the_nodes_input() -> None:
         ("researcher", "writer", "transfer", 1, [2], False),
         ("checker", "writer", "transfer", 1, [2], True),
     ]
-    assert (fan_in.agents[2].via, fan_in.root_agent, fan_in.transfers) == (0, "writer", 2)
+    assert (fan_in.agents[2].via, fan_in.agent_path, fan_in.transfers) == (0, ("researcher", "writer"), 2)
 
 
 def test_openllmetry_langgraph_runs_are_one_loop_per_agent() -> None:

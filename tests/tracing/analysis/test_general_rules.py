@@ -195,7 +195,7 @@ def test_a_handoff_without_target_is_resolved_by_the_next_run_after_it() -> None
         ("lead", "billing", "transfer", "completed", 1, "time containment"),
         ("lead", "helper", "delegate", "completed", 1, "time containment"),
     ]
-    assert structure_facts(spans).root_agent == "billing"
+    assert structure_facts(spans).agent_path == ("lead", "billing")
 
 
 def test_real_libraries_retries_nested_and_model_calls_not_recorded() -> None:
@@ -273,7 +273,8 @@ def test_a_workflow_edge_between_executors_is_a_transfer_between_their_agents() 
     found = edges(_workflow(link=False))
     assert found == [("triage", "billing", "transfer", "completed", 1, "workflow edge")]
     facts = structure_facts(_workflow(link=False))
-    assert (facts.root_agent, facts.coverage, [a.depth for a in facts.agents]) == ("billing", [], [0, 0])
+    assert (facts.agent_path, facts.coverage) == (("triage", "billing"), [])
+    assert [a.depth for a in facts.agents] == [0, 0]
 
 
 def test_a_span_link_to_another_agents_run_is_an_edge_and_its_kind_follows_the_times() -> None:
