@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ from tests.dashboard.browser.test_dashboard_in_chromium import (
     UI_WAIT_MS,
     _free_port,
     _open,
+    stop,
 )
 from tests.support.clickhouse_rows import EXPORTER_DDL, insert_statement
 from tests.support.contract_traces import TOTAL_COST, contract_trace, plain_trace
@@ -66,11 +66,7 @@ def derived(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Derived]:
         assert wait_until_up(f"{url}/_stcore/health", 60), "the dashboard never answered its health check"
         yield Derived(url, len({s.trace_id for s in late}))
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process)
 
 
 def test_traces_page_lists_the_derived_traces_and_counts_the_pending(derived: Derived, page: Page) -> None:

@@ -8,6 +8,7 @@ screenshots it takes are the ones the README shows (docs/screenshots/).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -90,26 +91,37 @@ def _wait_for_ui(url: str, timeout_s: float) -> None:
     assert wait_until_up(f"{url}/_stcore/health", timeout_s), "the dashboard never answered its health check"
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    data_dir = tmp_path_factory.mktemp("store")
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """Stop a served process as a user would (SIGTERM), killing it only if it does not end."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+@contextlib.contextmanager
+def serve_demo(data_dir: Path, **env: str) -> Iterator[Served]:
+    """`janux serve --demo` into `data_dir` (with `env` added), up until the block ends."""
     ui_port = _free_port()
     command = [
         sys.executable, "-m", "janux", "serve", "--demo", "--data-dir", str(data_dir),
         "--http-port", "0", "--grpc-port", "0", "--ui-port", str(ui_port),
     ]  # fmt: skip
-    process = subprocess.Popen(command, cwd=REPO, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    process = subprocess.Popen(command, cwd=REPO, env=dict(os.environ, PYTHONUNBUFFERED="1", **env))
     try:
         url = f"http://127.0.0.1:{ui_port}"
         traces = _wait_for_demo(data_dir, process, 120)
         _wait_for_ui(url, 60)
         yield Served(url, traces, _denials(data_dir), data_dir)
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    with serve_demo(tmp_path_factory.mktemp("store")) as found:
+        yield found
 
 
 @pytest.fixture(scope="module")

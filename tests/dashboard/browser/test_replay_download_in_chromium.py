@@ -9,8 +9,6 @@ lands on disk must pass in a fresh pytest process: what a developer does with it
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -23,14 +21,10 @@ from janux.tracing.conventions import CAPTURE_CONTENT_ENV
 from janux.tracing.sources.protocol import TraceFilter
 from janux.tracing.sources.store import open_store
 from tests.dashboard.browser.test_dashboard_in_chromium import (
-    REPO,
     UI_WAIT_MS,
     Served,
-    _denials,
-    _free_port,
     _open,
-    _wait_for_demo,
-    _wait_for_ui,
+    serve_demo,
 )
 from tests.support.wait import wait_until
 
@@ -41,25 +35,8 @@ PYTEST_TIMEOUT_S = 300
 @pytest.fixture(scope="module")
 def served_with_content(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """`janux serve --demo` recording prompts, outputs and the agents' definitions."""
-    data_dir = tmp_path_factory.mktemp("captured-store")
-    ui_port = _free_port()
-    command = [
-        sys.executable, "-m", "janux", "serve", "--demo", "--data-dir", str(data_dir),
-        "--http-port", "0", "--grpc-port", "0", "--ui-port", str(ui_port),
-    ]  # fmt: skip
-    env = dict(os.environ, PYTHONUNBUFFERED="1", **{CAPTURE_CONTENT_ENV: "true"})
-    process = subprocess.Popen(command, cwd=REPO, env=env)
-    try:
-        url = f"http://127.0.0.1:{ui_port}"
-        traces = _wait_for_demo(data_dir, process, 120)
-        _wait_for_ui(url, 60)
-        yield Served(url, traces, _denials(data_dir), data_dir)
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    with serve_demo(tmp_path_factory.mktemp("captured-store"), **{CAPTURE_CONTENT_ENV: "true"}) as found:
+        yield found
 
 
 @pytest.fixture()
