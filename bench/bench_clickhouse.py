@@ -30,6 +30,7 @@ import argparse
 import dataclasses
 import hashlib
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -172,6 +173,48 @@ def _copy_facts_sql(table: str, first: int, count: int, stamp_ms: int) -> str:
     )
 
 
+_STARTED = [time.perf_counter(), time.process_time()]
+
+
+def _step(what: str) -> None:
+    """Print the wall and CPU seconds since the previous step (where a build's time goes)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    print(f"  {what}: {wall - _STARTED[0]:.1f} s wall, {cpu - _STARTED[1]:.1f} s CPU", file=sys.stderr, flush=True)
+    _STARTED[:] = [wall, cpu]
+
+
+def _add_copies(client: ChdbClient, first: int, copies: int) -> None:
+    """Copies `first..copies` of the seed's spans and derived rows (kept in `seed` and `stage_*`)."""
+    for start in range(first, copies, 20):
+        client.command(_copy_sql(start, min(20, copies - start)))
+    _step("spans copied")
+    stamp = int(client.query("SELECT toUnixTimestamp64Milli(now64(3))").result_rows[0][0])
+    for table in _SHIFTED:
+        for start in range(first, copies, 50):
+            client.command(_copy_facts_sql(table, start, min(50, copies - start), stamp))
+        _step(f"{table} copied")
+
+
+def grow(path: Path, smaller: Path, smaller_copies: int, copies: int) -> float:
+    """The chdb table at `path` built from the smaller size's at `smaller` (a copy of its directory,
+    which keeps the seed and its derived rows): the copies it lacks, `smaller_copies..copies`, are
+    added by the same SQL transform, so the data is what `build` would make, without deriving the
+    seed again (the deriver's rate is the smaller build's). Returns the catch-up run's seconds
+    (every copy up to date: nothing to derive)."""
+    _STARTED[:] = [time.perf_counter(), time.process_time()]
+    shutil.copytree(smaller, path, symlinks=True)  # the engine links its tables relatively
+    _step(f"copied {smaller}")
+    client = ChdbClient(str(path))
+    try:
+        _add_copies(client, smaller_copies, copies)
+        catch_up = derive_pending(client, quiet_s=0)
+        _step("catch-up derived")
+        assert catch_up.traces == 0, catch_up
+    finally:
+        client.close()
+    return catch_up.seconds
+
+
 def build(path: Path, copies: int, seed_spans: list[SpanRecord]) -> tuple[float, float]:
     """The chdb table at `path`; (deriver spans/s, seconds of the catch-up run).
 
@@ -179,6 +222,7 @@ def build(path: Path, copies: int, seed_spans: list[SpanRecord]) -> tuple[float,
     then its spans and its derived rows are copied inside ClickHouse with the same transform; the
     big trace is inserted last and `derive_pending` over `otel_traces` finds every copy up to date
     and derives only that trace (the catch-up run)."""
+    _STARTED[:] = [time.perf_counter(), time.process_time()]
     client = ChdbClient(str(path))
     try:
         client.command(EXPORTER_DDL.replace("otel_traces", "seed"))
@@ -196,14 +240,11 @@ def build(path: Path, copies: int, seed_spans: list[SpanRecord]) -> tuple[float,
         # the rollups the seed's facts rows fed: the copies below (copy 0 is the seed) feed them again
         for rollup in schema.ROLLUPS:
             client.command(f"TRUNCATE TABLE {rollup}")
-        for first in range(0, copies, 20):
-            client.command(_copy_sql(first, min(20, copies - first)))
-        stamp = int(client.query("SELECT toUnixTimestamp64Milli(now64(3))").result_rows[0][0])
-        for table in _SHIFTED:
-            for first in range(0, copies, 50):
-                client.command(_copy_facts_sql(table, first, min(50, copies - first), stamp))
+        _step("seed derived")
+        _add_copies(client, 0, copies)
         client.command(insert_statement(big_trace()))
         catch_up = derive_pending(client, quiet_s=0)
+        _step("catch-up derived")
         assert catch_up.traces == 1, catch_up  # the big trace; every copy was up to date
     finally:
         client.close()
@@ -334,27 +375,43 @@ class SizeResult:
     """`decode_cpu`: CPU seconds of reading the 10,000-span trace, by part."""
 
 
+def copies_for(size: int, seed_spans: list[SpanRecord]) -> int:
+    """How many copies of the seed make about `size` spans (with the big trace)."""
+    return max(1, round((size - 10_000) / len(seed_spans)))
+
+
 def _build_and_derive(
-    path: Path, size: int, seed_spans: list[SpanRecord], copies: int
+    path: Path, size: int, seed_spans: list[SpanRecord], smaller: tuple[Path, int] | None = None
 ) -> tuple[float, float]:
-    """`build` once; its figures kept in `derive.json`, so a kept directory (`--keep`) is measured
-    again without building again."""
+    """`build` once, or `grow` from `smaller` (the chdb directory and size of a smaller build of
+    this run); its figures kept in `derive.json`, so a kept directory (`--keep`) is measured again
+    without building again."""
     kept = path.parent / "derive.json"
     if kept.exists():
         rate, seconds = json.loads(kept.read_text())
         return float(rate), float(seconds)
-    print(f"[{size:,}] building ({copies} copies of {len(seed_spans):,} seed spans) ...", file=sys.stderr)
-    rate, seconds = build(path, copies, seed_spans)
+    copies = copies_for(size, seed_spans)
+    if smaller is not None and smaller[1] < size and (smaller[0].parent / "derive.json").exists():
+        before = copies_for(smaller[1], seed_spans)
+        print(f"[{size:,}] growing the {smaller[1]:,} build to {copies} copies ...", file=sys.stderr)
+        rate = float(json.loads((smaller[0].parent / "derive.json").read_text())[0])
+        seconds = grow(path, smaller[0], before, copies)
+    else:
+        print(f"[{size:,}] building ({copies} copies of {len(seed_spans):,} seed spans) ...", file=sys.stderr)
+        rate, seconds = build(path, copies, seed_spans)
     kept.write_text(json.dumps([rate, seconds]))
     return rate, seconds
 
 
-def measure(size: int, work: Path, with_store: bool, read_time_up_to: int) -> SizeResult:
-    """Build, derive and time every query at `size` spans (what `work` already holds is reused)."""
+def measure(
+    size: int, work: Path, with_store: bool, read_time_up_to: int, smaller: tuple[Path, int] | None = None
+) -> SizeResult:
+    """Build (or grow from `smaller`), derive and time every query at `size` spans (what `work`
+    already holds is reused)."""
     seed_spans = seed()
-    copies = max(1, round((size - 10_000) / len(seed_spans)))
+    copies = copies_for(size, seed_spans)
     path = work / "chdb"
-    rate, seconds = _build_and_derive(path, size, seed_spans, copies)
+    rate, seconds = _build_and_derive(path, size, seed_spans, smaller)
     client = ChdbClient(str(path))
     try:
         spans = int(client.query("SELECT count() FROM otel_traces").result_rows[0][0])
@@ -507,25 +564,25 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.cold:
         return _cold_main(args.cold, args.query)
+    sizes = [100_000, 300_000] if args.quick else [int(s) for s in args.sizes.split(",")]
     if args.prepare:
-        for size in [int(s) for s in args.sizes.split(",")]:
+        smaller = None
+        seed_spans = seed()
+        for size in sorted(sizes):
             work = Path(args.prepare) / str(size)
             work.mkdir(parents=True, exist_ok=True)
-            seed_spans = seed()
-            copies = max(1, round((size - 10_000) / len(seed_spans)))
-            print(size, _build_and_derive(work / "chdb", size, seed_spans, copies))
+            print(size, _build_and_derive(work / "chdb", size, seed_spans, smaller))
+            smaller = (work / "chdb", size)
         return 0
-    sizes = [100_000, 300_000] if args.quick else [int(s) for s in args.sizes.split(",")]
     results = []
-    for size in sizes:
-        with_store = not args.no_store and size <= args.store_up_to
-        if args.keep:
-            work = Path(args.keep) / str(size)
+    with tempfile.TemporaryDirectory() as tmp:
+        smaller = None  # each size grows from the one before (sizes in increasing order)
+        for size in sorted(sizes):
+            with_store = not args.no_store and size <= args.store_up_to
+            work = Path(args.keep or tmp) / str(size)
             work.mkdir(parents=True, exist_ok=True)
-            results.append(measure(size, work, with_store, args.read_time_up_to))
-            continue
-        with tempfile.TemporaryDirectory() as tmp:
-            results.append(measure(size, Path(tmp), with_store, args.read_time_up_to))
+            results.append(measure(size, work, with_store, args.read_time_up_to, smaller))
+            smaller = (work / "chdb", size)
     ok = report(results)
     if args.json:
         Path(args.json).write_text(json.dumps([dataclasses.asdict(r) for r in results], indent=1))
