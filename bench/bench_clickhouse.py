@@ -179,7 +179,11 @@ _STARTED = [time.perf_counter(), time.process_time()]
 def _step(what: str) -> None:
     """Print the wall and CPU seconds since the previous step (where a build's time goes)."""
     wall, cpu = time.perf_counter(), time.process_time()
-    print(f"  {what}: {wall - _STARTED[0]:.1f} s wall, {cpu - _STARTED[1]:.1f} s CPU", file=sys.stderr, flush=True)
+    print(
+        f"  {what}: {wall - _STARTED[0]:.1f} s wall, {cpu - _STARTED[1]:.1f} s CPU",
+        file=sys.stderr,
+        flush=True,
+    )
     _STARTED[:] = [wall, cpu]
 
 

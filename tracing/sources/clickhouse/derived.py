@@ -23,12 +23,14 @@ from janux.tracing.sources.clickhouse import schema as s
 from janux.tracing.sources.clickhouse.derived_map import MapQueries, RolledMap
 from janux.tracing.sources.clickhouse.fact_rows import summary_of, usage_group
 from janux.tracing.sources.clickhouse.map_refs import GroupRefs
-from janux.tracing.sources.clickhouse.map_rollup import RowsOf
+from janux.tracing.sources.clickhouse.map_rollup import UNITS, Piece, RowsOf
 from janux.tracing.sources.clickhouse.usage_rollup import (
-    HourSplit,
+    UNITS_BEFORE_8,
+    USAGE_CARRIED,
     range_only,
-    split_hours,
     timeline_sql,
+    timeline_units,
+    usage_pieces,
     usage_sql,
 )
 from janux.tracing.sources.store.model_timeline import finish_timeline
@@ -115,7 +117,7 @@ class DerivedReads:
 
     def __init__(
         self, rows: Rows, rollup: bool = True, map_rollup: bool = True, group_hash: bool = True,
-        minute_rollup: bool = True, agent_path: bool = True,
+        minute_rollup: bool = True, agent_path: bool = True, usage_minutes: bool = True,
     ) -> None:
         self._rows: Rows = lambda sql, parameters: rows(with_final_settings(sql), parameters)
         self._rollup = rollup
@@ -128,6 +130,8 @@ class DerivedReads:
         """True when the per-minute map rollup and the failures ordered by start exist (schema 6)."""
         self._summary = _SUMMARY if agent_path else _SUMMARY_BEFORE_7
         """The facts columns a trace-list row reads (`agent_path` since schema 7)."""
+        self._usage_units = UNITS if usage_minutes else UNITS_BEFORE_8
+        """The usage rollups' bucket lengths (the minute one since schema 8)."""
 
     def _current(self, flt: TraceFilter, parameters: dict[str, Any], extra: str = "1", days: str = "") -> str:
         """(trace_id, version) of the current facts of every trace matching `flt` (and `extra`);
@@ -139,9 +143,12 @@ class DerivedReads:
             f"AND {extra}"
         )
 
-    def _rows_of(self, flt: TraceFilter, parameters: dict[str, Any], extra: str, sign: int) -> RowsOf:
+    def _rows_of(
+        self, flt: TraceFilter, parameters: dict[str, Any], extra: str, sign: int, arrays: str = _CARRIED
+    ) -> RowsOf:
         """The per-trace rows of the current facts matching `flt` and `extra`, counted `sign` times
-        (`map_rollup.RowsOf`); a kind of facts row the range does not hold is not read at all."""
+        (`map_rollup.RowsOf`; the facts rows' arrays `arrays`: loops and delegations, or usage);
+        a kind of facts row the range does not hold is not read at all."""
         where = f"{filter_sql(flt, parameters)} AND ({extra})"  # `extra` may be an OR of ranges
         held = self._rows(
             f"SELECT countIf(map_rows = 1), countIf(map_rows = 0), groupUniqArray(day) FROM {s.FACTS} "
@@ -154,7 +161,7 @@ class DerivedReads:
         days = ", ".join(f"toDate('{str(day)[:10]}')" for day in (held[0][2] if held else [])) or "NULL"
         current = _newest_carried(days)
         facts = (
-            f"SELECT start_ns, {_CARRIED} FROM {s.FACTS} PREWHERE {where} AND map_rows = 1 "
+            f"SELECT start_ns, {arrays} FROM {s.FACTS} PREWHERE {where} AND map_rows = 1 "
             f"WHERE {current} LIMIT 1 BY trace_id, version"
         )
         if not old:  # the normal case: no per-trace table is read
@@ -165,8 +172,20 @@ class DerivedReads:
         )
         return RowsOf(facts if carried else None, current, old_candidates, sign)
 
-    def _split(self, flt: TraceFilter) -> HourSplit | None:
-        return split_hours(flt) if self._rollup else None
+    def _usage_pieces(self, flt: TraceFilter, units: tuple[int, ...] | None = None) -> list[Piece] | None:
+        """The rollup pieces of `flt`'s range (`usage_rollup`), None when the rollups cannot answer."""
+        return usage_pieces(flt, units or self._usage_units) if self._rollup else None
+
+    def _usage_rows_of(self, parameters: dict[str, Any]) -> Callable[[str, int], RowsOf]:
+        """The usage rows of the current facts of a piece of a range (no other filter); before
+        schema 3 (no `map_rows`, no current-version rule without `FINAL`) every facts row's
+        `janux_usage` rows, its current version found with `FINAL`."""
+        if not self._map_rollup:
+            return lambda extra, sign: RowsOf(
+                None, self._current(TraceFilter(), parameters, extra),
+                f"SELECT trace_id, day FROM {s.FACTS} WHERE {extra}", sign,
+            )  # fmt: skip
+        return lambda extra, sign: self._rows_of(TraceFilter(), parameters, extra, sign, USAGE_CARRIED)
 
     def list_traces(self, flt: TraceFilter, limit: int, offset: int) -> list[TraceSummary]:
         """Trace summaries matching `flt`, newest first."""
@@ -203,9 +222,9 @@ class DerivedReads:
     def usage_by(self, dimension: str, flt: TraceFilter, limit: int) -> list[UsageAggregate]:
         """`usage_by` from `janux_usage` (`dimension` checked by the caller)."""
         parameters: dict[str, Any] = {"dimension": dimension}
-        split = self._split(flt)
-        if split is not None:
-            sql = usage_sql(split, lambda extra: self._current(flt, parameters, extra))
+        pieces = self._usage_pieces(flt)
+        if pieces is not None:
+            sql = usage_sql(pieces, self._usage_rows_of(parameters))
             return finish((usage_group(row) for row in self._rows(sql, parameters)), limit)
         sql = (
             "SELECT key, sum(count), sum(failed), sum(input_sum), sum(output_sum), sum(cost_sum), "
@@ -217,10 +236,10 @@ class DerivedReads:
     def model_timeline(self, flt: TraceFilter, bucket_ns: int) -> list[tuple[int, str, Usage]]:
         """Usage per (bucket of trace start, model), from the model rows of `janux_usage`."""
         parameters: dict[str, Any] = {"bucket": max(1, bucket_ns), "dimension": "model"}
-        split = self._split(flt)
-        rolled = timeline_sql(split, lambda extra: self._current(flt, parameters, extra), max(1, bucket_ns)) \
-            if split is not None else None  # fmt: skip
-        if rolled is not None:
+        units = timeline_units(max(1, bucket_ns), self._usage_units)
+        pieces = self._usage_pieces(flt, units) if units is not None else None
+        if pieces is not None:
+            rolled = timeline_sql(pieces, self._usage_rows_of(parameters), max(1, bucket_ns))
             return finish_timeline(self._rows(rolled, parameters))
         sql = (
             "SELECT intDiv(trace_start_ns, {bucket:Int64}) * {bucket:Int64} AS b, key, sum(input_sum), "

@@ -30,6 +30,10 @@ into these tables; the ClickHouse source reads them instead of re-deriving spans
 - `janux_map_minute` (schema 6): the same sums per minute of trace start (the timeline's per
   minute of loop start), fed by six more views the same way, so a range's partial hours are read
   as minute buckets and only its partial minutes as facts rows (`map_rollup.cover`).
+- `janux_usage_minute` (schema 8): the usage rollup per minute of trace start, fed by two more
+  views the same way, with a projection of the facts rows' usage arrays ordered by start, so
+  `usage_by` reads a range's partial hours as minute buckets and only its partial minutes as facts
+  rows (`usage_rollup`).
 - `janux_failures_by_start` (schema 6): (span start, trace, version, seq, span) of every
   `janux_failures` row, ordered by the span's start and fed by a view, so the failures page reads
   its newest rows by the key instead of every failure's trace (`derived.DerivedReads.failed_handoff_ids`).
@@ -53,14 +57,16 @@ from typing import Any, Protocol
 
 from janux.tracing.sources.clickhouse import map_parts
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """Version of the DDL below; `init` records it in `janux_schema`. 1: the per-trace tables; 2: the
 hourly usage rollup (`janux_usage_hourly`, fed from the facts rows' usage arrays); 3: the hourly
 agent-map rollup (`janux_map_hourly`, fed from the facts rows' loop and delegation arrays); 4: the
 map-key hash of each loop and delegation row (`GROUP_HASH`); 5: the facts table's projections
 (`FACTS_PROJECTIONS`); 6: the per-minute agent-map rollup (`MAP_MINUTE`) and the failures ordered by
 their span's start (`FAILURES_BY_START`); 7: the path of a transferred conversation on the facts rows
-(`agent_path`; rows derived before it keep an empty path and their last agent as `root_agent`)."""
+(`agent_path`; rows derived before it keep an empty path and their last agent as `root_agent`); 8: the
+per-minute usage rollup (`USAGE_MINUTE`) and the facts' usage arrays ordered by start
+(`FACTS_USAGE_BY_START`), so `usage_by` over a partial hour reads minute buckets (`usage_rollup`)."""
 
 INSERTED_COLUMN = "JanuxInsertedAt"
 """The insertion-time column `init` adds to `otel_traces` (the deriver's watermark)."""
@@ -77,6 +83,8 @@ FAILURES = "janux_failures"
 """The span of every failed handoff."""
 USAGE_HOURLY = "janux_usage_hourly"
 """`janux_usage` summed per (dimension, hour of trace start, key): see `rollup_ddl`."""
+USAGE_MINUTE = "janux_usage_minute"
+"""`janux_usage` summed per (dimension, minute of trace start, key) (schema 8): see `rollup_ddl`."""
 STATE = "janux_derive_state"
 """Watermark per deriver shard."""
 SCHEMA = "janux_schema"
@@ -133,7 +141,7 @@ MAP_MINUTE = "janux_map_minute"
 """The agent map's sums per (part, minute of trace start, key) (schema 6): see `map_rollup.cover`."""
 FAILURES_BY_START = "janux_failures_by_start"
 """`janux_failures` ordered by the failing span's start (schema 6), fed by a view."""
-ROLLUPS = (USAGE_HOURLY, MAP_HOURLY, MAP_MINUTE, FAILURES_BY_START)
+ROLLUPS = (USAGE_HOURLY, USAGE_MINUTE, MAP_HOURLY, MAP_MINUTE, FAILURES_BY_START)
 """The tables views fill from the derived tables' inserts (emptied with them by tests and benches)."""
 
 FACTS_EXTRA: tuple[tuple[str, str], ...] = (
@@ -250,9 +258,17 @@ _BY_START_COLUMNS = (
     "start_ns", "trace_id", "version", "replaced_version", "map_rows", "day", *FILTERED_COLUMNS,
     *(n for n, _ in MAP_FACTS_COLUMNS if n.startswith(("loop_", "delegation_"))),
 )  # fmt: skip
+FACTS_USAGE_BY_START = "janux_facts_usage_by_start"
+"""Projection (schema 8): the usage arrays a range of trace start reads (`usage_by`'s partial
+minutes), with the columns of the current-version rule, ordered by `start_ns`."""
+_USAGE_BY_START_COLUMNS = (
+    "start_ns", "trace_id", "version", "replaced_version", "map_rows", "day",
+    *(n for n, _ in ROLLUP_FACTS_COLUMNS if n.startswith("usage_")),
+)  # fmt: skip
 FACTS_PROJECTIONS: tuple[tuple[str, str], ...] = (
     (FACTS_BY_START, f"SELECT {', '.join(_BY_START_COLUMNS)} ORDER BY start_ns"),
     (FACTS_BY_REPLACED, "SELECT trace_id, version, replaced_version, day ORDER BY replaced_version"),
+    (FACTS_USAGE_BY_START, f"SELECT {', '.join(_USAGE_BY_START_COLUMNS)} ORDER BY start_ns"),
 )
 """Projections of `janux_trace_facts` (schema 5). Facts are ordered by trace id, so the rows of a
 range of trace start lie in every granule of their day partition: a partial hour read (and
@@ -382,6 +398,8 @@ def create_table(
 
 HOUR_NS = 3_600 * 10**9
 """The rollup's time bucket: an hour of trace start, in Unix ns."""
+MINUTE_NS = map_parts.MINUTE_NS
+"""The minute rollups' time bucket (schema 6 for the map, 8 for usage)."""
 
 ROLLUP_SUMS = (
     "rows", "count", "failed", "input_sum", "input_n", "output_sum", "output_n", "cost_sum", "cost_n",
@@ -391,25 +409,37 @@ ROLLUP_SUMS = (
 taken back is gone), each Nullable sum of `janux_usage` is a sum of its non-NULL values and their
 count (`*_n`: 0 means the sum is NULL, as `sum` over `janux_usage` gives)."""
 
-ROLLUP_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("dimension", "LowCardinality(String)"),
-    ("hour_ns", "Int64"),
-    ("key", "String"),
-    ("day", "Date"),
-    *((name, "Float64" if name == "cost_sum" else "Int64") for name in ROLLUP_SUMS),
-)
+
+def usage_rollup_columns(unit: int = HOUR_NS) -> tuple[tuple[str, str], ...]:
+    """Columns of the usage rollup of buckets `unit` long (`janux_usage_hourly`, `janux_usage_minute`)."""
+    return (
+        ("dimension", "LowCardinality(String)"),
+        (map_parts.bucket_column(unit), "Int64"),
+        ("key", "String"),
+        ("day", "Date"),
+        *((name, "Float64" if name == "cost_sum" else "Int64") for name in ROLLUP_SUMS),
+    )
+
+
+ROLLUP_COLUMNS = usage_rollup_columns(HOUR_NS)
 """Columns of `janux_usage_hourly`."""
 
 
-def _rollup_select(prefix: str, start: str, sign: int) -> str:
-    """The rows one facts row adds to (`sign` 1) or takes back from (-1) the rollup."""
+def usage_rollup_table(unit: int) -> str:
+    """The usage rollup of buckets `unit` long (an hour or a minute)."""
+    return USAGE_MINUTE if unit == MINUTE_NS else USAGE_HOURLY
+
+
+def _rollup_select(prefix: str, start: str, sign: int, unit: int = HOUR_NS) -> str:
+    """The rows one facts row adds to (`sign` 1) or takes back from (-1) the rollup of `unit`."""
     arrays = ", ".join(f"{prefix}{name} AS u_{name}" for name, _ in ROLLUP_USAGE_FIELDS)
     minus = "-" if sign < 0 else ""
+    bucket = map_parts.bucket_column(unit)
     parts = [
         "u_dimension AS dimension",
-        f"intDiv({start}, {HOUR_NS}) * {HOUR_NS} AS hour_ns",
+        f"intDiv({start}, {unit}) * {unit} AS {bucket}",
         "u_key AS key",
-        "toDate(fromUnixTimestamp64Nano(hour_ns, 'UTC')) AS day",
+        f"toDate(fromUnixTimestamp64Nano({bucket}, 'UTC')) AS day",
         f"{sign} AS rows",
         f"{minus}u_count AS count",
         f"{minus}u_failed AS failed",
@@ -420,44 +450,46 @@ def _rollup_select(prefix: str, start: str, sign: int) -> str:
     return f"SELECT {', '.join(parts)} FROM {{facts}} ARRAY JOIN {arrays}"
 
 
-def rollup_ddl(ttl: tuple[str, int] | None, cluster: str | None = None) -> list[str]:
-    """The hourly usage rollup (schema 2): `janux_usage_hourly`, a `SummingMergeTree` keyed by
-    (dimension, hour of trace start, key), and the two materialized views that feed it from every
-    facts row inserted: its usage rows added, the replaced version's taken back. Sums need no
-    `FINAL` (the engine only folds rows in the background; a query sums what is there)."""
+def rollup_ddl(ttl: tuple[str, int] | None, cluster: str | None = None, unit: int = HOUR_NS) -> list[str]:
+    """The hourly usage rollup (schema 2; `unit` a minute: `janux_usage_minute`, schema 8):
+    `janux_usage_hourly`, a `SummingMergeTree` keyed by (dimension, hour of trace start, key), and
+    the two materialized views that feed it from every facts row inserted: its usage rows added,
+    the replaced version's taken back. Sums need no `FINAL` (the engine only folds rows in the
+    background; a query sums what is there)."""
     local = "_local" if cluster else ""
     on_cluster = f" ON CLUSTER {cluster}" if cluster else ""
-    table = Table(USAGE_HOURLY, ROLLUP_COLUMNS, "(dimension, hour_ns, key)", None)
+    name = usage_rollup_table(unit)
+    table = Table(
+        name, usage_rollup_columns(unit), f"(dimension, {map_parts.bucket_column(unit)}, key)", None
+    )
     engine = f"SummingMergeTree(({', '.join(ROLLUP_SUMS)}))"
     if cluster:
         engine = (
-            f"ReplicatedSummingMergeTree('/clickhouse/tables/{{shard}}/{{database}}/{USAGE_HOURLY}', "
+            f"ReplicatedSummingMergeTree('/clickhouse/tables/{{shard}}/{{database}}/{name}', "
             f"'{{replica}}', ({', '.join(ROLLUP_SUMS)}))"
         )
     create = create_table(table, ttl, cluster).replace(
         f"ENGINE = {_engine(table, cluster)}", f"ENGINE = {engine}"
     )
     statements = [create]
-    for name, prefix, start, sign in (
+    for view, prefix, start, sign in (
         ("add", "usage_", "start_ns", 1),
         ("retract", "replaced_", "replaced_start_ns", -1),
     ):
-        select = _rollup_select(prefix, start, sign).format(facts=f"{FACTS}{local}")
+        select = _rollup_select(prefix, start, sign, unit).format(facts=f"{FACTS}{local}")
         statements.append(
-            f"CREATE MATERIALIZED VIEW IF NOT EXISTS {USAGE_HOURLY}_{name}{local}{on_cluster} "
-            f"TO {USAGE_HOURLY}{local} AS {select}"
+            f"CREATE MATERIALIZED VIEW IF NOT EXISTS {name}_{view}{local}{on_cluster} "
+            f"TO {name}{local} AS {select}"
         )
     if cluster:
         statements.append(
-            f"CREATE TABLE IF NOT EXISTS {USAGE_HOURLY}{on_cluster} AS {USAGE_HOURLY}_local "
-            f"ENGINE = Distributed({cluster}, currentDatabase(), {USAGE_HOURLY}_local, rand())"
+            f"CREATE TABLE IF NOT EXISTS {name}{on_cluster} AS {name}_local "
+            f"ENGINE = Distributed({cluster}, currentDatabase(), {name}_local, rand())"
         )
     return statements
 
 
-def map_rollup_ddl(
-    ttl: tuple[str, int] | None, cluster: str | None = None, unit: int = HOUR_NS
-) -> list[str]:
+def map_rollup_ddl(ttl: tuple[str, int] | None, cluster: str | None = None, unit: int = HOUR_NS) -> list[str]:
     """`janux_map_hourly` (`unit` an hour; `janux_map_minute` for a minute, schema 6) and the six
     views that feed it from every facts row inserted (loops, delegations and the trace itself;
     added, and the replaced version's taken back)."""
@@ -639,6 +671,7 @@ def ddl(ttl: tuple[str, int] | None = None, table: str = "otel_traces") -> list[
         *facts_migration_ddl(),
         *projection_ddl(),
         *rollup_ddl(ttl),
+        *rollup_ddl(ttl, unit=MINUTE_NS),
         *map_rollup_ddl(ttl),
         *map_rollup_ddl(ttl, unit=map_parts.MINUTE_NS),
         *failures_index_ddl(),
@@ -662,7 +695,7 @@ def cluster_ddl(cluster: str, ttl: tuple[str, int] | None = None, table: str = "
         )
     return [
         *statements, *group_hash_ddl(cluster), *facts_migration_ddl(cluster), *projection_ddl(cluster),
-        *rollup_ddl(ttl, cluster), *map_rollup_ddl(ttl, cluster),
+        *rollup_ddl(ttl, cluster), *rollup_ddl(ttl, cluster, MINUTE_NS), *map_rollup_ddl(ttl, cluster),
         *map_rollup_ddl(ttl, cluster, map_parts.MINUTE_NS), *failures_index_ddl(cluster),
     ]  # fmt: skip
 
@@ -754,17 +787,43 @@ def init_statements(
         )
     if 0 < before < 6:  # the minute rollup and the failure index hold what derivers wrote since
         statements.extend(minute_backfill_sql(cluster))
+    if 0 < before < 8:  # the usage minute rollup and its projection hold what derivers wrote since
+        statements.extend(usage_minute_upgrade_sql(before, cluster))
     if before < SCHEMA_VERSION:
         statements.append(f"INSERT INTO {SCHEMA} (version, applied) VALUES ({SCHEMA_VERSION}, now64(3))")
     return statements
 
 
-def backfill_sql(cluster: str | None = None) -> str:
-    """Adds to the rollup the usage rows of the current facts rows written by schema 1 (no usage
-    arrays: the views never saw them). A row written since (arrays set, or no usage rows at all)
-    is either counted by the views or adds nothing here, so derivers may run meanwhile. Run once,
-    when `init` moves from 1 to 2 (an `init` killed between this and recording version 2 would add
-    them twice: `docs/scale.md` says to let the upgrade finish)."""
+def usage_minute_upgrade_sql(before: int, cluster: str | None = None) -> list[str]:
+    """Schema 8 on a database of schema `before` (1-7): the usage projection written into the
+    parts stored before it (unless the schema-5 step below 5 did it with the others), and the
+    minute usage rollup back-filled once from the current facts rows: the usage arrays of those
+    written since schema 2, the `janux_usage` rows of older ones (`backfill_sql`). As for schema 6,
+    stop the derivers for this upgrade: a facts row written between the views' creation and this
+    back-fill would be counted twice."""
+    local = "_local" if cluster else ""
+    on_cluster = f" ON CLUSTER {cluster}" if cluster else ""
+    statements = []
+    if before >= 5:
+        statements.append(
+            f"ALTER TABLE {FACTS}{local}{on_cluster} MATERIALIZE PROJECTION {FACTS_USAGE_BY_START} "
+            "SETTINGS mutations_sync = 2"
+        )
+    arrays = ", ".join(n for n, _ in ROLLUP_FACTS_COLUMNS if n.startswith("usage_"))
+    current = f"(SELECT start_ns, {arrays} FROM {FACTS} FINAL WHERE notEmpty(usage_dimension))"
+    columns = ", ".join(column_names(usage_rollup_columns(MINUTE_NS)))
+    select = _rollup_select("usage_", "start_ns", 1, MINUTE_NS).format(facts=current)
+    statements.append(f"INSERT INTO {USAGE_MINUTE} ({columns}) {select}" + (_ON_SHARDS if cluster else ""))
+    statements.append(backfill_sql(cluster, MINUTE_NS))
+    return statements
+
+
+def backfill_sql(cluster: str | None = None, unit: int = HOUR_NS) -> str:
+    """Adds to the rollup (of buckets `unit` long) the usage rows of the current facts rows written
+    by schema 1 (no usage arrays: the views never saw them). A row written since (arrays set, or no
+    usage rows at all) is either counted by the views or adds nothing here, so derivers may run
+    meanwhile. Run once, when `init` moves from 1 to 2 (an `init` killed between this and recording
+    version 2 would add them twice: `docs/scale.md` says to let the upgrade finish)."""
     inner = (
         "SELECT dimension AS d, key AS k, trace_start_ns AS s, count AS c, failed AS f, input_sum AS i, "
         "output_sum AS o, cost_sum AS m, unpriced_sum AS p, unread_sum AS r "
@@ -772,10 +831,11 @@ def backfill_sql(cluster: str | None = None) -> str:
         f"(SELECT trace_id, version FROM {FACTS} FINAL WHERE empty(usage_dimension))"
     )
     sums = ", ".join(f"ifNull({v}, 0), isNotNull({v})" for v in "iomp")
+    bucket = map_parts.bucket_column(unit)
     return (
-        f"INSERT INTO {USAGE_HOURLY} ({', '.join(column_names(ROLLUP_COLUMNS))}) "
-        f"SELECT d, intDiv(s, {HOUR_NS}) * {HOUR_NS} AS hour_ns, k, "
-        "toDate(fromUnixTimestamp64Nano(hour_ns, 'UTC')), 1, c, f, "
+        f"INSERT INTO {usage_rollup_table(unit)} ({', '.join(column_names(usage_rollup_columns(unit)))}) "
+        f"SELECT d, intDiv(s, {unit}) * {unit} AS {bucket}, k, "
+        f"toDate(fromUnixTimestamp64Nano({bucket}, 'UTC')), 1, c, f, "
         f"{sums}, r FROM ({inner})" + (_ON_SHARDS if cluster else "")
     )
 

@@ -248,6 +248,7 @@ class ClickHouseSource:
                 self._derived_reads = DerivedReads(
                     self._rows, rollup=version >= 2, map_rollup=version >= 3, group_hash=version >= 4,
                     minute_rollup=version >= 6, agent_path=version >= 7,
+                    usage_minutes=version >= 8,
                 )
         return self._derived_reads
 
