@@ -3,6 +3,11 @@ the link index rows, the run's traces, and the handoff read over the union."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import pytest
+
 from janux.tracing.analysis.readers.structure import structure_facts
 from janux.tracing.analysis.report import trace_report
 from janux.tracing.analysis.trace_links import (
@@ -11,10 +16,14 @@ from janux.tracing.analysis.trace_links import (
     is_continuation,
     linked_counts,
     linked_run,
+    run_spans,
 )
 from janux.tracing.analysis.trace_view import reconstruct
 from janux.tracing.records import LinkRecord, SpanRecord
+from janux.tracing.sources.memory import MemoryTraceSource
+from janux.tracing.sources.protocol import TraceFilter, TraceSummary
 from tests.support.otlp_build import TRACE_A, record
+from tests.support.three_sources import KINDS, derived_clickhouse, three_sources
 from tests.tracing.analysis.test_general_rules import agent, chat, edges
 
 TRACE_B = "6c9f00a8a9149214e37ac744924ad71d"
@@ -98,3 +107,68 @@ def test_a_trace_linked_to_an_earlier_one_is_a_continuation() -> None:
     # whichever side carries the link: the later trace is the continuation
     backwards = [TraceLink(TRACE_A, "a" * 16, TRACE_B, "r" * 16)]
     assert [is_continuation(t, starts, backwards) for t in (TRACE_A, TRACE_B)] == [False, True]
+
+
+# ------------------------------------------------------------------ a real library: Semantic Kernel
+
+
+def _semantic_kernel() -> tuple[list[SpanRecord], str, dict[str, Any]]:
+    """The Semantic Kernel fixture's spans (every trace), its run's first trace and its truth."""
+    from janux.tracing.sources.file_loader import load_trace_file
+    from tests.support.foreign.common import FIXTURES, load_truth
+
+    spans = load_trace_file(FIXTURES / "semantic_kernel.jsonl").spans
+    ((first, truth),) = load_truth("semantic_kernel").items()
+    return spans, first, truth
+
+
+def test_a_real_handoff_across_traces_is_read_as_one_run() -> None:
+    from tests.support.foreign.load import stated_edges
+
+    spans, first, truth = _semantic_kernel()
+    source = MemoryTraceSource(spans)
+    run = run_spans([first], source.trace_links, source.get_traces)[first]
+    assert {span.trace_id for span in run} == {first, *truth["linked_trace_ids"]}
+    facts = structure_facts(run)
+    found = sorted((e.caller, e.target, e.kind, e.status, e.attempts) for e in facts.edges)
+    assert found == stated_edges(truth)
+    assert [e.found for e in facts.edges] == ["span link"]
+    assert (facts.input_tokens, facts.output_tokens) == (truth["input_tokens"], truth["output_tokens"])
+    assert facts.agent_path == tuple(truth["agent_path"])
+    report = trace_report(reconstruct(run))
+    assert (report["trace_id"], report["linked_trace_ids"]) == (first, truth["linked_trace_ids"])
+    # each trace read alone: the agents are apart and no transfer is seen
+    alone = [structure_facts(source.get_trace(t)).edges for t in truth["linked_trace_ids"]]
+    assert alone == [[] for _ in alone]
+
+
+def _listed(rows: list[TraceSummary]) -> list[tuple[str, int]]:
+    return [(row.trace_id, row.linked_traces) for row in rows]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_source_lists_the_run_once_under_its_first_trace(kind: str, tmp_path: Path) -> None:
+    spans, first, truth = _semantic_kernel()
+    with three_sources(spans, tmp_path) as sources:
+        source = sources[kind]
+        rows = source.list_traces(TraceFilter(), limit=100)
+        memory = sources["memory"].list_traces(TraceFilter(), limit=100)
+        assert _listed(rows) == _listed(memory)
+        assert source.count_traces(TraceFilter()) == len(rows)
+        listed = {r.trace_id: r.linked_traces for r in rows}
+        assert listed[first] == len(truth["linked_trace_ids"])
+        assert not set(truth["linked_trace_ids"]) & set(listed)
+        # a continuation is still found by its id
+        continuation = truth["linked_trace_ids"][0]
+        assert [r.trace_id for r in source.list_traces(TraceFilter(trace_id=continuation))] == [continuation]
+        assert len(source.trace_links([first])) >= 1
+
+
+def test_the_derived_clickhouse_tables_list_the_run_as_memory_does(tmp_path: Path) -> None:
+    spans, first, _ = _semantic_kernel()
+    memory = MemoryTraceSource(spans).list_traces(TraceFilter(), limit=100)
+    with derived_clickhouse(spans, tmp_path) as (source, _):
+        rows = source.list_traces(TraceFilter(), limit=100)
+        assert _listed(rows) == _listed(memory)
+        assert source.count_traces(TraceFilter()) == len(memory)
+        assert sorted(source.trace_links([first])) == sorted(MemoryTraceSource(spans).trace_links([first]))
