@@ -138,3 +138,17 @@ def run_spans(
     runs = {trace_id: run.trace_ids for trace_id, run in linked_runs(asked, lookup).items()}
     spans = read(list(dict.fromkeys(t for run in runs.values() for t in run)))
     return {trace_id: [span for t in run for span in spans.get(t, [])] for trace_id, run in runs.items()}
+
+
+def continuation_text(spans: Iterable[SpanRecord], asked: str) -> tuple[list[str], list[str]]:
+    """(traces the run was continued from, traces it continues in) as seen from trace `asked`: the
+    run's other traces (among `spans`, joined to it by links) that started before it, and after it,
+    each in start order. What the Trace page says ("continued from ... / continues in ...")."""
+    starts: dict[str, int] = {}
+    for span in spans:
+        starts[span.trace_id] = min(starts.get(span.trace_id, span.start_ns), span.start_ns)
+    if asked not in starts:
+        return [], []
+    own = (starts[asked], asked)
+    ordered = sorted((start, trace_id) for trace_id, start in starts.items() if trace_id != asked)
+    return [t for start, t in ordered if (start, t) < own], [t for start, t in ordered if (start, t) > own]

@@ -12,6 +12,7 @@ from janux.tracing.analysis.readers.structure import structure_facts
 from janux.tracing.analysis.report import trace_report
 from janux.tracing.analysis.trace_links import (
     TraceLink,
+    continuation_text,
     cross_trace_links,
     is_continuation,
     linked_counts,
@@ -172,3 +173,10 @@ def test_the_derived_clickhouse_tables_list_the_run_as_memory_does(tmp_path: Pat
         assert _listed(rows) == _listed(memory)
         assert source.count_traces(TraceFilter()) == len(memory)
         assert sorted(source.trace_links([first])) == sorted(MemoryTraceSource(spans).trace_links([first]))
+
+
+def test_the_trace_page_says_where_the_run_continues_from_each_of_its_traces() -> None:
+    spans = two_traces()
+    assert continuation_text(spans, TRACE_A) == ([], [TRACE_B])
+    assert continuation_text(spans, TRACE_B) == ([TRACE_A], [])
+    assert continuation_text(spans, TRACE_C) == ([], [])
