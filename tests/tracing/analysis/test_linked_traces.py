@@ -180,3 +180,25 @@ def test_the_trace_page_says_where_the_run_continues_from_each_of_its_traces() -
     assert continuation_text(spans, TRACE_A) == ([], [TRACE_B])
     assert continuation_text(spans, TRACE_B) == ([TRACE_A], [])
     assert continuation_text(spans, TRACE_C) == ([], [])
+
+
+def test_a_store_of_schema_8_gets_the_link_index_when_opened(tmp_path: Path) -> None:
+    import sqlite3
+
+    from janux.tracing.sources.store import open_store
+    from janux.tracing.sources.store.schema import DB_FILE_NAME
+
+    spans, first, _ = _semantic_kernel()
+    with open_store(tmp_path) as store:
+        store.write(spans)
+        before = sorted(store.trace_links([first]))
+    assert before
+    with sqlite3.connect(tmp_path / DB_FILE_NAME) as conn:  # what a store of schema 8 holds
+        conn.execute("DROP TABLE trace_links")
+        conn.execute("PRAGMA user_version = 8")
+    with open_store(tmp_path) as store:
+        assert sorted(store.trace_links([first])) == before
+        assert _listed(store.list_traces(TraceFilter(), limit=100)) == _listed(
+            MemoryTraceSource(spans).list_traces(TraceFilter(), limit=100)
+        )
+        assert store.ingest_stats().spans == len(spans)
