@@ -202,3 +202,21 @@ def test_a_store_of_schema_8_gets_the_link_index_when_opened(tmp_path: Path) -> 
             MemoryTraceSource(spans).list_traces(TraceFilter(), limit=100)
         )
         assert store.ingest_stats().spans == len(spans)
+
+
+def test_janux_trace_json_reads_the_run_from_any_of_its_traces(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from janux.cli.main import main
+    from janux.tracing.sources.store import open_store
+
+    spans, first, truth = _semantic_kernel()
+    with open_store(tmp_path) as store:
+        store.write(spans)
+    for asked in (first, truth["linked_trace_ids"][-1]):
+        assert main(["trace", asked, "--json", "--data-dir", str(tmp_path)]) == 0
+        report = json.loads(capsys.readouterr().out)
+        assert (report["trace_id"], report["linked_trace_ids"]) == (first, truth["linked_trace_ids"])
+        assert (report["transfers"], report["input_tokens"]) == (1, truth["input_tokens"])
