@@ -235,7 +235,9 @@ class DerivedReads:
         listed = self._listed(flt)
         if rolled is not None:
             hidden = 0
-            if listed != "1":  # the rollups count every trace: take the continuations back
+            # the rollups count every trace: take the continuations back (read only when some
+            # trace links into another, so a range count stays a rollup read otherwise)
+            if listed != "1" and self._rows(f"SELECT 1 FROM {s.TRACE_LINKS} LIMIT 1", {}):
                 where = f"{filter_sql(flt, parameters)} AND NOT ({listed})"
                 found = self._rows(f"SELECT count() FROM {s.FACTS} FINAL WHERE {where}", parameters)
                 hidden = int(found[0][0]) if found else 0
