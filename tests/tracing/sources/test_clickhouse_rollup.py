@@ -134,8 +134,8 @@ def test_ranges_split_at_hours_equal_the_memory_source(client: ChdbClient) -> No
     assert all(schema.USAGE_HOURLY in q and f"{schema.USAGE} FINAL" not in q for q in recording.queries[-2:])
 
 
-def drop_schema_8(client: ChdbClient) -> None:
-    """Back to what schema 7 left: no minute usage rollup (nor its views), no usage projection, so
+def drop_schema_9(client: ChdbClient) -> None:
+    """Back to what schema 8 left: no minute usage rollup (nor its views), no usage projection, so
     an upgrade back-fills them from what is stored."""
     for statement in schema.rollup_ddl(None, unit=MINUTE):
         if statement.startswith("CREATE MATERIALIZED VIEW"):
@@ -147,8 +147,8 @@ def drop_schema_8(client: ChdbClient) -> None:
 def drop_schema_6(client: ChdbClient) -> None:
     """Back to what schema 5 left: no minute map rollup, no failures ordered by start (nor their
     views), so an upgrade from an older schema back-fills them from what is stored (nor what
-    schema 8 added: `drop_schema_8`)."""
-    drop_schema_8(client)
+    schema 9 added: `drop_schema_9`)."""
+    drop_schema_9(client)
     for statement in (*schema.map_rollup_ddl(None, unit=MINUTE), *schema.failures_index_ddl()):
         if statement.startswith("CREATE MATERIALIZED VIEW"):
             client.command(f"DROP VIEW {statement.split()[6]}")

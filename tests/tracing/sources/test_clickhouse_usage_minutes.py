@@ -1,4 +1,4 @@
-"""Schema 8 on chdb: `usage_by` and the model timeline over a range read its partial hours from the
+"""Schema 9 on chdb: `usage_by` and the model timeline over a range read its partial hours from the
 per-minute usage rollup (a range on whole minutes reads no facts row; a partial minute only that
 minute's facts rows, through the usage projection ordered by start), equal the memory source's over
 ranges with partial hours, long edges and partial minutes, and `init` adds the rollup to a schema-7
@@ -24,7 +24,7 @@ from tests.tracing.sources.test_clickhouse_rollup import (
     MINUTE,
     _assert_usage_equals_memory,
     _spread,
-    drop_schema_8,
+    drop_schema_9,
 )
 
 SECOND = 10**9
@@ -92,7 +92,7 @@ def test_a_partial_hour_reads_minute_buckets_not_facts_rows(client: ChdbClient) 
     assert not any(schema.FACTS in query for query, _ in counting.read), counting.read  # no facts row
     assert schema.USAGE_MINUTE in counting.read[-1][0]  # one query of the rollups
     assert counting.read[-1][1] < day // 10, (counting.read, day)
-    # schema 7's reads (no minute rollup) read the partial hour's facts rows: every row of the day
+    # schema 8's reads (no minute rollup) read the partial hour's facts rows: every row of the day
     counting.read.clear()
     before = DerivedReads(lambda sql, p: list(counting.query(sql, p).result_rows), usage_minutes=False)
     assert _answer(before.usage_by("model", FROM_4_20, 1_000)) == _answer(found)
@@ -118,19 +118,19 @@ def _usage_minute(client: ChdbClient) -> list[Any]:
     ).result_rows
 
 
-def test_init_adds_the_minute_usage_rollup_to_a_schema_7_database(client: ChdbClient) -> None:
+def test_init_adds_the_minute_usage_rollup_to_a_schema_8_database(client: ChdbClient) -> None:
     spans = _spread()
     client.command(insert_statement(spans))
     derive_pending(client, quiet_s=0)
     expected = _usage_minute(client)
     assert expected
-    drop_schema_8(client)
+    drop_schema_9(client)
     client.command(f"TRUNCATE TABLE {schema.SCHEMA}")
-    client.command(f"INSERT INTO {schema.SCHEMA} (version, applied) VALUES (7, now64(3))")
-    source = ClickHouseSource(client)  # schema 7: the hourly rollup and the per-trace rows
+    client.command(f"INSERT INTO {schema.SCHEMA} (version, applied) VALUES (8, now64(3))")
+    source = ClickHouseSource(client)  # schema 8: the hourly rollup and the per-trace rows
     _assert_usage_equals_memory(source, spans, LONG_EDGES[0])
     for _ in range(2):  # the second run adds nothing
-        assert schema.init(client) == schema.SCHEMA_VERSION == 8
+        assert schema.init(client) == schema.SCHEMA_VERSION == 9
         assert _usage_minute(client) == expected
     parts = client.query(
         "SELECT count() FROM system.parts WHERE database = currentDatabase() AND table = {t:String} "

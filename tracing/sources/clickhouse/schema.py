@@ -30,13 +30,15 @@ into these tables; the ClickHouse source reads them instead of re-deriving spans
 - `janux_map_minute` (schema 6): the same sums per minute of trace start (the timeline's per
   minute of loop start), fed by six more views the same way, so a range's partial hours are read
   as minute buckets and only its partial minutes as facts rows (`map_rollup.cover`).
-- `janux_usage_minute` (schema 8): the usage rollup per minute of trace start, fed by two more
+- `janux_usage_minute` (schema 9): the usage rollup per minute of trace start, fed by two more
   views the same way, with a projection of the facts rows' usage arrays ordered by start, so
   `usage_by` reads a range's partial hours as minute buckets and only its partial minutes as facts
   rows (`usage_rollup`).
 - `janux_failures_by_start` (schema 6): (span start, trace, version, seq, span) of every
   `janux_failures` row, ordered by the span's start and fed by a view, so the failures page reads
   its newest rows by the key instead of every failure's trace (`derived.DerivedReads.failed_handoff_ids`).
+- `janux_trace_links` (schema 8): the link index of runs split across traces, two rows per span link
+  into another trace (one keyed by each trace), written by the deriver with the facts.
 - `janux_derive_state`: the watermark of each deriver shard of each source table (insertion time
   of the rows derived so far); `janux_schema`: the schema versions applied.
 
@@ -57,7 +59,7 @@ from typing import Any, Protocol
 
 from janux.tracing.sources.clickhouse import map_parts
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 """Version of the DDL below; `init` records it in `janux_schema`. 1: the per-trace tables; 2: the
 hourly usage rollup (`janux_usage_hourly`, fed from the facts rows' usage arrays); 3: the hourly
 agent-map rollup (`janux_map_hourly`, fed from the facts rows' loop and delegation arrays); 4: the
@@ -65,8 +67,10 @@ map-key hash of each loop and delegation row (`GROUP_HASH`); 5: the facts table'
 (`FACTS_PROJECTIONS`); 6: the per-minute agent-map rollup (`MAP_MINUTE`) and the failures ordered by
 their span's start (`FAILURES_BY_START`); 7: the path of a transferred conversation on the facts rows
 (`agent_path`; rows derived before it keep an empty path and their last agent as `root_agent`); 8: the
-per-minute usage rollup (`USAGE_MINUTE`) and the facts' usage arrays ordered by start
-(`FACTS_USAGE_BY_START`), so `usage_by` over a partial hour reads minute buckets (`usage_rollup`)."""
+link index of runs split across traces (`TRACE_LINKS`; traces derived before it are not in it until
+derived again); 9: the per-minute usage rollup (`USAGE_MINUTE`) and the facts' usage arrays ordered
+by start (`FACTS_USAGE_BY_START`), so `usage_by` over a partial hour reads minute buckets
+(`usage_rollup`)."""
 
 INSERTED_COLUMN = "JanuxInsertedAt"
 """The insertion-time column `init` adds to `otel_traces` (the deriver's watermark)."""
@@ -84,7 +88,11 @@ FAILURES = "janux_failures"
 USAGE_HOURLY = "janux_usage_hourly"
 """`janux_usage` summed per (dimension, hour of trace start, key): see `rollup_ddl`."""
 USAGE_MINUTE = "janux_usage_minute"
-"""`janux_usage` summed per (dimension, minute of trace start, key) (schema 8): see `rollup_ddl`."""
+"""`janux_usage` summed per (dimension, minute of trace start, key) (schema 9): see `rollup_ddl`."""
+TRACE_LINKS = "janux_trace_links"
+"""The link index (`analysis.trace_links`, schema 8): each span link into another trace as two rows,
+one under each trace (`outgoing` 1 under the trace whose span carries it), so the rows of either side
+are one read by the primary key."""
 STATE = "janux_derive_state"
 """Watermark per deriver shard."""
 SCHEMA = "janux_schema"
@@ -132,6 +140,9 @@ SUMMARY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("agent_path", "Array(String)"),
 )
 """`TraceSummary`'s fields, in order, with their ClickHouse types (a test holds the two equal)."""
+LIST_TIME_FIELDS = frozenset({"linked_traces"})
+"""`TraceSummary` fields that are not facts of one trace: counted when a list is read (from the link
+index, `trace_links.with_linked_counts`), so no column keeps them."""
 ADDED_SUMMARY_COLUMNS = SUMMARY_COLUMNS[-1:]
 """The summary columns added after schema 1 (`agent_path`, schema 7): an upgrade adds them."""
 
@@ -259,7 +270,7 @@ _BY_START_COLUMNS = (
     *(n for n, _ in MAP_FACTS_COLUMNS if n.startswith(("loop_", "delegation_"))),
 )  # fmt: skip
 FACTS_USAGE_BY_START = "janux_facts_usage_by_start"
-"""Projection (schema 8): the usage arrays a range of trace start reads (`usage_by`'s partial
+"""Projection (schema 9): the usage arrays a range of trace start reads (`usage_by`'s partial
 minutes), with the columns of the current-version rule, ordered by `start_ns`."""
 _USAGE_BY_START_COLUMNS = (
     "start_ns", "trace_id", "version", "replaced_version", "map_rows", "day",
@@ -298,6 +309,17 @@ USAGE_COLUMNS: tuple[tuple[str, str], ...] = (
 FAILURE_COLUMNS: tuple[tuple[str, str], ...] = (("span_id", "String"), ("span_start_ns", "Int64"))
 """The span to open for one failed handoff, and its start (how failed handoffs are ordered)."""
 
+
+TRACE_LINK_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("trace_id", "String"),
+    ("other_trace_id", "String"),
+    ("span_id", "String"),
+    ("other_span_id", "String"),
+    ("outgoing", "UInt8"),
+    ("day", "Date"),
+)
+"""Columns of `janux_trace_links`: a link seen from `trace_id` (its span `span_id` when `outgoing`,
+else the linked span), the trace at its other end, and the day of the deriving trace (its TTL)."""
 
 FAILURE_INDEX_COLUMNS: tuple[tuple[str, str], ...] = (
     ("span_start_ns", "Int64"),
@@ -352,6 +374,9 @@ TABLES: tuple[Table, ...] = (
     ),
     Table(SCHEMA, (("version", "UInt32"), ("applied", "DateTime64(3)")), "version", None, partition=False),
     Table(FAILURES_BY_START, FAILURE_INDEX_COLUMNS, "(span_start_ns, trace_id, version, seq)", None),
+    Table(
+        TRACE_LINKS, TRACE_LINK_COLUMNS, "(trace_id, other_trace_id, span_id, other_span_id, outgoing)", None
+    ),
 )
 """Every table `init` creates."""
 
@@ -399,7 +424,7 @@ def create_table(
 HOUR_NS = 3_600 * 10**9
 """The rollup's time bucket: an hour of trace start, in Unix ns."""
 MINUTE_NS = map_parts.MINUTE_NS
-"""The minute rollups' time bucket (schema 6 for the map, 8 for usage)."""
+"""The minute rollups' time bucket (schema 6 for the map, 9 for usage)."""
 
 ROLLUP_SUMS = (
     "rows", "count", "failed", "input_sum", "input_n", "output_sum", "output_n", "cost_sum", "cost_n",
@@ -451,7 +476,7 @@ def _rollup_select(prefix: str, start: str, sign: int, unit: int = HOUR_NS) -> s
 
 
 def rollup_ddl(ttl: tuple[str, int] | None, cluster: str | None = None, unit: int = HOUR_NS) -> list[str]:
-    """The hourly usage rollup (schema 2; `unit` a minute: `janux_usage_minute`, schema 8):
+    """The hourly usage rollup (schema 2; `unit` a minute: `janux_usage_minute`, schema 9):
     `janux_usage_hourly`, a `SummingMergeTree` keyed by (dimension, hour of trace start, key), and
     the two materialized views that feed it from every facts row inserted: its usage rows added,
     the replaced version's taken back. Sums need no `FINAL` (the engine only folds rows in the
@@ -787,7 +812,7 @@ def init_statements(
         )
     if 0 < before < 6:  # the minute rollup and the failure index hold what derivers wrote since
         statements.extend(minute_backfill_sql(cluster))
-    if 0 < before < 8:  # the usage minute rollup and its projection hold what derivers wrote since
+    if 0 < before < 9:  # the usage minute rollup and its projection hold what derivers wrote since
         statements.extend(usage_minute_upgrade_sql(before, cluster))
     if before < SCHEMA_VERSION:
         statements.append(f"INSERT INTO {SCHEMA} (version, applied) VALUES ({SCHEMA_VERSION}, now64(3))")
@@ -795,7 +820,7 @@ def init_statements(
 
 
 def usage_minute_upgrade_sql(before: int, cluster: str | None = None) -> list[str]:
-    """Schema 8 on a database of schema `before` (1-7): the usage projection written into the
+    """Schema 9 on a database of schema `before` (1-8): the usage projection written into the
     parts stored before it (unless the schema-5 step below 5 did it with the others), and the
     minute usage rollup back-filled once from the current facts rows: the usage arrays of those
     written since schema 2, the `janux_usage` rows of older ones (`backfill_sql`). As for schema 6,

@@ -1,5 +1,5 @@
 """`usage_by` and the model timeline from the usage rollups (`schema.USAGE_HOURLY`, schema 2, and
-`schema.USAGE_MINUTE`, schema 8), exact.
+`schema.USAGE_MINUTE`, schema 9), exact.
 
 A range filter (only `start_ns`/`end_ns` set, or nothing) is covered by pieces (`map_rollup.cover`,
 as the agent map's): the whole hours from `janux_usage_hourly`, the whole minutes at its edges from
@@ -12,8 +12,8 @@ facts rows; all pieces are added up in one query. A trace belongs to the bucket 
 starts in, the same start the range compares, so the pieces never overlap and miss nothing. Sums
 keep `janux_usage`'s NULL rule: a sum is NULL when no row had a value (`*_n` counts them). Any
 other filter (service, agent, status, ...) is not in the rollups' key: `usage_pieces` says so and
-the caller reads the per-trace rows. Before schema 8 (no minute rollup) the pieces are whole hours
-and per-trace rows (`UNITS_BEFORE_8`).
+the caller reads the per-trace rows. Before schema 9 (no minute rollup) the pieces are whole hours
+and per-trace rows (`UNITS_BEFORE_9`).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ _NULLABLE = ("input", "output", "cost", "unpriced")
 _UNBOUNDED = TraceFilter()
 USAGE_CARRIED = ", ".join(n for n, _ in s.ROLLUP_FACTS_COLUMNS if n.startswith("usage_"))
 """The usage arrays a facts row carries (schema 2), as `RowsOf.facts` selects them."""
-UNITS_BEFORE_8 = (s.HOUR_NS,)
-"""The rollups' bucket lengths before schema 8 (the hourly one only)."""
+UNITS_BEFORE_9 = (s.HOUR_NS,)
+"""The rollups' bucket lengths before schema 9 (the hourly one only)."""
 
 RowsOfFacts = Callable[[str, int], RowsOf]
 """`rows_of(extra, sign)`: the current facts rows whose start matches the SQL condition `extra`
