@@ -1,8 +1,8 @@
 """One figure on every surface: random runs of the runtime (delegations in parallel, retries, failed
-delegations, budget cuts, denials, fallbacks to a primary tool, a transfer, a target that fails after
-taking over, unpriced agents) traced into memory, and each agent's own tokens and money read off
-every surface that shows them, all equal to what the scripted rounds say and, summed, to the
-runtime's own `RunResult.bill`.
+delegations, budget cuts, denials, fallbacks to a primary tool, a transfer, a chain of two transfers,
+a target that fails after taking over, unpriced agents) traced into memory, and each agent's own
+tokens and money read off every surface that shows them, all equal to what the scripted rounds
+say and, summed, to the runtime's own `RunResult.bill`.
 
 Surfaces: the Trace page's model (`reconstruct`: nodes and header), the structure every source reads
 (`structure_facts`), the Traces list's row (first agent, path, attempts, failed handoffs), the
@@ -10,8 +10,7 @@ Failures page's rows, Compare's totals, `usage_by` of every dimension and the Co
 exports, the agent map of the in-memory source and of the embedded store, `janux trace --json`
 (`trace_report`) and `janux traces --json` (`trace_row`). The hypothesis test runs every example
 through them; a seeded batch of the same scenarios is loaded once into ClickHouse (chdb, read at
-query time and from the derived tables) and compared per trace. (The runtime takes one transfer
-per turn, so chains of transfers are other runtimes' traces: tests/tracing/analysis/test_general_rules.py.)
+query time and from the derived tables) and compared per trace.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
+import itertools
 import random
 import tempfile
 from dataclasses import dataclass, field
@@ -75,7 +75,8 @@ class Sub:
 
 @dataclass(frozen=True)
 class Scenario:
-    """One turn: triage delegates to `subs`, then answers or transfers to billing."""
+    """One turn: triage delegates to `subs`, then answers or transfers to billing, which answers or
+    (`onward`) transfers on to refunds; the agent holding the conversation last may fail."""
 
     triage_price: Cost | None
     triage_tokens: tuple[tuple[int, int], tuple[int, int]]
@@ -84,9 +85,21 @@ class Scenario:
     billing_price: Cost | None
     billing_tokens: tuple[int, int]
     billing_fails: bool
+    """The last holder (billing, or refunds after an onward transfer) fails after taking over."""
     seed_label: str = field(default="")
     fallback: bool = False
     """The policy falls back to a primary tool of the same name when a delegation fails."""
+    onward: bool = False
+    """Billing transfers the conversation on to refunds (a chain of two transfers)."""
+    refunds_price: Cost | None = None
+    refunds_tokens: tuple[int, int] = (1, 1)
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        """The agents that held the conversation, in turn (empty without a transfer)."""
+        if not self.transfer:
+            return ()
+        return ("triage", "billing", "refunds") if self.onward else ("triage", "billing")
 
 
 TOKENS = st.tuples(st.integers(1, 5_000), st.integers(0, 800))
@@ -104,6 +117,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         triage_price=draw(PRICE), triage_tokens=(draw(TOKENS), draw(TOKENS)), subs=subs, transfer=transfer_to,
         billing_price=draw(PRICE), billing_tokens=draw(TOKENS),
         billing_fails=transfer_to and draw(st.booleans()), fallback=draw(st.booleans()),
+        onward=transfer_to and draw(st.booleans()), refunds_price=draw(PRICE), refunds_tokens=draw(TOKENS),
     )  # fmt: skip
 
 
@@ -144,10 +158,19 @@ def _agents(s: Scenario) -> Agent:
     steps.append(last)
     handoffs = []
     if s.transfer:
-        billed = reply("billed", input_tokens=s.billing_tokens[0], output_tokens=s.billing_tokens[1])
-        answer = fail("upstream returned 503") if s.billing_fails else billed
+        onward: list[Agent] = []
+        if s.onward:
+            refunded = reply("refunded", input_tokens=s.refunds_tokens[0], output_tokens=s.refunds_tokens[1])
+            answer = fail("upstream returned 503") if s.billing_fails else refunded
+            onward.append(Agent("refunds", model=ScriptedModel([answer], model_name="m-refunds"),
+                                cost=s.refunds_price))  # fmt: skip
+            answer = call_tools(transfer("refunds", "a refund"), input_tokens=s.billing_tokens[0],
+                                output_tokens=s.billing_tokens[1])  # fmt: skip
+        else:
+            billed = reply("billed", input_tokens=s.billing_tokens[0], output_tokens=s.billing_tokens[1])
+            answer = fail("upstream returned 503") if s.billing_fails else billed
         model = ScriptedModel([answer], model_name="m-billing")
-        handoffs.append(Agent("billing", model=model, cost=s.billing_price))
+        handoffs.append(Agent("billing", model=model, cost=s.billing_price, handoffs=onward))
     policy = HandoffPolicy(
         max_retries=1, denied_tools=[f"delegate.{sub.name}" for sub in s.subs if sub.kind == "denied"],
         on_error=OnFailure.FALLBACK_TO_PRIMARY if s.fallback else OnFailure.FAIL,
@@ -189,10 +212,13 @@ def expected(s: Scenario) -> dict[str, Figures]:
                 found[sub.name] = _add(found.get(sub.name), _priced(sub.price, sub.tokens))
         found.setdefault(sub.name, (0, 0, None, 0))  # ran, failed: no tokens reported
     if s.transfer:
-        tokens = (0, 0) if s.billing_fails else s.billing_tokens
-        found["billing"] = _priced(s.billing_price, tokens)
-        if s.billing_fails:
-            found["billing"] = (0, 0, None, 0)
+        holders = [("billing", s.billing_price, s.billing_tokens)]
+        if s.onward:
+            holders.append(("refunds", s.refunds_price, s.refunds_tokens))
+        for name, price, tokens in holders:
+            found[name] = _priced(price, tokens)
+        if s.billing_fails:  # the last holder's round failed: no tokens reported
+            found[holders[-1][0]] = (0, 0, None, 0)
     return found
 
 
@@ -215,7 +241,7 @@ def expected_failure_rows(s: Scenario) -> list[tuple[str, str, int]]:
     taking over."""
     retried = [(sub.name, "completed", len(sub.attempts)) for sub in s.subs
                if sub.kind == "run" and any(sub.attempts) and not all(sub.attempts)]  # fmt: skip
-    failed_turn = [("billing", "error", 1)] if s.transfer and s.billing_fails else []  # the loop raised
+    failed_turn = [(s.path[-1], "error", 1)] if s.transfer and s.billing_fails else []  # the loop raised
     return sorted(expected_failures(s) + retried + failed_turn)
 
 
@@ -304,7 +330,7 @@ def check_trace(s: Scenario, result: RunResult | None, spans: list[SpanRecord]) 
     assert (row["input_tokens"], row["output_tokens"], row["unpriced_tokens"]) == (*total[:2], total[3])
     assert _close(total[2], row["cost_usd"])
     # The Traces list: the first agent, the transferred conversation's path, the counts.
-    path = ("triage", "billing") if s.transfer else ()
+    path = s.path
     assert (summary.root_agent, summary.agent_path, row["agent_path"]) == ("triage", path, list(path))
     assert summary.attempts == view.attempts == row["attempts"] == expected_attempts(s)
     assert summary.failed_handoffs == row["failed_handoffs"] == len(expected_failures(s))
@@ -354,12 +380,12 @@ def sub_attempts(sub: Sub) -> int:
 
 def check_edges(source: TraceSource, s: Scenario, flt: TraceFilter, where: str) -> None:
     """The agent map's edges of one trace: each delegation's count, attempts, failures by final
-    status and the usage it carried; the transfer's count."""
+    status and the usage it carried; each transfer's count."""
     want = expected(s)
     edges = {(e.caller, e.target, e.kind): e for e in source.agent_map(flt).edges}
     failing = {name: status for name, status, _ in expected_failures(s)}
     keys = {("triage", sub.name, "delegate") for sub in s.subs}
-    keys |= {("triage", "billing", "transfer")} if s.transfer else set()
+    keys |= {(caller, target, "transfer") for caller, target in itertools.pairwise(s.path)}
     assert set(edges) == keys, where
     for sub in s.subs:
         edge = edges["triage", sub.name, "delegate"]
@@ -369,8 +395,8 @@ def check_edges(source: TraceSource, s: Scenario, flt: TraceFilter, where: str) 
         assert edge.failures == ({status: 1} if status else {}), (where, sub, edge.failures)
         carried = (edge.cost.input_tokens, edge.cost.output_tokens, edge.cost.cost, edge.cost.unpriced_tokens)
         _same({sub.name: carried}, {sub.name: want.get(sub.name, (0, 0, None, 0))}, f"{where} edge cost")
-    if s.transfer:
-        handed = edges["triage", "billing", "transfer"]
+    for caller, target in itertools.pairwise(s.path):
+        handed = edges[caller, target, "transfer"]
         assert (handed.count, handed.failed) == (1, 0), where
 
 
@@ -412,6 +438,11 @@ EXAMPLES = (
              Sub("writer", (True,), (60, 6), PRICED, "cut"),
              Sub("fact_checker", (True,), (1, 1), None, "denied")),
              True, PRICES[3], (40, 4), False, fallback=True),
+    # A chain of two transfers: refunds answers (priced); then one where refunds fails after taking over.
+    Scenario(PRICED, ((100, 10), (50, 5)), (Sub("researcher", (True,), (30, 3), PRICED),), True, None,
+             (40, 4), False, onward=True, refunds_price=PRICES[2], refunds_tokens=(70, 7)),
+    Scenario(None, ((100, 10), (50, 5)), (), True, PRICED, (40, 4), True, onward=True, refunds_price=None,
+             refunds_tokens=(70, 7)),
 )  # fmt: skip
 
 
@@ -455,6 +486,8 @@ def seeded_scenarios(count: int, seed: int) -> list[Scenario]:
             subs,
             transfer_to, rng.choice(PRICES), (rng.randint(1, 5000), rng.randint(0, 800)),
             transfer_to and rng.random() < 0.5, fallback=rng.random() < 0.5,
+            onward=transfer_to and rng.random() < 0.5, refunds_price=rng.choice(PRICES),
+            refunds_tokens=(rng.randint(1, 5000), rng.randint(0, 800)),
         ))  # fmt: skip
     return found
 
@@ -464,6 +497,8 @@ def test_clickhouse_says_the_same_per_agent_and_per_trace(tmp_path: Path) -> Non
     # The batch holds every kind the property test draws.
     assert any(s.transfer and s.billing_fails for s in batch)
     assert any(s.transfer and not s.billing_fails for s in batch)
+    assert any(s.onward and s.billing_fails for s in batch)
+    assert any(s.onward and not s.billing_fails for s in batch)
     assert any(sub.attempts == (False, False) for s in batch for sub in s.subs)
     assert any(sub.attempts == (False, True) for s in batch for sub in s.subs)
     assert any(sub.price is None for s in batch for sub in s.subs) and any(not s.subs for s in batch)
@@ -496,8 +531,7 @@ def test_clickhouse_says_the_same_per_agent_and_per_trace(tmp_path: Path) -> Non
 def check_list_row(source: TraceSource, s: Scenario, trace_id: str, where: str) -> None:
     """The Traces list's row of one trace and its failed handoffs, by the script."""
     (summary,) = source.list_traces(TraceFilter(trace_id=trace_id))
-    path = ("triage", "billing") if s.transfer else ()
-    assert (summary.root_agent, summary.agent_path) == ("triage", path), where
+    assert (summary.root_agent, summary.agent_path) == ("triage", s.path), where
     failures = len(expected_failures(s))
     assert (summary.attempts, summary.failed_handoffs) == (expected_attempts(s), failures), where
     assert len(source.failed_handoff_spans(TraceFilter(trace_id=trace_id))) == failures, where
