@@ -21,6 +21,7 @@ import io
 import itertools
 import random
 import tempfile
+from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -34,6 +35,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from janux.dashboard.views.compare import cost_diff
+from janux.dashboard.views.span_detail import span_detail
 from janux.dashboard.views.tables import failures_frame
 from janux.dashboard.views.usage_tables import range_usage
 from janux.runtime import Agent, Cost, HandoffPolicy, OnFailure, Subagent
@@ -41,10 +43,12 @@ from janux.runtime.result import RunResult
 from janux.runtime.testing import ScriptedModel, call_tools, delegate, fail, reply, tool_call, transfer
 from janux.runtime.tools import make_tool
 from janux.tracing.analysis import money_cells as cells
+from janux.tracing.analysis import outcomes
 from janux.tracing.analysis.api_json import trace_row
-from janux.tracing.analysis.readers.structure import structure_facts
+from janux.tracing.analysis.readers.structure import loop_id, structure_facts
 from janux.tracing.analysis.report import trace_report
-from janux.tracing.analysis.trace_view import reconstruct
+from janux.tracing.analysis.trace_outline import outline_row
+from janux.tracing.analysis.trace_view import TraceView, reconstruct
 from janux.tracing.records import SpanRecord
 from janux.tracing.sdk.convert import span_records_from_readable
 from janux.tracing.sources.memory import MemoryTraceSource
@@ -298,6 +302,35 @@ def source_figures(source: TraceSource, flt: TraceFilter) -> tuple[dict[str, Fig
     return groups, nodes
 
 
+def _check_tree_and_detail(
+    view: TraceView, want: dict[str, Figures], total: Figures | None
+) -> None:
+    """The Trace page's tree and detail pane: the first loop's row carries the whole run's tokens
+    (labelled inclusive; `total`, None where a transfer moved the rest of the run to another
+    holder), and each agent that ran once says the script's own tokens and rounds in its detail
+    (a failed round with no usage says so, never "0 in / 0 out")."""
+    root_row = outline_row(view, view.nodes[0].span_id)
+    assert root_row is not None and root_row.scope == "incl."
+    if total is not None:
+        assert root_row.tokens == f"{total[0]:,} / {total[1]:,}", root_row
+    runs = Counter(node.agent for node in view.nodes)
+    for node in view.nodes:
+        if runs[node.agent] > 1:
+            continue
+        row_id = loop_id(node.span_id, node.segment)  # an agent segment after a transfer: its own row
+        span, row = view.span(row_id), outline_row(view, row_id)
+        assert span is not None and row is not None and row.agent == node.agent, (row_id, row)
+        detail = span_detail(view, span, row)
+        usage = dict(detail.usage)
+        tokens_in, tokens_out = want[node.agent][:2]
+        if usage["own tokens"].startswith(outcomes.NO_USAGE_REPORTED):
+            assert (tokens_in, tokens_out) == (0, 0), (node.agent, usage)
+        else:
+            shown = f"{tokens_in:,} in / {tokens_out:,} out"
+            assert usage["own tokens"].startswith(shown), (node.agent, usage)
+        assert usage["model rounds"] == f"{len(node.chat_spans):,}"
+
+
 def check_trace(s: Scenario, result: RunResult | None, spans: list[SpanRecord]) -> None:
     """Every in-process surface against the script (and the bill)."""
     want = expected(s)
@@ -316,6 +349,7 @@ def check_trace(s: Scenario, result: RunResult | None, spans: list[SpanRecord]) 
     header = view.total
     assert (header.input_tokens, header.output_tokens, header.unpriced_tokens) == (*total[:2], total[3])
     assert _close(total[2], header.cost)
+    _check_tree_and_detail(view, want, None if s.transfer else total)
     if result is not None:  # the runtime's own bill
         bill = result.bill
         assert (bill.input_tokens, bill.output_tokens, bill.unpriced_tokens) == (total[0], total[1], total[3])
