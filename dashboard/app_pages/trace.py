@@ -79,6 +79,7 @@ def main() -> None:
         st.warning("No spans stored for this trace id.")
         return
     sections.headline(view)
+    sections.linked_traces(view, trace_id)
     sections.issues(view)
     explorer(view)
     sections.more_figures(view)

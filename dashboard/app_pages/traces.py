@@ -75,6 +75,9 @@ def _table(source: TraceSource, flt: TraceFilter, page_size: int, query: TraceQu
         column_config={
             "checks": st.column_config.TextColumn("checks", width="medium", help=CHECKS_HELP),
             "trace": st.column_config.TextColumn("trace", width="large"),
+            "linked traces": st.column_config.NumberColumn(
+                "linked traces", help="Other traces of this run, joined to it by span links (read as one run)"
+            ),
         },
         selectable=True,
     )

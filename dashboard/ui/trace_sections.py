@@ -10,10 +10,12 @@ import streamlit as st
 from janux.dashboard.ui import headline as headline_figures
 from janux.dashboard.ui import nav
 from janux.dashboard.ui.copy_text import copy_text
+from janux.dashboard.ui.filters import trace_link
 from janux.dashboard.ui.table import show_table
 from janux.dashboard.views import tables
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import outcomes, trace_outline
+from janux.tracing.analysis.trace_links import continuation_text
 from janux.tracing.analysis.trace_list import CHECKS_HELP, badge
 from janux.tracing.analysis.trace_view import TraceView
 
@@ -71,6 +73,23 @@ def headline(view: TraceView) -> None:
             f"{unread:,} of {view.total.rounds:,} model call(s) carry usage Janux could not read (under "
             "names it does not read, or none at all): their tokens and cost are unknown, not counted as 0."
         )
+
+
+def linked_traces(view: TraceView, asked: str) -> None:
+    """"Continued from / continues in" with a link to each other trace of a run split across traces
+    (joined by span links: the page draws the whole run, handoffs across traces included)."""
+    if not view.index.linked_trace_ids:
+        return
+    joined = {view.trace_id, *view.index.linked_trace_ids}
+    run = [span for span in view.index.spans if span.trace_id in joined]
+    before, after = continuation_text(run, asked)
+    parts = []
+    if before:
+        parts.append("continued from " + ", ".join(f"[{t[:12]}…]({trace_link(t)})" for t in before))
+    if after:
+        parts.append("continues in " + ", ".join(f"[{t[:12]}…]({trace_link(t)})" for t in after))
+    count = len(view.index.linked_trace_ids) + 1
+    st.caption(f"One run across {count} traces joined by span links: " + "; ".join(parts))
 
 
 def more_figures(view: TraceView) -> None:

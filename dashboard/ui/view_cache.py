@@ -19,6 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from janux.tracing.analysis.agentmap.build import gc_paused
+from janux.tracing.analysis.trace_links import run_spans
 from janux.tracing.analysis.trace_view import TraceView, reconstruct
 from janux.tracing.sources.protocol import TraceSource
 
@@ -74,8 +75,9 @@ def rebuild(source: TraceSource, trace_ids: list[str]) -> dict[str, TraceView]:
     frees it when the cache drops it: freezing it only spares those walks.
     """
     with gc_paused():
-        spans = source.get_traces(trace_ids)
-        views = {trace_id: reconstruct(spans.get(trace_id, [])) for trace_id in trace_ids}
+        # each trace with the traces of its run (joined by span links), read as one (`trace_links`)
+        spans = run_spans(trace_ids, source.trace_links, source.get_traces)
+        views = {trace_id: reconstruct(spans.get(trace_id.strip().lower(), [])) for trace_id in trace_ids}
     if sum(len(view.index.spans) for view in views.values()) >= FREEZE_MIN_SPANS:
         freeze_out_of_collector()
     return views

@@ -103,6 +103,7 @@ def trace_row(summary: TraceSummary, view: TraceView | None) -> dict[str, Any]:
         "failed_handoffs": summary.failed_handoffs,
         "error_spans": summary.error_spans,
         "span_count": summary.span_count,
+        "linked_traces": summary.linked_traces,
         "model_calls": summary.inference_spans,
         "model_calls_read": summary.usage_read_spans,
         "unrecognised_spans": summary.unrecognised_spans,

@@ -95,6 +95,9 @@ class TraceSummary:
     agent_path: tuple[str, ...] = ()
     """The agents that held the conversation in turn when it was transferred (`triage`, `billing`);
     empty when one agent held it throughout (`root_agent` says which). See `summary.agent_path`."""
+    linked_traces: int = 0
+    """Other traces read with this one as one run (joined by span links, `trace_links`): the list
+    shows a run once, on its first trace's row, and its continuations only under it."""
 
     @property
     def partly_unread(self) -> bool:

@@ -131,6 +131,7 @@ def trace_report(view: TraceView) -> dict[str, Any]:
     return {
         "schema": api.SCHEMA,
         "trace_id": view.trace_id,
+        "linked_trace_ids": list(view.index.linked_trace_ids),
         "started_at": api.iso_utc(start) if spans else None,
         "duration_ms": api.duration_ms(end - start) if spans else None,
         "input_tokens": usage["input_tokens"],

@@ -84,6 +84,9 @@ class SpanIndex:
     """What was wrong with the raw spans."""
     trace_id: str = ""
     """The trace id (of the first span)."""
+    linked_trace_ids: tuple[str, ...] = ()
+    """The other traces read with this one as one run (joined to it by span links among the spans
+    given, see `trace_links`), in start order; empty for a trace read alone."""
 
 
 def _dedupe(spans: Iterable[SpanRecord], issues: TraceIssues) -> list[SpanRecord]:
@@ -157,6 +160,27 @@ def _walk(index: SpanIndex) -> None:
             stack.extend(reversed(kids))
 
 
+def _joined_traces(spans: list[SpanRecord], trace_id: str) -> set[str]:
+    """`trace_id` and the traces among `spans` joined to it by span links (either way): a run read
+    across traces. Spans of any other trace id are foreign to the trace."""
+    present = {span.trace_id for span in spans}
+    if len(present) == 1:
+        return present
+    partners: dict[str, set[str]] = {}
+    for span in spans:
+        for link in span.links:
+            if link.trace_id != span.trace_id and link.trace_id in present:
+                partners.setdefault(span.trace_id, set()).add(link.trace_id)
+                partners.setdefault(link.trace_id, set()).add(span.trace_id)
+    joined, todo = {trace_id}, [trace_id]
+    while todo:
+        for other in partners.get(todo.pop(), ()):
+            if other not in joined:
+                joined.add(other)
+                todo.append(other)
+    return joined
+
+
 def build_index(spans: Iterable[SpanRecord]) -> SpanIndex:
     """Index one trace's spans (any order, duplicates allowed)."""
     issues = TraceIssues()
@@ -176,7 +200,9 @@ def build_index(spans: Iterable[SpanRecord]) -> SpanIndex:
         else:
             roots.append(i)
     trace_id = unique[0].trace_id if unique else ""
-    issues.foreign_trace_ids = sum(1 for s in unique if s.trace_id != trace_id)
+    joined = _joined_traces(unique, trace_id)
+    others = joined - {trace_id}
+    issues.foreign_trace_ids = sum(1 for s in unique if s.trace_id not in joined)
     issues.open_spans = [s.span_id for s in unique if s.duration_ns < 0]
     index = SpanIndex(
         spans=unique,
@@ -189,6 +215,7 @@ def build_index(spans: Iterable[SpanRecord]) -> SpanIndex:
         incomplete=[False] * len(unique),
         issues=issues,
         trace_id=trace_id,
+        linked_trace_ids=tuple(t for t in dict.fromkeys(span.trace_id for span in unique) if t in others),
     )
     _walk(index)
     return index

@@ -147,6 +147,7 @@ def traces_frame(
                 "error spans": s.error_spans,
                 "duration": fmt.ms(s.duration_ns / 1e6),
                 "spans": s.span_count,
+                "linked traces": s.linked_traces,
                 "input tokens": _tokens(s, s.bill_input_tokens),
                 "output tokens": _tokens(s, s.bill_output_tokens),
                 "usage read": f"{s.usage_read_spans}/{s.inference_spans}" if s.inference_spans else "",

@@ -18,6 +18,12 @@ from janux.tracing.analysis.agentmap.sums import newest_refs
 from janux.tracing.analysis.summary import matches, newest_spans
 from janux.tracing.analysis.trace_facts import TraceFacts, analyse
 from janux.tracing.analysis.trace_find import FoundTraces, TraceQuery, spans_have_attribute
+from janux.tracing.analysis.trace_links import (
+    TraceLink,
+    cross_trace_links,
+    is_continuation,
+    with_linked_counts,
+)
 from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.analysis.usage_aggregate import merge_groups
 from janux.tracing.analysis.usage_rows import check_dimension, finish
@@ -44,6 +50,8 @@ class MemoryTraceSource:
         self._lock = threading.Lock()
         self._traces: dict[str, dict[str, SpanRecord]] = {}
         self._facts: dict[str, TraceFacts] = {}
+        self._links: dict[str, dict[TraceLink, None]] = {}
+        """The link index: its rows by the trace on either side."""
         self._stats = IngestStats()
         self._find = FindFactsCache()
         self.analysed = 0
@@ -61,6 +69,10 @@ class MemoryTraceSource:
                     continue
                 trace[span.span_id] = span
                 added += 1
+                if span.links:
+                    for row in cross_trace_links((span,)):
+                        self._links.setdefault(row.trace_id, {})[row] = None
+                        self._links.setdefault(row.linked_trace_id, {})[row] = None
             self._stats.spans += added
             self._stats.traces = len(self._traces)
             self._stats.rejected += rejected
@@ -84,13 +96,31 @@ class MemoryTraceSource:
         rows.sort(key=lambda f: (-f.summary.start_ns, f.trace_id))
         return rows
 
+    def _listed(self, flt: TraceFilter) -> list[TraceFacts]:
+        """`_matching` without the continuations of runs (`trace_links.LISTED_RULE`), unless the
+        filter names a trace id."""
+        rows = self._matching(flt)
+        if flt.trace_id is not None:
+            return rows
+        starts = {f.trace_id: f.summary.start_ns for f in self._all_facts()}
+        with self._lock:
+            linked = {trace_id: list(found) for trace_id, found in self._links.items()}
+        return [f for f in rows if not is_continuation(f.trace_id, starts, linked.get(f.trace_id, ()))]
+
     def list_traces(self, flt: TraceFilter, limit: int = 50, offset: int = 0) -> list[TraceSummary]:
-        """Trace summaries matching `flt`, newest first."""
-        return [f.summary for f in self._matching(flt)[max(0, offset) : max(0, offset) + max(0, limit)]]
+        """Trace summaries matching `flt`, newest first, each run once with its linked count."""
+        page = self._listed(flt)[max(0, offset) : max(0, offset) + max(0, limit)]
+        return with_linked_counts([f.summary for f in page], self.trace_links)
 
     def count_traces(self, flt: TraceFilter) -> int:
-        """How many traces match `flt`."""
-        return len(self._matching(flt))
+        """How many traces match `flt` (each run once)."""
+        return len(self._listed(flt))
+
+    def trace_links(self, trace_ids: list[str]) -> list[TraceLink]:
+        """The link index rows with one of `trace_ids` on either side."""
+        with self._lock:
+            found = {row: None for t in trace_ids for row in self._links.get(t.strip().lower(), {})}
+        return list(found)
 
     def find_traces(
         self, flt: TraceFilter, query: TraceQuery, limit: int = 50, offset: int = 0

@@ -19,6 +19,7 @@ from janux.tracing.analysis.facts import (
     UsageDimension,
 )
 from janux.tracing.analysis.trace_find import FoundTraces, TraceQuery
+from janux.tracing.analysis.trace_links import TraceLink
 from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.records import SpanRecord
 
@@ -82,6 +83,11 @@ class TraceSource(Protocol):
 
     def get_traces(self, trace_ids: list[str]) -> dict[str, list[SpanRecord]]:
         """All spans of several traces, keyed by trace id."""
+        ...
+
+    def trace_links(self, trace_ids: list[str]) -> list[TraceLink]:
+        """The link index rows (`janux.tracing.analysis.trace_links`) that have one of `trace_ids` on
+        either side: one indexed query, never a scan of the spans."""
         ...
 
     def failed_handoff_spans(self, flt: TraceFilter, limit: int = 500) -> list[SpanRecord]:

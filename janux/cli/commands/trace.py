@@ -61,6 +61,7 @@ def _run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: `janux` registers every subcommand at start, and the report
     # pulls in pandas (~80 MiB), which `janux collect` and `janux import` must not carry.
     from janux.tracing.analysis.report import render_tree, trace_report
+    from janux.tracing.analysis.trace_links import run_spans
     from janux.tracing.analysis.trace_view import reconstruct
 
     wanted = str(args.trace_id).strip().lower()
@@ -68,7 +69,8 @@ def _run(args: argparse.Namespace) -> int:
     trace_id = full_trace_id(source, wanted)
     if trace_id is None:
         return 1
-    spans = source.get_trace(trace_id)
+    # A run split across traces joined by span links is read whole (`trace_links`).
+    spans = run_spans([trace_id], source.trace_links, source.get_traces)[trace_id]
     if not spans:
         print(f"janux trace: no spans stored for trace {trace_id}")
         return 1

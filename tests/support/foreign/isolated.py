@@ -69,6 +69,29 @@ def otlp_line(spans: list[ReadableSpan]) -> str:
     return json.dumps(_hex_ids(MessageToDict(encode_spans(spans))), separators=(",", ":"))
 
 
+def _agents_run(spans: list[ReadableSpan], order: list[str]) -> list[str]:
+    """The traces (in `order`) joined by span links to the first trace holding an agent span: the
+    scenario's run (traces of messages no link joins to it are written, not part of the truth)."""
+    partners: dict[str, set[str]] = {}
+    agent_traces = []
+    for span in spans:
+        own = format(span.context.trace_id, "032x") if span.context is not None else ""
+        if (span.attributes or {}).get("gen_ai.operation.name") == "invoke_agent":
+            agent_traces.append(own)
+        for link in span.links:
+            other = format(link.context.trace_id, "032x")
+            partners.setdefault(own, set()).add(other)
+            partners.setdefault(other, set()).add(own)
+    start = min(agent_traces, key=order.index)
+    joined, todo = {start}, [start]
+    while todo:
+        for other in partners.get(todo.pop(), ()):
+            if other not in joined:
+                joined.add(other)
+                todo.append(other)
+    return [trace_id for trace_id in order if trace_id in joined]
+
+
 @dataclass
 class Writer:
     """Collects the scenarios of one fixture and writes `<name>.jsonl` and `<name>.truth.json`."""
@@ -84,6 +107,21 @@ class Writer:
             raise ValueError(f"scenario {truth.scenario}: must be one trace, got {len(ids)}")
         self.lines.append(otlp_line(spans))
         self.truths[ids.pop()] = asdict(truth)
+
+    def take_run(self, exporter: Any, truth: Truth) -> None:
+        """One scenario whose run the library split across traces (joined by span links): one line
+        per trace, the truth under the run's first trace, naming the others (`linked_trace_ids`)."""
+        spans = list(exporter.get_finished_spans())
+        truth.errors = sum(1 for s in spans if not s.status.is_ok)
+        by_trace: dict[str, list[ReadableSpan]] = {}
+        for span in sorted(spans, key=lambda s: (s.start_time or 0)):
+            if span.context is not None:
+                by_trace.setdefault(format(span.context.trace_id, "032x"), []).append(span)
+        run = _agents_run(spans, list(by_trace))
+        truth.linked_trace_ids = run[1:]
+        self.lines.extend(otlp_line(part) for part in by_trace.values())
+        self.truths[run[0]] = asdict(truth)
+        exporter.clear()
 
     def take(self, exporter: Any, truth: Truth) -> None:
         """One scenario from what `exporter` (an `InMemorySpanExporter`) holds: its spans, the count of

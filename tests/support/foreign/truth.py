@@ -50,6 +50,9 @@ class Truth:
     `transfer`), `status` (`completed` | `failed`), `attempts` (None: not stated)."""
     unnamed_agents: int = 0
     """Agent runs that nothing in the trace names."""
+    linked_trace_ids: list[str] = field(default_factory=list)
+    """The other traces of a run the library split across traces joined by span links (the truth
+    is kept under the run's first trace, and speaks of the whole run)."""
 
     def edge(self, caller: str, target: str, kind: str = "delegate", status: str = "completed",
              attempts: int = 1) -> None:  # fmt: skip

@@ -224,7 +224,7 @@ def test_a_clickhouse_database_of_schema_6_reads_and_upgrades_to_the_path(tmp_pa
         client.command(f"INSERT INTO {schema.SCHEMA} (version, applied) VALUES (6, now64(3))")
         (row,) = ClickHouseSource(client).list_traces(TraceFilter())
         assert row.agent_path == ()
-        assert schema.init(client) == schema.SCHEMA_VERSION == 7
+        assert schema.init(client) == schema.SCHEMA_VERSION == 8
         (row,) = ClickHouseSource(client).list_traces(TraceFilter())
         assert row.agent_path == ()  # derived before the upgrade
         _, again = _traced(_transfer())

@@ -126,8 +126,8 @@ def test_init_adds_the_projections_to_a_schema_4_database(client: ChdbClient) ->
     whole = _map_reads(client)[1]
     assert max(whole) >= day
     for _ in range(2):  # the second run changes nothing
-        assert schema.init(client) == schema.SCHEMA_VERSION == 7
-    assert schema.applied_version(client) == 7
+        assert schema.init(client) == schema.SCHEMA_VERSION == 8
+    assert schema.applied_version(client) == 8
     found, reads = _map_reads(client)
     assert _close(found, expected)  # the minute rollup back-filled: costs summed in another order
     assert max(reads) < day and sum(whole) >= 4 * sum(reads), (whole, reads)  # the older parts too

@@ -383,7 +383,7 @@ def test_init_migrates_a_schema_3_database_once(client: ChdbClient) -> None:
         TraceFilter(), edge.key
     )
     for _ in range(2):  # the second run changes nothing
-        assert schema.init(client) == schema.SCHEMA_VERSION == 7
+        assert schema.init(client) == schema.SCHEMA_VERSION == 8
         for table in (schema.LOOPS, schema.DELEGATIONS):
             assert _parts_without(client, table, schema.GROUP_HASH) == 0  # written, not computed per read
     recording = RecordingClient(client)

@@ -149,7 +149,7 @@ def test_init_adds_the_minute_rollup_and_the_failure_index_to_a_schema_5_databas
     source = ClickHouseSource(client)  # schema 5: the hourly rollup and the facts rows
     assert source.count_traces(SECOND_EDGES[0]) == memory.count_traces(SECOND_EDGES[0])
     for _ in range(2):  # the second run adds nothing
-        assert schema.init(client) == schema.SCHEMA_VERSION == 7
+        assert schema.init(client) == schema.SCHEMA_VERSION == 8
         assert _minute_rollup(client) == expected
     source = ClickHouseSource(client)
     for flt in (*HOUR_SPLIT_RANGES, *SECOND_EDGES):

@@ -8,7 +8,8 @@ between them.
   the executor named like the agent). The run of the target executor that starts after the edge is
   reached from the latest run of the source executor started before it.
 - A span link from an agent run's span (or a span above it) to a span of another loop, or to a span
-  beside that loop's agent span, says that loop caused the run.
+  beside that loop's agent span, says that loop caused the run. The linked span may be in another
+  trace read with this one (a run split across traces, `trace_links`): the link names its trace.
 
 Either is a transfer when the caller's run had ended before the run it reached ended (it handed over),
 else a delegation (it waited for it). Only runs below no loop and reached by no edge are placed.
@@ -110,7 +111,7 @@ def by_span_links(s: Structure, taken: set[int]) -> list[Placed]:
         while pos != NO_PARENT:
             caller = next((found for link in s.index.spans[pos].links
                            if (linked := s.index.by_id.get(link.span_id)) is not None
-                           and link.trace_id == s.index.trace_id
+                           and link.trace_id == s.index.spans[linked].trace_id
                            and 0 <= (found := _loop_beside(s, linked)) < run), -1)  # fmt: skip
             if caller >= 0:
                 placed.append((run, caller, edge_kind(s, caller, run), "span link"))

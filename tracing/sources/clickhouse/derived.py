@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, MapKey, MapRefs
 from janux.tracing.analysis.facts import TraceFilter, TraceSummary, UsageAggregate
+from janux.tracing.analysis.trace_links import TraceLink, with_linked_counts
 from janux.tracing.analysis.usage_rows import finish
 from janux.tracing.sources.clickhouse import schema as s
 from janux.tracing.sources.clickhouse.derived_map import MapQueries, RolledMap
@@ -43,6 +44,18 @@ _HEX = frozenset("0123456789abcdef")
 _SUMMARY = ", ".join(name for name, _ in s.SUMMARY_COLUMNS)
 # A database before schema 7 has no `agent_path` column until `init` adds it: read it as empty.
 _SUMMARY_BEFORE_7 = _SUMMARY.replace("agent_path", "CAST([], 'Array(String)') AS agent_path")
+_LINKED_STARTS = (
+    f"SELECT trace_id, start_ns FROM {s.FACTS} FINAL "
+    f"WHERE trace_id IN (SELECT trace_id FROM {s.TRACE_LINKS})"
+)
+_CONTINUATIONS = f"""
+SELECT l.trace_id FROM {s.TRACE_LINKS} AS l
+INNER JOIN ({_LINKED_STARTS}) AS own ON own.trace_id = l.trace_id
+INNER JOIN ({_LINKED_STARTS}) AS other ON other.trace_id = l.other_trace_id
+WHERE other.start_ns < own.start_ns OR (other.start_ns = own.start_ns AND other.trace_id < own.trace_id)
+"""
+"""Traces linked (either way: the index holds a row under each) to a derived trace that started
+before them: the continuations of runs (`trace_links.LISTED_RULE`)."""
 _CARRIED = ", ".join(n for n, _ in s.MAP_FACTS_COLUMNS if n.startswith(("loop_", "delegation_")))
 """The loop and delegation arrays a facts row carries (schema 3)."""
 
@@ -115,7 +128,7 @@ class DerivedReads:
 
     def __init__(
         self, rows: Rows, rollup: bool = True, map_rollup: bool = True, group_hash: bool = True,
-        minute_rollup: bool = True, agent_path: bool = True,
+        minute_rollup: bool = True, agent_path: bool = True, trace_links: bool = True,
     ) -> None:
         self._rows: Rows = lambda sql, parameters: rows(with_final_settings(sql), parameters)
         self._rollup = rollup
@@ -128,6 +141,8 @@ class DerivedReads:
         """True when the per-minute map rollup and the failures ordered by start exist (schema 6)."""
         self._summary = _SUMMARY if agent_path else _SUMMARY_BEFORE_7
         """The facts columns a trace-list row reads (`agent_path` since schema 7)."""
+        self._trace_links = trace_links
+        """True when the link index exists (schema 8): the list shows each run once."""
 
     def _current(self, flt: TraceFilter, parameters: dict[str, Any], extra: str = "1", days: str = "") -> str:
         """(trace_id, version) of the current facts of every trace matching `flt` (and `extra`);
@@ -168,14 +183,38 @@ class DerivedReads:
     def _split(self, flt: TraceFilter) -> HourSplit | None:
         return split_hours(flt) if self._rollup else None
 
+    def _listed(self, flt: TraceFilter) -> str:
+        """The condition leaving a run's continuations out of the list (`trace_links.LISTED_RULE`,
+        as the store's `queries.listed_sql`), "1" when the filter names a trace id or no index exists."""
+        if flt.trace_id is not None or not self._trace_links:
+            return "1"
+        return f"trace_id NOT IN ({_CONTINUATIONS})"
+
+    def trace_links(self, trace_ids: list[str]) -> list[TraceLink]:
+        """The link index rows with one of `trace_ids` on either side (one read by the primary key)."""
+        if not self._trace_links or not trace_ids:
+            return []
+        sql = (
+            "SELECT DISTINCT trace_id, span_id, other_trace_id, other_span_id, outgoing "
+            f"FROM {s.TRACE_LINKS} WHERE trace_id IN {{ids:Array(String)}}"
+        )
+        found: dict[TraceLink, None] = {}
+        for trace_id, span_id, other, other_span, outgoing in self._rows(sql, {"ids": trace_ids}):
+            ends = (trace_id, span_id, other, other_span)
+            if not outgoing:  # the row under the linked trace: its span is the linked one
+                ends = (other, other_span, trace_id, span_id)
+            found[TraceLink(*(str(value) for value in ends))] = None
+        return list(found)
+
     def list_traces(self, flt: TraceFilter, limit: int, offset: int) -> list[TraceSummary]:
-        """Trace summaries matching `flt`, newest first."""
+        """Trace summaries matching `flt`, newest first, each run once with its linked count."""
         parameters: dict[str, Any] = {"limit": max(0, limit), "offset": max(0, offset)}
         sql = (
             f"SELECT {self._summary} FROM {s.FACTS} FINAL WHERE {filter_sql(flt, parameters)} "
+            f"AND {self._listed(flt)} "
             "ORDER BY start_ns DESC, trace_id LIMIT {limit:UInt64} OFFSET {offset:UInt64}"
         )
-        return [summary_of(row) for row in self._rows(sql, parameters)]
+        return with_linked_counts([summary_of(row) for row in self._rows(sql, parameters)], self.trace_links)
 
     def _rolled(self, flt: TraceFilter, parameters: dict[str, Any]) -> RolledMap | None:
         """The rollups' reader of `flt`'s range, None when they cannot answer it (another filter)."""
@@ -193,11 +232,18 @@ class DerivedReads:
         """How many traces match `flt`: a range alone from the rollups' trace counts (schema 6)."""
         parameters: dict[str, Any] = {}
         rolled = self._rolled(flt, parameters) if self._minute_rollup else None
+        listed = self._listed(flt)
         if rolled is not None:
-            return rolled.trace_count(parameters)
-        rows = self._rows(
-            f"SELECT count() FROM {s.FACTS} FINAL WHERE {filter_sql(flt, parameters)}", parameters
-        )
+            hidden = 0
+            # the rollups count every trace: take the continuations back (read only when some
+            # trace links into another, so a range count stays a rollup read otherwise)
+            if listed != "1" and self._rows(f"SELECT 1 FROM {s.TRACE_LINKS} LIMIT 1", {}):
+                where = f"{filter_sql(flt, parameters)} AND NOT ({listed})"
+                found = self._rows(f"SELECT count() FROM {s.FACTS} FINAL WHERE {where}", parameters)
+                hidden = int(found[0][0]) if found else 0
+            return rolled.trace_count(parameters) - hidden
+        where = f"{filter_sql(flt, parameters)} AND {listed}"
+        rows = self._rows(f"SELECT count() FROM {s.FACTS} FINAL WHERE {where}", parameters)
         return int(rows[0][0]) if rows else 0
 
     def usage_by(self, dimension: str, flt: TraceFilter, limit: int) -> list[UsageAggregate]:

@@ -44,6 +44,7 @@ from janux.tracing.sources.clickhouse.fact_rows import (
     day_of,
     fact_rows,
     failure_rows,
+    trace_link_rows,
     typed_value,
 )
 from janux.tracing.sources.clickhouse.span_json import ANALYSED_SPAN_JSON, decode_spans, span_texts
@@ -409,7 +410,7 @@ def _whole_batches(client: _Pipelined, table: str, trace_ids: list[str]) -> Iter
 def write(client: DeriveClient, rows: TableRows) -> None:
     """Insert derived rows: every child table first, the facts rows last (a reader joins children to
     the current facts version, so it never sees a trace whose children are not written yet)."""
-    for table in (s.LOOPS, s.DELEGATIONS, s.USAGE, s.FAILURES, s.FACTS):
+    for table in (s.LOOPS, s.DELEGATIONS, s.USAGE, s.FAILURES, s.TRACE_LINKS, s.FACTS):
         data = rows.get(table)
         if data:
             columns = next(t.columns for t in s.TABLES if t.name == table)
@@ -431,6 +432,7 @@ def _derive_batch(
         fact_rows(facts, day, newest, rows, replaced.get(trace_id, NOTHING_REPLACED),
                   replaced_map.get(trace_id, NO_MAP_REPLACED))  # fmt: skip
         failure_rows(facts, day, spans, rows)
+        trace_link_rows(trace_id, day, spans, rows)
         stats.traces += 1
         stats.spans += len(spans)
         pending += len(spans)

@@ -16,6 +16,7 @@ from typing import Any
 from janux.tracing.analysis.agentmap.loops import DelegationFacts, LoopFacts
 from janux.tracing.analysis.facts import TraceSummary
 from janux.tracing.analysis.trace_facts import TraceFacts
+from janux.tracing.analysis.trace_links import cross_trace_links
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.clickhouse import schema as s
 from janux.usage import Usage
@@ -186,3 +187,11 @@ def usage_group(row: Sequence[Any]) -> tuple[Any, ...]:
     key, count, failed, tokens_in, tokens_out, cost, unpriced, unread = row
     usage = (_int(tokens_in), _int(tokens_out), _float(cost), _int(unpriced))
     return (str(key), int(count), int(failed), *usage, int(unread or 0))
+
+
+def trace_link_rows(trace_id: str, day: dt.date, spans: Sequence[SpanRecord], rows: TableRows) -> None:
+    """Append the link index rows of one trace's spans (`schema.TRACE_LINKS`: two per link)."""
+    found = rows.setdefault(s.TRACE_LINKS, [])
+    for link in cross_trace_links(span for span in spans if span.links and span.trace_id == trace_id):
+        found.append([link.trace_id, link.linked_trace_id, link.span_id, link.linked_span_id, 1, day])
+        found.append([link.linked_trace_id, link.trace_id, link.linked_span_id, link.span_id, 0, day])

@@ -33,6 +33,8 @@ into these tables; the ClickHouse source reads them instead of re-deriving spans
 - `janux_failures_by_start` (schema 6): (span start, trace, version, seq, span) of every
   `janux_failures` row, ordered by the span's start and fed by a view, so the failures page reads
   its newest rows by the key instead of every failure's trace (`derived.DerivedReads.failed_handoff_ids`).
+- `janux_trace_links` (schema 8): the link index of runs split across traces, two rows per span link
+  into another trace (one keyed by each trace), written by the deriver with the facts.
 - `janux_derive_state`: the watermark of each deriver shard of each source table (insertion time
   of the rows derived so far); `janux_schema`: the schema versions applied.
 
@@ -53,14 +55,16 @@ from typing import Any, Protocol
 
 from janux.tracing.sources.clickhouse import map_parts
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """Version of the DDL below; `init` records it in `janux_schema`. 1: the per-trace tables; 2: the
 hourly usage rollup (`janux_usage_hourly`, fed from the facts rows' usage arrays); 3: the hourly
 agent-map rollup (`janux_map_hourly`, fed from the facts rows' loop and delegation arrays); 4: the
 map-key hash of each loop and delegation row (`GROUP_HASH`); 5: the facts table's projections
 (`FACTS_PROJECTIONS`); 6: the per-minute agent-map rollup (`MAP_MINUTE`) and the failures ordered by
 their span's start (`FAILURES_BY_START`); 7: the path of a transferred conversation on the facts rows
-(`agent_path`; rows derived before it keep an empty path and their last agent as `root_agent`)."""
+(`agent_path`; rows derived before it keep an empty path and their last agent as `root_agent`); 8: the
+link index of runs split across traces (`TRACE_LINKS`; traces derived before it are not in it until
+derived again)."""
 
 INSERTED_COLUMN = "JanuxInsertedAt"
 """The insertion-time column `init` adds to `otel_traces` (the deriver's watermark)."""
@@ -77,6 +81,10 @@ FAILURES = "janux_failures"
 """The span of every failed handoff."""
 USAGE_HOURLY = "janux_usage_hourly"
 """`janux_usage` summed per (dimension, hour of trace start, key): see `rollup_ddl`."""
+TRACE_LINKS = "janux_trace_links"
+"""The link index (`analysis.trace_links`, schema 8): each span link into another trace as two rows,
+one under each trace (`outgoing` 1 under the trace whose span carries it), so the rows of either side
+are one read by the primary key."""
 STATE = "janux_derive_state"
 """Watermark per deriver shard."""
 SCHEMA = "janux_schema"
@@ -124,6 +132,9 @@ SUMMARY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("agent_path", "Array(String)"),
 )
 """`TraceSummary`'s fields, in order, with their ClickHouse types (a test holds the two equal)."""
+LIST_TIME_FIELDS = frozenset({"linked_traces"})
+"""`TraceSummary` fields that are not facts of one trace: counted when a list is read (from the link
+index, `trace_links.with_linked_counts`), so no column keeps them."""
 ADDED_SUMMARY_COLUMNS = SUMMARY_COLUMNS[-1:]
 """The summary columns added after schema 1 (`agent_path`, schema 7): an upgrade adds them."""
 
@@ -283,6 +294,17 @@ FAILURE_COLUMNS: tuple[tuple[str, str], ...] = (("span_id", "String"), ("span_st
 """The span to open for one failed handoff, and its start (how failed handoffs are ordered)."""
 
 
+TRACE_LINK_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("trace_id", "String"),
+    ("other_trace_id", "String"),
+    ("span_id", "String"),
+    ("other_span_id", "String"),
+    ("outgoing", "UInt8"),
+    ("day", "Date"),
+)
+"""Columns of `janux_trace_links`: a link seen from `trace_id` (its span `span_id` when `outgoing`,
+else the linked span), the trace at its other end, and the day of the deriving trace (its TTL)."""
+
 FAILURE_INDEX_COLUMNS: tuple[tuple[str, str], ...] = (
     ("span_start_ns", "Int64"),
     ("trace_id", "String"),
@@ -336,6 +358,9 @@ TABLES: tuple[Table, ...] = (
     ),
     Table(SCHEMA, (("version", "UInt32"), ("applied", "DateTime64(3)")), "version", None, partition=False),
     Table(FAILURES_BY_START, FAILURE_INDEX_COLUMNS, "(span_start_ns, trace_id, version, seq)", None),
+    Table(
+        TRACE_LINKS, TRACE_LINK_COLUMNS, "(trace_id, other_trace_id, span_id, other_span_id, outgoing)", None
+    ),
 )
 """Every table `init` creates."""
 

@@ -40,6 +40,7 @@ from janux.tracing.analysis.summary import (
     recorded_path,
 )
 from janux.tracing.analysis.trace_find import FoundTraces, TraceQuery, parse_attribute
+from janux.tracing.analysis.trace_links import TraceLink, is_continuation, with_linked_counts
 from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.analysis.usage_aggregate import group_rows, merge_groups
 from janux.tracing.analysis.usage_rows import (
@@ -249,7 +250,7 @@ class ClickHouseSource:
             if version >= 1:
                 self._derived_reads = DerivedReads(
                     self._rows, rollup=version >= 2, map_rollup=version >= 3, group_hash=version >= 4,
-                    minute_rollup=version >= 6, agent_path=version >= 7,
+                    minute_rollup=version >= 6, agent_path=version >= 7, trace_links=version >= 8,
                 )
         return self._derived_reads
 
@@ -317,23 +318,68 @@ class ClickHouseSource:
         if derived is not None:
             return derived.list_traces(flt, limit, offset)
         first, wanted = max(0, offset), max(0, limit)
-        parameters: dict[str, Any] = {"limit": first + wanted}
+        hidden = self._continuations(flt)
+        parameters: dict[str, Any] = {"limit": first + wanted, "hidden": sorted(hidden)}
         sql = (
             f"SELECT {', '.join(_SUMMARY_COLUMNS)} FROM ({self._janux_summaries_sql(flt, parameters)}) "
-            "ORDER BY start_ns DESC, TraceId LIMIT {limit:UInt64}"
+            "WHERE TraceId NOT IN {hidden:Array(String)} ORDER BY start_ns DESC, TraceId LIMIT {limit:UInt64}"
         )
         janux = [_summary(row) for row in self._rows(sql, parameters)]
-        merged = heapq.merge(janux, self._foreign.matching(flt), key=lambda s: (-s.start_ns, s.trace_id))
-        return list(islice(merged, first, first + wanted))
+        foreign = [row for row in self._foreign.matching(flt) if row.trace_id not in hidden]
+        merged = heapq.merge(janux, foreign, key=lambda s: (-s.start_ns, s.trace_id))
+        return with_linked_counts(list(islice(merged, first, first + wanted)), self.trace_links)
 
     def count_traces(self, flt: TraceFilter) -> int:
         """How many traces match `flt`."""
         derived = self._derived()
         if derived is not None:
             return derived.count_traces(flt)
-        parameters: dict[str, Any] = {}
-        rows = self._rows(f"SELECT count() FROM ({self._janux_summaries_sql(flt, parameters)})", parameters)
-        return (int(rows[0][0]) if rows else 0) + len(self._foreign.matching(flt))
+        hidden = self._continuations(flt)
+        parameters: dict[str, Any] = {"hidden": sorted(hidden)}
+        rows = self._rows(
+            f"SELECT count() FROM ({self._janux_summaries_sql(flt, parameters)}) "
+            "WHERE TraceId NOT IN {hidden:Array(String)}",
+            parameters,
+        )
+        foreign = sum(1 for row in self._foreign.matching(flt) if row.trace_id not in hidden)
+        return (int(rows[0][0]) if rows else 0) + foreign
+
+    def _continuations(self, flt: TraceFilter) -> set[str]:
+        """The traces the list leaves out (`trace_links.LISTED_RULE`), read from the spans' links:
+        every cross-trace link, then the start of each trace on either side (the query-time path
+        reads the table as it is; the derived tables keep the index instead)."""
+        if flt.trace_id is not None:
+            return set()
+        sql = (
+            f"SELECT DISTINCT TraceId, link FROM {self._table} ARRAY JOIN Links.TraceId AS link "
+            "WHERE link != '' AND link != TraceId"
+        )
+        pairs = [(str(a), str(b)) for a, b in self._rows(sql, {})]
+        if not pairs:
+            return set()
+        ids = sorted({t for pair in pairs for t in pair})
+        starts_sql = (
+            f"SELECT TraceId, min(toUnixTimestamp64Nano(Timestamp)) FROM {self._table} "
+            "WHERE TraceId IN {ids:Array(String)} GROUP BY TraceId"
+        )
+        starts = {str(t): int(start) for t, start in self._rows(starts_sql, {"ids": ids})}
+        links = [TraceLink(a, "", b, "") for a, b in pairs]
+        return {t for t in starts if is_continuation(t, starts, links)}
+
+    def trace_links(self, trace_ids: list[str]) -> list[TraceLink]:
+        """The link index rows with one of `trace_ids` on either side: from the derived tables once
+        `init` ran (one read by key), else from the spans' links."""
+        ids = sorted({t.strip().lower() for t in trace_ids})
+        derived = self._derived()
+        if derived is not None:
+            return derived.trace_links(ids)
+        sql = (
+            f"SELECT DISTINCT TraceId, SpanId, link.1, link.2 FROM {self._table} "
+            "ARRAY JOIN arrayZip(Links.TraceId, Links.SpanId) AS link "
+            "WHERE link.1 != '' AND link.2 != '' AND link.1 != TraceId "
+            "AND (TraceId IN {ids:Array(String)} OR link.1 IN {ids:Array(String)})"
+        )
+        return [TraceLink(*(str(value) for value in row)) for row in self._rows(sql, {"ids": ids})]
 
     def find_traces(
         self, flt: TraceFilter, query: TraceQuery, limit: int = 50, offset: int = 0

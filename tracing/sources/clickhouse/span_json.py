@@ -80,9 +80,10 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
 )  # fmt: skip
 """Every `SpanRecord` field and the `otel_traces` column it comes from."""
 
-NOT_ANALYSED = frozenset({"resource_attributes", "scope_name", "scope_version", "trace_state", "links"})
+NOT_ANALYSED = frozenset({"resource_attributes", "scope_name", "scope_version", "trace_state"})
 """What the analysis layer never reads: the deriver leaves it out (the record keeps its default).
-The parity tests of the derived tables would fail if the analysis started reading one of them."""
+The parity tests of the derived tables would fail if the analysis started reading one of them.
+(Links are read: span links place agent runs, and the deriver writes the link index from them.)"""
 
 SPAN_JSON = f"toValidUTF8({_json_object(_FIELDS)})"
 """SQL: one span of `otel_traces` as JSON text (`decode_spans` reads it)."""

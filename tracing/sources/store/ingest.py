@@ -29,6 +29,7 @@ _STORE = f"INSERT OR IGNORE INTO main.otel_traces ({', '.join(SPAN_COLUMNS)})"
 
 _STORE_USAGE = f"INSERT INTO main.span_usage ({', '.join(USAGE_COLUMNS)})"
 _STORE_ERRORS = "INSERT OR IGNORE INTO main.span_errors (TraceId, Text)"
+_STORE_TRACE_LINKS = "INSERT OR IGNORE INTO main.trace_links (TraceId, SpanId, LinkedTraceId, LinkedSpanId)"
 
 _SUMMARY = f"INSERT INTO main.trace_summary ({', '.join(SUMMARY_COLUMNS)})"
 
@@ -199,6 +200,7 @@ def _apply(conn: sqlite3.Connection, batch: StagedBatch) -> tuple[int, set[tuple
         batch = batch.only(stored_keys)
     insert_rows(conn, _STORE_USAGE, len(USAGE_COLUMNS), batch.usage)
     insert_rows(conn, _STORE_ERRORS, 2, batch.errors)
+    insert_rows(conn, _STORE_TRACE_LINKS, 4, batch.trace_links)
     insert_rows(conn, _SUMMARY, len(SUMMARY_COLUMNS), batch.traces, _SUMMARY_MERGE)
     wanted = to_derive(conn, {row[_TRACE] for row in batch.rows})
     # A trace read whole below gets all its agent_links rows there: store only the others' here.

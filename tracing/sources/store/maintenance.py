@@ -50,6 +50,7 @@ def _prune_chunk(conn: sqlite3.Connection, cutoff_ns: int) -> tuple[int, int] | 
         conn.execute(f"DELETE FROM span_usage WHERE TraceId IN ({marks})", ids)
         conn.execute(f"DELETE FROM agent_links WHERE TraceId IN ({marks})", ids)
         conn.execute(f"DELETE FROM span_errors WHERE TraceId IN ({marks})", ids)
+        conn.execute(f"DELETE FROM trace_links WHERE TraceId IN ({marks})", ids)
         conn.execute("UPDATE store_counters SET Value = max(0, Value - ?) WHERE Name = 'spans'", (spans,))
         conn.execute("COMMIT")
     except BaseException:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from janux.tracing.analysis.readers.structure import structure_facts
 from janux.tracing.analysis.summary import failed_edge_spans, newest_spans
+from janux.tracing.analysis.trace_links import TraceLink, with_linked_counts
 from janux.tracing.analysis.usage_rows import (
     UsageSums,
     bill_reconciled,
@@ -149,10 +150,51 @@ def _summary(row: tuple[Any, ...]) -> TraceSummary:
     )
 
 
-def list_traces(conn: sqlite3.Connection, flt: TraceFilter, limit: int, offset: int) -> list[TraceSummary]:
-    """Summaries matching `flt`, newest first."""
+# `trace_links.LISTED_RULE` (held to the memory source's rule by the sources' parity test): a trace
+# linked either way to a stored trace that started before it is a continuation, not listed.
+_EARLIER = (
+    "(o.StartNs < trace_summary.StartNs "
+    "OR (o.StartNs = trace_summary.StartNs AND o.TraceId < trace_summary.TraceId))"
+)
+_LISTED = f"""NOT EXISTS (
+    SELECT 1 FROM trace_links l JOIN trace_summary o ON o.TraceId = l.LinkedTraceId
+    WHERE l.TraceId = trace_summary.TraceId AND {_EARLIER})
+AND NOT EXISTS (
+    SELECT 1 FROM trace_links l JOIN trace_summary o ON o.TraceId = l.TraceId
+    WHERE l.LinkedTraceId = trace_summary.TraceId AND {_EARLIER})"""
+
+_TRACE_LINKS = """
+SELECT TraceId, SpanId, LinkedTraceId, LinkedSpanId FROM trace_links WHERE TraceId IN ({marks})
+UNION
+SELECT TraceId, SpanId, LinkedTraceId, LinkedSpanId FROM trace_links WHERE LinkedTraceId IN ({marks})
+"""
+
+
+def listed_sql(flt: TraceFilter) -> tuple[str, list[Any]]:
+    """`filter_sql` of the trace list: continuations of a run are left out, unless the filter names
+    a trace id (a prefix finds every trace)."""
     where, params = filter_sql(flt)
-    return list_where(conn, where, params, limit, offset)
+    if flt.trace_id is not None:
+        return where, params
+    return f"{where} AND {_LISTED}" if where else f" WHERE {_LISTED}", params
+
+
+def trace_links(conn: sqlite3.Connection, trace_ids: list[str]) -> list[TraceLink]:
+    """The link index rows with one of `trace_ids` on either side (two index probes per id)."""
+    found: list[TraceLink] = []
+    ids = list(dict.fromkeys(t.strip().lower() for t in trace_ids))
+    for start in range(0, len(ids), _IDS_PER_QUERY):
+        chunk = ids[start : start + _IDS_PER_QUERY]
+        sql = _TRACE_LINKS.format(marks=", ".join("?" * len(chunk)))
+        found += [TraceLink(*row) for row in conn.execute(sql, [*chunk, *chunk])]
+    return found
+
+
+def list_traces(conn: sqlite3.Connection, flt: TraceFilter, limit: int, offset: int) -> list[TraceSummary]:
+    """Summaries matching `flt`, newest first, each run once (`listed_sql`), with its linked count."""
+    where, params = listed_sql(flt)
+    rows = list_where(conn, where, params, limit, offset)
+    return with_linked_counts(rows, lambda ids: trace_links(conn, ids))
 
 
 def list_where(
@@ -169,8 +211,8 @@ def list_where(
 
 
 def count_traces(conn: sqlite3.Connection, flt: TraceFilter) -> int:
-    """Number of traces matching `flt`."""
-    where, params = filter_sql(flt)
+    """Number of traces matching `flt`, each run once (`listed_sql`)."""
+    where, params = listed_sql(flt)
     return int(conn.execute(f"SELECT count(*) FROM trace_summary{where}", params).fetchone()[0])
 
 

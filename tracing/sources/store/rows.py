@@ -22,6 +22,7 @@ from janux.tracing.analysis.readers.spans import classify
 from janux.tracing.analysis.readers.structure import is_janux_span
 from janux.tracing.analysis.summary import recorded_first_agent, recorded_path
 from janux.tracing.analysis.trace_find import span_error_texts
+from janux.tracing.analysis.trace_links import cross_trace_links
 from janux.tracing.analysis.usage_rows import safe_float, safe_int, span_usage
 from janux.tracing.columns import picker
 from janux.tracing.conventions import (
@@ -149,6 +150,8 @@ class StagedBatch:
     """Index in `rows` of the span of each `links` row."""
     errors: list[tuple[str, str]] = field(default_factory=list)
     """`span_errors` rows (trace, lower-case `trace_find.span_error_texts`), each once per batch."""
+    trace_links: list[tuple[str, str, str, str]] = field(default_factory=list)
+    """`trace_links` rows (`trace_links.TraceLink`) of the spans that link into another trace."""
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -176,6 +179,7 @@ class StagedBatch:
             merged.links += batch.links
             merged.links_of += [index + offset for index in batch.links_of]
             merged.errors += batch.errors
+            merged.trace_links += batch.trace_links
         return merged
 
     def summarize(self) -> None:
@@ -201,6 +205,7 @@ class StagedBatch:
         links = [(position[i], r) for i, r in zip(self.links_of, self.links, strict=True) if i in position]
         batch.links, batch.links_of = [r for _, r in links], [i for i, _ in links]
         batch.errors = self.errors
+        batch.trace_links = [row for row in self.trace_links if (row[0], row[1]) in keys]
         batch.summarize()
         return batch
 
@@ -218,6 +223,7 @@ class StagedBatch:
         self.spans = []  # the records hold the text before repair: read the stored rows instead
         self.links = _cleaned(self.links)
         self.errors = _cleaned(self.errors)  # type: ignore[arg-type]
+        self.trace_links = _cleaned(self.trace_links)  # type: ignore[arg-type]
         self.summarize()
 
 
@@ -264,6 +270,8 @@ def batch_rows(spans: Iterable[SpanRecord]) -> StagedBatch:
             batch.links.append(link)
             batch.links_of.append(index)
         trace_id = span.trace_id
+        if span.links:
+            batch.trace_links += cross_trace_links((span,))
         if span.status_message or span.events or JANUX_HANDOFF_ERROR in attrs or ERROR_TYPE in attrs:
             errors.update([(trace_id, text.lower()) for text in span_error_texts(span)])
     batch.errors = list(errors)

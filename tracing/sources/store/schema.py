@@ -5,10 +5,11 @@
 `HandoffStatus`) that let the write path maintain `trace_summary` with plain SQL joins.
 `trace_summary` is one row per trace, maintained at write time, so the trace list never scans
 spans. `span_errors` (each distinct error text of a trace, lower case) is the find index of error
-text, written with the few spans that carry one. Attribute values have no index: one of every
-attribute of every span cost the write path a third of its speed, so `key=value` is looked up in
-the spans' JSON when asked (`store.find`). `store_counters` and `ingest_errors` say what was
-refused or seen twice.
+text, written with the few spans that carry one; `trace_links` is the link index of runs split
+across traces (`analysis.trace_links`), written with the few spans that link into another trace.
+Attribute values have no index: one of every attribute of every span cost the write path a third
+of its speed, so `key=value` is looked up in the spans' JSON when asked (`store.find`).
+`store_counters` and `ingest_errors` say what was refused or seen twice.
 """
 
 from __future__ import annotations
@@ -22,14 +23,15 @@ from janux.tracing.analysis.usage_rows import USAGE_COLUMNS as USAGE_COLUMNS
 from janux.tracing.columns import positions
 from janux.tracing.conventions import OP_INVOKE_AGENT
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 """`PRAGMA user_version` of a store created by this code. 2 added `span_usage`; 4 keys it by
 (trace, parent, span), so finding a tool span's attempts needs no second index on the write path;
 5 reads other runtimes' conventions (`span_usage.Unread`, the coverage, transfer and `Janux` /
 `Derived` columns of `trace_summary`); 6 keeps an integration's `janux.bill.cost_estimate`
 (`BillEstimate`); 7 adds the find index of error text (`span_errors`); 8 the path of a
-transferred conversation (`trace_summary.AgentPath`) and the first agent as `RootAgent`. An older
-store is rebuilt from its spans when opened."""
+transferred conversation (`trace_summary.AgentPath`) and the first agent as `RootAgent`; 9 the link
+index of runs split across traces (`trace_links`). An older store is rebuilt from its spans when
+opened."""
 
 BUSY_TIMEOUT_MS = 30_000
 """How long a connection waits for another process's write lock before giving up."""
@@ -120,6 +122,14 @@ CREATE TABLE IF NOT EXISTS span_errors (
     Text TEXT NOT NULL,
     PRIMARY KEY (TraceId, Text)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS trace_links (
+    TraceId TEXT NOT NULL,
+    SpanId TEXT NOT NULL,
+    LinkedTraceId TEXT NOT NULL,
+    LinkedSpanId TEXT NOT NULL,
+    PRIMARY KEY (TraceId, SpanId, LinkedTraceId, LinkedSpanId)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS trace_links_linked ON trace_links (LinkedTraceId, TraceId);
 CREATE TABLE IF NOT EXISTS store_counters (
     Name TEXT PRIMARY KEY,
     Value INTEGER NOT NULL
@@ -202,7 +212,7 @@ def ensure_schema(conn: sqlite3.Connection, rebuild: Callable[[sqlite3.Connectio
         if upgrade:
             conn.execute("DROP INDEX IF EXISTS otel_traces_agent_children")
             conn.execute(f"ALTER TABLE otel_traces RENAME TO {OLD_SPANS_TABLE}")
-            for table in ("trace_summary", "span_usage", "span_errors"):
+            for table in ("trace_summary", "span_usage", "span_errors", "trace_links"):
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
         for statement in _TABLES.split(";"):
             if statement.strip():

@@ -21,6 +21,7 @@ from typing import Literal
 from janux.tracing.analysis.agentmap.build import gc_paused
 from janux.tracing.analysis.agentmap.fleet_stats import AgentMap, MapKey, MapRefs
 from janux.tracing.analysis.trace_find import FoundTraces, TraceQuery
+from janux.tracing.analysis.trace_links import TraceLink
 from janux.tracing.analysis.trace_parts import Usage
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.find_cache import FindFactsCache
@@ -193,6 +194,10 @@ class TraceStore:
     def get_traces(self, trace_ids: list[str]) -> dict[str, list[SpanRecord]]:
         """All spans of several traces, keyed by (lowercase) trace id."""
         return queries.get_traces(self._conn(), trace_ids)
+
+    def trace_links(self, trace_ids: list[str]) -> list[TraceLink]:
+        """The `trace_links` rows with one of `trace_ids` on either side (two index probes each)."""
+        return queries.trace_links(self._conn(), trace_ids)
 
     def failed_handoff_spans(self, flt: TraceFilter, limit: int = 500) -> list[SpanRecord]:
         """Failing `execute_tool` spans, plus ERROR `invoke_agent` spans under other runtimes' tool
