@@ -152,15 +152,27 @@ class AgentCore(AgentRef):
         """Handoff targets by agent name."""
         return {handoff.agent.name: core_of(handoff.agent) for handoff in self.spec.handoffs}
 
+    def reachable_by_transfer(self) -> dict[str, AgentCore]:
+        """This agent and every agent a chain of transfers from it can reach, by name (breadth first,
+        so the nearest definition of a name wins)."""
+        found: dict[str, AgentCore] = {self.name: self}
+        queue = [self]
+        while queue:
+            agent = queue.pop(0)
+            for name, target in agent.transfer_targets().items():
+                if name not in found:
+                    found[name] = target
+                    queue.append(target)
+        return found
+
     def resolve_holder(self, name: str) -> AgentCore:
-        """The agent a turn starts as: this one or one of its handoff targets; else `unknown_agent`."""
-        if name == self.name:
-            return self
-        target = self.transfer_targets().get(name)
-        if target is None:
-            known = ", ".join(sorted([self.name, *self.transfer_targets()]))
-            raise UnknownAgentError(f"unknown agent {name!r} (known: {known})")
-        return target
+        """The agent a turn starts as: this one or one a chain of transfers from it reaches (the
+        thread's holder after an earlier turn's transfers); else `unknown_agent`."""
+        reachable = self.reachable_by_transfer()
+        holder = reachable.get(name)
+        if holder is None:
+            raise UnknownAgentError(f"unknown agent {name!r} (known: {', '.join(sorted(reachable))})")
+        return holder
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r})"

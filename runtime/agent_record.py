@@ -93,6 +93,7 @@ def _policy(policy: HandoffPolicy) -> dict[str, Any]:
         "enabled": policy.enabled,
         "max_depth": policy.max_depth,
         "max_retries": policy.max_retries,
+        "max_transfers": policy.max_transfers,
         "timeout_ms": policy.timeout_ms,
         "allowed_tools": policy.allowed_tools,
         "denied_tools": policy.denied_tools,

@@ -2,8 +2,9 @@
 
 An agent's catalog is fixed at definition time. The surface of one loop is the part of the
 catalog its role allows (the entry agent: everything; a subagent: no handoffs; a transfer target:
-function tools only) that passes every filter of the chain (for a subagent: the filters of all its
-callers plus its own). Surfaces are cached per (role, filter chain).
+function tools and its own handoffs, so a conversation can pass along a chain of specialists) that
+passes every filter of the chain (for a subagent: the filters of all its callers plus its own).
+Surfaces are cached per (role, filter chain).
 """
 
 from __future__ import annotations
@@ -29,13 +30,13 @@ class Role(Enum):
     SUBAGENT = "subagent"
     """A delegated agent: functions and its own delegations, never transfers."""
     TARGET = "target"
-    """A transfer target: neither chains handoffs nor delegates."""
+    """A transfer target: functions and its own handoffs (a chain of transfers), never delegations."""
 
 
 _KINDS_BY_ROLE = {
     Role.ENTRY: frozenset({TOOL_TYPE_FUNCTION, TOOL_TYPE_DELEGATE, TOOL_TYPE_HANDOFF}),
     Role.SUBAGENT: frozenset({TOOL_TYPE_FUNCTION, TOOL_TYPE_DELEGATE}),
-    Role.TARGET: frozenset({TOOL_TYPE_FUNCTION}),
+    Role.TARGET: frozenset({TOOL_TYPE_FUNCTION, TOOL_TYPE_HANDOFF}),
 }
 
 @dataclass(frozen=True, slots=True)

@@ -181,6 +181,10 @@ class HandoffPolicy(Definition):
     """Deepest depth a delegated agent may run at (the entry agent is depth 0)."""
     max_retries: int = Field(default=0, ge=0)
     """Extra attempts after a failed one (attempts = retries + 1)."""
+    max_transfers: int = Field(default=3, ge=0)
+    """Most transfers in one user turn (a chain triage -> billing -> refunds is 2): a handoff call
+    past it is denied (`max_transfers`), so two agents cannot pass a conversation back and forth
+    forever. The smallest limit on the holder's path applies."""
     timeout_ms: float = Field(default=0, ge=0)
     """Per-attempt timeout in ms; 0 = none. A timed-out attempt is cancelled."""
     allowed_tools: list[str] | None = None

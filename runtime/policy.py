@@ -16,7 +16,12 @@ from dataclasses import dataclass
 from janux.runtime.definitions import DelegationRequest, Guardrail, HandoffPolicy, RateLimit
 from janux.runtime.errors import JanuxError
 from janux.runtime.tool_names import matches_any
-from janux.tracing.conventions import DENY_ALLOWED_TOOLS, DENY_DENIED_TOOLS, DENY_MAX_DEPTH
+from janux.tracing.conventions import (
+    DENY_ALLOWED_TOOLS,
+    DENY_DENIED_TOOLS,
+    DENY_MAX_DEPTH,
+    DENY_MAX_TRANSFERS,
+)
 
 _log = logging.getLogger("janux.runtime")
 
@@ -29,7 +34,8 @@ class HandoffDenied(JanuxError):
     def __init__(self, rule: str, detail: str, *, policy_rule: bool) -> None:
         super().__init__(detail)
         self.rule = rule
-        """`allowed_tools`, `denied_tools`, `max_depth`, `tool_forbidden`, `rate_limited` or `guardrail`."""
+        """`allowed_tools`, `denied_tools`, `max_depth`, `max_transfers`, `tool_forbidden`,
+        `rate_limited` or `guardrail`."""
         self.detail = detail
         """Human-readable: which rule, and why."""
         self.policy_rule = policy_rule
@@ -40,9 +46,10 @@ class HandoffDenied(JanuxError):
 class PathRules:
     """The deny rules in force for one loop: every enabled HandoffPolicy on its path, combined.
 
-    The path runs from the turn's entry agent down to the loop's own agent. A subagent can tighten
-    what its callers allow, never loosen it: the depth limit is the smallest `max_depth`, a tool
-    must match every allow-list, and every deny-list applies.
+    The path runs from the turn's entry agent down to the loop's own agent (through every agent the
+    conversation was transferred to). A subagent or a transfer target can tighten what came before
+    it, never loosen it: the depth and transfer limits are the smallest on the path, a tool must
+    match every allow-list, and every deny-list applies.
     """
 
     max_depth: int | None = None
@@ -51,19 +58,31 @@ class PathRules:
     """One allow-list per policy that has one; a tool must match a pattern of each."""
     denied: tuple[str, ...] = ()
     """Every deny-list pattern on the path."""
+    max_transfers: int | None = None
+    """Most transfers of one turn; `None` = no enabled policy on the path."""
 
     def tightened_by(self, policy: HandoffPolicy) -> PathRules:
         """These rules plus `policy`'s (unchanged when the policy is disabled)."""
         if not policy.enabled:
             return self
+        depth = _smallest(self.max_depth, policy.max_depth)
+        transfers = _smallest(self.max_transfers, policy.max_transfers)
         adds_nothing = policy.allowed_tools is None and not policy.denied_tools
-        if adds_nothing and self.max_depth is not None and self.max_depth <= policy.max_depth:
+        if adds_nothing and (depth, transfers) == (self.max_depth, self.max_transfers):
             return self  # the common case
-        depth = policy.max_depth if self.max_depth is None else min(self.max_depth, policy.max_depth)
         allowed = self.allowed
         if policy.allowed_tools is not None:
             allowed = (*allowed, tuple(policy.allowed_tools))
-        return PathRules(depth, allowed, (*self.denied, *(policy.denied_tools or ())))
+        return PathRules(depth, allowed, (*self.denied, *(policy.denied_tools or ())), transfers)
+
+    def check_transfer(self, transfers_made: int) -> None:
+        """Raise `HandoffDenied` when a turn that made `transfers_made` transfers may make no more."""
+        if self.max_transfers is not None and transfers_made >= self.max_transfers:
+            raise HandoffDenied(
+                DENY_MAX_TRANSFERS,
+                f"denied by max_transfers: the turn already made {transfers_made} of {self.max_transfers}",
+                policy_rule=True,
+            )
 
     def check(self, tool: str, depth: int) -> None:
         """Raise `HandoffDenied` for the first rule (allowed, denied, depth) refusing `tool` at `depth`."""
@@ -90,6 +109,11 @@ class PathRules:
         except HandoffDenied:
             return True
         return False
+
+
+def _smallest(current: int | None, added: int) -> int:
+    """A limit of the path after a policy adds its own: the smaller one."""
+    return added if current is None else min(current, added)
 
 
 class InputFilterError(JanuxError):

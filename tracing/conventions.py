@@ -182,7 +182,12 @@ JANUX_HANDOFF_TO: Final = "janux.handoff.to"
 """On the turn span after a transfer: the agent that took the conversation over."""
 
 JANUX_HANDOFF_FROM: Final = "janux.handoff.from"
-"""On the turn span after a transfer: the agent that handed the conversation off."""
+"""On the turn span after a transfer: the agent that handed the conversation off first (the turn's
+first holder)."""
+
+JANUX_HANDOFF_PATH: Final = "janux.handoff.path"
+"""On the turn span after a transfer (string[]): every agent that held the conversation in the
+turn, in order (`["triage", "billing", "refunds"]` for a chain of two transfers)."""
 
 JANUX_BUDGET_MAX_TURNS: Final = "janux.budget.max_turns"
 """On a delegation attempt span: the subagent's turn limit (for the budget-burn view)."""
@@ -297,6 +302,9 @@ DENY_DENIED_TOOLS: Final = "denied_tools"
 DENY_MAX_DEPTH: Final = "max_depth"
 """Denied: the delegation would run deeper than the policy's max_depth."""
 
+DENY_MAX_TRANSFERS: Final = "max_transfers"
+"""Denied: the turn already made as many transfers as the policy's max_transfers allows."""
+
 DENY_TOOL_FORBIDDEN: Final = "tool_forbidden"
 """Denied: the tool is outside the caller's tool surface."""
 
@@ -311,6 +319,7 @@ DENY_REASONS: Final = frozenset(
         DENY_ALLOWED_TOOLS,
         DENY_DENIED_TOOLS,
         DENY_MAX_DEPTH,
+        DENY_MAX_TRANSFERS,
         DENY_TOOL_FORBIDDEN,
         DENY_RATE_LIMITED,
         DENY_GUARDRAIL,

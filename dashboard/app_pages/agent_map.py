@@ -94,9 +94,9 @@ def _inspect(agent_map: AgentMap, refs: Callable[[MapKey], MapRefs]) -> None:
     label = st.selectbox("Inspect a node or an edge", labels, key=INSPECT, on_change=_publish)
     choice = options[labels.index(label)]
     if choice.agent is not None:
-        node = agent_map.node(choice.agent)
-        if node is not None:
-            _node(node, refs(node.agent))
+        # An agent drawn only as a handoff's target never ran: its panel says 0 runs, not nothing.
+        node = agent_map.node(choice.agent) or AgentStats(choice.agent)
+        _node(node, refs(node.agent))
     elif choice.edge is not None:
         edge = agent_map.edge(*choice.edge)
         if edge is not None:

@@ -343,7 +343,7 @@ def _detail(view: TraceView, current: str | None) -> None:
     if span is None:
         st.info("Pick a span in the tree or the waterfall.")
         return
-    detail = span_detail(view, span, outline.outline_row(view, span.span_id))
+    detail = span_detail(view, span, outline.outline_row(view, current or span.span_id))
     st.subheader(fmt.markdown_text(detail.title))
     if detail.error:
         st.error(fmt.markdown_text(detail.error))

@@ -22,6 +22,7 @@ from janux.dashboard.views.map_tables import (
     MAX_PEN,
     MIN_PEN,
     WidthBy,
+    agent_names,
     caller_name,
     edge_label,
     failure_color,
@@ -71,15 +72,6 @@ def edge_lines(edge: EdgeStats, badges: list[str]) -> list[str]:
         f"{edge.attempts:,} attempts · {usd_label(edge.cost)}",
         *(f"⚠ {name}" for name in badges),
     ]
-
-
-def _names(agent_map: AgentMap) -> list[str]:
-    names = [n.agent for n in agent_map.nodes]
-    for edge in agent_map.edges:
-        for name in (caller_name(edge), edge.target):
-            if name not in names:
-                names.append(name)
-    return names
 
 
 def _columns(names: list[str], edges: list[EdgeStats]) -> dict[str, int]:
@@ -134,7 +126,7 @@ def map_frames(
     selected: str | None = None,
 ) -> MapFrames:
     """The map's dots, diamonds and lines; `selected` (an inspector entry) is outlined."""
-    names = _names(agent_map)
+    names = agent_names(agent_map)
     column = _columns(names, agent_map.edges)
     row = _rows(names, column, agent_map.edges)
     by_name = {n.agent: n for n in agent_map.nodes}

@@ -136,9 +136,22 @@ class Choice:
     """(caller, target, kind), for an edge."""
 
 
+def agent_names(agent_map: AgentMap) -> list[str]:
+    """Every agent the map draws: its nodes, then callers and targets that never ran (a target every
+    handoff to was denied), so the chart and the inspector list the same agents."""
+    names = [n.agent for n in agent_map.nodes]
+    for edge in agent_map.edges:
+        for name in (caller_name(edge), edge.target):
+            if name not in names:
+                names.append(name)
+    return names
+
+
 def choices(agent_map: AgentMap) -> list[Choice]:
-    """Every node then every edge, as selector entries."""
-    out = [Choice(f"agent: {n.agent}", agent=n.agent) for n in agent_map.nodes]
+    """Every agent the map draws (but the stand-in for an unknown caller) then every edge, as
+    selector entries."""
+    names = [name for name in agent_names(agent_map) if name != UNKNOWN_CALLER]
+    out = [Choice(f"agent: {name}", agent=name) for name in names]
     out += [Choice(f"edge: {edge_label(e)}", edge=e.key) for e in agent_map.edges]
     return out
 

@@ -11,6 +11,7 @@ from janux.tracing import conventions as c
 from janux.tracing.analysis import formatting as fmt
 from janux.tracing.analysis import outcomes
 from janux.tracing.analysis import spanread as sr
+from janux.tracing.analysis.readers.structure import loop_id
 from janux.tracing.analysis.trace_outline import OutlineRow
 from janux.tracing.analysis.trace_parts import AgentNode, Delegation
 from janux.tracing.analysis.trace_view import TraceView
@@ -92,8 +93,9 @@ def _own_tokens(view: TraceView, node: AgentNode) -> str:
     return f"{fmt.tokens(node.own)} · {rounds}: {outcomes.NO_USAGE_REPORTED}"
 
 
-def _usage(view: TraceView, span: SpanRecord) -> list[tuple[str, str]]:
-    node = next((n for n in view.nodes if n.span_id == span.span_id), None)
+def _usage(view: TraceView, span: SpanRecord, row_id: str) -> list[tuple[str, str]]:
+    # A loop that transferred is one node per agent segment, all on one span: the row picked says which.
+    node = next((n for n in view.nodes if loop_id(n.span_id, n.segment) == row_id), None)
     if node is not None:
         return [
             ("own cost", fmt.usage_cost(node.own)),
@@ -115,8 +117,8 @@ def _usage(view: TraceView, span: SpanRecord) -> list[tuple[str, str]]:
     return []
 
 
-def _budget(view: TraceView, span: SpanRecord) -> pd.DataFrame | None:
-    node = next((n.index for n in view.nodes if n.span_id == span.span_id), None)
+def _budget(view: TraceView, row_id: str) -> pd.DataFrame | None:
+    node = next((n.index for n in view.nodes if loop_id(n.span_id, n.segment) == row_id), None)
     burn = next((b for b in view.budgets if b.node == node), None)
     if burn is None:
         return None
@@ -171,13 +173,14 @@ def span_detail(view: TraceView, span: SpanRecord, row: OutlineRow | None) -> Sp
         if key not in CONTENT_KEYS:
             plain.append((key, text if left_out else fmt.attribute_text(key, value)))
     captured = ((k, v) for k, v in span.attributes.items() if k in CONTENT_KEYS)
+    row_id = row.span_id if row is not None else span.span_id  # an agent segment's row: its own figures
     content = {k: fmt.clipped(str(v), SHOWN_CONTENT_CHARS)[0] for k, v in captured}
     return SpanDetail(
         title=title,
         facts=facts,
         error=_error(span),
-        usage=_usage(view, span),
-        budget=_budget(view, span),
+        usage=_usage(view, span, row_id),
+        budget=_budget(view, row_id),
         attributes=pd.DataFrame(plain, columns=["attribute", "value"]),
         events=_events(span),
         content=content,

@@ -105,8 +105,8 @@ def fact_checker(stage: Stage, model: ScriptedModel) -> Agent:
     )
 
 
-def billing(stage: Stage, model: ScriptedModel) -> Agent:
-    """The billing specialist conversations are transferred to."""
+def billing(stage: Stage, model: ScriptedModel, *, handoffs: Iterable[Agent | Handoff] = ()) -> Agent:
+    """The billing specialist conversations are transferred to (and who may pass them on)."""
     return Agent(
         "billing",
         instructions="You are the billing specialist. You can look up invoices and issue refunds.",
@@ -120,6 +120,18 @@ def billing(stage: Stage, model: ScriptedModel) -> Agent:
                 "Find an invoice.",
             )
         ],
+        handoffs=list(handoffs),
+        cost=BILLING_COST,
+    )
+
+
+def refunds(model: ScriptedModel) -> Agent:
+    """The refunds desk billing may pass a conversation on to."""
+    return Agent(
+        "refunds",
+        instructions="You issue refunds for charges billing has confirmed.",
+        description="Issues refunds.",
+        model=model,
         cost=BILLING_COST,
     )
 

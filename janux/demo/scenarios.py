@@ -372,6 +372,28 @@ async def transfer_to_specialist(run: _Run) -> RunResult:
     return await run.turn(cast.triage(model, handoffs=[cast.billing(s, billing_model)]), ASK)
 
 
+async def denied_max_transfers(run: _Run) -> RunResult:
+    """Triage (max_transfers=1) transfers to billing; billing's onward transfer to refunds is denied."""
+    s = run.stage
+    model = s.model(
+        "gpt-4o-mini",
+        [call_tools(transfer("billing", "double charge"), input_tokens=380, output_tokens=22, delay=s.ms(8))],
+    )
+    billing_model = _ask_then_answer(
+        s,
+        "gpt-4.1",
+        transfer("refunds", "refund INV-2291"),
+        (450, 18),
+        "I can't pass this on; a refund for INV-2291 will follow from our team.",
+        (540, 21),
+        delays_ms=(10, 9),
+    )
+    refunds = cast.refunds(s.model("gpt-4.1", []))
+    billing = cast.billing(s, billing_model, handoffs=[refunds])
+    triage = cast.triage(model, handoffs=[billing], policy=HandoffPolicy(max_transfers=1))
+    return await run.turn(triage, ASK)
+
+
 async def nested_delegation(run: _Run) -> RunResult:
     """triage -> researcher -> fact_checker at depth 2: triage's and the researcher's max_depth=2 allow it."""
     s = run.stage
@@ -465,6 +487,7 @@ _SCENARIOS: dict[str, Scenario] = {
     "denied_tool_forbidden": denied_tool_forbidden,
     "denied_rate_limited": denied_rate_limited,
     "denied_guardrail": denied_guardrail,
+    "denied_max_transfers": denied_max_transfers,
     "cut_max_turns": cut_max_turns,
     "cut_max_tokens": cut_max_tokens,
     "cut_max_time": cut_max_time,
@@ -487,6 +510,7 @@ ENDS_BY_DESIGN: dict[str, str] = {
     "denied_tool_forbidden": "a denied handoff (tool_forbidden)",
     "denied_rate_limited": "a denied handoff (rate_limited)",
     "denied_guardrail": "a denied handoff (guardrail)",
+    "denied_max_transfers": "a denied handoff (max_transfers)",
     "cut_max_turns": "a handoff cut by its budget (max_turns)",
     "cut_max_tokens": "a handoff cut by its budget (max_tokens)",
     "cut_max_time": "a handoff cut by its budget (max_ms)",

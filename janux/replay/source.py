@@ -20,7 +20,8 @@ from janux.tracing.analysis.replay_outcome import RunOutcome
 from janux.tracing.analysis.replay_plan import RecordedRound, ReplayPlan
 
 _POLICY_DEFAULTS: dict[str, Any] = {
-    "enabled": True, "max_depth": 1, "max_retries": 0, "timeout_ms": 0, "allowed_tools": None,
+    "enabled": True, "max_depth": 1, "max_retries": 0, "max_transfers": 3,
+    "timeout_ms": 0, "allowed_tools": None,
     "denied_tools": None, "on_denied": "fail", "on_error": "fail",
 }  # fmt: skip
 _SUBAGENT_DEFAULTS: dict[str, Any] = {

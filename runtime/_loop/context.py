@@ -86,8 +86,8 @@ class TurnContext:
     """The whole turn: every round of every loop, each priced by its own agent."""
     events: list[dict[str, Any]] = field(default_factory=list)
     """HANDOFF_START / HANDOFF_END dicts in emission order."""
-    transfer_taken: bool = False
-    """Set when a transfer of the turn happened (a refused handoff call never sets it)."""
+    transfers: int = 0
+    """Transfers of the turn that happened (a refused handoff call never counts)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -127,14 +127,17 @@ class ActiveAgent:
         price: Price | None,
         inherited: ActiveAgent | None = None,
         system: str | None = None,
+        rules: PathRules | None = None,
     ) -> ActiveAgent:
         """`agent` run in `role` at `depth`: its filter and policy after those it `inherited` from its
         caller's loop, its settings, and its instructions as the system prompt unless `system`
-        replaces them."""
+        replaces them; `rules` replaces the deny rules (a transfer target's: its caller's path and its
+        own policy, without inheriting the caller's tool filters)."""
         filters = inherited.filters if inherited is not None else ()
         if agent.tool_filter is not None:
             filters = (*filters, agent.tool_filter)
-        rules = inherited.rules.tightened_by(agent.policy) if inherited is not None else agent.rules
+        if rules is None:
+            rules = inherited.rules.tightened_by(agent.policy) if inherited is not None else agent.rules
         return cls(
             agent=agent,
             model=model,
@@ -168,7 +171,7 @@ class LoopContext:
     turn: TurnContext
     """The turn it belongs to."""
     active: ActiveAgent
-    """The agent running the loop (changes once on a transfer)."""
+    """The agent running the loop (changes on each transfer)."""
     messages: list[Message]
     """History sent to the model (system prompt first)."""
     span: Span
@@ -184,9 +187,9 @@ class LoopContext:
     agent_rounds: int = 0
     """Rounds made by the current agent (reset by a transfer), checked against `max_turns`."""
     pending_transfer: Transfer | None = None
-    """A transfer accepted this round."""
-    transferred_from: str | None = None
-    """After a transfer: the agent that handed the conversation off."""
+    """A transfer accepted this round (one per round: later handoff calls of the round are ignored)."""
+    holders: list[str] = field(default_factory=list)
+    """After a transfer: every agent that held the conversation in turn, the current one last."""
 
     def spend(self, tokens: int) -> None:
         """Count a round's tokens here and on every loop above."""

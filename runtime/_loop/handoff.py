@@ -1,12 +1,13 @@
 """Handoffs: transferring the conversation to a specialist for the rest of the turn.
 
-A `handoff.<name>` call is checked in this order: the tool surface, its arguments, whether the
-turn already transferred, the deny rules of the caller's path, the target's model, the target's
-input guardrails (on the turn's input, which the target will answer). Only a transfer that
-happens uses up the turn's one transfer; a refused call leaves it free. After the round's tool
-calls finish, `apply_transfer` keeps user and assistant text, drops tool results and tool-call
-scaffolding, and swaps the system prompt (target instructions plus a transfer note), the tool
-surface (the target's own filter), the model and the price.
+A `handoff.<name>` call is checked in this order: the tool surface, its arguments, whether this
+round already transferred, the deny rules of the caller's path, the path's `max_transfers`, the
+target's model, the target's input guardrails (on the turn's input, which the target will answer).
+Only a transfer that happens counts towards `max_transfers`; a refused call counts nothing. After
+the round's tool calls finish, `apply_transfer` keeps user and assistant text, drops tool results
+and tool-call scaffolding, and swaps the system prompt (target instructions plus a transfer note),
+the tool surface (the target's own filter), the model and the price. A target may transfer again
+(triage -> billing -> refunds): its deny rules are the caller's tightened by its own policy.
 """
 
 from __future__ import annotations
@@ -125,11 +126,12 @@ async def _decide(loop: LoopContext, call: ToolCall, entry: ToolEntry, depth: in
         reason = parse_handoff_reason(call.arguments)
     except ToolArgumentsError as exc:
         return _Decision(STATUS_FAILED, str(exc), CODE_INVALID_ARGUMENTS)
-    if loop.turn.transfer_taken:
-        detail = "ignored: the turn already transferred the conversation (one transfer per turn)"
+    if loop.pending_transfer is not None:
+        detail = "ignored: this round already transferred the conversation (one transfer per round)"
         return _Decision(STATUS_FAILED, detail, CODE_HANDOFF_IGNORED)
     try:
         loop.active.rules.check(call.name, depth)
+        loop.active.rules.check_transfer(loop.turn.transfers)
     except HandoffDenied as denial:
         return _Decision(STATUS_DENIED, denial.detail, CODE_HANDOFF_DENIED, denial.rule)
     model = resolve_model(target.model, loop.turn.models, loop.active.model)
@@ -140,7 +142,7 @@ async def _decide(loop: LoopContext, call: ToolCall, entry: ToolEntry, depth: in
     if refusal is not None:
         detail = f"refused by {target.name!r}'s guardrail: {refusal}"
         return _Decision(STATUS_DENIED, detail, CODE_GUARDRAIL, DENY_GUARDRAIL)
-    loop.turn.transfer_taken = True
+    loop.turn.transfers += 1
     loop.pending_transfer = Transfer(target, model, reason)
     return _Decision(STATUS_COMPLETED)
 
@@ -154,11 +156,15 @@ def transfer_price(target: AgentCore, source_price: Price | None) -> Price | Non
 
 
 def target_active(
-    target: AgentCore, model: Model, system_prompt: str, price: Price | None, depth: int
+    target: AgentCore, model: Model, system_prompt: str, price: Price | None, source: ActiveAgent, depth: int
 ) -> ActiveAgent:
-    """A transfer target as its loop runs it: own filter only, its turn limit, `price`."""
+    """A transfer target as its loop runs it: own filter only, its turn limit, `price`, and the deny
+    rules of the path so far (`source`'s) tightened by its own policy."""
     limits = UsageLimits(max_turns=target.max_turns)
-    return ActiveAgent.of(target, model, Role.TARGET, limits, depth=depth, price=price, system=system_prompt)
+    rules = source.rules.tightened_by(target.policy)
+    return ActiveAgent.of(
+        target, model, Role.TARGET, limits, depth=depth, price=price, system=system_prompt, rules=rules
+    )
 
 
 def apply_transfer(loop: LoopContext) -> None:
@@ -170,8 +176,8 @@ def apply_transfer(loop: LoopContext) -> None:
     target = transfer.target
     prompt = f"{target.instructions}\n\n{transfer_note(source.agent.name, transfer.reason)}".strip()
     price = transfer_price(target, source.price)
-    loop.active = target_active(target, transfer.model, prompt, price, loop.depth)
+    loop.active = target_active(target, transfer.model, prompt, price, source, loop.depth)
     loop.messages = [system(prompt), *text_only(loop.messages)]
     loop.agent_rounds = 0
-    loop.transferred_from = source.agent.name
-    loop.turn.obs.set_transfer(loop.span, from_agent=source.agent.name, to_agent=target.name)
+    loop.holders = [*(loop.holders or [source.agent.name]), target.name]
+    loop.turn.obs.set_transfer(loop.span, loop.holders)

@@ -108,7 +108,8 @@ def holder_active(turn: TurnContext, holder: AgentCore) -> ActiveAgent:
     # A target holding the thread answers as it did after the transfer: on the entry agent's model
     # and price when it has neither of its own.
     price = transfer_price(holder, entry.price)
-    return ActiveAgent.of(holder, model, Role.TARGET, limits, depth=0, price=price)
+    rules = entry.rules.tightened_by(holder.policy)  # the path from the entry agent to the holder
+    return ActiveAgent.of(holder, model, Role.TARGET, limits, depth=0, price=price, rules=rules)
 
 
 def _failure(exc: BaseException) -> dict[str, Any]:

@@ -175,10 +175,10 @@ def test_page_totals_cover_traces_older_than_the_rebuilt_ones(
     assert metrics["Estimated cost (rounds without a recorded price)"] == cells.MISSING
     # Headlines read short (never cut with "…"), the exact figure in their help.
     helps = _helps(at)
-    assert metrics["Recorded cost"] == fmt.compact_usd(bills.cost) == "$0.0373"
+    assert metrics["Recorded cost"] == fmt.compact_usd(bills.cost) == "$0.0396"
     assert helps["Recorded cost"].startswith(f"Exact: {fmt.usd(bills.cost)}")
     assert metrics["Unpriced tokens"] == fmt.compact_count(bills.unpriced_tokens)
-    assert metrics["Tokens"] == "31.5K in" and bills.input_tokens == 31_500
+    assert metrics["Tokens"] == "32.9K in" and bills.input_tokens == 32_870
     assert helps["Tokens"] == f"Exact: {bills.input_tokens:,} in / {bills.output_tokens:,} out"
     notes = [rendered(i.value) for i in at.info]
     assert any(f"Rebuilt from the newest 5 of {len(rebuilt)} traces in the range" in n for n in notes)

@@ -93,7 +93,9 @@ def test_the_agent_map_s_labels_and_panel_round_alike(open_page: OpenPage, demo:
         else:
             assert f"· {metrics['Failure rate']} failed" in label and metrics["Cost carried"] in label
         checked += 1
-    assert checked == len(source.agent_map(TraceFilter()).nodes) + len(source.agent_map(TraceFilter()).edges)
+    agent_map = source.agent_map(TraceFilter())
+    # every node and edge, and the denied-only target (refunds) with its 0 runs
+    assert checked == len(agent_map.nodes) + len(agent_map.edges) + 1
 
 
 def test_compare_carries_unpriced_tokens_with_each_cost(demo: Demo) -> None:

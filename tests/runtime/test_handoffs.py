@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from janux.runtime import Agent, Subagent, ToolFilter, UnknownAgentError
+from janux.runtime import Agent, HandoffPolicy, Subagent, ToolFilter, UnknownAgentError
 from janux.runtime.testing import ScriptedModel, call_tools, delegate, reply, tool_call, transfer
 from janux.runtime.threads import SqliteThreadStore
 from tests.support.paths import REPO_ROOT
@@ -113,7 +113,7 @@ async def test_only_the_first_handoff_of_a_turn_is_taken() -> None:
     assert "ignored" in ends[1]["error"]
 
 
-async def test_target_neither_chains_handoffs_nor_delegates() -> None:
+async def test_a_target_does_not_delegate() -> None:
     helper_model = ScriptedModel([])
     billing_model = ScriptedModel([call_tools(delegate("helper", "x", id="d")), reply("done alone")])
     billing = Agent(
@@ -295,25 +295,62 @@ async def test_a_subagents_forbidden_handoff_call_does_not_use_up_the_turns_tran
     ]
 
 
-async def test_a_target_cannot_chain_a_handoff_even_when_it_starts_the_turn() -> None:
-    sales_model = ScriptedModel([])
+async def test_a_target_transfers_on_and_a_later_turn_starts_as_the_last_holder() -> None:
+    sales_model = ScriptedModel([reply("sales here"), reply("sales again")])
     sales = Agent("sales", instructions="You are sales.", model=sales_model)
-    billing_model = ScriptedModel(
-        [
-            call_tools(transfer("sales", id="s1")),
-            reply("billing keeps it"),
-            call_tools(transfer("sales", id="s2")),
-            reply("still billing"),
-        ]
-    )
+    billing_model = ScriptedModel([call_tools(transfer("sales", "a quote", id="s1"))])
     billing = Agent("billing", instructions="You are billing.", model=billing_model, handoffs=[sales])
     front = Agent("triage", model=ScriptedModel([call_tools(transfer("billing"))]), handoffs=[billing])
-    first = await front.run("hi", thread_id="t")  # billing takes over, then tries to pass it on
-    assert first.agent == "billing" and billing_model.calls[0].tool_names == []
-    second = await front.run("again", thread_id="t")  # billing starts this turn and tries again
-    assert second.agent == "billing" and second.text == "still billing"
-    assert tool_results(billing_model, 3)["s2"]["error"] == "tool_forbidden"
-    assert sales_model.calls == []
+    first = await front.run("hi", thread_id="t")  # triage -> billing -> sales in one turn
+    assert (first.agent, first.text) == ("sales", "sales here")
+    assert billing_model.calls[0].tool_names == ["handoff.sales"]
+    assert sales_model.calls[0].system == (
+        "You are sales.\n\nThe conversation was transferred to you by billing. Reason: a quote"
+    )
+    assert [(e["subagent"], e["status"]) for e in end_events(first)] == [
+        ("billing", "completed"),
+        ("sales", "completed"),
+    ]
+    second = await front.run("again", thread_id="t")  # the holder two transfers away starts it
+    assert (second.agent, second.text) == ("sales", "sales again")
+    with pytest.raises(UnknownAgentError, match=r"known: billing, sales, triage"):
+        await front.run("hi", thread_id="t", agent="nobody")
+
+
+async def test_max_transfers_bounds_a_chain_of_specialists() -> None:
+    last = Agent("d", model=ScriptedModel([]))
+    c_model = ScriptedModel([call_tools(transfer("d", id="to-d")), reply("c answers")])
+    chain = Agent("c", model=c_model, handoffs=[last])
+    for name, target in (("b", "c"), ("a", "b")):
+        chain = Agent(name, model=ScriptedModel([call_tools(transfer(target))]), handoffs=[chain])
+    front = Agent("front", model=ScriptedModel([call_tools(transfer("a"))]), handoffs=[chain])
+    result = await front.run("hi")
+    ends = [(e["subagent"], e["status"], e.get("denyReason")) for e in end_events(result)]
+    # The default max_transfers (3): front -> a -> b -> c, then c's call to d is denied.
+    assert ends == [
+        ("a", "completed", None),
+        ("b", "completed", None),
+        ("c", "completed", None),
+        ("d", "denied", "max_transfers"),
+    ]
+    assert "the turn already made 3 of 3" in tool_results(c_model, 1)["to-d"]["detail"]
+    assert (result.agent, result.text) == ("c", "c answers")
+
+
+async def test_max_transfers_is_the_smallest_on_the_holders_path() -> None:
+    sales = Agent("sales", model=ScriptedModel([reply("sales here")]))
+    billing_model = ScriptedModel([call_tools(transfer("sales", id="s")), reply("billing keeps it")])
+    billing = Agent("billing", model=billing_model, handoffs=[sales])
+    front = Agent(
+        "triage",
+        model=ScriptedModel([call_tools(transfer("billing"))]),
+        handoffs=[billing],
+        policy=HandoffPolicy(max_transfers=1),
+    )
+    result = await front.run("hi")
+    assert (result.agent, result.text) == ("billing", "billing keeps it")
+    assert tool_results(billing_model, 1)["s"]["error"] == "handoff_denied"
+    assert [e.get("denyReason") for e in end_events(result)] == [None, "max_transfers"]
 
 
 async def test_a_hidden_handoff_called_first_in_a_round_does_not_shadow_the_allowed_one() -> None:

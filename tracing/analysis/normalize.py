@@ -47,7 +47,7 @@ FLOAT_KEYS: frozenset[str] = frozenset(
 )
 """Contract attributes compared as floats (12 significant digits)."""
 
-LIST_KEYS: frozenset[str] = frozenset({c.GEN_AI_RESPONSE_FINISH_REASONS})
+LIST_KEYS: frozenset[str] = frozenset({c.GEN_AI_RESPONSE_FINISH_REASONS, c.JANUX_HANDOFF_PATH})
 """Contract attributes compared as lists of strings."""
 
 SPAN_KEYS: frozenset[str] = (

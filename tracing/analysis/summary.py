@@ -16,7 +16,7 @@ from janux.tracing.analysis.facts import TraceFilter, TraceSummary
 from janux.tracing.analysis.readers.structure import StructureFacts, structure_facts
 from janux.tracing.analysis.usage_aggregate import SpanRows, turn_sums
 from janux.tracing.analysis.usage_rows import bill_reconciled, bill_sums
-from janux.tracing.records import STATUS_ERROR, SpanRecord, attr_float, attr_int, attr_str
+from janux.tracing.records import STATUS_ERROR, SpanRecord, attr_float, attr_int, attr_list, attr_str
 
 
 def failed_edge_spans(facts: StructureFacts, by_id: dict[str, SpanRecord]) -> list[SpanRecord]:
@@ -64,9 +64,8 @@ def root_agent(root: SpanRecord | None, facts: StructureFacts) -> str | None:
 def agent_path(root: SpanRecord | None, facts: StructureFacts) -> tuple[str, ...]:
     """The agents that held the run's conversation in turn, when it was transferred; else empty.
 
-    Janux records one transfer per turn on the root span (`janux.handoff.from` and the target as
-    `gen_ai.agent.name`); another runtime's transfers are read from its structure
-    (`StructureFacts.agent_path`), so a chain of transfers keeps every agent."""
+    Janux records the turn's transfers on the root span (`janux.handoff.path`); another runtime's
+    transfers are read from its structure (`StructureFacts.agent_path`): a chain keeps every agent."""
     if facts.janux:
         return recorded_path(root.attributes if root is not None else {})
     path = facts.agent_path
@@ -74,8 +73,12 @@ def agent_path(root: SpanRecord | None, facts: StructureFacts) -> tuple[str, ...
 
 
 def recorded_path(attrs: dict[str, Any]) -> tuple[str, ...]:
-    """The path a Janux root span records: the agent that handed off (`janux.handoff.from`), then the
-    target (`gen_ai.agent.name`); empty without a transfer."""
+    """The path a Janux root span records: `janux.handoff.path` (every holder in turn); from a
+    recorder that wrote one transfer only, the agent that handed off (`janux.handoff.from`), then
+    the target (`gen_ai.agent.name`); empty without a transfer."""
+    chain = attr_list(attrs, c.JANUX_HANDOFF_PATH)
+    if chain is not None and len(chain) > 1 and all(isinstance(name, str) and name for name in chain):
+        return tuple(chain)
     handed_off, target = attr_str(attrs, c.JANUX_HANDOFF_FROM), attr_str(attrs, c.GEN_AI_AGENT_NAME)
     return (handed_off, target) if handed_off and target else ()
 

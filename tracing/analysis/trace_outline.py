@@ -277,9 +277,16 @@ def outline_head(view: TraceView, count: int) -> list[OutlineRow]:
 
 
 def outline_row(view: TraceView, span_id: str) -> OutlineRow | None:
-    """The tree row of one span (as in `outline(view)`), computed alone; None when not in the trace."""
+    """The tree row of one span, or of an agent segment by its `loop_id` (as in `outline(view)`),
+    computed alone; None when not in the trace."""
     index = view.index
     pos = index.by_id.get(span_id)
+    if pos is None and ":" in span_id:
+        for tool_id, number in _segments_after(view).items():
+            node = view.nodes[number]
+            if loop_id(node.span_id, node.segment) == span_id:
+                tool_row = outline_row(view, tool_id)
+                return None if tool_row is None else _segment_row(view, number, max(tool_row.depth - 1, 0))
     if pos is None:
         return None
     depth, up = 0, index.parent[pos]

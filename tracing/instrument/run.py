@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -56,6 +56,7 @@ from janux.tracing.conventions import (
     JANUX_HANDOFF_ATTEMPT,
     JANUX_HANDOFF_FROM,
     JANUX_HANDOFF_ID,
+    JANUX_HANDOFF_PATH,
     JANUX_HANDOFF_TO,
     JANUX_ROUND_COST,
     JANUX_STOP_REASON,
@@ -301,13 +302,16 @@ class RunInstrumentation:
         except Exception as exc:
             _report("set_bill", exc)
 
-    def set_transfer(self, span: Span, *, from_agent: str, to_agent: str) -> None:
-        """Record a transfer on the turn span: the holder's name and `janux.handoff.from/to`."""
+    def set_transfer(self, span: Span, path: Sequence[str]) -> None:
+        """Record a transfer on the turn span. `path` is every agent that has held the conversation
+        in the turn, the new holder last: the holder becomes its `gen_ai.agent.name`,
+        `janux.handoff.from` stays the first agent and `janux.handoff.path` keeps the whole chain."""
         try:
-            if span.is_recording():
+            if span.is_recording() and len(path) > 1:
                 span.set_attributes(
-                    {GEN_AI_AGENT_NAME: to_agent, JANUX_HANDOFF_FROM: from_agent, JANUX_HANDOFF_TO: to_agent}
-                )
+                    {GEN_AI_AGENT_NAME: path[-1], JANUX_HANDOFF_FROM: path[0], JANUX_HANDOFF_TO: path[-1],
+                     JANUX_HANDOFF_PATH: list(path)}
+                )  # fmt: skip
         except Exception as exc:
             _report("set_transfer", exc)
 

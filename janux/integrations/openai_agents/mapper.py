@@ -506,7 +506,8 @@ class SpanMapper:
         )
         if mark.status == STATUS_COMPLETED and target is not None and loop.span is not None:
             from_agent = getattr(data, "from_agent", None) or loop.agent or ""
-            self._obs.set_transfer(loop.span, from_agent=from_agent, to_agent=target)
+            loop.holders = [*(loop.holders or [from_agent]), target]
+            self._obs.set_transfer(loop.span, loop.holders)
 
     def _end_guardrail(self, span: Any, entry: Entry) -> None:
         data = span.span_data

@@ -116,6 +116,8 @@ class Loop:
     """`span` as the parent of the spans below it (built once for all of them)."""
     agent: str | None = None
     """The agent holding the loop now (after a transfer: the target)."""
+    holders: list[str] = field(default_factory=list)
+    """After a transfer: every agent that held the loop's conversation in turn, the holder last."""
     attempt: int = 0
     """Attempt number under its delegation."""
     handoff_id: str = ""

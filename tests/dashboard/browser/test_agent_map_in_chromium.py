@@ -85,7 +85,7 @@ def test_failed_handoff_screen_explains_a_cut(served: Served, page: Page) -> Non
 
 def _transfer_view(served: Served) -> TraceView:
     """The demo's transfer (triage hands the conversation to billing), rebuilt from the store."""
-    (summary,) = [t for t in served.traces if t.agent_path]
+    (summary,) = [t for t in served.traces if t.agent_path and not t.failed_handoffs]  # not the denied chain
     with open_store(served.data_dir) as store:
         return reconstruct(store.get_trace(summary.trace_id))
 
@@ -108,7 +108,13 @@ def test_a_transfer_shows_its_caller_and_one_figure_on_every_page(served: Served
         # its own cost (the hover's first line), by the page's rule: the caller's round is the caller's
         own = re.escape(f"own: {figures.page_text(figures.cost(node.own))},")
         expect(cell).to_have_attribute("title", re.compile(own))
-    # The agent map: billing runs only in this trace, so its node's own cost is this figure.
+    # The agent map and the Costs CSV sum billing over every trace it ran in (this one and the
+    # denied chain's): this trace's own cost plus the others', each read from its trace.
+    with open_store(served.data_dir) as store:
+        for other in served.traces:
+            if other.trace_id != view.trace_id and "billing" in other.agent_path:
+                billing = billing + reconstruct(store.get_trace(other.trace_id)).nodes[1].own
+    billing = billing.rounded()
     _open(page, f"{served.url}/agent-map", "Agent map")
     graph = page.locator("[data-testid='stVegaLiteChart'] svg")
     label = f"own {figures.chart_label(figures.cost(billing))}"

@@ -15,6 +15,8 @@ from agents.exceptions import InputGuardrailTripwireTriggered, MaxTurnsExceeded
 
 from janux.tracing import conventions as c
 from janux.tracing.analysis import TraceView
+from janux.tracing.sources.memory import MemoryTraceSource
+from janux.tracing.sources.protocol import TraceFilter
 from tests.integrations.openai_agents.scripts import (
     MODEL_KINDS,
     MODEL_NAME,
@@ -206,7 +208,7 @@ async def test_handoff_chain_is_two_transfers_in_one_loop(traced: Traced, kind: 
     records, view = checked(traced)
     name = _model_name(kind)
     assert shape(traced) == [
-        "invoke_agent triage depth=0 from=billing to=refunds",
+        "invoke_agent triage depth=0 from=triage to=refunds",
         f"  chat {name}",
         "  execute_tool handoff.billing status=completed attempts=1 events=START,END",
         f"  chat {name}",
@@ -215,6 +217,10 @@ async def test_handoff_chain_is_two_transfers_in_one_loop(traced: Traced, kind: 
     ]
     (root,) = spans_named(records, "invoke_agent")
     assert attr(root, c.GEN_AI_AGENT_NAME) == "refunds"
+    # The whole chain is on the root, so the Traces list names the first agent and every holder.
+    assert list(attr(root, c.JANUX_HANDOFF_PATH)) == ["triage", "billing", "refunds"]
+    (summary,) = MemoryTraceSource(records).list_traces(TraceFilter())
+    assert (summary.root_agent, summary.agent_path) == ("triage", ("triage", "billing", "refunds"))
     assert [attr(s, c.GEN_AI_AGENT_NAME) for s in spans_named(records, "chat")] == [
         "triage",
         "billing",

@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from janux.runtime import Agent, Cost
+from janux.runtime import Agent, Cost, HandoffPolicy
 from janux.runtime.result import RunResult
 from janux.runtime.testing import ScriptedModel, call_tools, fail, reply, transfer
 from janux.tracing.analysis.api_json import trace_row
@@ -55,8 +55,8 @@ def _traced(agent: Agent, text: str = "charged twice") -> tuple[RunResult | Base
 
 
 def _transfer(*, billing_fails: bool = False, billing_priced: bool = True) -> Agent:
-    """triage (1 round: transfer) -> billing: a transfer to refunds (denied: a transfer target
-    transfers no further), then an answer (or a failing round)."""
+    """triage (1 round: transfer) -> billing: a transfer to refunds (denied by billing's deny-list),
+    then an answer (or a failing round)."""
     refunds = Agent("refunds", model=ScriptedModel([reply("never")], model_name="m-refunds"))
     done = reply("Done.", input_tokens=30, output_tokens=3)
     last = fail("upstream returned 503") if billing_fails else done
@@ -68,6 +68,7 @@ def _transfer(*, billing_fails: bool = False, billing_priced: bool = True) -> Ag
         ),
         handoffs=[refunds],
         cost=BILLING if billing_priced else None,
+        policy=HandoffPolicy(denied_tools=["handoff.refunds"]),
     )
     triage_model = ScriptedModel(
         [call_tools(transfer("billing", "double charge"), input_tokens=100, output_tokens=10)],

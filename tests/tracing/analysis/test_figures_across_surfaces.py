@@ -1,8 +1,8 @@
 """One figure on every surface: random runs of the runtime (delegations in parallel, retries, failed
-delegations, budget cuts, denials, fallbacks to a primary tool, a transfer, a target that fails after
-taking over, unpriced agents) traced into memory, and each agent's own tokens and money read off
-every surface that shows them, all equal to what the scripted rounds say and, summed, to the
-runtime's own `RunResult.bill`.
+delegations, budget cuts, denials, fallbacks to a primary tool, a transfer, a chain of two transfers,
+a target that fails after taking over, unpriced agents) traced into memory, and each agent's own
+tokens and money read off every surface that shows them, all equal to what the scripted rounds
+say and, summed, to the runtime's own `RunResult.bill`.
 
 Surfaces: the Trace page's model (`reconstruct`: nodes and header), the structure every source reads
 (`structure_facts`), the Traces list's row (first agent, path, attempts, failed handoffs), the
@@ -10,8 +10,7 @@ Failures page's rows, Compare's totals, `usage_by` of every dimension and the Co
 exports, the agent map of the in-memory source and of the embedded store, `janux trace --json`
 (`trace_report`) and `janux traces --json` (`trace_row`). The hypothesis test runs every example
 through them; a seeded batch of the same scenarios is loaded once into ClickHouse (chdb, read at
-query time and from the derived tables) and compared per trace. (The runtime takes one transfer
-per turn, so chains of transfers are other runtimes' traces: tests/tracing/analysis/test_general_rules.py.)
+query time and from the derived tables) and compared per trace.
 """
 
 from __future__ import annotations
@@ -19,8 +18,10 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
+import itertools
 import random
 import tempfile
+from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -34,6 +35,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from janux.dashboard.views.compare import cost_diff
+from janux.dashboard.views.span_detail import span_detail
 from janux.dashboard.views.tables import failures_frame
 from janux.dashboard.views.usage_tables import range_usage
 from janux.runtime import Agent, Cost, HandoffPolicy, OnFailure, Subagent
@@ -41,10 +43,12 @@ from janux.runtime.result import RunResult
 from janux.runtime.testing import ScriptedModel, call_tools, delegate, fail, reply, tool_call, transfer
 from janux.runtime.tools import make_tool
 from janux.tracing.analysis import money_cells as cells
+from janux.tracing.analysis import outcomes
 from janux.tracing.analysis.api_json import trace_row
-from janux.tracing.analysis.readers.structure import structure_facts
+from janux.tracing.analysis.readers.structure import loop_id, structure_facts
 from janux.tracing.analysis.report import trace_report
-from janux.tracing.analysis.trace_view import reconstruct
+from janux.tracing.analysis.trace_outline import outline_row
+from janux.tracing.analysis.trace_view import TraceView, reconstruct
 from janux.tracing.records import SpanRecord
 from janux.tracing.sdk.convert import span_records_from_readable
 from janux.tracing.sources.memory import MemoryTraceSource
@@ -75,7 +79,8 @@ class Sub:
 
 @dataclass(frozen=True)
 class Scenario:
-    """One turn: triage delegates to `subs`, then answers or transfers to billing."""
+    """One turn: triage delegates to `subs`, then answers or transfers to billing, which answers or
+    (`onward`) transfers on to refunds; the agent holding the conversation last may fail."""
 
     triage_price: Cost | None
     triage_tokens: tuple[tuple[int, int], tuple[int, int]]
@@ -84,9 +89,21 @@ class Scenario:
     billing_price: Cost | None
     billing_tokens: tuple[int, int]
     billing_fails: bool
+    """The last holder (billing, or refunds after an onward transfer) fails after taking over."""
     seed_label: str = field(default="")
     fallback: bool = False
     """The policy falls back to a primary tool of the same name when a delegation fails."""
+    onward: bool = False
+    """Billing transfers the conversation on to refunds (a chain of two transfers)."""
+    refunds_price: Cost | None = None
+    refunds_tokens: tuple[int, int] = (1, 1)
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        """The agents that held the conversation, in turn (empty without a transfer)."""
+        if not self.transfer:
+            return ()
+        return ("triage", "billing", "refunds") if self.onward else ("triage", "billing")
 
 
 TOKENS = st.tuples(st.integers(1, 5_000), st.integers(0, 800))
@@ -104,6 +121,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         triage_price=draw(PRICE), triage_tokens=(draw(TOKENS), draw(TOKENS)), subs=subs, transfer=transfer_to,
         billing_price=draw(PRICE), billing_tokens=draw(TOKENS),
         billing_fails=transfer_to and draw(st.booleans()), fallback=draw(st.booleans()),
+        onward=transfer_to and draw(st.booleans()), refunds_price=draw(PRICE), refunds_tokens=draw(TOKENS),
     )  # fmt: skip
 
 
@@ -144,10 +162,19 @@ def _agents(s: Scenario) -> Agent:
     steps.append(last)
     handoffs = []
     if s.transfer:
-        billed = reply("billed", input_tokens=s.billing_tokens[0], output_tokens=s.billing_tokens[1])
-        answer = fail("upstream returned 503") if s.billing_fails else billed
+        onward: list[Agent] = []
+        if s.onward:
+            refunded = reply("refunded", input_tokens=s.refunds_tokens[0], output_tokens=s.refunds_tokens[1])
+            answer = fail("upstream returned 503") if s.billing_fails else refunded
+            onward.append(Agent("refunds", model=ScriptedModel([answer], model_name="m-refunds"),
+                                cost=s.refunds_price))  # fmt: skip
+            answer = call_tools(transfer("refunds", "a refund"), input_tokens=s.billing_tokens[0],
+                                output_tokens=s.billing_tokens[1])  # fmt: skip
+        else:
+            billed = reply("billed", input_tokens=s.billing_tokens[0], output_tokens=s.billing_tokens[1])
+            answer = fail("upstream returned 503") if s.billing_fails else billed
         model = ScriptedModel([answer], model_name="m-billing")
-        handoffs.append(Agent("billing", model=model, cost=s.billing_price))
+        handoffs.append(Agent("billing", model=model, cost=s.billing_price, handoffs=onward))
     policy = HandoffPolicy(
         max_retries=1, denied_tools=[f"delegate.{sub.name}" for sub in s.subs if sub.kind == "denied"],
         on_error=OnFailure.FALLBACK_TO_PRIMARY if s.fallback else OnFailure.FAIL,
@@ -189,10 +216,13 @@ def expected(s: Scenario) -> dict[str, Figures]:
                 found[sub.name] = _add(found.get(sub.name), _priced(sub.price, sub.tokens))
         found.setdefault(sub.name, (0, 0, None, 0))  # ran, failed: no tokens reported
     if s.transfer:
-        tokens = (0, 0) if s.billing_fails else s.billing_tokens
-        found["billing"] = _priced(s.billing_price, tokens)
-        if s.billing_fails:
-            found["billing"] = (0, 0, None, 0)
+        holders = [("billing", s.billing_price, s.billing_tokens)]
+        if s.onward:
+            holders.append(("refunds", s.refunds_price, s.refunds_tokens))
+        for name, price, tokens in holders:
+            found[name] = _priced(price, tokens)
+        if s.billing_fails:  # the last holder's round failed: no tokens reported
+            found[holders[-1][0]] = (0, 0, None, 0)
     return found
 
 
@@ -215,7 +245,7 @@ def expected_failure_rows(s: Scenario) -> list[tuple[str, str, int]]:
     taking over."""
     retried = [(sub.name, "completed", len(sub.attempts)) for sub in s.subs
                if sub.kind == "run" and any(sub.attempts) and not all(sub.attempts)]  # fmt: skip
-    failed_turn = [("billing", "error", 1)] if s.transfer and s.billing_fails else []  # the loop raised
+    failed_turn = [(s.path[-1], "error", 1)] if s.transfer and s.billing_fails else []  # the loop raised
     return sorted(expected_failures(s) + retried + failed_turn)
 
 
@@ -272,6 +302,35 @@ def source_figures(source: TraceSource, flt: TraceFilter) -> tuple[dict[str, Fig
     return groups, nodes
 
 
+def _check_tree_and_detail(
+    view: TraceView, want: dict[str, Figures], total: Figures | None
+) -> None:
+    """The Trace page's tree and detail pane: the first loop's row carries the whole run's tokens
+    (labelled inclusive; `total`, None where a transfer moved the rest of the run to another
+    holder), and each agent that ran once says the script's own tokens and rounds in its detail
+    (a failed round with no usage says so, never "0 in / 0 out")."""
+    root_row = outline_row(view, view.nodes[0].span_id)
+    assert root_row is not None and root_row.scope == "incl."
+    if total is not None:
+        assert root_row.tokens == f"{total[0]:,} / {total[1]:,}", root_row
+    runs = Counter(node.agent for node in view.nodes)
+    for node in view.nodes:
+        if runs[node.agent] > 1:
+            continue
+        row_id = loop_id(node.span_id, node.segment)  # an agent segment after a transfer: its own row
+        span, row = view.span(row_id), outline_row(view, row_id)
+        assert span is not None and row is not None and row.agent == node.agent, (row_id, row)
+        detail = span_detail(view, span, row)
+        usage = dict(detail.usage)
+        tokens_in, tokens_out = want[node.agent][:2]
+        if usage["own tokens"].startswith(outcomes.NO_USAGE_REPORTED):
+            assert (tokens_in, tokens_out) == (0, 0), (node.agent, usage)
+        else:
+            shown = f"{tokens_in:,} in / {tokens_out:,} out"
+            assert usage["own tokens"].startswith(shown), (node.agent, usage)
+        assert usage["model rounds"] == f"{len(node.chat_spans):,}"
+
+
 def check_trace(s: Scenario, result: RunResult | None, spans: list[SpanRecord]) -> None:
     """Every in-process surface against the script (and the bill)."""
     want = expected(s)
@@ -290,6 +349,7 @@ def check_trace(s: Scenario, result: RunResult | None, spans: list[SpanRecord]) 
     header = view.total
     assert (header.input_tokens, header.output_tokens, header.unpriced_tokens) == (*total[:2], total[3])
     assert _close(total[2], header.cost)
+    _check_tree_and_detail(view, want, None if s.transfer else total)
     if result is not None:  # the runtime's own bill
         bill = result.bill
         assert (bill.input_tokens, bill.output_tokens, bill.unpriced_tokens) == (total[0], total[1], total[3])
@@ -304,7 +364,7 @@ def check_trace(s: Scenario, result: RunResult | None, spans: list[SpanRecord]) 
     assert (row["input_tokens"], row["output_tokens"], row["unpriced_tokens"]) == (*total[:2], total[3])
     assert _close(total[2], row["cost_usd"])
     # The Traces list: the first agent, the transferred conversation's path, the counts.
-    path = ("triage", "billing") if s.transfer else ()
+    path = s.path
     assert (summary.root_agent, summary.agent_path, row["agent_path"]) == ("triage", path, list(path))
     assert summary.attempts == view.attempts == row["attempts"] == expected_attempts(s)
     assert summary.failed_handoffs == row["failed_handoffs"] == len(expected_failures(s))
@@ -354,12 +414,12 @@ def sub_attempts(sub: Sub) -> int:
 
 def check_edges(source: TraceSource, s: Scenario, flt: TraceFilter, where: str) -> None:
     """The agent map's edges of one trace: each delegation's count, attempts, failures by final
-    status and the usage it carried; the transfer's count."""
+    status and the usage it carried; each transfer's count."""
     want = expected(s)
     edges = {(e.caller, e.target, e.kind): e for e in source.agent_map(flt).edges}
     failing = {name: status for name, status, _ in expected_failures(s)}
     keys = {("triage", sub.name, "delegate") for sub in s.subs}
-    keys |= {("triage", "billing", "transfer")} if s.transfer else set()
+    keys |= {(caller, target, "transfer") for caller, target in itertools.pairwise(s.path)}
     assert set(edges) == keys, where
     for sub in s.subs:
         edge = edges["triage", sub.name, "delegate"]
@@ -369,8 +429,8 @@ def check_edges(source: TraceSource, s: Scenario, flt: TraceFilter, where: str) 
         assert edge.failures == ({status: 1} if status else {}), (where, sub, edge.failures)
         carried = (edge.cost.input_tokens, edge.cost.output_tokens, edge.cost.cost, edge.cost.unpriced_tokens)
         _same({sub.name: carried}, {sub.name: want.get(sub.name, (0, 0, None, 0))}, f"{where} edge cost")
-    if s.transfer:
-        handed = edges["triage", "billing", "transfer"]
+    for caller, target in itertools.pairwise(s.path):
+        handed = edges[caller, target, "transfer"]
         assert (handed.count, handed.failed) == (1, 0), where
 
 
@@ -412,6 +472,11 @@ EXAMPLES = (
              Sub("writer", (True,), (60, 6), PRICED, "cut"),
              Sub("fact_checker", (True,), (1, 1), None, "denied")),
              True, PRICES[3], (40, 4), False, fallback=True),
+    # A chain of two transfers: refunds answers (priced); then one where refunds fails after taking over.
+    Scenario(PRICED, ((100, 10), (50, 5)), (Sub("researcher", (True,), (30, 3), PRICED),), True, None,
+             (40, 4), False, onward=True, refunds_price=PRICES[2], refunds_tokens=(70, 7)),
+    Scenario(None, ((100, 10), (50, 5)), (), True, PRICED, (40, 4), True, onward=True, refunds_price=None,
+             refunds_tokens=(70, 7)),
 )  # fmt: skip
 
 
@@ -455,6 +520,8 @@ def seeded_scenarios(count: int, seed: int) -> list[Scenario]:
             subs,
             transfer_to, rng.choice(PRICES), (rng.randint(1, 5000), rng.randint(0, 800)),
             transfer_to and rng.random() < 0.5, fallback=rng.random() < 0.5,
+            onward=transfer_to and rng.random() < 0.5, refunds_price=rng.choice(PRICES),
+            refunds_tokens=(rng.randint(1, 5000), rng.randint(0, 800)),
         ))  # fmt: skip
     return found
 
@@ -464,6 +531,8 @@ def test_clickhouse_says_the_same_per_agent_and_per_trace(tmp_path: Path) -> Non
     # The batch holds every kind the property test draws.
     assert any(s.transfer and s.billing_fails for s in batch)
     assert any(s.transfer and not s.billing_fails for s in batch)
+    assert any(s.onward and s.billing_fails for s in batch)
+    assert any(s.onward and not s.billing_fails for s in batch)
     assert any(sub.attempts == (False, False) for s in batch for sub in s.subs)
     assert any(sub.attempts == (False, True) for s in batch for sub in s.subs)
     assert any(sub.price is None for s in batch for sub in s.subs) and any(not s.subs for s in batch)
@@ -496,8 +565,7 @@ def test_clickhouse_says_the_same_per_agent_and_per_trace(tmp_path: Path) -> Non
 def check_list_row(source: TraceSource, s: Scenario, trace_id: str, where: str) -> None:
     """The Traces list's row of one trace and its failed handoffs, by the script."""
     (summary,) = source.list_traces(TraceFilter(trace_id=trace_id))
-    path = ("triage", "billing") if s.transfer else ()
-    assert (summary.root_agent, summary.agent_path) == ("triage", path), where
+    assert (summary.root_agent, summary.agent_path) == ("triage", s.path), where
     failures = len(expected_failures(s))
     assert (summary.attempts, summary.failed_handoffs) == (expected_attempts(s), failures), where
     assert len(source.failed_handoff_spans(TraceFilter(trace_id=trace_id))) == failures, where

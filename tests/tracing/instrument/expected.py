@@ -99,8 +99,11 @@ def turn(
     error_type: str | None = None,
     stop_reason: str | None = None,
     transfer_from: str | None = None,
+    path: tuple[str, ...] | None = None,
 ) -> Node:
-    """The root `invoke_agent` span of a turn (`agent` is the holder at the end of the turn)."""
+    """The root `invoke_agent` span of a turn (`agent` is the holder at the end of the turn; after a
+    transfer from `transfer_from`, `path` is every holder in turn: `(transfer_from, agent)` unless
+    given)."""
     attributes: dict[str, Any] = {
         c.GEN_AI_OPERATION_NAME: c.OP_INVOKE_AGENT,
         c.GEN_AI_AGENT_NAME: agent,
@@ -114,6 +117,7 @@ def turn(
     if transfer_from is not None:
         attributes[c.JANUX_HANDOFF_FROM] = transfer_from
         attributes[c.JANUX_HANDOFF_TO] = agent
+        attributes[c.JANUX_HANDOFF_PATH] = list(path or (transfer_from, agent))
     name = c.invoke_agent_span_name(transfer_from or agent)
     return _node(name, "Internal", attributes, error_type=error_type, children=children)
 

@@ -83,7 +83,7 @@ def test_trace_counts_come_from_the_rollups(client: ChdbClient) -> None:
 
 
 FAILURE_COPIES = 3_000
-"""Copies of the demo set's derived rows (11 failed handoffs in 19 traces), a second apart."""
+"""Copies of the demo set's derived rows (12 failed handoffs in 20 traces), a second apart."""
 
 
 def _failures_over_an_hour(client: ChdbClient) -> tuple[int, int]:

@@ -171,6 +171,7 @@ SELECT
     {_root("SpanName")} AS root_name,
     {_root_attr(c.GEN_AI_AGENT_NAME)} AS root_named,
     {_root_attr(c.JANUX_HANDOFF_FROM)} AS handed_off,
+    {_root_attr(c.JANUX_HANDOFF_PATH)} AS handoff_path,
     if(handed_off != '', handed_off, root_named) AS root_agent,
     {_root_attr(c.GEN_AI_CONVERSATION_ID)} AS conversation,
     count() AS span_count,
@@ -198,7 +199,8 @@ SELECT
 """
 
 _SUMMARY_COLUMNS = (
-    "TraceId", "start_ns", "duration_ns", "service", "root_name", "root_named", "handed_off", "conversation",
+    "TraceId", "start_ns", "duration_ns", "service", "root_name", "root_named", "handed_off", "handoff_path",
+    "conversation",
     "span_count",
     "delegations", "attempts", "failed_handoffs", "error_spans", "has_bill", "bill_cost", "bill_input",
     "bill_output", "bill_unpriced", "bill_estimate", "inference_input", "inference_output", "input_spans",
@@ -701,7 +703,10 @@ def _summary(row: Any) -> TraceSummary:
         value = row[at[name]]
         return str(value) if value else None
 
-    recorded = {c.GEN_AI_AGENT_NAME: text("root_named"), c.JANUX_HANDOFF_FROM: text("handed_off")}
+    recorded = {
+        c.GEN_AI_AGENT_NAME: text("root_named"), c.JANUX_HANDOFF_FROM: text("handed_off"),
+        c.JANUX_HANDOFF_PATH: text("handoff_path"),
+    }  # fmt: skip
     has_bill = bool(row[at["has_bill"]])
     bill = UsageSums(number("bill_input"), number("bill_output"), money("bill_cost"), number("bill_unpriced"))
     turns = UsageSums(
