@@ -1,7 +1,7 @@
 """Schema 9 on chdb: `usage_by` and the model timeline over a range read its partial hours from the
 per-minute usage rollup (a range on whole minutes reads no facts row; a partial minute only that
 minute's facts rows, through the usage projection ordered by start), equal the memory source's over
-ranges with partial hours, long edges and partial minutes, and `init` adds the rollup to a schema-7
+ranges with partial hours, long edges and partial minutes, and `init` adds the rollup to a schema-8
 database. Costs are the `rows_read` ClickHouse reports (deterministic, not timing)."""
 
 from __future__ import annotations
@@ -84,19 +84,59 @@ def _answer(found: list[Any]) -> list[tuple[str, int, int | None]]:
     return sorted((a.key, a.count, a.input_tokens) for a in found)
 
 
+def _fold(client: ChdbClient) -> None:
+    """Merge the usage rollups' parts, as background merges do in time."""
+    for table in (schema.USAGE_HOURLY, schema.USAGE_MINUTE):
+        client.command(f"OPTIMIZE TABLE {table} FINAL")
+
+
+def _rows_read(client: ChdbClient, minute_rollup: bool) -> tuple[int, int]:
+    """`usage_by` over `FROM_4_20` (checked against sums of the facts rows): the rows it read of
+    the rollups and of the facts table."""
+    counting = _Counting(client)
+    rows = lambda sql, p: list(counting.query(sql, p).result_rows)  # noqa: E731
+    found = DerivedReads(rows, usage_minutes=minute_rollup).usage_by("model", FROM_4_20, 1_000)
+    assert _answer(found) == sorted(tuple(row) for row in _usage_sums(client, FROM_4_20))
+    facts = sum(n for query, n in counting.read if schema.FACTS in query)
+    rollups = sum(n for query, n in counting.read if schema.FACTS not in query)
+    return rollups, facts
+
+
 def test_a_partial_hour_reads_minute_buckets_not_facts_rows(client: ChdbClient) -> None:
     day = _facts_over_a_day(client)
+    _fold(client)
     counting = _Counting(client)
     found = ClickHouseSource(counting).usage_by("model", FROM_4_20, 1_000)
     assert _answer(found) == sorted(tuple(row) for row in _usage_sums(client, FROM_4_20))
     assert not any(schema.FACTS in query for query, _ in counting.read), counting.read  # no facts row
     assert schema.USAGE_MINUTE in counting.read[-1][0]  # one query of the rollups
     assert counting.read[-1][1] < day // 10, (counting.read, day)
-    # schema 8's reads (no minute rollup) read the partial hour's facts rows: every row of the day
-    counting.read.clear()
-    before = DerivedReads(lambda sql, p: list(counting.query(sql, p).result_rows), usage_minutes=False)
-    assert _answer(before.usage_by("model", FROM_4_20, 1_000)) == _answer(found)
-    assert max(n for query, n in counting.read if schema.FACTS in query) >= day
+    minute_read, none = _rows_read(client, minute_rollup=True)
+    assert none == 0
+    # schema 8's reads (no minute rollup) read facts rows of the partial hour: its whole hour from
+    # the hourly rollup, the 20 minutes before the range taken back from their facts rows (in a
+    # schema-8 database every row of the day, no projection holding the usage arrays)
+    hour_start = FROM_4_20.start_ns - 20 * MINUTE
+    edge_rows = int(
+        client.query(
+            f"SELECT count() FROM {schema.FACTS} "
+            f"WHERE start_ns >= {hour_start} AND start_ns < {FROM_4_20.start_ns}"
+        ).result_rows[0][0]
+    )
+    _, before_read = _rows_read(client, minute_rollup=False)
+    assert before_read >= edge_rows > 0
+    # flat: the partial hour's traces again under new ids double its facts rows and fold into the
+    # same minute buckets, so the minute path reads as many rows as before; the per-trace path at
+    # least the edge's rows more (at this size both fit a few granules: the growth, not the sizes,
+    # is the proof)
+    client.command(
+        f"INSERT INTO {schema.FACTS} SELECT * REPLACE (concat(trace_id, 'again') AS trace_id) "
+        f"FROM {schema.FACTS} WHERE start_ns >= {hour_start} AND start_ns < {hour_start + HOUR_NS}"
+    )
+    _fold(client)
+    assert _rows_read(client, minute_rollup=True) == (minute_read, 0)
+    _, before_twice = _rows_read(client, minute_rollup=False)
+    assert before_twice >= before_read + edge_rows, (before_read, before_twice, edge_rows)
     # ten seconds later: only that partial minute's facts rows, through the usage projection
     counting.read.clear()
     later = TraceFilter(start_ns=FROM_4_20.start_ns + 10 * SECOND, end_ns=FROM_4_20.end_ns)
