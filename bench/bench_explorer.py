@@ -80,6 +80,8 @@ class Times:
     span_sent: list[float] = field(default_factory=list)
     """Of `span`: from the pointer going down on the row to the request leaving the page (page timed)."""
     big: list[float] = field(default_factory=list)
+    big_span: list[float] = field(default_factory=list)
+    """A click on a span in the 10k-span trace's tree (1,000 rows drawn) until its detail shows."""
     cpu: dict[str, list[float]] = field(default_factory=dict)
     """Server CPU seconds of the steps above, by the step's field name."""
 
@@ -191,6 +193,8 @@ def _measure(url: str, big_id: str, runs: int, cpu: CpuClock) -> Times:
         for _ in range(runs):
             times.big.append(step("big", lambda: _timed(lambda: page.goto(big), lambda: _trace_drawn(page))))
         for run in range(runs):
+            times.big_span.append(step("big_span", lambda run=run: _span_detail(page, 1 + run % 3)))  # type: ignore[misc]
+        for run in range(runs):
             times.listing.append(step("listing", lambda: _open_list(page, url)))
             times.click.append(step("click", lambda run=run: _row_to_trace(page, run % 5)))  # type: ignore[misc]
             times.span.append(step("span", lambda run=run: _span_detail(page, 1 + run % 3)))  # type: ignore[misc]
@@ -272,6 +276,11 @@ def main(argv: list[str] | None = None) -> int:
     print(_line("10k-span trace, first visit", times.big[:1], base, TARGETS_S["big"]))
     if len(times.big) > 1:
         print(_line("10k-span trace, revisits", times.big[1:], base, None))
+    print(
+        _line(
+            "click a span in the 10k-span trace's tree -> its detail", times.big_span, base, TARGETS_S["span"]
+        )
+    )
     if fresh:
         print(
             _line(f"10k-span trace, first visit on {len(fresh)} fresh servers", fresh, base, TARGETS_S["big"])
@@ -282,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, what in (
         ("listing", "Traces page loaded (baseline)"), ("click", "click a Traces row -> Trace page"),
         ("span", "click a span in the tree -> its detail"), ("big", "10k-span trace, first visit"),
+        ("big_span", "click a span in the 10k-span tree -> its detail"),
     ):  # fmt: skip
         samples = times.cpu[name] if name != "big" else times.cpu[name][:1]
         median = statistics.median(samples)
