@@ -10,6 +10,9 @@ one tab and one session, and prints a markdown table of medians:
 - the 10,000-span trace's Trace page, first visit and revisits;
 - with `--fresh N`, that first visit again on N fresh servers (one sample each: a spread, not one number).
 
+Then the server's CPU seconds (all its threads, from /proc) of the same steps, beside the Traces
+page's: on a loaded machine, far steadier than the seconds waited.
+
 "Drawn" means the script has finished (`data-test-script-state=notRunning`) and the element the
 person looks for is visible. Targets (design brief, issue 31): a click to the Trace page < 1 s, a
 span's detail < 200 ms, the 10k-span first visit < 1 s. Exit status 1 when a target is missed.
@@ -18,6 +21,7 @@ span's detail < 200 ms, the 10k-span first visit < 1 s. Exit status 1 when a tar
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import tempfile
@@ -76,6 +80,30 @@ class Times:
     span_sent: list[float] = field(default_factory=list)
     """Of `span`: from the pointer going down on the row to the request leaving the page (page timed)."""
     big: list[float] = field(default_factory=list)
+    big_span: list[float] = field(default_factory=list)
+    """A click on a span in the 10k-span trace's tree (1,000 rows drawn) until its detail shows."""
+    cpu: dict[str, list[float]] = field(default_factory=dict)
+    """Server CPU seconds of the steps above, by the step's field name."""
+
+    def add_cpu(self, step: str, seconds: float) -> None:
+        """Record the server's CPU seconds of one run of `step`."""
+        self.cpu.setdefault(step, []).append(seconds)
+
+
+CpuClock = Callable[[], float]
+"""The server process's CPU seconds so far (user and system, all threads)."""
+
+
+def process_cpu(pid: int) -> CpuClock:
+    """A `CpuClock` of process `pid`, read from /proc (Linux: the machine the targets are for)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def read() -> float:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / ticks  # utime, stime (fields 14, 15 of stat)
+
+    return read
 
 
 def _settled(page: Any, visible: str) -> None:
@@ -144,10 +172,17 @@ def _span_detail(page: Any, row: int) -> float:
     return _timed(lambda: page.mouse.click(box["x"] + 60, box["y"] + box["height"] / 2), drawn)
 
 
-def _measure(url: str, big_id: str, runs: int) -> Times:
+def _measure(url: str, big_id: str, runs: int, cpu: CpuClock) -> Times:
     from playwright.sync_api import sync_playwright
 
     times = Times()
+
+    def step(name: str, seconds: Callable[[], float]) -> float:
+        before = cpu()
+        wall = seconds()
+        times.add_cpu(name, cpu() - before)
+        return wall
+
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         page = browser.new_page(viewport=WINDOW)
@@ -156,18 +191,20 @@ def _measure(url: str, big_id: str, runs: int) -> Times:
         _timed(lambda: page.goto(f"{url}/trace"), lambda: _settled(page, "text=Open a trace from"))
         big = f"{url}/trace?trace_id={big_id}"
         for _ in range(runs):
-            times.big.append(_timed(lambda: page.goto(big), lambda: _trace_drawn(page)))
+            times.big.append(step("big", lambda: _timed(lambda: page.goto(big), lambda: _trace_drawn(page))))
         for run in range(runs):
-            times.listing.append(_open_list(page, url))
-            times.click.append(_row_to_trace(page, run % 5))
-            times.span.append(_span_detail(page, 1 + run % 3))
+            times.big_span.append(step("big_span", lambda run=run: _span_detail(page, 1 + run % 3)))  # type: ignore[misc]
+        for run in range(runs):
+            times.listing.append(step("listing", lambda: _open_list(page, url)))
+            times.click.append(step("click", lambda run=run: _row_to_trace(page, run % 5)))  # type: ignore[misc]
+            times.span.append(step("span", lambda run=run: _span_detail(page, 1 + run % 3)))  # type: ignore[misc]
             times.span_sent.append(_sent_after_down(page))
         browser.close()
     return times
 
 
-def _serve(spans: list[SpanRecord], measure: Callable[[str], T]) -> T:
-    """Store `spans`, serve them with `janux ui` (a fresh server) and run `measure(url)`."""
+def _serve(spans: list[SpanRecord], measure: Callable[[str, CpuClock], T]) -> T:
+    """Store `spans`, serve them with `janux ui` (a fresh server) and run `measure(url, its CPU clock)`."""
     from janux.cli.commands.ui import free_port, launch_ui
     from janux.tracing.sources.store import open_store
 
@@ -180,13 +217,13 @@ def _serve(spans: list[SpanRecord], measure: Callable[[str], T]) -> T:
         try:
             if not wait_until_up(f"{url}/_stcore/health", 60, interval_s=0.3):
                 raise RuntimeError("the dashboard never answered its health check")
-            return measure(url)
+            return measure(url, process_cpu(server.pid))
         finally:
             server.terminate()
             server.wait(timeout=30)
 
 
-def _first_visit(url: str, big_id: str) -> float:
+def _first_visit(url: str, big_id: str, _cpu: CpuClock) -> float:
     """A fresh browser on a fresh server: the warm-up page, then the 10k-span trace's first visit."""
     from playwright.sync_api import sync_playwright
 
@@ -227,8 +264,8 @@ def main(argv: list[str] | None = None) -> int:
         for s in synthetic_trace(40, seed=100 + i)
     ]
     big_id, runs = big[0].trace_id, max(1, args.runs)
-    times = _serve(big + small, lambda url: _measure(url, big_id, runs))
-    fresh = [_serve(big + small, lambda url: _first_visit(url, big_id)) for _ in range(args.fresh)]
+    times = _serve(big + small, lambda url, cpu: _measure(url, big_id, runs, cpu))
+    fresh = [_serve(big + small, lambda url, cpu: _first_visit(url, big_id, cpu)) for _ in range(args.fresh)]
     base = statistics.median(times.listing)
     print("| step (Chromium, one tab and session) | median s | vs Traces page | target | runs (s) |")
     print("|---|---:|---:|---|---|")
@@ -239,10 +276,27 @@ def main(argv: list[str] | None = None) -> int:
     print(_line("10k-span trace, first visit", times.big[:1], base, TARGETS_S["big"]))
     if len(times.big) > 1:
         print(_line("10k-span trace, revisits", times.big[1:], base, None))
+    print(
+        _line(
+            "click a span in the 10k-span trace's tree -> its detail", times.big_span, base, TARGETS_S["span"]
+        )
+    )
     if fresh:
         print(
             _line(f"10k-span trace, first visit on {len(fresh)} fresh servers", fresh, base, TARGETS_S["big"])
         )
+    cpu_base = statistics.median(times.cpu["listing"])
+    print("\n| step | server CPU s (median) | vs Traces page | runs (s) |")
+    print("|---|---:|---:|---|")
+    for name, what in (
+        ("listing", "Traces page loaded (baseline)"), ("click", "click a Traces row -> Trace page"),
+        ("span", "click a span in the tree -> its detail"), ("big", "10k-span trace, first visit"),
+        ("big_span", "click a span in the 10k-span tree -> its detail"),
+    ):  # fmt: skip
+        samples = times.cpu[name] if name != "big" else times.cpu[name][:1]
+        median = statistics.median(samples)
+        shown = ", ".join(f"{s:.2f}" for s in times.cpu[name])
+        print(f"| {what} | {median:.3f} | {median / cpu_base:.2f}x | {shown} |")
     met = [
         statistics.median(times.click) < TARGETS_S["click"],
         statistics.median(times.span) < TARGETS_S["span"],

@@ -41,6 +41,8 @@ TREE_KEY = "trace_tree"
 _WATERFALL_KEY = "trace_waterfall"
 _GRAPH_KEY = "trace_handoff_graph"
 _DETAIL_KEY = "trace_detail_tables"
+DETAIL_FRAGMENT = "trace_detail"
+"""Key of the detail pane's fragment: a click on a tree row reruns only it (`_picked_in_tree`)."""
 FIRST_ROWS = 1_000
 """Tree rows sent with the page: 1,000, about eighty screens of the tree's box (rows are cheap to
 draw: a fixed table layout and text cells); the next rows come when asked for (`MORE_ROWS` at a
@@ -164,6 +166,19 @@ def _select(view: TraceView, span_id: str) -> None:
     last value by its key), and writing it would add a history entry that Back then lands on."""
     if view.span(span_id) is not None and st.query_params.get("span") != span_id:
         st.query_params["span"] = span_id
+
+
+def _picked_in_tree(view: TraceView, span_id: str, detail_only: bool) -> None:
+    """Select the span clicked (or reached with the arrow keys) in the tree; with `detail_only`,
+    rerun only the detail pane's fragment instead of the whole explorer.
+
+    The tree marks the clicked row itself in the browser: rerunning it only to send its 1,000 rows
+    (250 kB) back with the mark moved made every click wait for them. Not while a search narrows
+    the tree: its note ("Match 2 of 5 selected") follows the selection."""
+    before = st.query_params.get("span")
+    _select(view, span_id)
+    if detail_only and st.query_params.get("span") != before:
+        st.rerun(DETAIL_FRAGMENT)
 
 
 def _clicked_in_chart(view: TraceView, key: str) -> None:
@@ -314,7 +329,8 @@ def _tree(view: TraceView, current: str | None) -> None:
         st.session_state[_SHOWN_KEY] = (what, drawn + MORE_ROWS)
 
     trace_tree(
-        shown, current, key=TREE_KEY, on_pick=lambda span_id: _select(view, span_id),
+        shown, current, key=TREE_KEY,
+        on_pick=lambda span_id: _picked_in_tree(view, span_id, detail_only=not needle.strip()),
         total_ms=trace_ms(view), hits=found.hits if found is not None else (),
         version=(*_view_key(view), *what, count),
         more=f"{min(MORE_ROWS, left_over):,} more of {left_over:,} not drawn yet: click or scroll here"
@@ -420,4 +436,10 @@ def explorer(view: TraceView) -> None:
                 with tab:
                     draw(view)
     with right:
-        _detail(view, current)
+        _detail_pane(view)
+
+
+@st.fragment(key=DETAIL_FRAGMENT)
+def _detail_pane(view: TraceView) -> None:
+    """The selected span's detail, a fragment of its own: a click in the tree reruns only this."""
+    _detail(view, selected_span(view))

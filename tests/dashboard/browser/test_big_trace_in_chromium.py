@@ -210,3 +210,29 @@ def test_rows_far_below_the_view_are_left_unlaid_until_scrolled_near(big_trace: 
     assert far.evaluate(lefts) == header
     page.locator(".tree").evaluate("box => { box.scrollTop = 0; }")
     assert rows.first.evaluate(lefts) == header
+
+
+def test_a_click_in_the_tree_reruns_only_the_detail(big_trace: BigTrace, page: Page) -> None:
+    """A click on a row of the 1,000-row tree brings back the span's detail, never the tree's rows
+    again (the tree marks the row itself; only the detail pane's fragment reruns): what the page
+    receives after the click is less than the text of the rows it draws."""
+    received: list[int] = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda frame: received.append(len(frame))))
+    page.goto(big_trace.url)
+    rows = page.locator("tr.row")
+    expect(rows).to_have_count(FIRST_ROWS, timeout=UI_WAIT_MS)
+    expect(page.locator(IDLE)).to_have_count(1, timeout=UI_WAIT_MS)
+    rows_text = sum(len(text) for text in _drawn(page))
+    target = big_trace.rows[7]
+    received.clear()
+    rows.nth(7).click()
+    expect(page).to_have_url(re.compile(f"span={target.span_id}"), timeout=UI_WAIT_MS)
+    expect(page.get_by_role("heading", name=f"{target.label} ({target.kind})")).to_be_visible(
+        timeout=UI_WAIT_MS
+    )
+    expect(page.locator(IDLE)).to_have_count(1, timeout=UI_WAIT_MS)
+    marked = page.locator("tr.row.on")
+    expect(marked).to_have_count(1)
+    assert marked.evaluate("tr => tr.dataset.at") == "7"
+    assert rows.count() == FIRST_ROWS
+    assert 0 < sum(received) < rows_text, (sum(received), rows_text)
