@@ -352,13 +352,22 @@ def _spans(rows: Sequence[Sequence[Any]], wanted: set[str]) -> _Batch:
     """Rows (`_SELECT`) grouped by trace: spans and newest insertion; only the `wanted` traces'
     spans are decoded."""
     kept = [row for row in rows if str(row[0]) in wanted]
-    by_trace: _Batch = {}
+    # Grouped in two plain dicts, the pair built once per trace (not once per span): a third of
+    # this function's CPU went to rebuilding it.
+    spans_of: dict[str, list[SpanRecord]] = {}
+    newest_of: dict[str, int] = {}
     for row, span in zip(kept, decode_spans(span_texts(kept, 2)), strict=True):
         trace_id = str(row[0])  # as the window and `wanted` spell it
-        spans, newest = by_trace.get(trace_id, ([], 0))
-        spans.append(span)
-        by_trace[trace_id] = (spans, max(newest, int(row[1])))
-    return by_trace
+        inserted = int(row[1])
+        spans = spans_of.get(trace_id)
+        if spans is None:
+            spans_of[trace_id] = [span]
+            newest_of[trace_id] = inserted
+        else:
+            spans.append(span)
+            if inserted > newest_of[trace_id]:
+                newest_of[trace_id] = inserted
+    return {trace_id: (spans, newest_of[trace_id]) for trace_id, spans in spans_of.items()}
 
 
 _SELECT = f"SELECT TraceId, toUnixTimestamp64Milli({s.INSERTED_COLUMN}), {ANALYSED_SPAN_JSON}"
