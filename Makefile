@@ -37,14 +37,15 @@ PYTEST = run_pytest() { $(BIN)/pytest -q -p no:cacheprovider "$$@"; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: treating as failure"; return 1; fi; \
 	return $$rc; }; run_pytest
 
-## The ingest and telemetry tests again, 4 at a time on this machine's cores: timing assumptions
+## The ingest, telemetry and source tests, 4 at a time on this machine's 2 cores: timing assumptions
 ## (a sleep instead of a wait) fail here rather than on a user's loaded machine.
 CONCURRENT_TESTS = tests/tracing/otlp tests/tracing/receiver tests/tracing/sources tests/tracing/sdk
 
-## All tests: lint, type check, unit, property, end-to-end, AppTest and real-browser, then the
-## ingest and telemetry tests under load.
+## All tests: lint, type check, unit, property, end-to-end, AppTest and real-browser (two at a time,
+## one per core; a file's tests stay on one worker so its module fixtures are built once), then the
+## ingest and telemetry tests, which run only in the concurrent step.
 test: install browser-deps lint typecheck
-	@$(PYTEST)
+	@$(PYTEST) -n 2 --dist loadfile $(addprefix --ignore=,$(CONCURRENT_TESTS))
 	@$(MAKE) --no-print-directory test-concurrent
 
 test-concurrent: install
