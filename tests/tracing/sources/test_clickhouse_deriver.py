@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from janux.tracing.analysis.trace_facts import analyse
 from janux.tracing.records import SpanRecord
 from janux.tracing.sources.clickhouse import deriver, schema
@@ -275,7 +277,8 @@ def _run_until_killed(path: Path, batches_before_kill: int) -> bool:
     return process.returncode == -signal.SIGKILL
 
 
-@pytest.mark.timeout(1200)  # a no-hang bound: six `janux derive` processes, each importing chdb, on a loaded machine
+# A no-hang bound that fits six `janux derive` processes, each importing chdb, on a loaded machine.
+@pytest.mark.timeout(1200)
 def test_a_deriver_killed_at_random_points_loses_nothing_and_doubles_nothing(tmp_path: Path) -> None:
     spans = copies(_spans(), 25)
     path = tmp_path / "chdb"
