@@ -105,7 +105,7 @@ def _run(args: argparse.Namespace) -> int:
     from janux.replay.runner import live_models, replay_trace, test_source
     from janux.replay.user_agents import RegistryError
     from janux.replay.whatif import WhatIfError, parse_cost, parse_model, parse_set
-    from janux.tracing.analysis.replay_plan import ReplayUnavailable
+    from janux.tracing.analysis.replay_plan import NeedsSdkAgents, ReplayUnavailable
 
     source = open_from_args(args, "replay")
     trace_id = full_trace_id(source, str(args.trace_id).strip().lower(), "replay")
@@ -124,6 +124,11 @@ def _run(args: argparse.Namespace) -> int:
             spans, changes=changes, costs=costs, models=models, delegation=args.delegation,
             span_id=args.span, agents_from=args.agents, live_tools=args.live_tools, live=live,
         )  # fmt: skip
+    except NeedsSdkAgents as exc:
+        if not args.agents:
+            print(f"janux replay: {exc}")
+            return EXIT_UNAVAILABLE
+        return _replay_sdk(args, spans, trace_id)
     except (ReplayUnavailable, WhatIfError, RegistryError) as exc:
         print(f"janux replay: {exc}")
         return EXIT_UNAVAILABLE
@@ -135,6 +140,37 @@ def _run(args: argparse.Namespace) -> int:
             print("note: its agents carry the what-if changes and it asserts the recorded outcome, so it "
                   "fails until you edit the assertion to the outcome you expect")  # fmt: skip
     return status
+
+
+SDK_UNSUPPORTED = {
+    "set": "--set (the SDK run's budgets and policy are your code: change them there)",
+    "cost": "--cost",
+    "model": "--model",
+    "model_url": "--model-url",
+    "write_test": "--write-test (not built yet for SDK traces)",
+}
+"""Options refused for a trace of the OpenAI Agents integration, as named in the refusal."""
+
+
+def _replay_sdk(args: argparse.Namespace, spans: Any, trace_id: str) -> int:
+    """Replay a trace of the OpenAI Agents integration on the user's SDK agents (`--agents`)."""
+    from janux.replay.runner import replay_sdk_trace
+    from janux.replay.user_agents import RegistryError
+    from janux.tracing.analysis.replay_plan import ReplayUnavailable
+
+    refused = [name for option, name in SDK_UNSUPPORTED.items() if getattr(args, option)]
+    if refused:
+        print(f"janux replay: an OpenAI Agents SDK trace replays on your agents as they are; not "
+              f"available for it: {', '.join(refused)}")  # fmt: skip
+        return EXIT_UNAVAILABLE
+    try:
+        report = replay_sdk_trace(
+            spans, args.agents, live_tools=args.live_tools, delegation=args.delegation, span_id=args.span
+        )
+    except (ReplayUnavailable, RegistryError) as exc:
+        print(f"janux replay: {exc}")
+        return EXIT_UNAVAILABLE
+    return _print_report(report, trace_id, [], None)
 
 
 def _what_if_args(args: argparse.Namespace) -> list[str]:
@@ -160,8 +196,8 @@ def _print_report(report: Any, trace_id: str, what_ifs: list[str], model_url: st
     print(render_comparison(report.recorded, report.replayed, report.only))
     if report.ended is not None:
         print(report.ended)
-        if report.run.live_rounds:
-            print(f"continued on {model_url}: {report.run.live_rounds} live round(s) past the recording, "
+        if report.live_rounds:
+            print(f"continued on {model_url}: {report.live_rounds} live round(s) past the recording, "
                   "counted in the replayed outcome and bill")  # fmt: skip
         print("the replay went past the recording: the outcome after that point is not a replay of it")
         return EXIT_DIFFERS
