@@ -24,6 +24,8 @@ import dataclasses
 import importlib
 import json
 import os
+import pprint
+import re
 import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
@@ -45,6 +47,7 @@ from janux.errors import JanuxError
 from janux.integrations.openai_agents import JanuxProcessor
 from janux.integrations.openai_agents.accounting import UNPRICED, Pricing, RoundPrice
 from janux.integrations.openai_agents.testing import ScriptedTracedModel
+from janux.replay.source import expectation
 from janux.replay.support import canonical_arguments
 from janux.replay.user_agents import RegistryError, split_reference
 from janux.tracing.analysis.replay_outcome import RunOutcome, differences, run_outcome
@@ -379,6 +382,17 @@ def replay_sdk_trace(
             f"--agents {reference}: that agent is {entry.name!r}, the recorded run started with "
             f"{plan.entry!r}"
         )
+    replayed, ended = replay_on(entry, plan, live_tools=live_tools)
+    report = SdkReplayReport(plan, recorded, replayed, reference, ended, only)
+    report.differences = differences(recorded, replayed, only)
+    return report
+
+
+def replay_on(
+    entry: Agent[Any], plan: ItemPlan, *, live_tools: bool = False
+) -> tuple[RunOutcome, str | None]:
+    """Run `plan` offline on the SDK agent `entry` (what a written test calls): the replayed outcome, and
+    `recording ends at round N: ...` when the run needed something never recorded (else None)."""
     recording = SdkRecording(plan)
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -398,6 +412,62 @@ def replay_sdk_trace(
     finally:
         provider.shutdown()
     replayed = run_outcome(reconstruct(span_records_from_readable(exporter.get_finished_spans())))
-    report = SdkReplayReport(plan, recorded, replayed, reference, recording.ended, only)
-    report.differences = differences(recorded, replayed, only)
-    return report
+    return replayed, recording.ended
+
+
+_PLAN_NAMES = ("ItemPlan", "RecordedCall", "RecordedRound", "RecordedTool")
+"""What a written test's plan may be made of (imported only when used, so the file lints clean)."""
+
+
+def test_source(report: SdkReplayReport, command: str, live_tools: bool = False) -> str:
+    """A pytest module that imports the user's entry agent by its reference, replays the recorded plan
+    on it, and asserts the recorded outcome (each delegation's tool, target, status, attempts and deny
+    or stop reason; the turn's error; the bill)."""
+    module, attr = split_reference(report.reference)
+    expected = expectation(report.recorded)
+    cost = "None" if expected.bill[3] is None else f"pytest.approx({expected.bill[3]!r}, rel=1e-9)"
+    plan = pprint.pformat(report.plan, width=110, sort_dicts=False)
+    lines = [
+        f'"""Replay of trace {report.plan.trace_id}, written by `{command}`.',
+        "",
+        f"The agents are yours (`{report.reference}`, an OpenAI Agents SDK agent and every agent it",
+        "reaches); each model answers from its recorded rounds (a round is taken only by a request asked",
+        "with its recorded input) and the function tools "
+        + ("run for real." if live_tools else "answer with their recorded results."),
+        "Fix an agent in your code and edit the assertion to the outcome you expect: a run that needs a",
+        "model output the trace never recorded fails with `recording ends at round N`.",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "import pytest",
+        "from agents import Agent",
+        f"from {module} import {attr} as entry_agent",
+        "",
+        "from janux.replay.openai_agents import replay_on",
+        "from janux.tracing.analysis.replay_plan import "
+        + ", ".join(name for name in _PLAN_NAMES if re.search(rf"\b{name}\(", plan)),
+        "",
+        f"PLAN = {plan}",
+        "",
+        f"EXPECTED_ERROR = {expected.error!r}",
+        f"EXPECTED_DELEGATIONS = {pprint.pformat(expected.delegations, width=110)}",
+        f"EXPECTED_BILL = {expected.bill[:3]!r}",
+        "",
+        "",
+        "def test_recorded_outcome() -> None:",
+        '    """The run ends as the trace recorded it: each delegation and the bill."""',
+        "    agent = entry_agent if isinstance(entry_agent, Agent) else entry_agent()",
+        f"    outcome, ended = replay_on(agent, PLAN, live_tools={live_tools!r})",
+        "    assert ended is None, ended",
+        "    assert (outcome.error_type if outcome.status == 'error' else None) == EXPECTED_ERROR",
+        "    delegations = sorted(",
+        "        ((d.tool, d.target, d.status, d.attempts, d.ruling) for d in outcome.delegations),",
+        "        key=lambda row: tuple(str(part) for part in row),",
+        "    )",
+        "    assert delegations == EXPECTED_DELEGATIONS",
+        "    bill = outcome.bill",
+        "    assert (bill.input_tokens, bill.output_tokens, bill.unpriced_tokens) == EXPECTED_BILL",
+        f"    assert bill.cost == {cost}",
+    ]
+    return "\n".join(lines) + "\n"

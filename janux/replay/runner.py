@@ -142,6 +142,14 @@ def replay_sdk_trace(
     return module.replay_sdk_trace(spans, reference, live_tools=live_tools, only=only)
 
 
+def sdk_test_source(report: Any, command: str, live_tools: bool) -> str:
+    """The pytest module `--write-test` writes for an SDK replay (see
+    `janux.replay.openai_agents.test_source`)."""
+    module = importlib.import_module(SDK_REPLAY_MODULE)
+    source: str = module.test_source(report, command, live_tools)
+    return source
+
+
 def live_models(url: str, api_key_env: str = "OPENAI_API_KEY") -> Callable[[str], Model]:
     """Models on the OpenAI-compatible chat-completions server at `url` (the runtime's client), keyed
     by model name, with the API key read from `api_key_env` (none when unset); `ReplayUnavailable`

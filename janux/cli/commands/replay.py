@@ -147,7 +147,6 @@ SDK_UNSUPPORTED = {
     "cost": "--cost",
     "model": "--model",
     "model_url": "--model-url",
-    "write_test": "--write-test (not built yet for SDK traces)",
 }
 """Options refused for a trace of the OpenAI Agents integration, as named in the refusal."""
 
@@ -170,7 +169,13 @@ def _replay_sdk(args: argparse.Namespace, spans: Any, trace_id: str) -> int:
     except (ReplayUnavailable, RegistryError) as exc:
         print(f"janux replay: {exc}")
         return EXIT_UNAVAILABLE
-    return _print_report(report, trace_id, [], None)
+    status = _print_report(report, trace_id, [], None)
+    if args.write_test:
+        from janux.replay.runner import sdk_test_source
+
+        command = "janux replay " + shlex.join([trace_id, *_what_if_args(args)])
+        _write(Path(args.write_test), sdk_test_source(report, command, args.live_tools))
+    return status
 
 
 def _what_if_args(args: argparse.Namespace) -> list[str]:

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,10 +24,11 @@ from agents import Agent, function_tool, set_trace_processors
 from opentelemetry.exporter.otlp.json.file import FileSpanExporter
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
+from janux.cli.main import main
 from janux.integrations.openai_agents import JanuxProcessor
 from janux.tracing.analysis.replay_plan import NEEDS_SDK_AGENTS, NO_CONTENT
 from janux.tracing.records import SpanRecord
-from tests.cli.helpers import janux
+from tests.cli.helpers import ROOT, janux
 from tests.integrations.openai_agents.scripts import COSTS, calls, model, reply, run
 from tests.support.contract_checker import Traced
 
@@ -150,6 +153,19 @@ def _last_trace(traced: Traced, known: dict[str, str]) -> str:
     return new.pop()
 
 
+def _replay_here(
+    folder: Path,
+    trace_id: str,
+    *args: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> tuple[int, str]:
+    """The command in this process (a subprocess costs seconds): its exit status and output."""
+    monkeypatch.syspath_prepend(str(folder))
+    status = main(["replay", "--source", f"memory-file:{folder / 'traces.jsonl'}", trace_id, *args])
+    return status, capsys.readouterr().out
+
+
 def _replay(folder: Path, trace_id: str, *args: str) -> subprocess.CompletedProcess[str]:
     return janux(
         "replay", "--source", f"memory-file:{folder / 'traces.jsonl'}", trace_id, *args,
@@ -178,27 +194,32 @@ def test_a_recorded_sdk_run_replays_on_the_users_agents_to_the_same_outcome(
     ],
 )
 def test_a_changed_agent_makes_the_replay_differ(
-    recorded: tuple[Path, dict[str, str]], run_name: str, entry: str, difference: str
+    recorded: tuple[Path, dict[str, str]],
+    run_name: str,
+    entry: str,
+    difference: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     folder, ids = recorded
-    done = _replay(folder, ids[run_name], "--agents", f"support_desk:{entry}")
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert "the replay differs from the recording:" in done.stdout
-    assert difference in done.stdout
-    assert "turn error: recorded None, replayed ModelBehaviorError" in done.stdout
+    args = ("--agents", f"support_desk:{entry}")
+    status, out = _replay_here(folder, ids[run_name], *args, monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 1, out
+    assert "the replay differs from the recording:" in out
+    assert difference in out
+    assert "turn error: recorded None, replayed ModelBehaviorError" in out
 
 
-def test_live_tools_run_the_users_real_tools(recorded: tuple[Path, dict[str, str]]) -> None:
+def test_live_tools_run_the_users_real_tools(
+    recorded: tuple[Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     folder, ids = recorded
-    done = _replay(folder, ids["delegation"], "--agents", "support_desk:triage", "--live-tools")
+    args = ("--agents", "support_desk:triage", "--live-tools")
+    status, out = _replay_here(folder, ids["delegation"], *args, monkeypatch=monkeypatch, capsys=capsys)
     # The user's lookup_order cannot reach its database offline: the SDK hands its error to the model,
     # which is asked otherwise than recorded, and the recording ends there.
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert (
-        "recording ends at round 3: researcher's model output for this request was never recorded"
-        in done.stdout
-    )
-    assert "Traceback" not in done.stderr
+    assert status == 1, out
+    assert "recording ends at round 3: researcher's model output for this request was never recorded" in out
 
 
 @pytest.mark.parametrize(
@@ -215,26 +236,24 @@ def test_live_tools_run_the_users_real_tools(recorded: tuple[Path, dict[str, str
         ),
         (
             "delegation",
-            ("--agents", "support_desk:triage", "--write-test", "t.py"),
-            "--write-test (not built yet",
-        ),
-        (
-            "delegation",
             ("--agents", "support_desk:triage", "--set", "triage.max_turns=3"),
             "not available for it: --set",
         ),
     ],
 )
 def test_what_cannot_be_replayed_is_one_line_and_exit_2(
-    recorded: tuple[Path, dict[str, str]], run_name: str, args: tuple[str, ...], message: str
+    recorded: tuple[Path, dict[str, str]],
+    run_name: str,
+    args: tuple[str, ...],
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     folder, ids = recorded
-    done = _replay(folder, ids[run_name], *args)
-    assert done.returncode == 2, done.stdout + done.stderr
-    assert done.stdout.strip() == f"janux replay: {done.stdout.strip().removeprefix('janux replay: ')}"
-    assert message in done.stdout, done.stdout
-    assert "Traceback" not in done.stderr
-    assert "--agents MODULE:ENTRY_AGENT" in NEEDS_SDK_AGENTS
+    status, out = _replay_here(folder, ids[run_name], *args, monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 2, out
+    assert out.splitlines() == [f"janux replay: {out.strip().removeprefix('janux replay: ')}"]
+    assert message in out, out
 
 
 def test_the_users_agents_are_put_back_after_a_replay(
@@ -253,3 +272,37 @@ def test_the_users_agents_are_put_back_after_a_replay(
     assert support_desk.researcher.model == "gpt-4o" and support_desk.triage.model == "gpt-4o-mini"
     assert support_desk.researcher.tools == tools
     assert json.loads(report.plan.input) == [{"content": "Can I get a refund for order 7?", "role": "user"}]
+
+
+@pytest.mark.parametrize(("run_name", "entry"), [("handoff", "desk")])
+def test_a_written_test_passes_as_written_and_fails_once_the_agent_changes(
+    recorded: tuple[Path, dict[str, str]], tmp_path: Path, run_name: str, entry: str
+) -> None:
+    folder, ids = recorded
+    written = tmp_path / f"test_{run_name}_replay.py"
+    done = _replay(folder, ids[run_name], "--agents", f"support_desk:{entry}", "--write-test", str(written))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"from support_desk import {entry} as entry_agent" in written.read_text(encoding="utf-8")
+    assert _pytest(written, folder).returncode == 0
+    # The same module name, the agent changed: no research tool, no handoff.
+    changed = tmp_path / "changed"
+    changed.mkdir()
+    source = USER_CODE.replace(
+        '    tools=[researcher.as_tool(tool_name="research", tool_description="Research an order.")],\n', ""
+    ).replace(", handoffs=[refunds])", ")")
+    assert source != USER_CODE
+    (changed / "support_desk.py").write_text(source, encoding="utf-8")
+    failed = _pytest(written, changed)
+    assert failed.returncode == 1, failed.stdout
+    assert "ModelBehaviorError" in failed.stdout  # the recorded transfer is to an agent it no longer has
+
+
+def _pytest(test_file: Path, user_code: Path) -> subprocess.CompletedProcess[str]:
+    """Run a written test in a fresh process, the user's code importable."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)],
+        cwd=test_file.parent,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(user_code), str(ROOT)]),
+             "PYTHONDONTWRITEBYTECODE": "1"},
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
