@@ -5,6 +5,7 @@
     janux replay 4bf92f35 --model researcher=gpt-4o-mini
     janux replay 4bf92f35 --write-test tests/test_refund_handoff.py
     janux replay 4bf92f35 --agents myapp.agents:registry --live-tools --write-test tests/test_fix.py
+    janux replay 4bf92f35 --agents myapp.agents:triage    # an OpenAI Agents SDK trace, on the SDK
     janux replay 4bf92f35 --set researcher.max_turns=5 --model-url http://localhost:11434/v1
 
 The trace must have been recorded with content capture on (each round's messages and outputs, tool
@@ -76,7 +77,9 @@ def register(subparsers: Any) -> None:
         "--agents", metavar="MODULE:NAME",
         help="take the agents from your code (a mapping name -> janux Agent, or a callable returning "
         "one, e.g. myapp.agents:registry) instead of the definitions the trace recorded: the replay "
-        "and a written test run your prompts, guardrails and budgets; the working directory is importable",
+        "and a written test run your prompts, guardrails and budgets; for a trace of the OpenAI Agents "
+        "SDK, your entry agents.Agent (myapp.agents:triage), replayed on the SDK; the working directory "
+        "is importable",
     )  # fmt: skip
     parser.add_argument(
         "--live-tools", action="store_true",
