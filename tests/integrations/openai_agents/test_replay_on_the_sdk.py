@@ -29,7 +29,7 @@ from janux.integrations.openai_agents import JanuxProcessor
 from janux.tracing.analysis.replay_plan import NEEDS_SDK_AGENTS, NO_CONTENT
 from janux.tracing.records import SpanRecord
 from tests.cli.helpers import ROOT, janux
-from tests.integrations.openai_agents.scripts import COSTS, calls, model, reply, run
+from tests.integrations.openai_agents.scripts import COSTS, calls, failing, model, reply, run
 from tests.support.contract_checker import Traced
 
 USER_CODE = '''"""The support desk as its developer defines it (SDK agents, real tools)."""
@@ -100,6 +100,26 @@ def _delegating() -> Agent[None]:
     )
 
 
+def _failed_delegation() -> Agent[None]:
+    """The researcher's model raises: the delegation fails, the front desk answers anyway."""
+    researcher = Agent(
+        name="researcher",
+        instructions="Research orders.",
+        model=model("responses", failing(RuntimeError("model overloaded"))),
+        tools=[lookup_order],
+    )
+    return Agent(
+        name="triage",
+        instructions="Front desk.",
+        model=model(
+            "responses",
+            calls(("research", {"input": "order 7"}), input_tokens=400, output_tokens=30),
+            reply("Sorry, please try again later.", 600, 12),
+        ),
+        tools=[researcher.as_tool(tool_name="research", tool_description="Research an order.")],
+    )
+
+
 def _handoff() -> Agent[None]:
     refunds = Agent(
         name="refunds",
@@ -135,6 +155,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, d
     for name, agent, capture in (
         ("delegation", _delegating(), True),
         ("handoff", _handoff(), True),
+        ("model_failed", _failed_delegation(), True),
         ("uncaptured", _delegating(), False),
     ):
         set_trace_processors([JanuxProcessor(costs=COSTS, tracer_provider=traced.provider, capture=capture)])
@@ -210,6 +231,35 @@ def test_a_changed_agent_makes_the_replay_differ(
     assert "turn error: recorded None, replayed ModelBehaviorError" in out
 
 
+@pytest.mark.parametrize(
+    ("run_name", "args", "shown"),
+    [
+        ("model_failed", (), "outcome    failed (RuntimeError)"),
+        ("delegation", ("--delegation", "1"), "#1 triage -> research (delegation to researcher)"),
+    ],
+)
+def test_a_failed_round_and_one_delegation_replay_as_recorded(
+    recorded: tuple[Path, dict[str, str]],
+    run_name: str,
+    args: tuple[str, ...],
+    shown: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    folder, ids = recorded
+    status, out = _replay_here(
+        folder,
+        ids[run_name],
+        "--agents",
+        "support_desk:triage",
+        *args,
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+    )
+    assert status == 0, out
+    assert shown in out and "the replay matches the recording" in out
+
+
 def test_live_tools_run_the_users_real_tools(
     recorded: tuple[Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -228,6 +278,11 @@ def test_live_tools_run_the_users_real_tools(
         ("handoff", (), NEEDS_SDK_AGENTS),
         ("uncaptured", ("--agents", "support_desk:triage"), NO_CONTENT),
         ("uncaptured", (), NO_CONTENT),
+        (
+            "delegation",
+            ("--agents", "support_desk:triage", "--delegation", "3"),
+            "delegations are numbered 1..1",
+        ),
         ("delegation", ("--agents", "support_desk:not_an_agent"), "must name its entry agents.Agent"),
         (
             "delegation",
