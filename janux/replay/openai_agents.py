@@ -135,6 +135,8 @@ class SdkRecording:
 
     def _step(self, round_: RecordedRound, agent: str) -> ModelStep:
         if not round_.answered:
+            # An exception class named as the recorded one: the replayed round's `error.type` (the
+            # class name, as the integration records it) is then the recorded one.
             failure = type(round_.error_type or "ModelError", (Exception,), {})
             return ModelStep.raise_error(failure(round_.error or round_.error_type or "model error"))
         items = output_items(round_)
@@ -353,6 +355,8 @@ def _replaying(
 @contextmanager
 def _traced_by(processor: TracingProcessor) -> Iterator[None]:
     """The SDK's traces go to `processor` alone for the replay (never to the SDK's default exporter)."""
+    # The SDK offers no getter for its processors: read them defensively to put them back afterwards
+    # (none found: the list is left empty, which never uploads anything).
     multi = getattr(get_trace_provider(), "_multi_processor", None)
     before = list(getattr(multi, "_processors", ()))
     set_tracing_disabled(False)

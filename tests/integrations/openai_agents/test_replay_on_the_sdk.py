@@ -311,10 +311,15 @@ def test_what_cannot_be_replayed_is_one_line_and_exit_2(
     assert message in out, out
 
 
-def test_the_users_agents_are_put_back_after_a_replay(
+def test_the_users_agents_and_trace_processors_are_put_back_after_a_replay(
     recorded: tuple[Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from agents.tracing import get_trace_provider
+
     from janux.replay.runner import replay_sdk_trace
+
+    mine = JanuxProcessor(tracer_provider=Traced().provider)
+    set_trace_processors([mine])
 
     folder, ids = recorded
     monkeypatch.syspath_prepend(str(folder))
@@ -326,6 +331,7 @@ def test_the_users_agents_are_put_back_after_a_replay(
     assert report.differences == [] and report.ended is None
     assert support_desk.researcher.model == "gpt-4o" and support_desk.triage.model == "gpt-4o-mini"
     assert support_desk.researcher.tools == tools
+    assert list(get_trace_provider()._multi_processor._processors) == [mine]
     assert json.loads(report.plan.input) == [{"content": "Can I get a refund for order 7?", "role": "user"}]
 
 
