@@ -12,6 +12,11 @@ The plan is read from spans only (the runtime's `janux replay` builds agents fro
   the tasks dispatched before the first round.
 
 A trace without captured content has none of this: `ReplayUnavailable` says so.
+
+A trace of the OpenAI Agents integration records its rounds in the SDK's output-item form and no agent
+definitions (the agents are the user's SDK code): `replay_plan` refuses it with `NeedsSdkAgents`, and
+`item_plan` reads what `janux replay --agents module:ENTRY_AGENT` replays on the SDK (the rounds with
+their raw output and recorded price, the tool results, the run's first input).
 """
 
 from __future__ import annotations
