@@ -137,7 +137,9 @@ def replay_sdk_trace(
     try:
         module = importlib.import_module(SDK_REPLAY_MODULE)
     except ImportError as exc:
-        raise ReplayUnavailable(f"replaying an OpenAI Agents SDK trace needs the SDK ({exc})") from None
+        raise ReplayUnavailable(
+            f"replaying an OpenAI Agents SDK trace needs the SDK: pip install 'janux[openai-agents]' ({exc})"
+        ) from None
     only = _selected(run_outcome(reconstruct(spans)), delegation, span_id)
     return module.replay_sdk_trace(spans, reference, live_tools=live_tools, only=only)
 

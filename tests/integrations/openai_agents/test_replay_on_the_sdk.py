@@ -367,3 +367,35 @@ def _pytest(test_file: Path, user_code: Path) -> subprocess.CompletedProcess[str
              "PYTHONDONTWRITEBYTECODE": "1"},
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
+
+
+WITHOUT_THE_SDK = """
+import sys
+
+
+class NoSdk:
+    def find_spec(self, name, path=None, target=None):
+        if name == "agents" or name.startswith("agents."):
+            raise ModuleNotFoundError("No module named 'agents'", name="agents")
+
+
+sys.meta_path.insert(0, NoSdk())
+from janux.cli.main import main
+
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_without_the_sdk_installed_janux_imports_and_the_replay_says_what_to_install(
+    recorded: tuple[Path, dict[str, str]],
+) -> None:
+    folder, ids = recorded
+    source = f"memory-file:{folder / 'traces.jsonl'}"
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_THE_SDK, "replay", "--source", source, ids["delegation"],
+         "--agents", "support_desk:triage"],
+        cwd=folder, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "needs the SDK: pip install 'janux[openai-agents]'" in done.stdout
+    assert "Traceback" not in done.stderr
