@@ -11,6 +11,7 @@ analysis as the recorded ones (`janux.tracing.analysis.replay_outcome`), so both
 from __future__ import annotations
 
 import asyncio
+import importlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -73,6 +74,11 @@ class ReplayReport:
         """`recording ends at round N: ...` when the replay needed something never recorded."""
         return self.run.ended
 
+    @property
+    def live_rounds(self) -> int:
+        """Rounds a live model answered past the recording (`--model-url`)."""
+        return self.run.live_rounds
+
 
 def replay_trace(
     spans: Sequence[SpanRecord],
@@ -109,6 +115,41 @@ def replay_trace(
     report = ReplayReport(plan, recorded, replayed, run, source, agents, deadline_raised, only, registry)
     report.differences = differences(recorded, replayed, only)
     return report
+
+
+SDK_REPLAY_MODULE = "janux.replay.openai_agents"
+"""Where the OpenAI Agents SDK replay lives: imported by name, only for such a trace, because it needs
+the optional `openai-agents` extra (and nothing in janux depends on an integration at import time)."""
+
+
+def replay_sdk_trace(
+    spans: Sequence[SpanRecord],
+    reference: str,
+    *,
+    live_tools: bool = False,
+    delegation: int | None = None,
+    span_id: str | None = None,
+) -> Any:
+    """Replay a trace of the OpenAI Agents integration on the user's SDK entry agent `reference`
+    (`module:name`); compare every delegation, or only the one numbered `delegation` (or whose tool span
+    is `span_id`). Returns `janux.replay.openai_agents.SdkReplayReport`; raises `ReplayUnavailable` or
+    `RegistryError` when it cannot (the SDK missing among them)."""
+    try:
+        module = importlib.import_module(SDK_REPLAY_MODULE)
+    except ImportError as exc:
+        raise ReplayUnavailable(
+            f"replaying an OpenAI Agents SDK trace needs the SDK: pip install 'janux[openai-agents]' ({exc})"
+        ) from None
+    only = _selected(run_outcome(reconstruct(spans)), delegation, span_id)
+    return module.replay_sdk_trace(spans, reference, live_tools=live_tools, only=only)
+
+
+def sdk_test_source(report: Any, command: str, live_tools: bool) -> str:
+    """The pytest module `--write-test` writes for an SDK replay (see
+    `janux.replay.openai_agents.test_source`)."""
+    module = importlib.import_module(SDK_REPLAY_MODULE)
+    source: str = module.test_source(report, command, live_tools)
+    return source
 
 
 def live_models(url: str, api_key_env: str = "OPENAI_API_KEY") -> Callable[[str], Model]:

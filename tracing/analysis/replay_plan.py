@@ -12,6 +12,11 @@ The plan is read from spans only (the runtime's `janux replay` builds agents fro
   the tasks dispatched before the first round.
 
 A trace without captured content has none of this: `ReplayUnavailable` says so.
+
+A trace of the OpenAI Agents integration records its rounds in the SDK's output-item form and no agent
+definitions (the agents are the user's SDK code): `replay_plan` refuses it with `NeedsSdkAgents`, and
+`item_plan` reads what `janux replay --agents module:ENTRY_AGENT` replays on the SDK (the rounds with
+their raw output and recorded price, the tool results, the run's first input).
 """
 
 from __future__ import annotations
@@ -35,12 +40,23 @@ NO_DEFINITIONS = (
 )
 """Why a trace whose rounds were captured by an older writer (or another runtime) cannot be replayed."""
 
+NEEDS_SDK_AGENTS = (
+    "the trace was recorded by the OpenAI Agents SDK (its rounds are in the SDK's item form) and records "
+    "no agent definitions: pass --agents MODULE:ENTRY_AGENT naming your SDK entry agent to replay it on "
+    "the SDK"
+)
+"""Why a trace of the OpenAI Agents integration is refused without `--agents`."""
+
 DEADLINE_ERRORS = frozenset({c.ERROR_TIMEOUT, c.STOP_MAX_TIME, c.ERROR_CANCELLED})
 """`error.type` of a round that was cancelled by a deadline (or with its attempt), not answered."""
 
 
 class ReplayUnavailable(JanuxError, ValueError):
     """The trace cannot be replayed; the message says why and what to do."""
+
+
+class NeedsSdkAgents(ReplayUnavailable):
+    """A trace of the OpenAI Agents integration, replayable only on the user's SDK agents (`--agents`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +99,12 @@ class RecordedRound:
     """The failed round's status message."""
     duration_ms: float = 0.0
     """How long the round took (for a cancelled round: how long the model stayed silent)."""
+    output: str | None = None
+    """The captured output as recorded (`gen_ai.output.messages`, JSON), None when not captured."""
+    cost: float | None = None
+    """`janux.round.cost`, None when the round was not priced exactly."""
+    estimated: bool = False
+    """True when the writer recorded a price-table estimate for the round (`janux.round.cost_estimate`)."""
 
     @property
     def cancelled(self) -> bool:
@@ -160,7 +182,7 @@ def replay_plan(spans: Iterable[SpanRecord]) -> ReplayPlan:
     root = _root(ordered)
     definitions = _definitions(root)
     if definitions is None:
-        raise ReplayUnavailable(NO_DEFINITIONS)
+        raise NeedsSdkAgents(NEEDS_SDK_AGENTS) if in_item_form(rounds) else ReplayUnavailable(NO_DEFINITIONS)
     loop_agent = {s.span_id: sr.agent_name(s) for s in ordered if sr.operation(s) == c.OP_INVOKE_AGENT}
     tools = [_tool(s, loop_agent) for s in ordered if sr.operation(s) == c.OP_EXECUTE_TOOL]
     root_rounds = [
@@ -211,6 +233,8 @@ def _round(span: SpanRecord) -> RecordedRound:
         "model": sr.round_model(span),
         "messages": attr_str(attrs, c.GEN_AI_INPUT_MESSAGES),
         "duration_ms": max(0.0, span.duration_ns / 1e6),
+        "cost": sr.round_cost(span),
+        "estimated": sr.round_estimate(span) is not None,
     }
     if sr.is_error(span):
         error_type = attr_str(attrs, c.ERROR_TYPE) or "error"
@@ -224,8 +248,9 @@ def _round(span: SpanRecord) -> RecordedRound:
         )
     text, calls = output
     return RecordedRound(
-        **common, text=text, tool_calls=calls, input_tokens=input_tokens, output_tokens=output_tokens
-    )
+        **common, text=text, tool_calls=calls, input_tokens=input_tokens, output_tokens=output_tokens,
+        output=attr_str(attrs, c.GEN_AI_OUTPUT_MESSAGES),
+    )  # fmt: skip
 
 
 def _assistant(raw: str | None) -> tuple[str, tuple[RecordedCall, ...]] | None:
@@ -322,3 +347,73 @@ def _call_order(span: SpanRecord) -> tuple[int, str]:
     """`dispatch_2` before `dispatch_10`."""
     call_id = attr_str(span.attributes, c.GEN_AI_TOOL_CALL_ID) or ""
     return (len(call_id), call_id)
+
+
+# -- traces of the OpenAI Agents SDK (through its Janux integration) ---------------------------------
+
+
+def output_items(round_: RecordedRound) -> list[dict[str, Any]] | None:
+    """The output of a round recorded in the OpenAI Responses item form (a list of objects, each with a
+    `type`: `message`, `function_call`, ...), what the OpenAI Agents SDK's models return; None for any
+    other form (the GenAI messages the runtime writes have roles, not types) or no capture."""
+    if round_.output is None:
+        return None
+    try:
+        parsed = json.loads(round_.output)
+    except ValueError:
+        return None
+    if not isinstance(parsed, list) or not parsed:
+        return None
+    if not all(isinstance(item, dict) and isinstance(item.get("type"), str) for item in parsed):
+        return None
+    return parsed
+
+
+def in_item_form(rounds: Iterable[RecordedRound]) -> bool:
+    """True when the answered rounds' outputs are in the Responses item form (the SDK's rounds): the
+    run was written by the OpenAI Agents integration, which records no Janux agent definitions."""
+    answered = [r for r in rounds if r.answered and r.output is not None]
+    return bool(answered) and all(output_items(r) is not None for r in answered)
+
+
+@dataclass(slots=True)
+class ItemPlan:
+    """What a trace recorded in the SDK's item form holds to replay it on the SDK with the user's agents."""
+
+    trace_id: str
+    """The trace."""
+    entry: str
+    """The agent the run started with (the root `invoke_agent`)."""
+    input: str
+    """The first round's input items as recorded (JSON): the run's input."""
+    rounds: list[RecordedRound] = field(default_factory=list)
+    """Every model round in start order."""
+    tools: list[RecordedTool] = field(default_factory=list)
+    """Every tool call in start order."""
+
+
+def item_plan(spans: Iterable[SpanRecord]) -> ItemPlan:
+    """Read the plan of a trace whose rounds are in the SDK's item form; raise `ReplayUnavailable`
+    with `NO_CONTENT` when the outputs or the first input were not captured."""
+    ordered = sorted(spans, key=lambda s: (s.start_ns, s.span_id))
+    if not ordered:
+        raise ReplayUnavailable("the trace has no spans")
+    rounds = [_round(s) for s in ordered if sr.is_inference(sr.operation(s))]
+    if not any(r.answered and r.output_recorded for r in rounds):
+        raise ReplayUnavailable(NO_CONTENT)
+    if not in_item_form(rounds):
+        raise ReplayUnavailable(
+            "the trace's rounds are not in the OpenAI Agents SDK's item form: replay it without an SDK agent"
+        )
+    root = _root(ordered)
+    first = next(
+        (s for s in ordered if s.parent_span_id == root.span_id and sr.is_inference(sr.operation(s))), None
+    )
+    first_input = attr_str(first.attributes, c.GEN_AI_INPUT_MESSAGES) if first is not None else None
+    if first_input is None:
+        raise ReplayUnavailable(NO_CONTENT)
+    loop_agent = {s.span_id: sr.agent_name(s) for s in ordered if sr.operation(s) == c.OP_INVOKE_AGENT}
+    tools = [_tool(s, loop_agent) for s in ordered if sr.operation(s) == c.OP_EXECUTE_TOOL]
+    # A run that transferred names its last holder; `janux.handoff.from` keeps the agent it started with.
+    entry = attr_str(root.attributes, c.JANUX_HANDOFF_FROM) or sr.agent_name(root)
+    return ItemPlan(root.trace_id, entry, first_input, rounds, tools)

@@ -5,6 +5,7 @@
     janux replay 4bf92f35 --model researcher=gpt-4o-mini
     janux replay 4bf92f35 --write-test tests/test_refund_handoff.py
     janux replay 4bf92f35 --agents myapp.agents:registry --live-tools --write-test tests/test_fix.py
+    janux replay 4bf92f35 --agents myapp.agents:triage    # an OpenAI Agents SDK trace, on the SDK
     janux replay 4bf92f35 --set researcher.max_turns=5 --model-url http://localhost:11434/v1
 
 The trace must have been recorded with content capture on (each round's messages and outputs, tool
@@ -76,7 +77,9 @@ def register(subparsers: Any) -> None:
         "--agents", metavar="MODULE:NAME",
         help="take the agents from your code (a mapping name -> janux Agent, or a callable returning "
         "one, e.g. myapp.agents:registry) instead of the definitions the trace recorded: the replay "
-        "and a written test run your prompts, guardrails and budgets; the working directory is importable",
+        "and a written test run your prompts, guardrails and budgets; for a trace of the OpenAI Agents "
+        "SDK, your entry agents.Agent (myapp.agents:triage), replayed on the SDK; the working directory "
+        "is importable",
     )  # fmt: skip
     parser.add_argument(
         "--live-tools", action="store_true",
@@ -105,7 +108,7 @@ def _run(args: argparse.Namespace) -> int:
     from janux.replay.runner import live_models, replay_trace, test_source
     from janux.replay.user_agents import RegistryError
     from janux.replay.whatif import WhatIfError, parse_cost, parse_model, parse_set
-    from janux.tracing.analysis.replay_plan import ReplayUnavailable
+    from janux.tracing.analysis.replay_plan import NeedsSdkAgents, ReplayUnavailable
 
     source = open_from_args(args, "replay")
     trace_id = full_trace_id(source, str(args.trace_id).strip().lower(), "replay")
@@ -124,6 +127,11 @@ def _run(args: argparse.Namespace) -> int:
             spans, changes=changes, costs=costs, models=models, delegation=args.delegation,
             span_id=args.span, agents_from=args.agents, live_tools=args.live_tools, live=live,
         )  # fmt: skip
+    except NeedsSdkAgents as exc:
+        if not args.agents:
+            print(f"janux replay: {exc}")
+            return EXIT_UNAVAILABLE
+        return _replay_sdk(args, spans, trace_id)
     except (ReplayUnavailable, WhatIfError, RegistryError) as exc:
         print(f"janux replay: {exc}")
         return EXIT_UNAVAILABLE
@@ -134,6 +142,42 @@ def _run(args: argparse.Namespace) -> int:
         if args.set or args.cost or args.model:
             print("note: its agents carry the what-if changes and it asserts the recorded outcome, so it "
                   "fails until you edit the assertion to the outcome you expect")  # fmt: skip
+    return status
+
+
+SDK_UNSUPPORTED = {
+    "set": "--set (the SDK run's budgets and policy are your code: change them there)",
+    "cost": "--cost",
+    "model": "--model",
+    "model_url": "--model-url",
+}
+"""Options refused for a trace of the OpenAI Agents integration, as named in the refusal."""
+
+
+def _replay_sdk(args: argparse.Namespace, spans: Any, trace_id: str) -> int:
+    """Replay a trace of the OpenAI Agents integration on the user's SDK agents (`--agents`)."""
+    from janux.replay.runner import replay_sdk_trace
+    from janux.replay.user_agents import RegistryError
+    from janux.tracing.analysis.replay_plan import ReplayUnavailable
+
+    refused = [name for option, name in SDK_UNSUPPORTED.items() if getattr(args, option)]
+    if refused:
+        print(f"janux replay: an OpenAI Agents SDK trace replays on your agents as they are; not "
+              f"available for it: {', '.join(refused)}")  # fmt: skip
+        return EXIT_UNAVAILABLE
+    try:
+        report = replay_sdk_trace(
+            spans, args.agents, live_tools=args.live_tools, delegation=args.delegation, span_id=args.span
+        )
+    except (ReplayUnavailable, RegistryError) as exc:
+        print(f"janux replay: {exc}")
+        return EXIT_UNAVAILABLE
+    status = _print_report(report, trace_id, [], None)
+    if args.write_test:
+        from janux.replay.runner import sdk_test_source
+
+        command = "janux replay " + shlex.join([trace_id, *_what_if_args(args)])
+        _write(Path(args.write_test), sdk_test_source(report, command, args.live_tools))
     return status
 
 
@@ -160,8 +204,8 @@ def _print_report(report: Any, trace_id: str, what_ifs: list[str], model_url: st
     print(render_comparison(report.recorded, report.replayed, report.only))
     if report.ended is not None:
         print(report.ended)
-        if report.run.live_rounds:
-            print(f"continued on {model_url}: {report.run.live_rounds} live round(s) past the recording, "
+        if report.live_rounds:
+            print(f"continued on {model_url}: {report.live_rounds} live round(s) past the recording, "
                   "counted in the replayed outcome and bill")  # fmt: skip
         print("the replay went past the recording: the outcome after that point is not a replay of it")
         return EXIT_DIFFERS

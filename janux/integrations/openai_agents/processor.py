@@ -44,6 +44,7 @@ class JanuxProcessor(TracingProcessor):
         capture: ContentCapture | bool | None = None,
         estimate_prices: bool = True,
         provider: str = DEFAULT_PROVIDER,
+        pricing: Pricing | None = None,
     ) -> None:
         """
         - `costs`: Janux `Cost` (USD per million tokens) by agent name; rounds of those agents get
@@ -54,10 +55,14 @@ class JanuxProcessor(TracingProcessor):
           `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`. The SDK must also trace sensitive
           data (`RunConfig.trace_include_sensitive_data`, on by default) for content to exist.
         - `provider`: `gen_ai.provider.name` of the rounds.
+        - `pricing`: prices the rounds instead of `costs` and `estimate_prices` (a replay prices each
+          round as its recording did).
         """
         self._reported: set[str] = set()
         obs = RunInstrumentation(tracer_for(tracer_provider), None, resolve_capture(capture))
-        self._mapper = SpanMapper(obs, Pricing(costs, estimate=estimate_prices, provider=provider), provider)
+        if pricing is None:
+            pricing = Pricing(costs, estimate=estimate_prices, provider=provider)
+        self._mapper = SpanMapper(obs, pricing, provider)
 
     def on_trace_start(self, trace: Any) -> None:
         """Remember the trace (its group id becomes the conversation id)."""

@@ -1,8 +1,9 @@
-"""`janux replay` on the OpenAI Agents integration's traces: refused with one clear reason, never a crash.
+"""`janux replay` on the OpenAI Agents integration's traces without `--agents`: one clear reason.
 
-The integration records the SDK's rounds (with capture on, in the SDK's own message form) but not
-Janux agent definitions, so a replay says which attribute is missing; without capture it says to
-record with content capture on.
+The integration records the SDK's rounds (with capture on, in the SDK's own item form) but not Janux
+agent definitions, so a replay without the user's SDK agents says to pass them (`--agents
+MODULE:ENTRY_AGENT`, see test_replay_on_the_sdk.py); without capture it says to record with content
+capture on.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from agents import Agent, set_trace_processors
 
 from janux.integrations.openai_agents import JanuxProcessor
 from janux.replay.runner import replay_trace
-from janux.tracing.analysis.replay_plan import NO_CONTENT, ReplayUnavailable
+from janux.tracing.analysis.replay_plan import NEEDS_SDK_AGENTS, NO_CONTENT, ReplayUnavailable
 from tests.integrations.openai_agents.scripts import COSTS, calls, model, reply, run
 from tests.support.contract_checker import Traced
 
@@ -35,7 +36,7 @@ def _delegating() -> Agent[None]:
 
 @pytest.mark.parametrize(
     ("capture", "message"),
-    [(False, NO_CONTENT), (True, "the trace records no agent definitions (janux.agent.definitions)")],
+    [(False, NO_CONTENT), (True, NEEDS_SDK_AGENTS)],
 )
 async def test_an_integration_trace_is_refused_with_its_reason(capture: bool, message: str) -> None:
     traced = Traced()

@@ -101,3 +101,21 @@ def test_outcomes_name_each_delegation_and_differences_find_a_change() -> None:
     span_id = recorded.delegations[0].span_id or ""
     assert find_delegation(recorded, None, span_id[:8]) is recorded.delegations[0]
     assert find_delegation(recorded, 2, None) is None
+
+
+def test_only_outputs_in_the_sdk_item_form_read_as_an_sdk_trace() -> None:
+    from janux.tracing.analysis.replay_plan import RecordedRound, in_item_form, output_items
+
+    def answered(output: str | None) -> RecordedRound:
+        return RecordedRound(agent="triage", model="m", messages="[]", output=output)
+
+    items = '[{"type": "function_call", "name": "research", "arguments": "{}", "call_id": "c1"}]'
+    genai = '[{"role": "assistant", "content": "Yes.", "tool_calls": []}]'
+    assert output_items(answered(items)) == [
+        {"type": "function_call", "name": "research", "arguments": "{}", "call_id": "c1"}
+    ]
+    assert in_item_form([answered(items), RecordedRound(agent="t", model="m", messages=None, answered=False)])
+    assert not in_item_form([answered(genai)])
+    assert not in_item_form([answered(items), answered(genai)])
+    assert not in_item_form([answered("[{\"type\": \"message\"")])  # truncated: unreadable
+    assert not in_item_form([])

@@ -1,0 +1,477 @@
+"""Replay a trace of the OpenAI Agents integration on the SDK itself, with the user's own agents.
+
+    report = replay_sdk_trace(spans, "myapp.agents:triage")
+    report.differences   # [] when the replay ended as the recording did
+
+The reference names the user's SDK `agents.Agent` the run started with; its handoffs and its
+agent-as-tool subagents are reached from it. For the replay each reachable agent's model is an SDK
+`Model` answering that agent's recorded rounds in recorded order (`RecordedSdkModel`, which reports
+each round's usage like the SDK's OpenAI models), and each function tool answers with the result
+recorded for the same arguments (the real tools run with `live_tools`). The run is traced through
+`JanuxProcessor` into memory, with each round priced as its recording was, and both traces are read
+by the same rules (`janux.tracing.analysis.replay_outcome`). Where an agent asks for a round it never
+recorded, the recording ends there (`recording ends at round N: ...`).
+
+The agents are the user's objects: the replay swaps their models and tools in place for the run and
+puts them back afterwards. Needs the `openai-agents` extra; `janux.replay.runner.replay_sdk_trace`
+imports this module only when such a trace is replayed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import importlib
+import json
+import os
+import pprint
+import re
+import sys
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents import Agent, FunctionTool, RunConfig, Runner, set_trace_processors, set_tracing_disabled
+from agents.handoffs import Handoff
+from agents.items import TResponseOutputItem
+from agents.testing import ModelStep
+from agents.tracing import TracingProcessor, get_trace_provider
+from agents.usage import Usage as SdkUsage
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pydantic import TypeAdapter, ValidationError
+
+from janux.errors import JanuxError
+from janux.integrations.openai_agents import JanuxProcessor
+from janux.integrations.openai_agents.accounting import UNPRICED, Pricing, RoundPrice
+from janux.integrations.openai_agents.testing import ScriptedTracedModel
+from janux.replay.source import expectation
+from janux.replay.support import canonical_arguments
+from janux.replay.user_agents import RegistryError, split_reference
+from janux.tracing.analysis.replay_outcome import RunOutcome, differences, run_outcome
+from janux.tracing.analysis.replay_plan import (
+    ItemPlan,
+    RecordedRound,
+    ReplayUnavailable,
+    item_plan,
+    output_items,
+)
+from janux.tracing.analysis.trace_view import reconstruct
+from janux.tracing.records import SpanRecord
+from janux.tracing.sdk.convert import span_records_from_readable
+
+REPLAY_TIMEOUT_S = 300.0
+"""A replay that runs longer than this is stopped."""
+
+_OUTPUT_ITEM: TypeAdapter[TResponseOutputItem] = TypeAdapter(TResponseOutputItem)
+
+
+class RecordingEnded(JanuxError, RuntimeError):
+    """The replayed run asked for a model round or a tool result the recording does not hold."""
+
+
+@dataclass(slots=True)
+class SdkReplayReport:
+    """The recorded and the replayed outcome of one SDK run, and how they differ."""
+
+    plan: ItemPlan
+    """What the trace recorded."""
+    recorded: RunOutcome
+    """The recorded outcome."""
+    replayed: RunOutcome
+    """The replayed outcome."""
+    reference: str
+    """The user's entry agent (`module:name`)."""
+    ended: str | None = None
+    """`recording ends at round N: ...` when the replay needed something never recorded."""
+    only: int | None = None
+    """The one delegation compared (its number), None for the whole run."""
+    differences: list[str] = field(default_factory=list)
+    """What the replay did differently (empty when it matched)."""
+    live_rounds: int = 0
+    """Rounds answered by a live model (never, for an SDK replay)."""
+
+
+class SdkRecording:
+    """One SDK trace's recorded answers: each agent's rounds in order, each tool's results by arguments,
+    and where the replay ran past them."""
+
+    def __init__(self, plan: ItemPlan) -> None:
+        self._rounds: dict[str, list[RecordedRound]] = {}
+        for round_ in plan.rounds:
+            self._rounds.setdefault(round_.agent, []).append(round_)
+        self._results: dict[tuple[str, str], list[str]] = {}
+        for tool in plan.tools:
+            if tool.tool_type == "function" and tool.result is not None and tool.arguments is not None:
+                key = (tool.tool, canonical_arguments(tool.arguments))
+                self._results.setdefault(key, []).append(tool.result)
+        self.rounds = 0
+        """Model requests made so far."""
+        self.ended: str | None = None
+        """`recording ends at round N: ...` once the run needed something never recorded."""
+
+    def end(self, why: str) -> RecordingEnded:
+        """Note the first place the run went past the recording; the error to raise there."""
+        if self.ended is None:
+            self.ended = f"recording ends at round {max(self.rounds, 1)}: {why}"
+        return RecordingEnded(why)
+
+    def next_step(self, agent: str, asked: Any) -> ModelStep:
+        """The scripted SDK step (output items and usage, or the error) of `agent`'s first remaining
+        recorded round that was asked with the input `asked` (a round whose recorded input cannot be
+        compared is taken in order); the recording ends where there is none."""
+        self.rounds += 1
+        queue = self._rounds.get(agent) or []
+        request = _comparable(_sdk_json(asked))
+        found = next((r for r in queue if _asked_alike(r.messages, request)), None)
+        if found is None:  # raised inside the round's span: a failed request, not a round of unknown usage
+            return ModelStep.raise_error(
+                self.end(f"{agent}'s model output for this request was never recorded")
+            )
+        queue.remove(found)
+        return self._step(found, agent)
+
+    def _step(self, round_: RecordedRound, agent: str) -> ModelStep:
+        if not round_.answered:
+            # An exception class named as the recorded one: the replayed round's `error.type` (the
+            # class name, as the integration records it) is then the recorded one.
+            failure = type(round_.error_type or "ModelError", (Exception,), {})
+            return ModelStep.raise_error(failure(round_.error or round_.error_type or "model error"))
+        items = output_items(round_)
+        if items is None:
+            return ModelStep.raise_error(
+                self.end(f"{agent}'s model output for this request was not captured")
+            )
+        usage = SdkUsage(
+            requests=1, input_tokens=round_.input_tokens, output_tokens=round_.output_tokens,
+            total_tokens=round_.input_tokens + round_.output_tokens,
+        )  # fmt: skip
+        return ModelStep(output=[_item(item, agent) for item in items], usage=usage)
+
+    def tool_result(self, name: str, arguments: str) -> str:
+        """The result recorded for the next call of `name` with these arguments."""
+        key = (name, canonical_arguments(arguments))
+        queue = self._results.get(key)
+        if not queue:
+            raise self.end(f"no recorded tool result for {name} {key[1]}")
+        return queue.pop(0)
+
+
+def _sdk_json(value: Any) -> str:
+    """An SDK model input as JSON text, serialized as the integration records it (models dumped)."""
+    if isinstance(value, str):
+        return json.dumps(value)
+
+    def fallback(obj: Any) -> Any:
+        dump = getattr(obj, "model_dump", None)
+        return dump() if callable(dump) else str(obj)
+
+    return json.dumps(value, default=fallback, ensure_ascii=False)
+
+
+def _without_nulls(value: Any) -> Any:
+    """`value` with null fields dropped at every level (an unset field and a null one read alike)."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+_CHAT_ROLES = frozenset({"system", "developer", "tool"})
+"""Roles found only in the chat-completions form a model may record its input in (not the SDK's items)."""
+
+
+def _comparable(recorded: str | None) -> Any:
+    """A recorded (or replayed) input in a form two inputs compare in; None when it cannot be compared:
+    not captured, truncated, or in the chat-completions form (a system message, tool messages)."""
+    if recorded is None:
+        return None
+    try:
+        parsed = json.loads(recorded)
+    except ValueError:
+        return None
+    if isinstance(parsed, str):
+        parsed = [{"content": parsed, "role": "user"}]
+    if not isinstance(parsed, list):
+        return None
+    if any(isinstance(m, dict) and (m.get("role") in _CHAT_ROLES or "tool_calls" in m) for m in parsed):
+        return None
+    return _without_nulls(parsed)
+
+
+def _asked_alike(recorded: str | None, request: Any) -> bool:
+    """True when a recorded round was asked with `request` (or its input cannot be compared)."""
+    expected = _comparable(recorded)
+    return expected is None or request is None or expected == request
+
+
+def _item(item: dict[str, Any], agent: str) -> TResponseOutputItem:
+    """A recorded output item as the SDK's own type (fields recorded as null left unset)."""
+    try:
+        return _OUTPUT_ITEM.validate_python({k: v for k, v in item.items() if v is not None})
+    except ValidationError as exc:
+        kind = item.get("type")
+        raise ReplayUnavailable(f"a recorded output item ({kind}) of {agent} is unreadable: {exc}") from None
+
+
+class RecordedSdkModel(ScriptedTracedModel):
+    """An SDK `Model` answering one agent's requests with its recorded rounds, in order; each round's
+    span carries its usage like the SDK's OpenAI (Responses) model."""
+
+    def __init__(self, recording: SdkRecording, agent: str, model_name: str) -> None:
+        super().__init__(model=model_name, api="responses")
+        self._recording = recording
+        self._agent = agent
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> Any:
+        """The agent's next recorded round (the recording ends when it has none)."""
+        self.enqueue(self._recording.next_step(self._agent, _input_of(args, kwargs)))
+        return await super().get_response(*args, **kwargs)
+
+    async def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:  # type: ignore[override]
+        """The agent's next recorded round, streamed."""
+        self.enqueue(self._recording.next_step(self._agent, _input_of(args, kwargs)))
+        async for event in super().stream_response(*args, **kwargs):
+            yield event
+
+
+def _input_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The `input` argument of `Model.get_response` / `stream_response` (the second, after the system
+    instructions)."""
+    return kwargs["input"] if "input" in kwargs else args[1]
+
+
+class RecordedPricing(Pricing):
+    """Prices each replayed round as the recording priced the round with the same agent and tokens:
+    its `janux.round.cost`, else a price-table estimate where one was recorded, else unpriced."""
+
+    __slots__ = ("_prices",)
+
+    def __init__(self, plan: ItemPlan, provider: str) -> None:
+        super().__init__(None, estimate=True, provider=provider)
+        self._prices: dict[tuple[str, int, int], list[tuple[float | None, bool]]] = {}
+        for round_ in plan.rounds:
+            if round_.answered:
+                key = (round_.agent, round_.input_tokens, round_.output_tokens)
+                self._prices.setdefault(key, []).append((round_.cost, round_.estimated))
+
+    def price(self, agent: str, model: str | None, input_tokens: int, output_tokens: int) -> RoundPrice:
+        """The recorded round's price (the first unused one with these tokens)."""
+        queue = self._prices.get((agent, input_tokens, output_tokens))
+        if not queue:
+            return UNPRICED
+        cost, estimated = queue.pop(0)
+        if cost is not None:
+            return cost, None
+        return super().price(agent, model, input_tokens, output_tokens) if estimated else UNPRICED
+
+
+def load_entry_agent(reference: str) -> Agent[Any]:
+    """Import `module:name` (the working directory importable) and return the SDK agent it names
+    (or a callable's result); every problem is one `RegistryError` line."""
+    module_name, attr = split_reference(reference)
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise RegistryError(f"--agents {reference}: no module named {exc.name!r}") from None
+    except Exception as exc:  # the user's module failed while importing: name it, no traceback
+        raise RegistryError(
+            f"--agents {reference}: importing {module_name} raised {type(exc).__name__}: {exc}"
+        ) from None
+    if not hasattr(module, attr):
+        raise RegistryError(f"--agents {reference}: module {module_name} has no attribute {attr!r}")
+    value = getattr(module, attr)
+    if callable(value) and not isinstance(value, Agent):
+        try:
+            value = value()
+        except Exception as exc:  # the user's factory failed: name it, no traceback
+            raise RegistryError(
+                f"--agents {reference}: calling it raised {type(exc).__name__}: {exc}"
+            ) from None
+    if not isinstance(value, Agent):
+        raise RegistryError(
+            f"--agents {reference}: the trace was recorded by the OpenAI Agents SDK, so this must name "
+            f"its entry agents.Agent (or a callable returning it), got {type(value).__name__}"
+        )
+    return value
+
+
+def reachable(entry: Agent[Any]) -> list[Agent[Any]]:
+    """`entry` and every agent it reaches through handoffs and agent-as-tool tools."""
+    found: dict[int, Agent[Any]] = {}
+    pending: list[Any] = [entry]
+    while pending:
+        agent = pending.pop()
+        if not isinstance(agent, Agent) or id(agent) in found:
+            continue
+        found[id(agent)] = agent
+        for tool in agent.tools:
+            pending.append(getattr(tool, "_agent_instance", None))
+        for target in agent.handoffs:
+            if isinstance(target, Handoff):
+                ref = getattr(target, "_agent_ref", None)
+                pending.append(ref() if callable(ref) else None)
+            else:
+                pending.append(target)
+    return list(found.values())
+
+
+def _recorded_tool(tool: FunctionTool, recording: SdkRecording) -> FunctionTool:
+    async def answer(context: Any, arguments: str) -> str:
+        return recording.tool_result(tool.name, arguments)
+
+    return dataclasses.replace(tool, on_invoke_tool=answer)
+
+
+@contextmanager
+def _replaying(
+    agents: Sequence[Agent[Any]], plan: ItemPlan, recording: SdkRecording, live_tools: bool
+) -> Iterator[None]:
+    """Each agent's model answering from the recording (and, unless `live_tools`, each function tool),
+    put back as it was afterwards."""
+    models = {r.agent: r.model for r in plan.rounds}
+    saved = [(agent, agent.model, agent.tools) for agent in agents]
+    try:
+        for agent in agents:
+            agent.model = RecordedSdkModel(recording, agent.name, models.get(agent.name, "unknown"))
+            if not live_tools:
+                agent.tools = [
+                    _recorded_tool(tool, recording)
+                    if isinstance(tool, FunctionTool) and getattr(tool, "_agent_instance", None) is None
+                    else tool
+                    for tool in agent.tools
+                ]
+        yield
+    finally:
+        for agent, model, tools in saved:
+            agent.model, agent.tools = model, tools
+
+
+@contextmanager
+def _traced_by(processor: TracingProcessor) -> Iterator[None]:
+    """The SDK's traces go to `processor` alone for the replay (never to the SDK's default exporter)."""
+    # The SDK offers no getter for its processors: read them defensively to put them back afterwards
+    # (none found: the list is left empty, which never uploads anything).
+    multi = getattr(get_trace_provider(), "_multi_processor", None)
+    before = list(getattr(multi, "_processors", ()))
+    set_tracing_disabled(False)
+    set_trace_processors([processor])
+    try:
+        yield
+    finally:
+        set_trace_processors(before)
+
+
+async def _run(entry: Agent[Any], items: Any) -> None:
+    try:
+        await Runner.run(entry, items, run_config=RunConfig(trace_include_sensitive_data=True))
+    except Exception:  # the run's failure is in its trace, which is what is compared
+        return
+
+
+def replay_sdk_trace(
+    spans: Sequence[SpanRecord], reference: str, *, live_tools: bool = False, only: int | None = None
+) -> SdkReplayReport:
+    """Replay one SDK trace on the agent `reference` names; compare every delegation, or only `only`."""
+    plan = item_plan(spans)
+    recorded = run_outcome(reconstruct(spans))
+    entry = load_entry_agent(reference)
+    if entry.name != plan.entry:
+        raise RegistryError(
+            f"--agents {reference}: that agent is {entry.name!r}, the recorded run started with "
+            f"{plan.entry!r}"
+        )
+    replayed, ended = replay_on(entry, plan, live_tools=live_tools)
+    report = SdkReplayReport(plan, recorded, replayed, reference, ended, only)
+    report.differences = differences(recorded, replayed, only)
+    return report
+
+
+def replay_on(
+    entry: Agent[Any], plan: ItemPlan, *, live_tools: bool = False
+) -> tuple[RunOutcome, str | None]:
+    """Run `plan` offline on the SDK agent `entry` (what a written test calls): the replayed outcome, and
+    `recording ends at round N: ...` when the run needed something never recorded (else None)."""
+    recording = SdkRecording(plan)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    processor = JanuxProcessor(
+        tracer_provider=provider, capture=True, pricing=RecordedPricing(plan, "openai")
+    )
+    try:
+        items = json.loads(plan.input)
+    except ValueError:
+        raise ReplayUnavailable("the first round's input was truncated when recorded") from None
+    try:
+        with _traced_by(processor), _replaying(reachable(entry), plan, recording, live_tools):
+            asyncio.run(asyncio.wait_for(_run(entry, items), REPLAY_TIMEOUT_S))
+    except TimeoutError:
+        raise ReplayUnavailable(f"the replay did not finish within {REPLAY_TIMEOUT_S:g} s") from None
+    finally:
+        provider.shutdown()
+    replayed = run_outcome(reconstruct(span_records_from_readable(exporter.get_finished_spans())))
+    return replayed, recording.ended
+
+
+_PLAN_NAMES = ("ItemPlan", "RecordedCall", "RecordedRound", "RecordedTool")
+"""What a written test's plan may be made of (imported only when used, so the file lints clean)."""
+
+
+def test_source(report: SdkReplayReport, command: str, live_tools: bool = False) -> str:
+    """A pytest module that imports the user's entry agent by its reference, replays the recorded plan
+    on it, and asserts the recorded outcome (each delegation's tool, target, status, attempts and deny
+    or stop reason; the turn's error; the bill)."""
+    module, attr = split_reference(report.reference)
+    expected = expectation(report.recorded)
+    cost = "None" if expected.bill[3] is None else f"pytest.approx({expected.bill[3]!r}, rel=1e-9)"
+    plan = pprint.pformat(report.plan, width=110, sort_dicts=False)
+    lines = [
+        f'"""Replay of trace {report.plan.trace_id}, written by `{command}`.',
+        "",
+        f"The agents are yours (`{report.reference}`, an OpenAI Agents SDK agent and every agent it",
+        "reaches); each model answers from its recorded rounds (a round is taken only by a request asked",
+        "with its recorded input) and the function tools "
+        + ("run for real." if live_tools else "answer with their recorded results."),
+        "Fix an agent in your code and edit the assertion to the outcome you expect: a run that needs a",
+        "model output the trace never recorded fails with `recording ends at round N`.",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "import pytest",
+        "from agents import Agent",
+        f"from {module} import {attr} as entry_agent",
+        "",
+        "from janux.replay.openai_agents import replay_on",
+        "from janux.tracing.analysis.replay_plan import "
+        + ", ".join(name for name in _PLAN_NAMES if re.search(rf"\b{name}\(", plan)),
+        "",
+        f"PLAN = {plan}",
+        "",
+        f"EXPECTED_ERROR = {expected.error!r}",
+        f"EXPECTED_DELEGATIONS = {pprint.pformat(expected.delegations, width=110)}",
+        f"EXPECTED_BILL = {expected.bill[:3]!r}",
+        "",
+        "",
+        "def test_recorded_outcome() -> None:",
+        '    """The run ends as the trace recorded it: each delegation and the bill."""',
+        "    agent = entry_agent if isinstance(entry_agent, Agent) else entry_agent()",
+        f"    outcome, ended = replay_on(agent, PLAN, live_tools={live_tools!r})",
+        "    assert ended is None, ended",
+        "    assert (outcome.error_type if outcome.status == 'error' else None) == EXPECTED_ERROR",
+        "    delegations = sorted(",
+        "        ((d.tool, d.target, d.status, d.attempts, d.ruling) for d in outcome.delegations),",
+        "        key=lambda row: tuple(str(part) for part in row),",
+        "    )",
+        "    assert delegations == EXPECTED_DELEGATIONS",
+        "    bill = outcome.bill",
+        "    assert (bill.input_tokens, bill.output_tokens, bill.unpriced_tokens) == EXPECTED_BILL",
+        f"    assert bill.cost == {cost}",
+    ]
+    return "\n".join(lines) + "\n"
