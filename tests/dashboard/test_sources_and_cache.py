@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from janux.dashboard.ui.view_cache import ViewCache
+from janux.dashboard.ui.view_cache import SPAN_OVERHEAD_BYTES, ViewCache, view_bytes
+from janux.tracing.analysis.trace_view import reconstruct
+from janux.tracing.records import EventRecord, SpanRecord
 from janux.tracing.sources.memory import MemoryTraceSource
 from janux.tracing.sources.source_config import SourceUnavailable, config_from_env, open_source
 from tests.support.contract_traces import contract_trace
@@ -82,3 +85,20 @@ def test_cache_span_budget_drops_least_recent() -> None:
     assert source.reads == 2
     cache.view(source, "k", a[0].trace_id)
     assert source.reads == 3
+
+
+def test_the_memory_estimate_counts_each_value_by_its_kind() -> None:
+    """`view_bytes` counts text by its length and every other value at a fixed size, inline or not:
+    the same figure for every kind a span or event attribute may hold."""
+
+    class Label(str):
+        """Text of a subclass (counted as text, through the general rule)."""
+
+    values: dict[str, Any] = {
+        "text": "abcd", "raw": b"xy", "int": 7, "float": 1.5, "flag": True, "list": ["ab", 3],
+        "tuple": ("abc",), "label": Label("hello"), "none": None,
+    }  # fmt: skip
+    span = SpanRecord("a" * 32, "b" * 16, "", "span", 0, 1, attributes=values,
+                      events=[EventRecord(0, "event", {"e": "xyz", "n": 2})])  # fmt: skip
+    each = 54 + 52 + 32 + 32 + 32 + (56 + 52 + 32) + (56 + 53) + 55 + 32
+    assert view_bytes(reconstruct([span])) == SPAN_OVERHEAD_BYTES + each + 200 + 53 + 32

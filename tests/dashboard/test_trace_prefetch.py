@@ -70,7 +70,7 @@ def test_prefetched_trace_is_rebuilt_once_for_every_waiter() -> None:
 
 def test_waiter_gets_the_trace_before_its_memory_is_estimated(monkeypatch: pytest.MonkeyPatch) -> None:
     """The page waiting for a trace rebuilt ahead goes on drawing while the worker estimates the
-    trace's memory (`view_bytes`, 25-40 ms for 10,000 spans); then the trace is kept as before."""
+    trace's memory (`view_bytes`, 20-25 ms for 10,000 spans); then the trace is kept as before."""
     spans = contract_trace()
     trace_id = spans[0].trace_id
     source = _Recording(spans)

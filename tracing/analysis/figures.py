@@ -21,6 +21,7 @@ No Streamlit or pandas import here.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
@@ -108,21 +109,43 @@ class Figure:
         return self.value is not None
 
 
+_COST_QUANTUM: Final = Decimal(1).scaleb(-COST_DECIMALS)
+_EXPORT_QUANTUM: Final = Decimal(1).scaleb(-EXPORT_DECIMALS)
+_MONEY_QUANTUM: Final = Decimal(1).scaleb(-MONEY_DECIMALS)
+EXACT_USD_KEPT: Final = 8_192
+"""Amounts whose `exact_usd` is kept (a page shows the same amount in several places: a loop's
+inclusive cost in its row and in the row's breakdown, in its attempt's and delegation's rows)."""
+
+
 def noise_free_usd(amount: float | Decimal) -> Decimal:
     """An amount rounded to `COST_DECIMALS`: a float's noise (0.00028649999999999997) removed, an exact
     `Decimal` (a repricing's product) held to the same decimals, so both add up alike."""
     if isinstance(amount, Decimal):
-        return amount.quantize(Decimal(1).scaleb(-COST_DECIMALS), rounding=ROUND_HALF_EVEN)
+        return amount.quantize(_COST_QUANTUM, rounding=ROUND_HALF_EVEN)
     return Decimal(repr(round(float(amount), COST_DECIMALS)))
 
 
 def exact_usd(amount: float | Decimal) -> Decimal:
-    """The one money rounding rule (see the module's docstring)."""
+    """The one money rounding rule (see the module's docstring).
+
+    Kept per amount (`EXACT_USD_KEPT`): a 10,000-span trace's first 1,000 tree rows format about
+    1,400 amounts, at 6-15 µs each. Zero is not kept: -0.0 equals 0.0 as a key, and keeps its sign."""
+    if not amount:
+        return _exact_usd(amount)
+    return _kept_exact_usd(amount)
+
+
+def _exact_usd(amount: float | Decimal) -> Decimal:
     noise_free = noise_free_usd(amount)
-    exact = noise_free.quantize(Decimal(1).scaleb(-EXPORT_DECIMALS), rounding=ROUND_HALF_EVEN).normalize()
+    exact = noise_free.quantize(_EXPORT_QUANTUM, rounding=ROUND_HALF_EVEN).normalize()
     if exact.as_tuple().exponent > -MONEY_DECIMALS:  # type: ignore[operator]  # finite: an int exponent
-        exact = exact.quantize(Decimal(1).scaleb(-MONEY_DECIMALS))
+        exact = exact.quantize(_MONEY_QUANTUM)
     return exact
+
+
+# typed: a float and a Decimal of equal value are two keys (each is rounded by its own path); equal
+# Decimals of other exponents give one result (each is quantized first).
+_kept_exact_usd = functools.lru_cache(maxsize=EXACT_USD_KEPT, typed=True)(_exact_usd)
 
 
 def rounded_usd(amount: float, decimals: int) -> Decimal:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 
 import pandas as pd
 from hypothesis import given
@@ -83,3 +84,17 @@ def test_a_rate_reads_the_same_on_a_label_and_a_panel(part: int, whole: int) -> 
 def test_a_headline_and_a_chart_label_round_alike(amount: float) -> None:
     # From the issue: the map's node label said "own $0.003286" where its panel said "$0.00329".
     assert fmt.compact_usd(amount) == figures.chart_label(figures.money(amount))
+
+
+def test_a_kept_amount_reads_as_one_computed_anew() -> None:
+    """`exact_usd` keeps the amounts it rounded: a second call, a Decimal of the same value and a
+    zero of the other sign each still read as if rounded for the first time."""
+    for amount in (0.00028649999999999997, 1.5, 1e-11):
+        assert (
+            str(figures.exact_usd(amount))
+            == str(figures.exact_usd(amount))
+            == str(figures._exact_usd(amount))
+        )
+    assert str(figures.exact_usd(Decimal("0.10"))) == str(figures._exact_usd(Decimal("0.1")))
+    assert str(figures.exact_usd(0.0)) == "0.000000"
+    assert str(figures.exact_usd(-0.0)) == "-0.000000"  # equal to 0.0 as a key: never kept
