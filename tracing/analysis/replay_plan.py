@@ -13,8 +13,10 @@ The plan is read from spans only (the runtime's `janux replay` builds agents fro
 
 A trace without captured content has none of this: `ReplayUnavailable` says so.
 
-A trace of the OpenAI Agents integration records its rounds in the SDK's output-item form and no agent
-definitions (the agents are the user's SDK code): `replay_plan` refuses it with `NeedsSdkAgents`, and
+A trace of the OpenAI Agents integration records its rounds as the SDK's models return them (output
+items from the Responses model, one dumped Chat Completions message from the chat-completions model) and
+no agent definitions (the agents are the user's SDK code): `replay_plan` refuses it with `NeedsSdkAgents`,
+and
 `item_plan` reads what `janux replay --agents module:ENTRY_AGENT` replays on the SDK (the rounds with
 their raw output and recorded price, the tool results, the run's first input).
 """
@@ -41,7 +43,8 @@ NO_DEFINITIONS = (
 """Why a trace whose rounds were captured by an older writer (or another runtime) cannot be replayed."""
 
 NEEDS_SDK_AGENTS = (
-    "the trace was recorded by the OpenAI Agents SDK (its rounds are in the SDK's item form) and records "
+    "the trace was recorded by the OpenAI Agents SDK (its rounds are in the SDK's output-item or "
+    "chat-completions form) and records "
     "no agent definitions: pass --agents MODULE:ENTRY_AGENT naming your SDK entry agent to replay it on "
     "the SDK"
 )
@@ -182,7 +185,8 @@ def replay_plan(spans: Iterable[SpanRecord]) -> ReplayPlan:
     root = _root(ordered)
     definitions = _definitions(root)
     if definitions is None:
-        raise NeedsSdkAgents(NEEDS_SDK_AGENTS) if in_item_form(rounds) else ReplayUnavailable(NO_DEFINITIONS)
+        sdk_run = in_sdk_form(rounds, root)
+        raise NeedsSdkAgents(NEEDS_SDK_AGENTS) if sdk_run else ReplayUnavailable(NO_DEFINITIONS)
     loop_agent = {s.span_id: sr.agent_name(s) for s in ordered if sr.operation(s) == c.OP_INVOKE_AGENT}
     tools = [_tool(s, loop_agent) for s in ordered if sr.operation(s) == c.OP_EXECUTE_TOOL]
     root_rounds = [
@@ -376,6 +380,51 @@ def in_item_form(rounds: Iterable[RecordedRound]) -> bool:
     return bool(answered) and all(output_items(r) is not None for r in answered)
 
 
+_CHAT_MESSAGE_KEYS = frozenset({"role", "content", "refusal", "tool_calls"})
+"""Keys a dumped Chat Completions message always has (`ChatCompletionMessage.model_dump()` writes every
+field, null or not); the runtime's GenAI messages never write `refusal`, the OTel GenAI form has `parts`."""
+
+
+def chat_message(round_: RecordedRound) -> dict[str, Any] | None:
+    """The output of a round recorded as the OpenAI Agents SDK's chat-completions model traces it: a list
+    of one dumped Chat Completions assistant message (tool calls in the wire form, `function` nested);
+    None for any other form or no capture."""
+    if round_.output is None:
+        return None
+    try:
+        parsed = json.loads(round_.output)
+    except ValueError:
+        return None
+    if not isinstance(parsed, list) or len(parsed) != 1 or not isinstance(parsed[0], dict):
+        return None
+    message: dict[str, Any] = parsed[0]
+    if message.get("role") != "assistant" or not message.keys() >= _CHAT_MESSAGE_KEYS:
+        return None
+    calls = message["tool_calls"]
+    if calls is not None and not (
+        isinstance(calls, list)
+        and all(isinstance(call, dict) and isinstance(call.get("function"), dict) for call in calls)
+    ):
+        return None
+    return message
+
+
+def in_sdk_form(rounds: Iterable[RecordedRound], root: SpanRecord) -> bool:
+    """True when the run was written by the OpenAI Agents integration: every answered round's output is
+    in the SDK's item form or its chat-completions message form. A chat-form trace must also have its
+    turn span written to the Janux contract (`janux.turn.rounds`): a Chat Completions message is what
+    any OpenAI instrumentation may record, and another runtime's trace keeps its own refusal."""
+    answered = [r for r in rounds if r.answered and r.output is not None]
+    if in_item_form(answered):
+        return True
+    chat = [r for r in answered if output_items(r) is None]
+    return (
+        bool(chat)
+        and c.JANUX_TURN_ROUNDS in root.attributes
+        and all(chat_message(r) is not None for r in chat)
+    )
+
+
 @dataclass(slots=True)
 class ItemPlan:
     """What a trace recorded in the SDK's item form holds to replay it on the SDK with the user's agents."""
@@ -385,11 +434,14 @@ class ItemPlan:
     entry: str
     """The agent the run started with (the root `invoke_agent`)."""
     input: str
-    """The first round's input items as recorded (JSON): the run's input."""
+    """The first round's input as recorded (JSON): the run's input (as items, or as the chat messages the
+    chat-completions model sent: the agent's instructions first)."""
     rounds: list[RecordedRound] = field(default_factory=list)
     """Every model round in start order."""
     tools: list[RecordedTool] = field(default_factory=list)
     """Every tool call in start order."""
+    chat_input: bool = False
+    """True when `input` is in the chat-completions form (the entry agent ran on that model)."""
 
 
 def item_plan(spans: Iterable[SpanRecord]) -> ItemPlan:
@@ -401,19 +453,29 @@ def item_plan(spans: Iterable[SpanRecord]) -> ItemPlan:
     rounds = [_round(s) for s in ordered if sr.is_inference(sr.operation(s))]
     if not any(r.answered and r.output_recorded for r in rounds):
         raise ReplayUnavailable(NO_CONTENT)
-    if not in_item_form(rounds):
-        raise ReplayUnavailable(
-            "the trace's rounds are not in the OpenAI Agents SDK's item form: replay it without an SDK agent"
-        )
     root = _root(ordered)
+    if not in_sdk_form(rounds, root):
+        raise ReplayUnavailable(
+            "the trace's rounds are not in the OpenAI Agents SDK's item or chat-completions form: replay "
+            "it without an SDK agent"
+        )
     first = next(
         (s for s in ordered if s.parent_span_id == root.span_id and sr.is_inference(sr.operation(s))), None
     )
     first_input = attr_str(first.attributes, c.GEN_AI_INPUT_MESSAGES) if first is not None else None
-    if first_input is None:
+    if first is None or first_input is None:
         raise ReplayUnavailable(NO_CONTENT)
     loop_agent = {s.span_id: sr.agent_name(s) for s in ordered if sr.operation(s) == c.OP_INVOKE_AGENT}
     tools = [_tool(s, loop_agent) for s in ordered if sr.operation(s) == c.OP_EXECUTE_TOOL]
     # A run that transferred names its last holder; `janux.handoff.from` keeps the agent it started with.
     entry = attr_str(root.attributes, c.JANUX_HANDOFF_FROM) or sr.agent_name(root)
-    return ItemPlan(root.trace_id, entry, first_input, rounds, tools)
+    return ItemPlan(root.trace_id, entry, first_input, rounds, tools, _chat_first(rounds, _round(first)))
+
+
+def _chat_first(rounds: list[RecordedRound], first: RecordedRound) -> bool:
+    """True when the run's first round was asked in the chat-completions form: read from the form of its
+    output, else (a first round that failed) from its agent's other rounds, else from any round."""
+    answered = [r for r in rounds if r.answered and r.output is not None]
+    mine = [r for r in answered if r.agent == first.agent]
+    candidates = ([first] if first.output is not None else []) + mine + answered
+    return next((chat_message(r) is not None for r in candidates), False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -119,3 +120,50 @@ def test_only_outputs_in_the_sdk_item_form_read_as_an_sdk_trace() -> None:
     assert not in_item_form([answered(items), answered(genai)])
     assert not in_item_form([answered("[{\"type\": \"message\"")])  # truncated: unreadable
     assert not in_item_form([])
+
+
+def test_only_a_dumped_chat_completions_message_reads_as_the_sdks_chat_form() -> None:
+    from janux.tracing.analysis.replay_plan import RecordedRound, chat_message, in_sdk_form
+
+    def answered(output: str | None) -> RecordedRound:
+        return RecordedRound(agent="triage", model="m", messages="[]", output=output)
+
+    dumped = (
+        '[{"content": null, "refusal": null, "role": "assistant", "annotations": null, "audio": null, '
+        '"function_call": null, "tool_calls": [{"id": "c1", "type": "function", '
+        '"function": {"name": "research", "arguments": "{}"}}]}]'
+    )
+    text = '[{"content": "Yes.", "refusal": null, "role": "assistant", "tool_calls": null}]'
+    items = '[{"type": "function_call", "name": "research", "arguments": "{}", "call_id": "c1"}]'
+    runtime_rounds = replay_plan(_trace("delegation")).rounds  # the runtime's own capture
+    runtime, runtime_text = runtime_rounds[0].output, runtime_rounds[-1].output
+    assert runtime is not None and '"tool_calls"' in runtime
+    assert runtime_text is not None and '"tool_calls"' not in runtime_text
+    parts = '[{"role": "assistant", "parts": [{"type": "text", "content": "Yes."}]}]'
+    flat_calls = (
+        '[{"content": null, "refusal": null, "role": "assistant", "tool_calls": [{"id": "c1", "name": "r"}]}]'
+    )
+    two = f"[{text[1:-1]}, {text[1:-1]}]"
+    undumped = '[{"role": "assistant", "content": "Yes.", "tool_calls": null}]'  # no model_dump: no refusal
+    message = chat_message(answered(dumped))
+    assert message is not None and message["tool_calls"][0]["function"]["name"] == "research"
+    assert chat_message(answered(text)) == {
+        "content": "Yes.",
+        "refusal": None,
+        "role": "assistant",
+        "tool_calls": None,
+    }
+    for other in (items, runtime, runtime_text, parts, flat_calls, two, undumped, dumped[:40], None):
+        assert chat_message(answered(other)) is None, other
+
+    janux_root = _root(_trace("delegation"))
+    assert c.JANUX_TURN_ROUNDS in janux_root.attributes
+    foreign_root = replace(janux_root, attributes={})
+    failed = RecordedRound(agent="t", model="m", messages=None, answered=False)
+    assert in_sdk_form([answered(dumped), answered(text), failed], janux_root)
+    assert in_sdk_form([answered(items), answered(text)], janux_root)  # Responses and chat agents in one run
+    assert in_sdk_form([answered(items)], foreign_root)
+    assert not in_sdk_form([answered(dumped)], foreign_root)  # not written to the Janux contract
+    assert not in_sdk_form([answered(dumped), answered(runtime)], janux_root)
+    assert not in_sdk_form([answered(runtime)], janux_root)
+    assert not in_sdk_form([failed], janux_root)
