@@ -6,7 +6,9 @@
 The reference names the user's SDK `agents.Agent` the run started with; its handoffs and its
 agent-as-tool subagents are reached from it. For the replay each reachable agent's model is an SDK
 `Model` answering that agent's recorded rounds in recorded order (`RecordedSdkModel`, which reports
-each round's usage like the SDK's OpenAI models), and each function tool answers with the result
+each round's usage like the SDK's OpenAI models; a round recorded through the chat-completions model, as
+a Chat Completions message, is turned into the output items that model returned by the SDK's own
+converter), and each function tool answers with the result
 recorded for the same arguments (the real tools run with `live_tools`). The run is traced through
 `JanuxProcessor` into memory, with each round priced as its recording was, and both traces are read
 by the same rules (`janux.tracing.analysis.replay_outcome`). Where an agent asks for a round it never
@@ -35,9 +37,11 @@ from typing import Any
 from agents import Agent, FunctionTool, RunConfig, Runner, set_trace_processors, set_tracing_disabled
 from agents.handoffs import Handoff
 from agents.items import TResponseOutputItem
+from agents.models.chatcmpl_converter import Converter
 from agents.testing import ModelStep
 from agents.tracing import TracingProcessor, get_trace_provider
 from agents.usage import Usage as SdkUsage
+from openai.types.chat import ChatCompletionMessage
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -55,6 +59,7 @@ from janux.tracing.analysis.replay_plan import (
     ItemPlan,
     RecordedRound,
     ReplayUnavailable,
+    chat_message,
     item_plan,
     output_items,
 )
@@ -140,7 +145,8 @@ class SdkRecording:
             failure = type(round_.error_type or "ModelError", (Exception,), {})
             return ModelStep.raise_error(failure(round_.error or round_.error_type or "model error"))
         items = output_items(round_)
-        if items is None:
+        message = chat_message(round_) if items is None else None
+        if items is None and message is None:
             return ModelStep.raise_error(
                 self.end(f"{agent}'s model output for this request was not captured")
             )
@@ -148,7 +154,9 @@ class SdkRecording:
             requests=1, input_tokens=round_.input_tokens, output_tokens=round_.output_tokens,
             total_tokens=round_.input_tokens + round_.output_tokens,
         )  # fmt: skip
-        return ModelStep(output=[_item(item, agent) for item in items], usage=usage)
+        if message is not None:
+            return ModelStep(output=_chat_items(message, agent, round_.model), usage=usage)
+        return ModelStep(output=[_item(item, agent) for item in items or ()], usage=usage)
 
     def tool_result(self, name: str, arguments: str) -> str:
         """The result recorded for the next call of `name` with these arguments."""
@@ -215,6 +223,37 @@ def _item(item: dict[str, Any], agent: str) -> TResponseOutputItem:
     except ValidationError as exc:
         kind = item.get("type")
         raise ReplayUnavailable(f"a recorded output item ({kind}) of {agent} is unreadable: {exc}") from None
+
+
+def _chat_items(message: dict[str, Any], agent: str, model: str) -> list[TResponseOutputItem]:
+    """The output items the SDK's chat-completions model made of a recorded Chat Completions message
+    (its own converter, with the provider data that model attaches)."""
+    try:
+        parsed = ChatCompletionMessage.model_validate(message)
+    except ValidationError as exc:
+        raise ReplayUnavailable(f"a recorded chat message of {agent} is unreadable: {exc}") from None
+    return Converter.message_to_output_items(parsed, provider_data={"model": model})
+
+
+def run_input(plan: ItemPlan, entry: Agent[Any]) -> Any:
+    """The run's input as the SDK takes it: the recorded items, or the recorded chat messages without the
+    system message the chat-completions model puts first for the entry agent's instructions."""
+    try:
+        items = json.loads(plan.input)
+    except ValueError:
+        raise ReplayUnavailable("the first round's input was truncated when recorded") from None
+    if not plan.chat_input or not isinstance(items, list):
+        return items
+    if items and entry.instructions and isinstance(items[0], dict) and items[0].get("role") == "system":
+        items = items[1:]
+    # User and assistant text messages read alike in both forms; tool calls and results do not (the SDK
+    # has no converter back to items), so a run that began with them cannot be replayed.
+    if any(not isinstance(m, dict) or m.get("role") == "tool" or m.get("tool_calls") for m in items):
+        raise ReplayUnavailable(
+            "the run began with tool calls in the chat-completions form (a continued conversation): "
+            "its input cannot be given back to the SDK"
+        )
+    return items
 
 
 class RecordedSdkModel(ScriptedTracedModel):
@@ -404,10 +443,7 @@ def replay_on(
     processor = JanuxProcessor(
         tracer_provider=provider, capture=True, pricing=RecordedPricing(plan, "openai")
     )
-    try:
-        items = json.loads(plan.input)
-    except ValueError:
-        raise ReplayUnavailable("the first round's input was truncated when recorded") from None
+    items = run_input(plan, entry)
     try:
         with _traced_by(processor), _replaying(reachable(entry), plan, recording, live_tools):
             asyncio.run(asyncio.wait_for(_run(entry, items), REPLAY_TIMEOUT_S))
