@@ -3,17 +3,21 @@ model (`OpenAIChatCompletionsModel`, an SDK agent on any OpenAI-compatible serve
 
 Such a model records each round's output as one dumped Chat Completions message (not the Responses
 items the SDK's default model records) and its input as the chat messages it sent, the agent's
-instructions first. Two runs are recorded with content capture on through `JanuxProcessor`, each agent
-on a real `OpenAIChatCompletionsModel` whose client talks over a socket to the local chat-completions
-server (tests/runtime/openai_client/chat_server.py): a delegation (an agent used as a tool, whose own
-function tool runs) and a handoff (the front desk transfers to refunds, which calls a function tool).
-The user's code names a server that is not there: the replay must not need it.
+instructions first. Three runs are recorded with content capture on through `JanuxProcessor`, the
+agents on a real `OpenAIChatCompletionsModel` whose client talks over a socket to the local
+chat-completions server (tests/runtime/openai_client/chat_server.py): a delegation (an agent used as a
+tool, whose own function tool runs), a handoff (the front desk transfers to refunds, which calls a
+function tool), and the delegation with the front desk on the SDK's Responses model (both forms in one
+trace). The user's code names a server that is not there: the replay must not need it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from functools import partial
@@ -39,7 +43,8 @@ from janux.tracing.analysis.replay_plan import (
     item_plan,
 )
 from janux.tracing.records import SpanRecord
-from tests.integrations.openai_agents.scripts import COSTS, run
+from tests.cli.helpers import ROOT
+from tests.integrations.openai_agents.scripts import COSTS, calls, model, reply, run
 from tests.runtime.openai_client.chat_server import ChatServer, Reply, completion, wire_call
 from tests.support.contract_checker import Traced
 
@@ -146,6 +151,28 @@ def _handoff(served: Callable[[], OpenAIChatCompletionsModel]) -> tuple[Agent[No
     return desk, replies
 
 
+def _mixed(served: Callable[[], OpenAIChatCompletionsModel]) -> tuple[Agent[None], list[Reply]]:
+    """The front desk on the SDK's Responses model (scripted), its researcher on a chat-completions server."""
+    researcher = Agent(
+        name="researcher", instructions="Research orders.", model=served(), tools=[lookup_order]
+    )
+    triage = Agent(
+        name="triage",
+        instructions="Front desk.",
+        model=model(
+            "responses",
+            calls(("research", {"input": "order 7"}), input_tokens=400, output_tokens=30),
+            reply("Your order qualifies for a refund.", 600, 12),
+        ),
+        tools=[researcher.as_tool(tool_name="research", tool_description="Research an order.")],
+    )
+    replies = [
+        _calls("call-5", "lookup_order", {"order": "7"}, 120, 9),
+        completion("Order 7 was paid on 2026-11-02 for an annual plan.", usage=_usage(300, 14)),
+    ]
+    return triage, replies
+
+
 RECORDS: dict[Path, list[SpanRecord]] = {}
 """The recorded spans by fixture folder (the file holds the same, for the command)."""
 
@@ -159,7 +186,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, d
     traced.provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(str(folder / "traces.jsonl"))))
     ids: dict[str, str] = {}
     with ChatServer() as server:
-        for name, build in (("delegation", _delegating), ("handoff", _handoff)):
+        for name, build in (("delegation", _delegating), ("handoff", _handoff), ("mixed", _mixed)):
             # One client per run: its connection pool belongs to the run's event loop.
             client = AsyncOpenAI(base_url=server.base_url, api_key="sk-offline-test", max_retries=0)
             agent, replies = build(
@@ -172,7 +199,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, d
             new = {s.trace_id for s in traced.records()} - set(ids.values())
             assert len(new) == 1, new
             ids[name] = new.pop()
-        assert len(server.requests) == 7  # every round went over the socket
+        assert len(server.requests) == 9  # every chat-completions round went over the socket
     set_trace_processors([])
     RECORDS[folder] = traced.records()
     traced.provider.shutdown()
@@ -220,7 +247,11 @@ def test_the_rounds_are_recorded_as_chat_completions_messages(
 
 @pytest.mark.parametrize(
     ("run_name", "entry", "kind"),
-    [("delegation", "triage", "delegation to researcher"), ("handoff", "desk", "transfer to refunds")],
+    [
+        ("delegation", "triage", "delegation to researcher"),
+        ("handoff", "desk", "transfer to refunds"),
+        ("mixed", "triage", "delegation to researcher"),
+    ],
 )
 def test_a_chat_completions_run_replays_on_the_users_agents_to_the_same_outcome(
     recorded: tuple[Path, dict[str, str]],
@@ -291,3 +322,25 @@ def test_chat_messages_in_a_trace_not_written_by_janux_keep_the_no_definitions_r
     assert str(refused.value) == NO_DEFINITIONS
     with pytest.raises(ReplayUnavailable, match="not in the OpenAI Agents SDK's item or chat-completions"):
         item_plan(spans)
+
+
+def test_a_written_test_of_a_chat_completions_run_passes_as_written(
+    recorded: tuple[Path, dict[str, str]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    folder, ids = recorded
+    written = tmp_path / "test_chat_replay.py"
+    args = ("--agents", "chat_desk:triage", "--write-test", str(written))
+    status, out = _replay_here(folder, ids["delegation"], *args, monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 0, out
+    assert "chat_input=True" in written.read_text(encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(written)],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(folder), str(ROOT)]),
+             "PYTHONDONTWRITEBYTECODE": "1"},
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
