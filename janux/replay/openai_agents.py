@@ -116,6 +116,11 @@ class SdkRecording:
         """Model requests made so far."""
         self.ended: str | None = None
         """`recording ends at round N: ...` once the run needed something never recorded."""
+        # An unreadable output is refused here, before the run: raised inside it, in a model's request,
+        # it would be read as the run's failure.
+        for round_ in plan.rounds:
+            if round_.answered:
+                _recorded_output(round_)
 
     def end(self, why: str) -> RecordingEnded:
         """Note the first place the run went past the recording; the error to raise there."""
@@ -144,9 +149,8 @@ class SdkRecording:
             # class name, as the integration records it) is then the recorded one.
             failure = type(round_.error_type or "ModelError", (Exception,), {})
             return ModelStep.raise_error(failure(round_.error or round_.error_type or "model error"))
-        items = output_items(round_)
-        message = chat_message(round_) if items is None else None
-        if items is None and message is None:
+        output = _recorded_output(round_)
+        if output is None:
             return ModelStep.raise_error(
                 self.end(f"{agent}'s model output for this request was not captured")
             )
@@ -154,9 +158,7 @@ class SdkRecording:
             requests=1, input_tokens=round_.input_tokens, output_tokens=round_.output_tokens,
             total_tokens=round_.input_tokens + round_.output_tokens,
         )  # fmt: skip
-        if message is not None:
-            return ModelStep(output=_chat_items(message, agent, round_.model), usage=usage)
-        return ModelStep(output=[_item(item, agent) for item in items or ()], usage=usage)
+        return ModelStep(output=output, usage=usage)
 
     def tool_result(self, name: str, arguments: str) -> str:
         """The result recorded for the next call of `name` with these arguments."""
@@ -223,6 +225,16 @@ def _item(item: dict[str, Any], agent: str) -> TResponseOutputItem:
     except ValidationError as exc:
         kind = item.get("type")
         raise ReplayUnavailable(f"a recorded output item ({kind}) of {agent} is unreadable: {exc}") from None
+
+
+def _recorded_output(round_: RecordedRound) -> list[TResponseOutputItem] | None:
+    """An answered round's output as the SDK's output items (from the Responses items it recorded, or
+    from its Chat Completions message); None when not captured, `ReplayUnavailable` when unreadable."""
+    items = output_items(round_)
+    if items is not None:
+        return [_item(item, round_.agent) for item in items]
+    message = chat_message(round_)
+    return None if message is None else _chat_items(message, round_.agent, round_.model)
 
 
 def _chat_items(message: dict[str, Any], agent: str, model: str) -> list[TResponseOutputItem]:

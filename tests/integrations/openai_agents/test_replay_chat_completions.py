@@ -344,3 +344,37 @@ def test_a_written_test_of_a_chat_completions_run_passes_as_written(
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _altered(
+    spans: list[SpanRecord], first_input: str | None = None, output: str | None = None
+) -> list[SpanRecord]:
+    """The trace with its first round's recorded input or output replaced."""
+    first = min((s for s in spans if s.name.startswith("chat ")), key=lambda s: (s.start_ns, s.span_id))
+    changed = {c.GEN_AI_INPUT_MESSAGES: first_input, c.GEN_AI_OUTPUT_MESSAGES: output}
+    attributes = {**first.attributes, **{k: v for k, v in changed.items() if v is not None}}
+    return [replace(s, attributes=attributes) if s is first else s for s in spans]
+
+
+def test_an_unreadable_message_or_an_input_with_tool_calls_is_refused_before_the_run(
+    recorded: tuple[Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from janux.replay.runner import replay_sdk_trace
+
+    folder, ids = recorded
+    monkeypatch.syspath_prepend(str(folder))
+    spans = _spans(folder, ids["delegation"])
+    no_call_id = json.dumps(
+        [{"content": None, "refusal": None, "role": "assistant",
+          "tool_calls": [{"type": "function", "function": {"name": "research"}}]}]
+    )  # fmt: skip
+    with pytest.raises(ReplayUnavailable, match="a recorded chat message of triage is unreadable"):
+        replay_sdk_trace(_altered(spans, output=no_call_id), "chat_desk:triage")
+    earlier_call = {"id": "c0", "type": "function", "function": {"name": "research", "arguments": "{}"}}
+    continued = json.dumps(
+        [{"content": "Front desk.", "role": "system"}, {"content": QUESTION, "role": "user"},
+         {"role": "assistant", "content": None, "tool_calls": [earlier_call]},
+         {"role": "tool", "tool_call_id": "c0", "content": "earlier"}]
+    )  # fmt: skip
+    with pytest.raises(ReplayUnavailable, match="the run began with tool calls in the chat-completions"):
+        replay_sdk_trace(_altered(spans, first_input=continued), "chat_desk:triage")
