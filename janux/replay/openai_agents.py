@@ -29,7 +29,7 @@ import os
 import pprint
 import re
 import sys
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,6 +54,7 @@ from janux.integrations.openai_agents.testing import ScriptedTracedModel
 from janux.replay.source import expectation
 from janux.replay.support import canonical_arguments
 from janux.replay.user_agents import RegistryError, split_reference
+from janux.runtime.definitions import Cost
 from janux.tracing.analysis.replay_outcome import RunOutcome, differences, run_outcome
 from janux.tracing.analysis.replay_plan import (
     ItemPlan,
@@ -97,6 +98,8 @@ class SdkReplayReport:
     """What the replay did differently (empty when it matched)."""
     live_rounds: int = 0
     """Rounds answered by a live model (never, for an SDK replay)."""
+    prices: dict[str, tuple[float, float] | None] = field(default_factory=dict)
+    """The what-if prices the replay ran with (`AgentPrices`), empty for none."""
 
 
 class SdkRecording:
@@ -295,14 +298,23 @@ def _input_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return kwargs["input"] if "input" in kwargs else args[1]
 
 
+AgentPrices = Mapping[str, tuple[float, float] | None]
+"""What-if prices by agent name: USD per million input and output tokens, or None for unpriced
+(`--cost AGENT=IN/OUT|none`, `--model AGENT=MODEL` through the price table)."""
+
+
 class RecordedPricing(Pricing):
     """Prices each replayed round as the recording priced the round with the same agent and tokens:
-    its `janux.round.cost`, else a price-table estimate where one was recorded, else unpriced."""
+    its `janux.round.cost`, else a price-table estimate where one was recorded, else unpriced. An agent
+    in `what_if` is priced at its what-if rates instead (the integration's one per-agent rule), or left
+    unpriced for None."""
 
-    __slots__ = ("_prices",)
+    __slots__ = ("_prices", "_unpriced")
 
-    def __init__(self, plan: ItemPlan, provider: str) -> None:
-        super().__init__(None, estimate=True, provider=provider)
+    def __init__(self, plan: ItemPlan, provider: str, what_if: AgentPrices | None = None) -> None:
+        rates = {agent: Cost(input=p[0], output=p[1]) for agent, p in (what_if or {}).items() if p}
+        super().__init__(rates, estimate=True, provider=provider)
+        self._unpriced = {agent for agent, p in (what_if or {}).items() if p is None}
         self._prices: dict[tuple[str, int, int], list[tuple[float | None, bool]]] = {}
         for round_ in plan.rounds:
             if round_.answered:
@@ -310,11 +322,16 @@ class RecordedPricing(Pricing):
                 self._prices.setdefault(key, []).append((round_.cost, round_.estimated))
 
     def price(self, agent: str, model: str | None, input_tokens: int, output_tokens: int) -> RoundPrice:
-        """The recorded round's price (the first unused one with these tokens)."""
+        """The recorded round's price (the first unused one with these tokens), or its what-if price."""
         queue = self._prices.get((agent, input_tokens, output_tokens))
-        if not queue:
+        recorded = queue.pop(0) if queue else None
+        if agent in self._unpriced:
             return UNPRICED
-        cost, estimated = queue.pop(0)
+        if agent in self._rates:
+            return super().price(agent, model, input_tokens, output_tokens)
+        if recorded is None:
+            return UNPRICED
+        cost, estimated = recorded
         if cost is not None:
             return cost, None
         return super().price(agent, model, input_tokens, output_tokens) if estimated else UNPRICED
@@ -426,9 +443,15 @@ async def _run(entry: Agent[Any], items: Any) -> None:
 
 
 def replay_sdk_trace(
-    spans: Sequence[SpanRecord], reference: str, *, live_tools: bool = False, only: int | None = None
+    spans: Sequence[SpanRecord],
+    reference: str,
+    *,
+    live_tools: bool = False,
+    only: int | None = None,
+    prices: AgentPrices | None = None,
 ) -> SdkReplayReport:
-    """Replay one SDK trace on the agent `reference` names; compare every delegation, or only `only`."""
+    """Replay one SDK trace on the agent `reference` names; compare every delegation, or only `only`.
+    An agent in `prices` is billed at its what-if price (`RecordedPricing`)."""
     plan = item_plan(spans)
     recorded = run_outcome(reconstruct(spans))
     entry = load_entry_agent(reference)
@@ -437,23 +460,28 @@ def replay_sdk_trace(
             f"--agents {reference}: that agent is {entry.name!r}, the recorded run started with "
             f"{plan.entry!r}"
         )
-    replayed, ended = replay_on(entry, plan, live_tools=live_tools)
-    report = SdkReplayReport(plan, recorded, replayed, reference, ended, only)
+    what_if = dict(prices or {})
+    unknown = sorted(set(what_if) - {r.agent for r in plan.rounds})
+    if unknown:
+        raise RegistryError(f"no recorded rounds of agent {unknown[0]!r} to price: check --cost/--model")
+    replayed, ended = replay_on(entry, plan, live_tools=live_tools, prices=what_if)
+    report = SdkReplayReport(plan, recorded, replayed, reference, ended, only, prices=what_if)
     report.differences = differences(recorded, replayed, only)
     return report
 
 
 def replay_on(
-    entry: Agent[Any], plan: ItemPlan, *, live_tools: bool = False
+    entry: Agent[Any], plan: ItemPlan, *, live_tools: bool = False, prices: AgentPrices | None = None
 ) -> tuple[RunOutcome, str | None]:
     """Run `plan` offline on the SDK agent `entry` (what a written test calls): the replayed outcome, and
-    `recording ends at round N: ...` when the run needed something never recorded (else None)."""
+    `recording ends at round N: ...` when the run needed something never recorded (else None). Agents
+    in `prices` are billed at those what-if prices."""
     recording = SdkRecording(plan)
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     processor = JanuxProcessor(
-        tracer_provider=provider, capture=True, pricing=RecordedPricing(plan, "openai")
+        tracer_provider=provider, capture=True, pricing=RecordedPricing(plan, "openai", prices)
     )
     items = run_input(plan, entry)
     try:
@@ -502,6 +530,7 @@ def test_source(report: SdkReplayReport, command: str, live_tools: bool = False)
         "",
         f"PLAN = {plan}",
         "",
+        f"PRICES = {report.prices!r}",
         f"EXPECTED_ERROR = {expected.error!r}",
         f"EXPECTED_DELEGATIONS = {pprint.pformat(expected.delegations, width=110)}",
         f"EXPECTED_BILL = {expected.bill[:3]!r}",
@@ -510,7 +539,7 @@ def test_source(report: SdkReplayReport, command: str, live_tools: bool = False)
         "def test_recorded_outcome() -> None:",
         '    """The run ends as the trace recorded it: each delegation and the bill."""',
         "    agent = entry_agent if isinstance(entry_agent, Agent) else entry_agent()",
-        f"    outcome, ended = replay_on(agent, PLAN, live_tools={live_tools!r})",
+        f"    outcome, ended = replay_on(agent, PLAN, live_tools={live_tools!r}, prices=PRICES)",
         "    assert ended is None, ended",
         "    assert (outcome.error_type if outcome.status == 'error' else None) == EXPECTED_ERROR",
         "    delegations = sorted(",

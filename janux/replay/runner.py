@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,11 +129,13 @@ def replay_sdk_trace(
     live_tools: bool = False,
     delegation: int | None = None,
     span_id: str | None = None,
+    prices: Mapping[str, tuple[float, float] | None] | None = None,
 ) -> Any:
     """Replay a trace of the OpenAI Agents integration on the user's SDK entry agent `reference`
     (`module:name`); compare every delegation, or only the one numbered `delegation` (or whose tool span
-    is `span_id`). Returns `janux.replay.openai_agents.SdkReplayReport`; raises `ReplayUnavailable` or
-    `RegistryError` when it cannot (the SDK missing among them)."""
+    is `span_id`); agents in `prices` billed at those what-if prices (USD per million input/output
+    tokens, None: unpriced). Returns `janux.replay.openai_agents.SdkReplayReport`; raises
+    `ReplayUnavailable` or `RegistryError` when it cannot (the SDK missing among them)."""
     try:
         module = importlib.import_module(SDK_REPLAY_MODULE)
     except ImportError as exc:
@@ -141,7 +143,7 @@ def replay_sdk_trace(
             f"replaying an OpenAI Agents SDK trace needs the SDK: pip install 'janux[openai-agents]' ({exc})"
         ) from None
     only = _selected(run_outcome(reconstruct(spans)), delegation, span_id)
-    return module.replay_sdk_trace(spans, reference, live_tools=live_tools, only=only)
+    return module.replay_sdk_trace(spans, reference, live_tools=live_tools, only=only, prices=prices)
 
 
 def sdk_test_source(report: Any, command: str, live_tools: bool) -> str:

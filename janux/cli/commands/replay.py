@@ -147,8 +147,6 @@ def _run(args: argparse.Namespace) -> int:
 
 SDK_UNSUPPORTED = {
     "set": "--set (the SDK run's budgets and policy are your code: change them there)",
-    "cost": "--cost",
-    "model": "--model",
     "model_url": "--model-url",
 }
 """Options refused for a trace of the OpenAI Agents integration, as named in the refusal."""
@@ -158,6 +156,7 @@ def _replay_sdk(args: argparse.Namespace, spans: Any, trace_id: str) -> int:
     """Replay a trace of the OpenAI Agents integration on the user's SDK agents (`--agents`)."""
     from janux.replay.runner import replay_sdk_trace
     from janux.replay.user_agents import RegistryError
+    from janux.replay.whatif import parse_cost, parse_model
     from janux.tracing.analysis.replay_plan import ReplayUnavailable
 
     refused = [name for option, name in SDK_UNSUPPORTED.items() if getattr(args, option)]
@@ -166,19 +165,37 @@ def _replay_sdk(args: argparse.Namespace, spans: Any, trace_id: str) -> int:
               f"available for it: {', '.join(refused)}")  # fmt: skip
         return EXIT_UNAVAILABLE
     try:
+        prices = _sdk_prices([parse_cost(text) for text in args.cost], [parse_model(t) for t in args.model])
         report = replay_sdk_trace(
-            spans, args.agents, live_tools=args.live_tools, delegation=args.delegation, span_id=args.span
-        )
+            spans, args.agents, live_tools=args.live_tools, delegation=args.delegation, span_id=args.span,
+            prices=prices,
+        )  # fmt: skip
     except (ReplayUnavailable, RegistryError) as exc:
         print(f"janux replay: {exc}")
         return EXIT_UNAVAILABLE
-    status = _print_report(report, trace_id, [], None)
+    status = _print_report(report, trace_id, [*args.cost, *args.model], None)
     if args.write_test:
         from janux.replay.runner import sdk_test_source
 
         command = "janux replay " + shlex.join([trace_id, *_what_if_args(args)])
         _write(Path(args.write_test), sdk_test_source(report, command, args.live_tools))
+        if prices:
+            print("note: it bills with the what-if prices and asserts the recorded outcome, so it fails "
+                  "until you edit the assertion to the outcome you expect")  # fmt: skip
     return status
+
+
+def _sdk_prices(
+    costs: list[tuple[str, dict[str, float] | None]], models: list[Any]
+) -> dict[str, tuple[float, float] | None]:
+    """`--cost` and `--model` as the SDK replay's what-if prices: agent -> USD per million input and
+    output tokens (None: unpriced); a later option for the same agent wins, as in the runtime's replay."""
+    prices: dict[str, tuple[float, float] | None] = {}
+    for agent, cost in costs:
+        prices[agent] = None if cost is None else (cost["input"], cost["output"])
+    for model in models:
+        prices[model.agent] = (model.cost["input"], model.cost["output"])
+    return prices
 
 
 def _what_if_args(args: argparse.Namespace) -> list[str]:

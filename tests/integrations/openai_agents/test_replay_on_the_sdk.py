@@ -294,6 +294,11 @@ def test_live_tools_run_the_users_real_tools(
             ("--agents", "support_desk:triage", "--set", "triage.max_turns=3"),
             "not available for it: --set",
         ),
+        (
+            "delegation",
+            ("--agents", "support_desk:triage", "--cost", "nobody=1/2"),
+            "no recorded rounds of agent 'nobody' to price",
+        ),
     ],
 )
 def test_what_cannot_be_replayed_is_one_line_and_exit_2(
@@ -399,3 +404,49 @@ def test_without_the_sdk_installed_janux_imports_and_the_replay_says_what_to_ins
     assert done.returncode == 2, done.stdout + done.stderr
     assert "needs the SDK: pip install 'janux[openai-agents]'" in done.stdout
     assert "Traceback" not in done.stderr
+
+
+def test_a_what_if_price_bills_that_agents_rounds_at_it_and_the_rest_as_recorded(
+    recorded: tuple[Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from janux.replay.runner import replay_sdk_trace
+    from janux.tracing.analysis.replay_plan import item_plan
+
+    folder, ids = recorded
+    monkeypatch.syspath_prepend(str(folder))
+    spans = [s for s in RECORDS[folder] if s.trace_id == ids["delegation"]]
+    answered = [r for r in item_plan(spans).rounds if r.answered]
+    researcher = [r for r in answered if r.agent == "researcher"]
+    assert researcher and len(researcher) < len(answered)
+    others = sum(r.cost or 0.0 for r in answered if r.agent != "researcher")
+
+    priced = replay_sdk_trace(spans, "support_desk:triage", prices={"researcher": (1.0, 2.0)})
+    expected = others + sum(r.input_tokens * 1.0 + r.output_tokens * 2.0 for r in researcher) / 1e6
+    assert priced.replayed.bill.cost == pytest.approx(expected, rel=1e-9)
+    assert priced.recorded.bill.cost != pytest.approx(expected, rel=1e-9)  # the recorded rates differ
+    assert priced.differences and not priced.ended  # the run went as recorded; only the bill differs
+
+    unpriced = replay_sdk_trace(spans, "support_desk:triage", prices={"researcher": None})
+    assert unpriced.replayed.bill.cost == pytest.approx(others, rel=1e-9)
+    tokens = sum(r.input_tokens + r.output_tokens for r in researcher)
+    assert unpriced.replayed.bill.unpriced_tokens == tokens
+
+
+def test_the_command_reprices_with_cost_and_model_and_writes_the_prices_into_the_test(
+    recorded: tuple[Path, dict[str, str]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    folder, ids = recorded
+    written = tmp_path / "test_priced.py"
+    args = ("--agents", "support_desk:triage", "--cost", "researcher=1/2", "--write-test", str(written))
+    status, out = _replay_here(folder, ids["delegation"], *args, monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 1, out  # the bill differs from the recorded one
+    assert "the replay differs from the recording:" in out and "bill" in out
+    assert "PRICES = {'researcher': (1.0, 2.0)}" in written.read_text(encoding="utf-8")
+    status, out = _replay_here(
+        folder, ids["delegation"], "--agents", "support_desk:triage", "--model", "researcher=gpt-4o-mini",
+        monkeypatch=monkeypatch, capsys=capsys,
+    )  # fmt: skip
+    assert status == 1 and "bill" in out, out
