@@ -89,7 +89,7 @@ def requests_of(
 
 class FileOutput:
     """OTLP/JSON lines or length-delimited protobuf, to a file (`None`: stdout); a file named
-`.gz` or `.zst` is compressed."""
+    `.gz` or `.zst` is compressed."""
 
     def __init__(self, path: str | None, file_format: str) -> None:
         self.where = path or "stdout"
