@@ -23,12 +23,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import importlib
 import json
-import os
 import pprint
 import re
-import sys
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -53,7 +50,7 @@ from janux.integrations.openai_agents.accounting import UNPRICED, Pricing, Round
 from janux.integrations.openai_agents.testing import ScriptedTracedModel
 from janux.replay.source import expectation
 from janux.replay.support import canonical_arguments
-from janux.replay.user_agents import RegistryError, split_reference
+from janux.replay.user_agents import RegistryError, factory_result, import_reference, split_reference
 from janux.runtime.definitions import Cost
 from janux.tracing.analysis.replay_outcome import RunOutcome, differences, run_outcome
 from janux.tracing.analysis.replay_plan import (
@@ -340,27 +337,9 @@ class RecordedPricing(Pricing):
 def load_entry_agent(reference: str) -> Agent[Any]:
     """Import `module:name` (the working directory importable) and return the SDK agent it names
     (or a callable's result); every problem is one `RegistryError` line."""
-    module_name, attr = split_reference(reference)
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        raise RegistryError(f"--agents {reference}: no module named {exc.name!r}") from None
-    except Exception as exc:  # the user's module failed while importing: name it, no traceback
-        raise RegistryError(
-            f"--agents {reference}: importing {module_name} raised {type(exc).__name__}: {exc}"
-        ) from None
-    if not hasattr(module, attr):
-        raise RegistryError(f"--agents {reference}: module {module_name} has no attribute {attr!r}")
-    value = getattr(module, attr)
+    value: Any = import_reference(reference)
     if callable(value) and not isinstance(value, Agent):
-        try:
-            value = value()
-        except Exception as exc:  # the user's factory failed: name it, no traceback
-            raise RegistryError(
-                f"--agents {reference}: calling it raised {type(exc).__name__}: {exc}"
-            ) from None
+        value = factory_result(value, reference)
     if not isinstance(value, Agent):
         raise RegistryError(
             f"--agents {reference}: the trace was recorded by the OpenAI Agents SDK, so this must name "

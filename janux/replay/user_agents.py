@@ -49,6 +49,12 @@ def split_reference(reference: str) -> tuple[str, str]:
 def load_registry(reference: str) -> dict[str, AgentCore]:
     """Import `module:attr` (the working directory importable, as `python -m` makes it) and read the
     agents it names; every problem is one `RegistryError` line."""
+    return registry_of(import_reference(reference), reference)
+
+
+def import_reference(reference: str) -> object:
+    """The object `module:attr` names, the working directory importable (as `python -m` makes it);
+    every problem (no module, the module raising, no such attribute) is one `RegistryError` line."""
     module_name, attr = split_reference(reference)
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
@@ -62,18 +68,21 @@ def load_registry(reference: str) -> dict[str, AgentCore]:
         ) from None
     if not hasattr(module, attr):
         raise RegistryError(f"--agents {reference}: module {module_name} has no attribute {attr!r}")
-    return registry_of(getattr(module, attr), reference)
+    return getattr(module, attr)
+
+
+def factory_result(value: Any, reference: str) -> Any:
+    """`value()`: a factory the reference names, called; its failure is one `RegistryError` line."""
+    try:
+        return value()
+    except Exception as exc:  # the user's factory failed: name it, no traceback
+        raise RegistryError(f"--agents {reference}: calling it raised {type(exc).__name__}: {exc}") from None
 
 
 def registry_of(value: object, reference: str = "the registry") -> dict[str, AgentCore]:
     """The agents of a registry value: a mapping name -> Agent, or a callable returning one."""
     if callable(value) and not isinstance(value, Mapping):
-        try:
-            value = value()
-        except Exception as exc:  # the user's factory failed: name it, no traceback
-            raise RegistryError(
-                f"--agents {reference}: calling it raised {type(exc).__name__}: {exc}"
-            ) from None
+        value = factory_result(value, reference)
     if not isinstance(value, Mapping):
         raise RegistryError(
             f"--agents {reference}: expected a mapping of agent name to janux Agent (or a callable "

@@ -174,8 +174,9 @@ class ReplayPlan:
         return found if isinstance(found, dict) else {}
 
 
-def replay_plan(spans: Iterable[SpanRecord]) -> ReplayPlan:
-    """Read the replay plan of one trace; raise `ReplayUnavailable` naming what is missing."""
+def _recorded(spans: Iterable[SpanRecord]) -> tuple[list[SpanRecord], list[RecordedRound], SpanRecord]:
+    """The trace's spans in start order, its model rounds and its root; `ReplayUnavailable` when it has
+    no span, or no round whose output was captured (`NO_CONTENT`)."""
     ordered = sorted(spans, key=lambda s: (s.start_ns, s.span_id))
     if not ordered:
         raise ReplayUnavailable("the trace has no spans")
@@ -183,6 +184,12 @@ def replay_plan(spans: Iterable[SpanRecord]) -> ReplayPlan:
     if not any(r.answered and r.output_recorded for r in rounds):
         raise ReplayUnavailable(NO_CONTENT)
     root = _root(ordered)
+    return ordered, rounds, root
+
+
+def replay_plan(spans: Iterable[SpanRecord]) -> ReplayPlan:
+    """Read the replay plan of one trace; raise `ReplayUnavailable` naming what is missing."""
+    ordered, rounds, root = _recorded(spans)
     definitions = _definitions(root)
     if definitions is None:
         sdk_run = in_sdk_form(rounds, root)
@@ -447,13 +454,7 @@ class ItemPlan:
 def item_plan(spans: Iterable[SpanRecord]) -> ItemPlan:
     """Read the plan of a trace whose rounds are in the SDK's item form; raise `ReplayUnavailable`
     with `NO_CONTENT` when the outputs or the first input were not captured."""
-    ordered = sorted(spans, key=lambda s: (s.start_ns, s.span_id))
-    if not ordered:
-        raise ReplayUnavailable("the trace has no spans")
-    rounds = [_round(s) for s in ordered if sr.is_inference(sr.operation(s))]
-    if not any(r.answered and r.output_recorded for r in rounds):
-        raise ReplayUnavailable(NO_CONTENT)
-    root = _root(ordered)
+    ordered, rounds, root = _recorded(spans)
     if not in_sdk_form(rounds, root):
         raise ReplayUnavailable(
             "the trace's rounds are not in the OpenAI Agents SDK's item or chat-completions form: replay "
